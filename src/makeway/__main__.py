@@ -1,0 +1,3 @@
+from makeway.cli import main
+
+main()
