@@ -1,0 +1,73 @@
+"""The interface every preemption model implements, and the registry that finds them by name.
+
+A model is a deterministic object: given the same state, ``now`` and call sequence it returns the
+same decisions in the same order. It may keep its own bookkeeping between calls (starvation clocks,
+quota timers, admitted sets), but never reads a clock, a file or the network.
+
+The executor calls, in this order for each instant:
+  * ``on_config_change`` for each queue change at that time,
+  * ``schedule(state, now)`` once after the events of the instant were applied,
+  * ``heartbeat(state, node, now)`` for node heartbeats, when ``heartbeat_period`` is set,
+and asks ``next_wakeup(state, now)`` when the model wants a call at a later time (a timer).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Mapping
+
+from makeway.core.decisions import Decision
+from makeway.core.model import Queue
+from makeway.core.state import ClusterState
+
+
+class PreemptionModel:
+    """Base class: places nothing, preempts nothing. Subclasses override what they need."""
+
+    name = "none"
+    heartbeat_period: float | None = None
+    heartbeat_splay: float = 0.0
+    tick_period: float | None = None
+
+    def __init__(self, settings: Mapping[str, Any] | None = None):
+        self.settings: dict[str, Any] = dict(settings or {})
+
+    def bind(self, state: ClusterState) -> None:
+        """Called once with the initial state, before any event."""
+
+    def schedule(self, state: ClusterState, now: float) -> list[Decision]:
+        return []
+
+    def heartbeat(self, state: ClusterState, node: str, now: float) -> list[Decision]:
+        return []
+
+    def on_config_change(self, state: ClusterState, queue: str, old: Queue, now: float) -> list[Decision]:
+        return []
+
+    def next_wakeup(self, state: ClusterState, now: float) -> float | None:
+        return None
+
+    def grace_period(self, state: ClusterState, allocation: str) -> float:
+        """Seconds a victim keeps its resources after notice; the workload's own grace by default."""
+        alloc = state.allocations[allocation]
+        return state.workloads[alloc.workload].grace
+
+
+# model name -> "module:Class". Modules are imported lazily so one broken model never hides the rest.
+MODELS: dict[str, str] = {
+    "none": "makeway.policies.default:PriorityFirstFit",
+    "fifo": "makeway.policies.default:PriorityFirstFit",
+    "kueue": "makeway.policies.kueue:KueueModel",
+    "yunikorn": "makeway.policies.yunikorn_queue:YuniKornModel",
+    "ytsaurus": "makeway.policies.ytsaurus:YTsaurusModel",
+    "symphony": "makeway.policies.symphony:SymphonyModel",
+}
+
+
+def load_model(name: str, settings: Mapping[str, Any] | None = None) -> PreemptionModel:
+    target = MODELS.get(name)
+    if target is None:
+        raise KeyError(f"unknown preemption model {name!r} (known: {', '.join(sorted(MODELS))})")
+    module_name, cls_name = target.split(":")
+    cls = getattr(importlib.import_module(module_name), cls_name)
+    return cls(settings)

@@ -1,0 +1,206 @@
+"""Cluster state with the incremental indexes a scheduler needs.
+
+Usage per queue (hierarchical: a queue's usage includes its descendants), used resources per node,
+allocations per node in start order, running and pending tasks per workload. Every index is updated
+in O(depth of tree + size of vector) when a task starts or ends, never recomputed from scratch.
+
+The state is mutated only by its executor (simulator or service) through ``start``/``end``/
+``requeue``; models read it and return decisions.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+from makeway.core.model import Allocation, Node, Queue, Workload, split_task_id, task_id
+from makeway.core.resources import Res, add_into, fits, sub
+
+
+class StateError(ValueError):
+    """An executor asked for something the state cannot do (unknown task, double start...)."""
+
+
+class ClusterState:
+    __slots__ = ("resources", "queues", "nodes", "workloads", "pending", "allocations", "node_used",
+                 "node_allocs", "queue_usage", "queue_allocs", "running", "finished_tasks",
+                 "_seq", "_ancestors", "roots")
+
+    def __init__(self, resources: Iterable[str], queues: Iterable[Queue], nodes: Iterable[Node]):
+        self.resources: tuple[str, ...] = tuple(resources)
+        self.queues: dict[str, Queue] = {}
+        for q in queues:
+            if q.name in self.queues:
+                raise StateError(f"duplicate queue {q.name!r}")
+            self.queues[q.name] = q
+        for q in self.queues.values():
+            q.children = []
+        for q in self.queues.values():
+            if q.parent is not None:
+                if q.parent not in self.queues:
+                    raise StateError(f"queue {q.name!r} has unknown parent {q.parent!r}")
+                self.queues[q.parent].children.append(q.name)
+        self.roots = [q.name for q in self.queues.values() if q.parent is None]
+        self._ancestors: dict[str, tuple[str, ...]] = {}
+        for name in self.queues:
+            chain, cur, seen = [], name, set()
+            while cur is not None:
+                if cur in seen:
+                    raise StateError(f"queue {name!r} is part of a cycle")
+                seen.add(cur)
+                chain.append(cur)
+                cur = self.queues[cur].parent
+            self._ancestors[name] = tuple(chain)
+        self.nodes: dict[str, Node] = {}
+        for n in nodes:
+            if n.name in self.nodes:
+                raise StateError(f"duplicate node {n.name!r}")
+            self.nodes[n.name] = n
+        self.workloads: dict[str, Workload] = {}
+        self.pending: dict[str, dict[str, None]] = {}
+        self.allocations: dict[str, Allocation] = {}
+        self.node_used: dict[str, Res] = {n: {} for n in self.nodes}
+        self.node_allocs: dict[str, dict[str, None]] = {n: {} for n in self.nodes}
+        self.queue_usage: dict[str, Res] = {q: {} for q in self.queues}
+        self.queue_allocs: dict[str, dict[str, None]] = {q: {} for q in self.queues}
+        self.running: dict[str, dict[str, None]] = {}
+        self.finished_tasks: dict[str, int] = {}
+        self._seq = 0
+
+    # -- queries ----------------------------------------------------------------------------
+
+    def path_to_root(self, queue: str) -> tuple[str, ...]:
+        """The queue itself, then its parent, up to its root."""
+        return self._ancestors[queue]
+
+    def descendants(self, queue: str) -> Iterator[str]:
+        stack = [queue]
+        while stack:
+            q = stack.pop()
+            yield q
+            stack.extend(reversed(self.queues[q].children))
+
+    def node_free(self, node: str) -> Res:
+        return sub(self.nodes[node].capacity, self.node_used[node])
+
+    def fits_node(self, request: Res, node: str) -> bool:
+        n = self.nodes[node]
+        if not n.schedulable:
+            return False
+        used = self.node_used[node]
+        cap = n.capacity
+        for k, v in request.items():
+            if v > 0 and used.get(k, 0) + v > cap.get(k, 0) + 1e-9:
+                return False
+        return True
+
+    def pending_tasks(self, workload: str) -> list[str]:
+        return list(self.pending.get(workload, ()))
+
+    def task_resources(self, tid: str) -> Res:
+        wl, g, _ = split_task_id(tid)
+        return self.workloads[wl].groups[g].resources
+
+    def total_capacity(self) -> Res:
+        out: Res = {}
+        for n in self.nodes.values():
+            add_into(out, n.capacity)
+        return out
+
+    # -- mutations (executor only) ------------------------------------------------------------
+
+    def submit(self, wl: Workload) -> None:
+        if wl.id in self.workloads:
+            raise StateError(f"workload {wl.id!r} submitted twice")
+        if wl.queue not in self.queues:
+            raise StateError(f"workload {wl.id!r} names unknown queue {wl.queue!r}")
+        self.workloads[wl.id] = wl
+        self.pending[wl.id] = dict.fromkeys(wl.task_ids())
+        self.running[wl.id] = {}
+
+    def start(self, tid: str, node: str, now: float) -> Allocation:
+        wl_id, g, _ = split_task_id(tid)
+        pend = self.pending.get(wl_id)
+        if pend is None or tid not in pend:
+            raise StateError(f"task {tid!r} is not pending")
+        if node not in self.nodes:
+            raise StateError(f"unknown node {node!r}")
+        wl = self.workloads[wl_id]
+        res = wl.groups[g].resources
+        del pend[tid]
+        if not pend:
+            del self.pending[wl_id]
+        self._seq += 1
+        alloc = Allocation(tid, wl_id, wl.queue, node, res, now, wl.priority, wl.preemptible, False, self._seq)
+        self.allocations[tid] = alloc
+        add_into(self.node_used[node], res)
+        self.node_allocs[node][tid] = None
+        for q in self._ancestors[wl.queue]:
+            add_into(self.queue_usage[q], res)
+        self.queue_allocs[wl.queue][tid] = None
+        self.running[wl_id][tid] = None
+        return alloc
+
+    def end(self, tid: str) -> Allocation:
+        """Remove a running allocation (finished or preempted) and release its resources."""
+        alloc = self.allocations.pop(tid, None)
+        if alloc is None:
+            raise StateError(f"allocation {tid!r} is not running")
+        add_into(self.node_used[alloc.node], alloc.resources, -1)
+        del self.node_allocs[alloc.node][tid]
+        for q in self._ancestors[alloc.queue]:
+            add_into(self.queue_usage[q], alloc.resources, -1)
+        del self.queue_allocs[alloc.queue][tid]
+        del self.running[alloc.workload][tid]
+        return alloc
+
+    def finish(self, tid: str) -> Allocation:
+        alloc = self.end(tid)
+        self.finished_tasks[alloc.workload] = self.finished_tasks.get(alloc.workload, 0) + 1
+        return alloc
+
+    def requeue(self, tid: str) -> None:
+        """Put a preempted task back in its workload's pending set, keeping identity and submit time."""
+        wl_id, _, _ = split_task_id(tid)
+        self.pending.setdefault(wl_id, {})[tid] = None
+
+    def mark_preempting(self, tid: str) -> None:
+        self.allocations[tid].preempting = True
+
+    def is_finished(self, wl_id: str) -> bool:
+        wl = self.workloads[wl_id]
+        return self.finished_tasks.get(wl_id, 0) >= wl.task_count
+
+    def update_queue(self, name: str, **changes: object) -> Queue:
+        """Change a queue's limits or settings (config change); returns the queue as it was."""
+        q = self.queues[name]
+        old = Queue(q.name, q.parent, q.guaranteed, q.max, q.weight, q.borrowing_limit,
+                    q.lending_limit, q.priority, q.rank, dict(q.settings), list(q.children))
+        for key, value in changes.items():
+            if key == "settings":
+                q.settings = {**q.settings, **value}  # type: ignore[dict-item]
+            else:
+                setattr(q, key, value)
+        return old
+
+    # -- invariants -------------------------------------------------------------------------
+
+    def check_invariants(self) -> list[str]:
+        """Problems found, if any: used above capacity, or an index out of step with allocations."""
+        problems: list[str] = []
+        for name, node in self.nodes.items():
+            if not fits(self.node_used[name], node.capacity):
+                problems.append(f"node {name} used {self.node_used[name]} exceeds capacity {node.capacity}")
+        recount: dict[str, Res] = {q: {} for q in self.queues}
+        for a in self.allocations.values():
+            for q in self._ancestors[a.queue]:
+                add_into(recount[q], a.resources)
+        for q, res in recount.items():
+            cur = self.queue_usage[q]
+            for k in set(res) | set(cur):
+                if abs(res.get(k, 0) - cur.get(k, 0)) > 1e-6:
+                    problems.append(f"queue {q} usage index {cur} differs from allocations {res}")
+                    break
+        return problems
+
+
+__all__ = ["ClusterState", "StateError", "task_id"]
