@@ -14,6 +14,11 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="makeway: a preemptive multi-tenant cluster scheduler and simulator.")
 
 
+@app.callback()
+def _root() -> None:
+    """makeway: a preemptive multi-tenant cluster scheduler and simulator."""
+
+
 def fail(message: str) -> "typer.Exit":
     typer.echo(f"error: {message}", err=True)
     return typer.Exit(2)
