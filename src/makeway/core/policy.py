@@ -61,6 +61,8 @@ MODELS: dict[str, str] = {
     "yunikorn": "makeway.policies.yunikorn_queue:YuniKornModel",
     "ytsaurus": "makeway.policies.ytsaurus:YTsaurusModel",
     "symphony": "makeway.policies.symphony:SymphonyModel",
+    "fifo-strict": "makeway.policies.hpc:StrictFifo",
+    "easy-backfill": "makeway.policies.hpc:EasyBackfill",
 }
 
 
