@@ -42,6 +42,57 @@ def conformance(paths: List[Path] = typer.Argument(..., help="case files or fold
     raise typer.Exit(1 if failed else 0)
 
 
+def _load_trace(path: Path, fmt: str | None):
+    from makeway.sim.trace import load_jsonl
+
+    if fmt not in (None, "jsonl"):
+        from makeway.sim.importers import read_trace  # real trace formats (SWF, Google, Philly, Alibaba)
+        from makeway.sim.trace import load_records
+
+        return load_records((f"{path}:{i}", rec) for i, rec in enumerate(read_trace(path, fmt), 1))
+    return load_jsonl(path)
+
+
+@app.command()
+def simulate(
+    config: Path = typer.Argument(..., help="cluster config (YAML)"),
+    trace: Optional[Path] = typer.Option(None, "--trace", help="trace file (default: the config's trace)"),
+    trace_format: Optional[str] = typer.Option(None, "--trace-format", help="jsonl, swf, google2011, philly, alibaba"),
+    out: Optional[Path] = typer.Option(None, "--out", help="write full results (JSON) here"),
+    horizon: Optional[float] = typer.Option(None, "--horizon", help="stop at this simulated time (s)"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="print nothing but errors"),
+) -> None:
+    """Replay a trace against a cluster config and print the summary."""
+    import json
+
+    from makeway.config import build_state, load_config, trace_path
+    from makeway.core.policy import load_model
+    from makeway.render import print_summary
+    from makeway.sim.engine import SimOptions, simulate as run_sim
+
+    cfg = load_config(config)
+    tpath = trace or trace_path(cfg, config)
+    workloads, changes = _load_trace(tpath, trace_format) if tpath is not None else ([], [])
+    state = build_state(cfg)
+    for wl in workloads:
+        if wl.queue not in state.queues:
+            raise fail(f"{tpath}: workload {wl.id!r}: queue: unknown queue {wl.queue!r}")
+    model = load_model(cfg.preemption.model, cfg.preemption.settings)
+    opts = SimOptions(horizon=horizon or cfg.simulation.horizon,
+                      kill_at_requested_time=cfg.simulation.kill_at_requested_time,
+                      heartbeat_period=cfg.simulation.heartbeat_period)
+    rec = run_sim(state, model, workloads, changes, opts)
+    summary = rec.summary()
+    if not quiet:
+        print_summary(summary, cfg.preemption.model, f"makeway simulate: {cfg.name}")
+    if out is not None:
+        meta = {"config": {"name": cfg.name, "model": cfg.preemption.model, "path": str(config)},
+                "trace": str(tpath) if tpath else None}
+        out.write_text(json.dumps(rec.results(meta), indent=1, default=str))
+        if not quiet:
+            typer.echo(f"results written to {out}")
+
+
 def main() -> None:
     try:
         app()

@@ -1,0 +1,253 @@
+"""The simulator: a virtual clock and an event heap driving the core and one preemption model.
+
+Events at the same instant are applied in a fixed order (finishes and grace expiries free resources
+first, then config changes, then submissions), then the model's ``schedule`` runs once, then node
+heartbeats. Every tie is broken by a sequence number, so a run is a pure function of its inputs.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from makeway.core.decisions import Decision, Note, Preempt, Start
+from makeway.core.model import Workload
+from makeway.core.policy import PreemptionModel
+from makeway.core.resources import Res, add_into
+from makeway.core.state import ClusterState
+from makeway.errors import MakewayError
+from makeway.sim.metrics import Recorder
+from makeway.sim.trace import ConfigChange
+
+# Event kinds, in the order they are applied within one instant.
+FINISH, GRACE, CONFIG, SUBMIT, WAKE, TICK, HEARTBEAT = range(7)
+_PERIODIC = (TICK, HEARTBEAT)
+
+
+class SimulationError(MakewayError):
+    """A model asked for something impossible (a Start that does not fit, an unknown victim)."""
+
+
+@dataclass(slots=True)
+class SimOptions:
+    horizon: float | None = None
+    kill_at_requested_time: bool = False
+    heartbeat_period: float | None = None
+    record_starts: bool = False
+    check_invariants: bool = False
+    progress: Callable[[float, int], None] | None = None
+
+
+@dataclass(slots=True)
+class Simulation:
+    state: ClusterState
+    model: PreemptionModel
+    options: SimOptions = field(default_factory=SimOptions)
+    recorder: Recorder = field(init=False)
+    now: float = 0.0
+    _heap: list = field(default_factory=list)
+    _seq: int = 0
+    _real_events: int = 0
+    _wakes: set = field(default_factory=set)
+    _killed: set = field(default_factory=set)
+    events_processed: int = 0
+
+    def __post_init__(self) -> None:
+        self.recorder = Recorder(self.state, record_starts=self.options.record_starts)
+
+    # -- event heap ----------------------------------------------------------------------------
+
+    def _push(self, time: float, kind: int, payload: Any) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (time, kind, self._seq, payload))
+        if kind not in _PERIODIC:
+            self._real_events += 1
+
+    def add_workloads(self, workloads: Iterable[Workload]) -> None:
+        for wl in workloads:
+            self._push(wl.submit, SUBMIT, wl)
+
+    def add_changes(self, changes: Iterable[ConfigChange]) -> None:
+        for ch in changes:
+            if ch.queue not in self.state.queues:
+                raise SimulationError(f"config event at t={ch.time}: unknown queue {ch.queue!r}")
+            self._push(ch.time, CONFIG, ch)
+
+    # -- applying decisions ----------------------------------------------------------------------
+
+    def _apply(self, decisions: list[Decision]) -> None:
+        state, now = self.state, self.now
+        for d in decisions:
+            if isinstance(d, Start):
+                self._start(d, now)
+            elif isinstance(d, Preempt):
+                alloc = state.allocations.get(d.allocation)
+                if alloc is None:
+                    raise SimulationError(f"model {self.model.name!r} preempted unknown allocation {d.allocation!r}")
+                if alloc.preempting:
+                    continue
+                grace = self.model.grace_period(state, d.allocation)
+                self.recorder.preempt(alloc, d.reason, now, grace)
+                if grace > 0:
+                    state.mark_preempting(d.allocation)
+                    self._push(now + grace, GRACE, (d.allocation, alloc.seq))
+                else:
+                    self._evict(d.allocation, now)
+            elif isinstance(d, Note):
+                self.recorder.note(d, now)
+            else:
+                raise SimulationError(f"model {self.model.name!r} returned {d!r}, not a decision")
+
+    def _start(self, d: Start, now: float) -> None:
+        state = self.state
+        wl_id = d.task.rsplit("/", 2)[0]
+        if d.task not in state.pending.get(wl_id, ()):
+            raise SimulationError(f"model {self.model.name!r} started {d.task!r}, which is not pending")
+        if d.node not in state.nodes:
+            raise SimulationError(f"model {self.model.name!r} started {d.task!r} on unknown node {d.node!r}")
+        if not state.fits_node(state.task_resources(d.task), d.node):
+            raise SimulationError(f"model {self.model.name!r} started {d.task!r} on {d.node!r}, where it does not fit")
+        self.recorder.before_change(now)
+        alloc = state.start(d.task, d.node, now)
+        wl = state.workloads[wl_id]
+        run = wl.duration
+        if self.options.kill_at_requested_time and wl.requested_duration is not None and wl.requested_duration < run:
+            run = wl.requested_duration
+            self._killed.add(d.task)
+        self.recorder.start(alloc, now)
+        self._push(now + run, FINISH, (d.task, alloc.seq))
+
+    def _evict(self, tid: str, now: float) -> None:
+        self.recorder.before_change(now)
+        alloc = self.state.end(tid)
+        self.state.requeue(tid)
+        self.recorder.evicted(alloc, now)
+
+    # -- the loop --------------------------------------------------------------------------------
+
+    @property
+    def _max_period(self) -> float:
+        periods = [p for p in (self.options.heartbeat_period or self.model.heartbeat_period,
+                               self.model.tick_period) if p]
+        return max(periods, default=0.0)
+
+    def _seed_periodic(self) -> None:
+        period = self.options.heartbeat_period or self.model.heartbeat_period
+        if period:
+            nodes = list(self.state.nodes)
+            splay = self.model.heartbeat_splay or 0.0
+            for i, n in enumerate(nodes):
+                offset = (splay * i / len(nodes)) if splay else 0.0
+                self._push(offset, HEARTBEAT, (n, period))
+        if self.model.tick_period:
+            self._push(0.0, TICK, self.model.tick_period)
+
+    def _idle(self) -> bool:
+        """True when nothing but periodic events remain and nothing can change any more."""
+        return self._real_events == 0 and not self.state.allocations
+
+    def run(self) -> Recorder:
+        state, model = self.state, self.model
+        model.bind(state)
+        self._seed_periodic()
+        horizon = self.options.horizon
+        idle_since: float | None = None
+        while self._heap:
+            time = self._heap[0][0]
+            if horizon is not None and time > horizon:
+                break
+            self.now = time
+            beats: list[str] = []
+            changed = False
+            while self._heap and self._heap[0][0] == time:
+                _, kind, _, payload = heapq.heappop(self._heap)
+                self.events_processed += 1
+                if kind not in _PERIODIC:
+                    self._real_events -= 1
+                changed |= self._handle(kind, payload, beats)
+            decisions = model.schedule(state, time)
+            self._apply(decisions)
+            made = bool(decisions)
+            for node in beats:
+                d = model.heartbeat(state, node, time)
+                self._apply(d)
+                made |= bool(d)
+            wake = model.next_wakeup(state, time)
+            if wake is not None and wake > time and wake not in self._wakes:
+                self._wakes.add(wake)
+                self._push(wake, WAKE, None)
+            if self.options.check_invariants:
+                problems = state.check_invariants()
+                if problems:
+                    raise SimulationError(f"t={time}: invariant broken: {problems[0]}")
+            if self.options.progress is not None:
+                self.options.progress(time, self.events_processed)
+            if self._idle() and not (made or changed):
+                if idle_since is None:
+                    idle_since = time
+                elif time - idle_since > 2 * self._max_period:
+                    break
+            else:
+                idle_since = None
+        self.recorder.close(self.now)
+        return self.recorder
+
+    def _handle(self, kind: int, payload: Any, beats: list[str]) -> bool:
+        state, now = self.state, self.now
+        if kind == FINISH:
+            tid, seq = payload
+            alloc = state.allocations.get(tid)
+            if alloc is None or alloc.seq != seq:
+                return False
+            self.recorder.before_change(now)
+            state.finish(tid)
+            self.recorder.finish(alloc, now, killed=tid in self._killed)
+            return True
+        if kind == GRACE:
+            tid, seq = payload
+            alloc = state.allocations.get(tid)
+            if alloc is None or alloc.seq != seq:
+                return False
+            self._evict(tid, now)
+            return True
+        if kind == CONFIG:
+            ch: ConfigChange = payload
+            old = state.update_queue(ch.queue, **ch.changes)
+            self.recorder.config_change(ch, now)
+            self._apply(self.model.on_config_change(state, ch.queue, old, now))
+            return True
+        if kind == SUBMIT:
+            wl: Workload = payload
+            if wl.queue not in state.queues:
+                raise SimulationError(f"workload {wl.id!r} names unknown queue {wl.queue!r}")
+            state.submit(wl)
+            self.recorder.submit(wl, now)
+            return True
+        if kind == WAKE:
+            self._wakes.discard(now)
+            return True
+        if kind == TICK:
+            self._push(now + payload, TICK, payload)
+            return False
+        if kind == HEARTBEAT:
+            node, period = payload
+            beats.append(node)
+            self._push(now + period, HEARTBEAT, payload)
+            return False
+        raise SimulationError(f"unknown event kind {kind}")
+
+
+def simulate(state: ClusterState, model: PreemptionModel, workloads: Iterable[Workload],
+             changes: Iterable[ConfigChange] = (), options: SimOptions | None = None) -> Recorder:
+    sim = Simulation(state, model, options or SimOptions())
+    sim.add_workloads(workloads)
+    sim.add_changes(changes)
+    return sim.run()
+
+
+def used_total(state: ClusterState) -> Res:
+    out: Res = {}
+    for used in state.node_used.values():
+        add_into(out, used)
+    return out
