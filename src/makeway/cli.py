@@ -93,6 +93,36 @@ def simulate(
             typer.echo(f"results written to {out}")
 
 
+IMPORTERS = ("kueue", "yunikorn", "ytsaurus", "symphony")
+
+
+@app.command("import")
+def import_config(
+    kind: str = typer.Argument(..., help=f"native format: {', '.join(IMPORTERS)}"),
+    files: List[Path] = typer.Argument(..., help="native config or manifest files"),
+    output: Path = typer.Option(..., "-o", "--output", help="makeway config to write (YAML)"),
+) -> None:
+    """Convert a native scheduler config (Kueue manifests, YuniKorn queues.yaml, ...) into a makeway config."""
+    import importlib
+
+    import yaml
+
+    from makeway.config import parse_config
+
+    if kind not in IMPORTERS:
+        raise fail(f"kind: unknown importer {kind!r} (known: {', '.join(IMPORTERS)})")
+    for f in files:
+        if not f.is_file():
+            raise fail(f"{f}: no such file")
+    module = importlib.import_module(f"makeway.adapters.{kind}")
+    config, warnings = module.import_files(list(files))
+    for w in warnings:
+        typer.echo(f"warning: {w}", err=True)
+    parse_config(config, f"{kind} import of {', '.join(map(str, files))}")
+    output.write_text(yaml.safe_dump(config, sort_keys=False))
+    typer.echo(f"wrote {output}")
+
+
 def main() -> None:
     try:
         app()
