@@ -53,6 +53,10 @@ class Simulation:
     _killed: set = field(default_factory=set)
     events_processed: int = 0
 
+    # A model whose victims leave at once is asked again in the same instant, so the preemptor can
+    # use what was freed; bounded, so a model that keeps preempting cannot spin forever.
+    MAX_ROUNDS = 16
+
     def __post_init__(self) -> None:
         self.recorder = Recorder(self.state, record_starts=self.options.record_starts)
 
@@ -76,8 +80,10 @@ class Simulation:
 
     # -- applying decisions ----------------------------------------------------------------------
 
-    def _apply(self, decisions: list[Decision]) -> None:
+    def _apply(self, decisions: list[Decision]) -> bool:
+        """Apply decisions in order; True when a victim left at once (resources freed this instant)."""
         state, now = self.state, self.now
+        freed = False
         for d in decisions:
             if isinstance(d, Start):
                 self._start(d, now)
@@ -94,10 +100,12 @@ class Simulation:
                     self._push(now + grace, GRACE, (d.allocation, alloc.seq))
                 else:
                     self._evict(d.allocation, now)
+                    freed = True
             elif isinstance(d, Note):
                 self.recorder.note(d, now)
             else:
                 raise SimulationError(f"model {self.model.name!r} returned {d!r}, not a decision")
+        return freed
 
     def _start(self, d: Start, now: float) -> None:
         state = self.state
@@ -166,9 +174,12 @@ class Simulation:
                 if kind not in _PERIODIC:
                     self._real_events -= 1
                 changed |= self._handle(kind, payload, beats)
-            decisions = model.schedule(state, time)
-            self._apply(decisions)
-            made = bool(decisions)
+            made = False
+            for _ in range(self.MAX_ROUNDS):
+                decisions = model.schedule(state, time)
+                made |= bool(decisions)
+                if not self._apply(decisions):
+                    break
             for node in beats:
                 d = model.heartbeat(state, node, time)
                 self._apply(d)

@@ -1,0 +1,129 @@
+import pytest
+
+from makeway.core.decisions import Preempt, Reason, Start
+from makeway.core.policy import PreemptionModel
+from makeway.policies.default import PriorityFirstFit, first_fit
+from makeway.sim.engine import SimOptions, SimulationError, simulate
+from makeway.sim.trace import ConfigChange
+
+from .helpers import cluster, job
+
+
+class EvictYoungest(PriorityFirstFit):
+    """Test model: a pending workload of higher priority evicts the youngest lower-priority allocation."""
+
+    name = "test-evict"
+
+    def schedule(self, state, now):
+        out = super().schedule(state, now)
+        if out:
+            return out
+        for wl_id in sorted(state.pending, key=lambda w: (-state.workloads[w].priority, w)):
+            prio = state.workloads[wl_id].priority
+            victims = sorted((a for a in state.allocations.values() if a.priority < prio and not a.preempting),
+                             key=lambda a: (-a.start, a.id))
+            if victims:
+                v = victims[0]
+                return [Preempt(v.id, Reason("test", "youngest", wl_id))]
+        return []
+
+
+@pytest.mark.parametrize("name, jobs, expect_finish", [
+    ("one job", [job("j1", duration=10)], {"j1": 10}),
+    ("fifo when full", [job("j1", count=8, duration=10), job("j2", submit=1, duration=5)], {"j1": 10, "j2": 15}),
+    ("priority first", [job("big", count=8, duration=10), job("lo", submit=1, count=8, duration=5),
+                        job("hi", submit=2, count=8, duration=5, priority=5)],
+     {"big": 10, "hi": 15, "lo": 20}),
+    ("gang waits for all", [job("j1", count=7, duration=10), job("j2", submit=1, count=2, duration=1)],
+     {"j1": 10, "j2": 11}),
+])
+def test_default_model_table(name, jobs, expect_finish):
+    rec = simulate(cluster(), PriorityFirstFit(), jobs)
+    assert rec.finish_t == expect_finish, name
+    assert rec.preemptions == 0
+
+
+def test_preemption_requeues_and_counts_waste():
+    jobs = [job("lo", count=8, duration=100), job("hi", submit=10, count=1, duration=5, priority=9)]
+    rec = simulate(cluster(), EvictYoungest(), jobs)
+    assert rec.preemptions == 1
+    assert rec.wasted == {"cpu": 10}  # one cpu for the 10 s it ran
+    assert rec.finish_t["hi"] == 15
+    # the evicted task restarts when hi finishes and runs its full duration again
+    assert rec.finish_t["lo"] == 115
+    evt = [e for e in rec.events if e["kind"] == "preempt"][0]
+    assert evt["reason"]["preemptor"] == "hi" and evt["reason"]["rule"] == "youngest"
+
+
+def test_grace_period_keeps_resources_until_expiry():
+    jobs = [job("lo", count=8, duration=100, grace=30), job("hi", submit=10, duration=5, priority=9)]
+    rec = simulate(cluster(), EvictYoungest(), jobs)
+    assert rec.finish_t["hi"] == 45  # starts at 40 when the victim's grace ends
+    assert rec.wasted == {"cpu": 40}
+
+
+def test_victim_that_finishes_during_grace_loses_nothing():
+    jobs = [job("lo", count=8, duration=20, grace=30), job("hi", submit=10, duration=5, priority=9)]
+    rec = simulate(cluster(), EvictYoungest(), jobs)
+    assert rec.wasted == {}
+    assert rec.finished_in_grace == 1
+    assert rec.finish_t["hi"] == 25
+
+
+def test_kill_at_requested_time():
+    rec = simulate(cluster(), PriorityFirstFit(), [job("j", duration=100, requested=30)],
+                   options=SimOptions(kill_at_requested_time=True))
+    assert rec.finish_t["j"] == 30 and rec.summary()["killed_at_requested_time"] == 1
+
+
+def test_queue_max_change_applies_to_later_placement():
+    state = cluster()
+    rec = simulate(state, PriorityFirstFit(),
+                   [job("j1", count=2, duration=10), job("j2", submit=5, count=2, duration=10)],
+                   [ConfigChange(1, "a", {"max": {"cpu": 2}})])
+    assert rec.finish_t == {"j1": 10, "j2": 20}  # j2 waits for j1 under the lowered max
+    assert [e["kind"] for e in rec.events] == ["config"]
+
+
+class BadModel(PreemptionModel):
+    def schedule(self, state, now):
+        return [Start(t, "n0") for w in state.pending for t in state.pending[w]]
+
+
+def test_start_that_does_not_fit_is_rejected():
+    with pytest.raises(SimulationError, match="does not fit"):
+        simulate(cluster(), BadModel(), [job("j", count=5)])
+
+
+def test_unknown_victim_is_rejected():
+    class Bad(PreemptionModel):
+        def schedule(self, state, now):
+            return [Preempt("nope", Reason("t", "r"))]
+
+    with pytest.raises(SimulationError, match="unknown allocation"):
+        simulate(cluster(), Bad(), [job("j")])
+
+
+def test_heartbeat_models_get_called_and_loop_ends():
+    class Beat(PreemptionModel):
+        heartbeat_period = 5.0
+        calls = 0
+
+        def heartbeat(self, state, node, now):
+            Beat.calls += 1
+            starts = []
+            for w in sorted(state.pending):
+                s = first_fit(state, list(state.pending[w]), nodes=[node])
+                if s:
+                    starts.extend(s)
+                    break
+            return starts
+
+    rec = simulate(cluster(), Beat(), [job("j", submit=2, duration=7)])
+    assert rec.finish_t == {"j": 12}  # placed at the heartbeat at t=5
+    assert Beat.calls > 2
+
+
+def test_summary_utilisation():
+    rec = simulate(cluster(nodes=1, cpu=2), PriorityFirstFit(), [job("j", count=1, duration=10)])
+    assert rec.summary()["utilisation"]["cpu"] == pytest.approx(0.5)

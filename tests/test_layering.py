@@ -1,0 +1,38 @@
+"""The functional core stays pure: core/ and policies/ import nothing from the edges."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "makeway"
+FORBIDDEN = ("makeway.sim", "makeway.service", "makeway.adapters", "makeway.cli", "makeway.config",
+             "makeway.render", "makeway.conformance")
+IO_MODULES = ("socket", "subprocess", "requests", "urllib", "http", "sqlite3", "time", "datetime")
+
+
+def imports_of(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text())
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.extend(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            out.append(node.module)
+    return out
+
+
+def pure_files():
+    return sorted(p for d in ("core", "policies") for p in (SRC / d).rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", pure_files(), ids=lambda p: str(p.relative_to(SRC)))
+def test_core_and_policies_import_no_edge_module(path):
+    bad = [m for m in imports_of(path) if m.startswith(FORBIDDEN) or m.split(".")[0] in IO_MODULES]
+    assert not bad, f"{path.relative_to(SRC)} imports {bad}"
+
+
+def test_the_check_sees_a_violation(tmp_path):
+    p = tmp_path / "x.py"
+    p.write_text("from makeway.sim.engine import simulate\nimport time\n")
+    assert imports_of(p) == ["makeway.sim.engine", "time"]
