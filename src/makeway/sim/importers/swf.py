@@ -1,0 +1,259 @@
+"""Standard Workload Format (Parallel Workloads Archive, SWF v2.2) importer.
+
+One job per line, 18 whitespace-separated fields, ``-1`` = unknown, ``;`` header comments
+(``MaxNodes``, ``MaxProcs``, ``Queue: n name``, ``Partition: n name``, ``Preemption``...).
+
+Mapping (why: SWF describes a space-shared machine of interchangeable processors):
+
+* job number (1) -> ``id`` (as a string); submit (2) -> ``submit`` (seconds from log start);
+  run time (4) -> ``duration``; allocated procs (5), else requested procs (8) -> ``count`` tasks
+  of ``{cpu: 1}`` each (a gang, placed all or nothing by the models); requested time (9) ->
+  ``requested_duration``; user (12) -> ``user: u<n>``.
+* queue: the queue (15) named from the header (``Queue:`` lines) when set, else the partition
+  (16), else ``default``; ``queue_by`` chooses ``user``/``group`` instead.
+* status (11): 1 completed and 0 failed are replayed for their run time; 5 cancelled is replayed
+  when it ran (run time > 0) and dropped otherwise (no demand). 2/3/4 are the parts of a
+  checkpointed or swapped job (same job number): they are merged into one workload whose
+  duration is the sum of the parts' run times, submitted at the first part's submit time.
+* observed wait (3) and status go to ``settings`` (``wait``, ``status``) for validation.
+
+Lines may be out of submit order: a first pass checks order (and partial-execution records);
+only when needed are compact tuples collected and sorted, never full dicts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from makeway.sim.importers._common import ImportStats, Reporter, numbered_lines, workload
+
+FIELDS = 18
+QUEUE_BY = ("auto", "user", "group")
+
+
+@dataclass(slots=True)
+class SwfHeader:
+    """What the ``;`` header says about the machine and its queues."""
+
+    max_nodes: int | None = None
+    max_procs: int | None = None
+    preemption: str | None = None
+    queues: dict[int, str] = field(default_factory=dict)
+    partitions: dict[int, str] = field(default_factory=dict)
+    fields: dict[str, str] = field(default_factory=dict)
+
+
+def read_header(path: Path) -> SwfHeader:
+    """Parse the leading ``;`` comment block (stops at the first job line)."""
+    hdr = SwfHeader()
+    for _, line in numbered_lines(path):
+        s = line.strip()
+        if not s:
+            continue
+        if not s.startswith(";"):
+            break
+        body = s[1:].strip()
+        key, sep, value = body.partition(":")
+        if not sep or " " in key.strip():
+            continue
+        key, value = key.strip(), value.strip()
+        hdr.fields.setdefault(key, value)
+        try:
+            if key == "MaxNodes":
+                hdr.max_nodes = int(value)
+            elif key == "MaxProcs":
+                hdr.max_procs = int(value)
+            elif key in ("Queue", "Partition"):
+                num_s, _, name = value.partition(" ")
+                target = hdr.queues if key == "Queue" else hdr.partitions
+                target[int(num_s)] = name.strip() or num_s
+        except ValueError:
+            continue
+        if key == "Preemption":
+            hdr.preemption = value
+    return hdr
+
+
+def queue_name(hdr: SwfHeader, queue: int, partition: int) -> str:
+    """The workload's queue: named queue (15), else named partition (16), else ``default``."""
+    if queue >= 0:
+        name = hdr.queues.get(queue)
+        return f"queue-{name}" if name is not None and name.isdigit() else (name or f"queue-{queue}")
+    if partition >= 0:
+        return hdr.partitions.get(partition) or f"partition-{partition}"
+    return "default"
+
+
+# compact row: (submit, lineno, job, wait, run, procs, req_time, status, user, group, queue, partition)
+Row = tuple[float, int, int, float, float, int, float, int, int, int, int, int]
+
+
+def _parse(lineno: int, line: str, rep: Reporter) -> Row | None:
+    parts = line.split()
+    if len(parts) < FIELDS:
+        rep.bad(lineno, f"expected {FIELDS} fields, got {len(parts)} (truncated line?)")
+        return None
+    if len(parts) > FIELDS:
+        rep.note(lineno, f"{len(parts)} fields, using the first {FIELDS}")
+    try:
+        v = [float(p) for p in parts[:FIELDS]]
+    except ValueError:
+        bad = next(p for p in parts[:FIELDS] if not _is_number(p))
+        rep.bad(lineno, f"field {parts.index(bad) + 1} is not a number: {bad!r}")
+        return None
+    job, submit, wait, run, alloc, req_procs, req_time, status = int(v[0]), v[1], v[2], v[3], v[4], v[7], v[8], int(v[10])
+    if submit < 0:
+        rep.bad(lineno, f"job {job}: submit time {parts[1]} is unknown or negative")
+        return None
+    procs = int(alloc) if alloc > 0 else int(req_procs)
+    if procs <= 0:
+        rep.bad(lineno, f"job {job}: no processor count (allocated and requested are {parts[4]}, {parts[7]})")
+        return None
+    return (submit, lineno, job, wait, run, procs, req_time, status, int(v[11]), int(v[12]), int(v[14]), int(v[15]))
+
+
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+        return True
+    except ValueError:
+        return False
+
+
+def _rows(path: Path, rep: Reporter) -> Iterator[Row]:
+    for lineno, line in numbered_lines(path):
+        s = line.strip()
+        if not s or s.startswith(";"):
+            continue
+        row = _parse(lineno, s, rep)
+        if row is not None:
+            yield row
+
+
+def _needs_sort(path: Path) -> bool:
+    """Cheap first pass: True when submit times go backwards or partial executions (2/3/4) occur."""
+    last = float("-inf")
+    for _, line in numbered_lines(path):
+        if not line or line.lstrip().startswith(";"):
+            continue
+        parts = line.split()
+        if len(parts) < FIELDS:
+            continue
+        try:
+            submit = float(parts[1])
+        except ValueError:
+            continue
+        if submit < last or parts[10] in ("2", "3", "4"):
+            return True
+        last = submit
+    return False
+
+
+def _merge_partials(rows: list[Row], rep: Reporter) -> list[Row]:
+    """Fold status 2/3/4 parts of one job into one row: first submit, summed run, last status."""
+    first: dict[int, int] = {}
+    out: list[Row | None] = []
+    for row in rows:
+        job, status = row[2], row[7]
+        if status in (2, 3, 4):
+            idx = first.get(job)
+            if idx is None:
+                first[job] = len(out)
+                out.append(row)
+                continue
+            head = out[idx]
+            assert head is not None
+            final = 1 if status == 3 else 0 if status == 4 else head[7]
+            out[idx] = (head[0], head[1], job, head[3], head[4] + max(row[4], 0.0), max(head[5], row[5]),
+                        head[6], final, head[8], head[9], head[10], head[11])
+            rep.stats.merged += 1
+            if status in (3, 4):
+                del first[job]
+        else:
+            out.append(row)
+    for job, idx in first.items():
+        head = out[idx]
+        if head is not None:
+            rep.note(head[1], f"job {job}: partial execution without a final part (status 3/4)")
+    return [r for r in out if r is not None]
+
+
+def read(path: Path, *, strict: bool = False, stats: ImportStats | None = None,
+         queue_by: str = "auto") -> Iterator[dict[str, Any]]:
+    """Stream SWF jobs as makeway trace records, sorted by submit time."""
+    if queue_by not in QUEUE_BY:
+        raise ValueError(f"queue_by must be one of {QUEUE_BY}")
+    stats = stats if stats is not None else ImportStats()
+    rep = Reporter(path, strict, stats)
+    hdr = read_header(path)
+    if _needs_sort(path):
+        rows = list(_rows(path, rep))
+        rows = _merge_partials(rows, rep)
+        rows.sort(key=lambda r: (r[0], r[1]))
+        source: Iterator[Row] = iter(rows)
+    else:
+        source = _rows(path, rep)
+    for row in source:
+        rec = _record(row, hdr, queue_by, rep)
+        if rec is not None:
+            stats.records += 1
+            yield rec
+
+
+def _record(row: Row, hdr: SwfHeader, queue_by: str, rep: Reporter) -> dict[str, Any] | None:
+    submit, lineno, job, wait, run, procs, req_time, status, user, group, queue, partition = row
+    if status == 5 and run <= 0:
+        rep.stats.drop("cancelled before start")
+        return None
+    if run < 0:
+        rep.bad(lineno, f"job {job}: run time unknown (-1)")
+        return None
+    if queue_by == "user":
+        q = f"user-{user}" if user >= 0 else "default"
+    elif queue_by == "group":
+        q = f"group-{group}" if group >= 0 else "default"
+    else:
+        q = queue_name(hdr, queue, partition)
+    settings: dict[str, Any] = {}
+    if status >= 0:
+        settings["status"] = status
+    if wait >= 0:
+        settings["wait"] = int(wait) if wait.is_integer() else wait
+    return workload(str(job), q, submit, run, [{"count": procs, "resources": {"cpu": 1}}],
+                    requested_duration=req_time if req_time > 0 else None,
+                    user=f"u{user}" if user >= 0 else None,
+                    settings=settings or None)
+
+
+def cluster(path: Path, *, queue_by: str = "auto") -> dict[str, Any] | None:
+    """A config for the machine the header describes (processors as ``cpu``), or None.
+
+    Nodes: ``MaxNodes`` nodes of ``MaxProcs / MaxNodes`` cpus when that divides evenly, otherwise
+    (no MaxNodes, or uneven) one pool node of ``MaxProcs`` cpus: SWF jobs ask for processors,
+    not nodes. Queues: ``root`` with one child per header queue/partition (or ``default``).
+    """
+    hdr = read_header(path)
+    procs = hdr.max_procs or hdr.max_nodes
+    if not procs or procs <= 0:
+        return None
+    nodes_n = hdr.max_nodes
+    if nodes_n and nodes_n > 0 and procs % nodes_n == 0:
+        nodes = [{"name": "node", "count": nodes_n, "capacity": {"cpu": procs // nodes_n}}]
+    else:
+        nodes = [{"name": "pool", "capacity": {"cpu": procs}}]
+    queues: dict[str, Any] = {"root": {}}
+    if queue_by == "auto":
+        names = [queue_name(hdr, n, -1) for n in sorted(hdr.queues)]
+        names += [queue_name(hdr, -1, n) for n in sorted(hdr.partitions)]
+    else:
+        col = 8 if queue_by == "user" else 9
+        ids = {row[col] for row in _rows(path, Reporter(path, False, ImportStats())) if row[col] >= 0}
+        names = [f"{queue_by}-{i}" for i in sorted(ids)]
+    for qname in names:
+        queues[qname] = {"parent": "root"}
+    queues["default"] = {"parent": "root"}
+    name = hdr.fields.get("Installation") or hdr.fields.get("Computer") or path.name
+    return {"name": name, "resources": ["cpu"], "nodes": nodes, "queues": queues,
+            "preemption": {"model": "none", "settings": {}}}
