@@ -27,9 +27,26 @@ def percentile(sorted_values: list[float], q: float) -> float:
 
 
 class Recorder:
+    MAX_SAMPLES = 2000
+    MAX_TRACKED_QUEUES = 64
+
     def __init__(self, state: ClusterState, record_starts: bool = False):
         self.state = state
         self.record_starts = record_starts
+        self.pending_tasks: dict[str, int] = {q: 0 for q in state.queues}
+        self.queue_wasted: dict[str, Res] = {}
+        self.queue_preemptions: dict[str, int] = {}
+        self.convergence: list[dict[str, Any]] = []
+        self._open_convergence: list[dict[str, Any]] = []
+        leaves = [q for q, spec in state.queues.items() if not spec.children]
+        tracked = list(state.queues) if len(state.queues) <= self.MAX_TRACKED_QUEUES else leaves[: self.MAX_TRACKED_QUEUES]
+        self.tracked_queues: list[str] = tracked
+        self.leaves = leaves
+        self.sample_interval = 1.0
+        self.series_t: list[float] = []
+        self.series_used: dict[str, list[float]] = {k: [] for k in state.resources}
+        self.series_queues: dict[str, dict[str, list[float]]] = {q: {k: [] for k in state.resources} for q in tracked}
+        self.series_jain: list[float] = []
         self.capacity: Res = state.total_capacity()
         self.used: Res = {}
         self.used_integral: Res = {}
@@ -55,15 +72,62 @@ class Recorder:
                 if v:
                     self.used_integral[k] = self.used_integral.get(k, 0) + v * dt
             self.last_t = now
+            if not self.series_t or now - self.series_t[-1] >= self.sample_interval:
+                self._sample(now)
+
+    # -- time series (bounded: the interval doubles whenever the sample count would pass the cap) --
+
+    def _sample(self, now: float) -> None:
+        if len(self.series_t) >= self.MAX_SAMPLES:
+            self._thin()
+        self.series_t.append(now)
+        for k, series in self.series_used.items():
+            cap = self.capacity.get(k, 0)
+            series.append(self.used.get(k, 0) / cap if cap else 0.0)
+        usage = self.state.queue_usage
+        for q, per_res in self.series_queues.items():
+            u = usage[q]
+            for k, series in per_res.items():
+                series.append(u.get(k, 0))
+        self.series_jain.append(self.jain_now())
+
+    def _thin(self) -> None:
+        keep = slice(None, None, 2)
+        self.series_t = self.series_t[keep]
+        for k in self.series_used:
+            self.series_used[k] = self.series_used[k][keep]
+        for per_res in self.series_queues.values():
+            for k in per_res:
+                per_res[k] = per_res[k][keep]
+        self.series_jain = self.series_jain[keep]
+        self.sample_interval *= 2
+
+    def jain_now(self) -> float:
+        """Jain's index over the leaf queues that have work, of weighted dominant shares of the cluster."""
+        state = self.state
+        xs = []
+        for q in self.leaves:
+            usage = state.queue_usage[q]
+            if not self.pending_tasks.get(q) and not any(usage.values()):
+                continue
+            share = max((v / self.capacity[k] for k, v in usage.items() if self.capacity.get(k)), default=0.0)
+            w = state.queues[q].weight or 1.0
+            xs.append(share / w)
+        if not xs:
+            return 1.0
+        total, sq = sum(xs), sum(x * x for x in xs)
+        return (total * total) / (len(xs) * sq) if sq > 0 else 1.0
 
     def submit(self, wl: Workload, now: float) -> None:
         self.before_change(now)
         if self.first_t is None:
             self.first_t = now
         self.submit_t[wl.id] = now
+        self.pending_tasks[wl.queue] += wl.task_count
 
     def start(self, alloc: Allocation, now: float) -> None:
         add_into(self.used, alloc.resources)
+        self.pending_tasks[alloc.queue] -= 1
         self.first_start.setdefault(alloc.workload, now)
         if self.record_starts:
             self.events.append({"time": now, "kind": "start", "allocation": alloc.id,
@@ -78,21 +142,27 @@ class Recorder:
         if self.state.is_finished(alloc.workload):
             self.finish_t[alloc.workload] = now
         self.end_t = max(self.end_t, now)
+        self._check_convergence(now)
         if self.record_starts:
             self.events.append({"time": now, "kind": "finish", "allocation": alloc.id, "workload": alloc.workload})
 
     def preempt(self, alloc: Allocation, reason: Reason, now: float, grace: float) -> None:
         self.preemptions += 1
         self.preempt_count[alloc.workload] = self.preempt_count.get(alloc.workload, 0) + 1
+        self.queue_preemptions[alloc.queue] = self.queue_preemptions.get(alloc.queue, 0) + 1
         self.events.append({"time": now, "kind": "preempt", "allocation": alloc.id, "workload": alloc.workload,
                             "queue": alloc.queue, "node": alloc.node, "start": alloc.start,
                             "resources": dict(alloc.resources), "grace": grace, "reason": reason.to_dict()})
 
     def evicted(self, alloc: Allocation, now: float) -> None:
         add_into(self.used, alloc.resources, -1)
+        self.pending_tasks[alloc.queue] += 1
         lost = now - alloc.start
+        qw = self.queue_wasted.setdefault(alloc.queue, {})
         for k, v in alloc.resources.items():
             self.wasted[k] = self.wasted.get(k, 0) + v * lost
+            qw[k] = qw.get(k, 0) + v * lost
+        self._check_convergence(now)
         self.events.append({"time": now, "kind": "evicted", "allocation": alloc.id, "workload": alloc.workload,
                             "queue": alloc.queue, "lost_seconds": lost})
 
@@ -103,6 +173,26 @@ class Recorder:
     def config_change(self, change: Any, now: float) -> None:
         self.events.append({"time": now, "kind": "config", "queue": change.queue,
                             "changes": {k: v for k, v in change.changes.items()}})
+        new_max = change.changes.get("max")
+        if new_max:
+            self._open_convergence = [c for c in self._open_convergence if c["queue"] != change.queue]
+            entry = {"queue": change.queue, "time": now, "max": dict(new_max), "converged_at": None, "seconds": None}
+            self.convergence.append(entry)
+            self._open_convergence.append(entry)
+            self._check_convergence(now)
+
+    def _check_convergence(self, now: float) -> None:
+        """Quota convergence: when a queue's usage first fits a lowered max again."""
+        if not self._open_convergence:
+            return
+        still = []
+        for c in self._open_convergence:
+            usage = self.state.queue_usage[c["queue"]]
+            if all(usage.get(k, 0) <= v + 1e-9 for k, v in c["max"].items()):
+                c["converged_at"], c["seconds"] = now, now - c["time"]
+            else:
+                still.append(c)
+        self._open_convergence = still
 
     def close(self, now: float) -> None:
         self.before_change(now)
@@ -113,8 +203,63 @@ class Recorder:
     def waits(self) -> list[float]:
         return sorted(self.first_start[w] - self.submit_t[w] for w in self.first_start)
 
+    def _slowdowns(self, ids: Any = None) -> list[float]:
+        """Bounded slowdown (wait + run) / max(run, 10 s), at least 1, of finished workloads."""
+        wls = self.state.workloads
+        out = []
+        for w in (self.finish_t if ids is None else ids):
+            if w not in self.finish_t:
+                continue
+            run = wls[w].duration
+            out.append(max(1.0, (self.finish_t[w] - self.submit_t[w]) / max(run, 10.0)))
+        return out
+
+    def starvation_seconds(self) -> float:
+        """Total time operations spent starving, from the models' ``starvation`` notes."""
+        total, since = 0.0, {}
+        for e in self.events:
+            if e["kind"] != "note" or e["note"] != "starvation":
+                continue
+            starving = (e.get("values") or {}).get("starving", True)
+            if starving:
+                since.setdefault(e["subject"], e["time"])
+            elif e["subject"] in since:
+                total += e["time"] - since.pop(e["subject"])
+        total += sum(self.last_t - t for t in since.values())
+        return total
+
+    def queue_table(self) -> dict[str, Any]:
+        by_queue: dict[str, list[str]] = {}
+        for w in self.submit_t:
+            by_queue.setdefault(self.state.workloads[w].queue, []).append(w)
+        out = {}
+        for q in self.state.queues:
+            ids = by_queue.get(q, [])
+            waits = sorted(self.first_start[w] - self.submit_t[w] for w in ids if w in self.first_start)
+            slow = self._slowdowns(ids)
+            spec = self.state.queues[q]
+            if not ids and not spec.children and q not in self.queue_preemptions:
+                continue
+            out[q] = {"jobs": len(ids), "finished": sum(1 for w in ids if w in self.finish_t),
+                      "wait_mean_s": sum(waits) / len(waits) if waits else 0.0,
+                      "wait_p50_s": percentile(waits, 50), "wait_p95_s": percentile(waits, 95),
+                      "wait_p99_s": percentile(waits, 99),
+                      "bounded_slowdown_mean": sum(slow) / len(slow) if slow else 0.0,
+                      "preemptions": self.queue_preemptions.get(q, 0),
+                      "victim_workloads": sum(1 for w in ids if w in self.preempt_count),
+                      "wasted_resource_seconds": dict(sorted(self.queue_wasted.get(q, {}).items())),
+                      "guaranteed": spec.guaranteed, "max": spec.max}
+        return out
+
+    def timeseries(self) -> dict[str, Any]:
+        return {"interval": self.sample_interval, "t": self.series_t, "utilisation": self.series_used,
+                "queues": {q: {"usage": per_res} for q, per_res in self.series_queues.items()},
+                "jain": self.series_jain}
+
     def summary(self) -> dict[str, Any]:
         waits = self.waits()
+        slow = self._slowdowns()
+        gpu_names = [k for k in self.wasted if k == "gpu" or k.endswith("/gpu") or k.startswith("gpu")]
         start = self.first_t or 0.0
         makespan = (max(self.finish_t.values()) - start) if self.finish_t else 0.0
         span = self.last_t - start
@@ -129,12 +274,17 @@ class Recorder:
             "wait_mean_s": sum(waits) / len(waits) if waits else 0.0,
             "wait_p50_s": percentile(waits, 50),
             "wait_p95_s": percentile(waits, 95),
+            "wait_p99_s": percentile(waits, 99),
+            "bounded_slowdown_mean": sum(slow) / len(slow) if slow else 0.0,
             "utilisation": util,
+            "jain_mean": (sum(self.series_jain) / len(self.series_jain)) if self.series_jain else 1.0,
             "preemptions": self.preemptions,
             "preempted_workloads": victims,
             "finished_during_grace": self.finished_in_grace,
             "wasted_resource_seconds": dict(sorted(self.wasted.items())),
+            "gpu_hours_wasted": sum(self.wasted[k] for k in gpu_names) / 3600.0,
             "killed_at_requested_time": sum(self.killed.values()),
+            "starvation_s": self.starvation_seconds(),
         }
 
     def workload_rows(self) -> list[dict[str, Any]]:
@@ -149,4 +299,5 @@ class Recorder:
 
     def results(self, meta: dict[str, Any] | None = None) -> dict[str, Any]:
         return {"schema": RESULTS_SCHEMA, **(meta or {}), "summary": self.summary(),
-                "workloads": self.workload_rows(), "events": self.events}
+                "queues": self.queue_table(), "quota_convergence": self.convergence,
+                "timeseries": self.timeseries(), "workloads": self.workload_rows(), "events": self.events}
