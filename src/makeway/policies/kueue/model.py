@@ -1,0 +1,5 @@
+from makeway.core.policy import PreemptionModel
+
+
+class KueueModel(PreemptionModel):
+    name = "kueue"
