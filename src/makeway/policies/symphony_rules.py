@@ -209,7 +209,7 @@ def select_victims(preemptor: SessionView, sessions: Iterable[SessionView], free
     sessions = list(sessions)
     need = need_of(preemptor, free)
     sel = Selection(preemptor.name, need, shortfall=need)
-    if need <= 0:
+    if need <= 0 or not may_preempt(preemptor):
         return sel
     tenants = slot_tenants(sessions)
     candidates: list[tuple[tuple, SessionView, list[TaskView]]] = []
