@@ -1,5 +1,300 @@
+"""The Kueue simulator model: quota-based admission with flavor assignment, then classic or
+fair-sharing preemption of whole workloads, on makeway's cluster state.
+
+Each ``schedule`` call rebuilds Kueue's snapshot (the quota tree with every admitted workload's
+usage, keyed by the flavor of the nodes its pods run on) and runs admission cycles: one head per
+ClusterQueue (BestEffortFIFO: priority, then creation time), heads ordered as Kueue orders them
+(classic: non-borrowing first, priority, time; fair sharing: the DRS tournament), each head either
+admitted (gang: all pods placed first-fit on nodes of its flavors, or none), or, in Preempt mode,
+its targets evicted (every allocation of each victim). The preemptor is admitted in a later call,
+once its victims have released their quota, as in Kueue.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from makeway.core.decisions import Decision, Note, Preempt, Reason, Start
 from makeway.core.policy import PreemptionModel
+from makeway.core.resources import Res, add_into
+from makeway.core.state import ClusterState
+from makeway.policies.default import first_fit
+from makeway.policies.kueue.assign import FIT, NOFIT, Assignment, assign_flavors
+from makeway.policies.kueue.drs import dominant_resource_share
+from makeway.policies.kueue.preemption import DEFAULT_STRATEGIES, Preemptor, Target, get_targets
+from makeway.policies.kueue.quota import (ANY, FR, Admitted, CohortSpec, CQSpec, QNode, QuotaTree, borrowing,
+                                          units)
+from makeway.policies.kueue.setup import specs_from_queues
+
+_HUMAN = {"InClusterQueue": "prioritization in the ClusterQueue",
+          "InCohortReclamation": "reclamation within the cohort",
+          "InCohortFairSharing": "Fair Sharing within the cohort",
+          "InCohortReclaimWhileBorrowing": "reclamation within the cohort while borrowing"}
+
+
+def fair_sharing_config(settings: Mapping[str, Any]) -> tuple[bool, tuple[str, ...]]:
+    """``fairSharing`` present (and not ``enable: false``) turns fair sharing on."""
+    fs = settings.get("fairSharing")
+    if fs is None or fs is False:
+        return False, DEFAULT_STRATEGIES
+    if fs is True:
+        return True, DEFAULT_STRATEGIES
+    if isinstance(fs, Mapping) and fs.get("enable") is False:
+        return False, DEFAULT_STRATEGIES
+    strategies = tuple((fs or {}).get("preemptionStrategies") or DEFAULT_STRATEGIES) if isinstance(fs, Mapping) \
+        else DEFAULT_STRATEGIES
+    return True, strategies
+
+
+@dataclass(slots=True)
+class _Head:
+    wl: str
+    cq: QNode
+    assignment: Assignment
+    priority: int
+    submit: float
 
 
 class KueueModel(PreemptionModel):
     name = "kueue"
+
+    def __init__(self, settings: Mapping[str, Any] | None = None):
+        super().__init__(settings)
+        self.fair, self.strategies = fair_sharing_config(self.settings)
+        self.flavor_label = str(self.settings.get("flavorLabel", "flavor"))
+        self.default_flavor = str(self.settings.get("defaultFlavor", "default"))
+        self._specs: tuple[list[CohortSpec], list[CQSpec]] | None = None
+        self._covered: set[str] = set()
+        self._admitted_at: dict[str, float] = {}
+
+    # -- configuration -----------------------------------------------------------------------
+
+    def bind(self, state: ClusterState) -> None:
+        self._load_specs(state)
+
+    def on_config_change(self, state, queue, old, now) -> list[Decision]:
+        self._load_specs(state)
+        return []
+
+    def _load_specs(self, state: ClusterState) -> None:
+        self._specs = specs_from_queues(state.queues, state.resources, self.default_flavor,
+                                        self.settings.get("defaultPreemption"))
+        covered: set[str] = set()
+        for spec in list(self._specs[0]) + list(self._specs[1]):
+            covered |= {res for (_, res) in spec.quotas}
+        self._covered = covered
+
+    def _flavor(self, state: ClusterState, node: str) -> str:
+        return state.nodes[node].labels.get(self.flavor_label, self.default_flavor)
+
+    def build_tree(self, state: ClusterState) -> QuotaTree:
+        """Kueue's snapshot: the quota tree with the usage of every admitted (running) workload."""
+        if self._specs is None:
+            self._load_specs(state)
+        cohorts, cqs = self._specs  # type: ignore[misc]
+        tree = QuotaTree(cohorts, cqs)
+        for wl_id in sorted(state.running):
+            allocs = state.running[wl_id]
+            if not allocs:
+                continue
+            wl = state.workloads[wl_id]
+            if wl.queue not in tree.cqs:
+                continue
+            usage: dict[FR, int] = {}
+            first_start, evicted = None, False
+            for tid in allocs:
+                a = state.allocations[tid]
+                flv = self._flavor(state, a.node)
+                for res, v in a.resources.items():
+                    if res in self._covered:
+                        usage[(flv, res)] = usage.get((flv, res), 0) + v
+                first_start = a.start if first_start is None else min(first_start, a.start)
+                evicted = evicted or a.preempting
+            usage = {fr: units(fr[1], v) for fr, v in usage.items()}
+            tree.add_workload(Admitted(wl_id, wl.queue, wl.priority, usage,
+                                       self._admitted_at.get(wl_id, first_start or 0.0), wl.submit, wl_id, evicted))
+        return tree
+
+    # -- scheduling ---------------------------------------------------------------------------
+
+    def _pod_sets(self, state: ClusterState, wl_id: str) -> list[dict[str, int]]:
+        wl = state.workloads[wl_id]
+        return [{r: units(r, v * g.count) for r, v in g.resources.items()} for g in wl.groups]
+
+    def _head_candidates(self, state: ClusterState, done: set[str]) -> dict[str, str]:
+        """The head of each ClusterQueue: its best pending workload not handled yet in this call."""
+        wls = state.workloads
+        heads: dict[str, tuple] = {}
+        for wl_id in state.pending:
+            if wl_id in done or state.running.get(wl_id):
+                continue
+            wl = wls[wl_id]
+            key = (-wl.priority, wl.submit, wl_id)
+            cur = heads.get(wl.queue)
+            if cur is None or key < cur:
+                heads[wl.queue] = key
+        return {q: k[2] for q, k in heads.items()}
+
+    def schedule(self, state: ClusterState, now: float) -> list[Decision]:
+        tree = self.build_tree(state)
+        decisions: list[Decision] = []
+        promised: dict[str, Res] = {}
+        done: set[str] = set()
+        victims: set[str] = set()
+        while True:
+            heads = []
+            for q, wl_id in sorted(self._head_candidates(state, done).items()):
+                cq = tree.cqs.get(q)
+                done.add(wl_id)
+                if cq is None:
+                    continue
+                wl = state.workloads[wl_id]
+                a = assign_flavors(cq, self._pod_sets(state, wl_id), self._covered, self.fair,
+                                   (state.queues[q].settings or {}).get("flavorFungibility"))
+                heads.append(_Head(wl_id, cq, a, wl.priority, wl.submit))
+            if not heads:
+                break
+            if self.fair:
+                while heads:
+                    h = self._tournament(tree, heads)
+                    heads.remove(h)
+                    self._process(state, tree, h, now, decisions, promised, victims)
+            else:
+                heads.sort(key=lambda h: (h.assignment.borrows, -h.priority, h.submit, h.wl))
+                for h in heads:
+                    self._process(state, tree, h, now, decisions, promised, victims)
+        return decisions
+
+    def _process(self, state: ClusterState, tree: QuotaTree, h: _Head, now: float, decisions: list[Decision],
+                 promised: dict[str, Res], victims: set[str]) -> None:
+        cq = h.cq
+        wl = state.workloads[h.wl]
+        a = assign_flavors(cq, self._pod_sets(state, h.wl), self._covered, self.fair,
+                           (state.queues[cq.name].settings or {}).get("flavorFungibility"))
+        if a.mode == NOFIT:
+            return
+        if a.mode == FIT:
+            starts = self._place(state, h.wl, a, promised)
+            if starts is None:
+                return
+            for s in starts:
+                add_into(promised.setdefault(s.node, {}), state.task_resources(s.task))
+            tree.add_usage(cq, a.usage)
+            self._admitted_at[h.wl] = now
+            decisions.extend(starts)
+            return
+        p = Preemptor(h.wl, cq.name, wl.priority, dict(a.usage), frozenset(a.frs_need), wl.submit, h.wl)
+        targets = get_targets(tree, p, self.fair, self.strategies)
+        if not targets:
+            if cq.policy.reclaim_within_cohort != ANY:
+                tree.add_usage(cq, self._reserve(cq, a))
+            return
+        if any(t.workload.name in victims for t in targets):
+            return  # overlapping targets with an earlier preemptor in this call: wait
+        new: list[Decision] = []
+        for t in sorted(targets, key=lambda t: t.workload.name):
+            victims.add(t.workload.name)
+            new.extend(self._preempt(state, t, p, tree))
+        decisions.extend(new)
+        if new:
+                decisions.append(Note("kueue-preemption", h.wl,
+                                  f"{h.wl} in {cq.name} preempts {len(targets)} workload(s) to fit",
+                                  {"targets": sorted(t.workload.name for t in targets)}))
+        tree.add_usage(cq, a.usage)
+
+    @staticmethod
+    def _reserve(cq: QNode, a: Assignment) -> dict[FR, int]:
+        """Quota held back for a preemptor without targets, so lower-ordered heads cannot take it."""
+        out: dict[FR, int] = {}
+        for fr, v in a.usage.items():
+            used = cq.usage.get(fr, 0)
+            q = cq.quotas.get(fr)
+            if a.borrows:
+                if q is None or q.borrowing_limit is None:
+                    out[fr] = v
+                else:
+                    out[fr] = max(0, min(v, q.nominal + q.borrowing_limit - used))
+            else:
+                out[fr] = max(0, min(v, cq.nominal(fr) - used))
+        return out
+
+    def _place(self, state: ClusterState, wl_id: str, a: Assignment, promised: dict[str, Res]) -> list[Start] | None:
+        wl = state.workloads[wl_id]
+        pending = state.pending.get(wl_id, {})
+        starts: list[Start] = []
+        extra = {n: dict(r) for n, r in promised.items()}
+        for g, grp in enumerate(wl.groups):
+            tasks = [t for t in pending if int(t.rsplit("/", 2)[1]) == g]
+            if not tasks:
+                continue
+            flavors = set(a.flavors[g].values()) if g < len(a.flavors) else set()
+            nodes = [n for n in state.nodes if not flavors or self._flavor(state, n) in flavors]
+            placed = first_fit(state, tasks, extra, nodes)
+            if placed is None:
+                return None
+            for s in placed:
+                add_into(extra.setdefault(s.node, {}), state.task_resources(s.task))
+            starts.extend(placed)
+        return starts
+
+    def _preempt(self, state: ClusterState, t: Target, p: Preemptor, tree: QuotaTree) -> list[Decision]:
+        victim = state.workloads[t.workload.name]
+        detail = (f"Preempted to accommodate a workload (UID: {p.name}) due to {_HUMAN.get(t.reason, t.reason)}; "
+                  f"preemptor path: {_path(tree.cqs[p.cq])}; preemptee path: {_path(tree.cqs[t.workload.cq])}")
+        values = {"preemptorPriority": p.priority, "victimPriority": victim.priority,
+                  "preemptorClusterQueue": p.cq, "victimClusterQueue": t.workload.cq, **t.values}
+        reason = Reason("kueue", t.reason, p.name, detail, values)
+        return [Preempt(tid, reason) for tid in sorted(state.running.get(victim.id, ()))
+                if not state.allocations[tid].preempting]
+
+    # -- fair-sharing admission order -----------------------------------------------------------
+
+    def _tournament(self, tree: QuotaTree, heads: list[_Head]) -> _Head:
+        """Kueue's fair-sharing iterator: at every cohort, the child whose head is best by
+        (not borrowing on its flavors, lower DRS with the head's usage, priority, time)."""
+        levels: dict[str, dict[int, tuple]] = {}
+        for h in heads:
+            tree.add_usage(h.cq, h.assignment.usage)
+            per: dict[int, tuple] = {}
+            node: QNode | None = h.cq
+            while node is not None and node.parent is not None:
+                b = any(borrowing(node, fr) for fr in h.assignment.usage)
+                per[id(node)] = (b, dominant_resource_share(node).key())
+                node = node.parent
+            tree.add_usage(h.cq, h.assignment.usage, -1)
+            levels[h.wl] = per
+        by_cq = {h.cq.name: h for h in heads}
+
+        def key(node: QNode, h: _Head) -> tuple:
+            lv = levels[h.wl].get(id(node), (False, (False, 0.0)))
+            return (lv[0], lv[1], -h.priority, h.submit, h.wl)
+
+        def rec(co: QNode) -> _Head | None:
+            best, best_key = None, None
+            for c in co.child_cqs:
+                h = by_cq.get(c.name)
+                if h is not None and (best is None or key(c, h) < best_key):
+                    best, best_key = h, key(c, h)
+            for c in co.child_cohorts:
+                h = rec(c)
+                if h is not None and (best is None or key(c, h) < best_key):
+                    best, best_key = h, key(c, h)
+            return best
+
+        winners = []
+        roots = {id(h.cq.root()): h.cq.root() for h in heads}
+        for r in roots.values():
+            w = by_cq[r.name] if r.is_cq else rec(r)
+            if w is not None:
+                winners.append(w)
+        return min(winners, key=lambda h: (h.assignment.borrows, -h.priority, h.submit, h.wl))
+
+
+def _path(n: QNode) -> str:
+    parts = []
+    cur: QNode | None = n
+    while cur is not None:
+        parts.append(cur.name)
+        cur = cur.parent
+    return "/" + "/".join(reversed(parts))
