@@ -1,0 +1,278 @@
+"""HPC batch scheduling modes: strict FIFO and EASY backfilling. Neither preempts.
+
+Both serve pending workloads in submit order (then id), across all queues, as one batch queue
+does. A workload whose gang would exceed its queue's (or an ancestor's) ``max`` is held and passed
+over rather than blocking everyone, as batch systems skip limit-held jobs; a workload that could
+not fit even on the empty cluster is reported once (``Note("unschedulable")``) and passed over.
+
+* ``StrictFifo``: start workloads from the head while they fit; the first that does not fit stops
+  the pass, so no workload ever starts before an earlier one.
+* ``EasyBackfill`` (Lifka's EASY, as in the SP2 logs the SWF importer reads): after the FIFO pass,
+  the blocked head gets a reservation at the *shadow time*, the earliest time at which it fits once
+  running work ends at its requested time (``start + requested_duration``, fallback ``duration``).
+  A later workload may start now ("backfill") only if it fits now and either ends (by its own
+  request) no later than the shadow time, or leaves enough room at the shadow time for the head.
+  Only the head holds a reservation, which is what makes EASY aggressive yet starvation-free.
+
+Settings (``preemption.settings``): ``placement: first-fit | best-fit`` (default first-fit: the
+first node in config order where a task fits; best-fit: the node left with the least normalised
+free space). Work holds its resources for its actual run time; killing at the requested time is the
+simulator's job (``simulation.kill_at_requested_time``).
+
+The model keeps ``reservation`` (head id, shadow time) from its last pass, for reports and tests.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Mapping
+
+from makeway.core.decisions import Decision, Note, Start
+from makeway.core.model import Workload
+from makeway.core.policy import PreemptionModel
+from makeway.core.resources import Res, add_into
+from makeway.core.state import ClusterState
+from makeway.policies.default import first_fit, within_queue_max
+
+PLACEMENTS = ("first-fit", "best-fit")
+_EPS = 1e-9
+
+
+def requested_time(wl: Workload) -> float:
+    """The run time the scheduler believes: the user's request, else the actual duration."""
+    return wl.requested_duration if wl.requested_duration is not None else wl.duration
+
+
+def fifo_order(state: ClusterState) -> list[str]:
+    """Pending workloads by submit time then id: the batch queue order (priority is ignored)."""
+    wls = state.workloads
+    return sorted(state.pending, key=lambda w: (wls[w].submit, w))
+
+
+def best_fit(state: ClusterState, tasks: list[str], extra_used: dict[str, Res] | None = None) -> list[Start] | None:
+    """Place each task on the node that it leaves fullest (least normalised free space), or None."""
+    promised: dict[str, Res] = {n: dict(r) for n, r in (extra_used or {}).items()}
+    out: list[Start] = []
+    for tid in tasks:
+        req = state.task_resources(tid)
+        best: tuple[float, int, str] | None = None
+        for order, (name, node) in enumerate(state.nodes.items()):
+            if not node.schedulable:
+                continue
+            used, extra, cap = state.node_used[name], promised.get(name, {}), node.capacity
+            score = 0.0
+            for k, v in req.items():
+                if v <= 0:
+                    continue
+                left = cap.get(k, 0) - used.get(k, 0) - extra.get(k, 0) - v
+                if left < -_EPS:
+                    break
+                score += left / cap[k] if cap.get(k) else 0.0
+            else:
+                if best is None or (score, order) < best[:2]:
+                    best = (score, order, name)
+        if best is None:
+            return None
+        add_into(promised.setdefault(best[2], {}), req)
+        out.append(Start(tid, best[2]))
+    return out
+
+
+def gang_fits(state: ClusterState, tasks: list[str], extra_used: Mapping[str, Res]) -> bool:
+    """Whether all tasks fit given per-node ``extra_used`` (negative = released): fast first-fit test.
+
+    Identical tasks are counted per node (how many fit) instead of placed one by one; for tasks
+    taken in order this gives exactly the yes/no answer of ``first_fit``, in O(groups x nodes).
+    """
+    groups: list[tuple[Res, int]] = []
+    for tid in tasks:
+        req = state.task_resources(tid)
+        if groups and groups[-1][0] is req:
+            groups[-1] = (req, groups[-1][1] + 1)
+        else:
+            groups.append((req, 1))
+    taken: dict[str, Res] = {}
+    for req, count in groups:
+        left = count
+        for name, node in state.nodes.items():
+            if not node.schedulable:
+                continue
+            used, extra, mine, cap = state.node_used[name], extra_used.get(name, {}), taken.get(name, {}), node.capacity
+            k = math.inf
+            for r, v in req.items():
+                if v > 0:
+                    free = cap.get(r, 0) - used.get(r, 0) - extra.get(r, 0) - mine.get(r, 0)
+                    k = min(k, math.floor((free + _EPS) / v))
+            if k <= 0:
+                continue
+            n = left if k == math.inf else min(left, int(k))
+            add_into(taken.setdefault(name, {}), {r: v * n for r, v in req.items()})
+            left -= n
+            if left == 0:
+                break
+        if left:
+            return False
+    return True
+
+
+class StrictFifo(PreemptionModel):
+    """Submit order, no overtaking: the first workload that does not fit stops the pass."""
+
+    name = "fifo-strict"
+    backfill = False
+
+    def __init__(self, settings: Mapping[str, Any] | None = None):
+        super().__init__(settings)
+        self.placement = str(self.settings.get("placement", "first-fit"))
+        if self.placement not in PLACEMENTS:
+            raise ValueError(f"placement: {self.placement!r} is not one of {', '.join(PLACEMENTS)}")
+        self._reported: set[str] = set()
+        self._empty_fit: dict[tuple[str, int], bool] = {}
+        self.reservation: tuple[str, float] | None = None
+
+    def _place(self, state: ClusterState, tasks: list[str], promised: dict[str, Res]) -> list[Start] | None:
+        if self.placement == "best-fit":
+            return best_fit(state, tasks, promised)
+        return first_fit(state, tasks, promised)
+
+    def _eligible(self, state: ClusterState, wl_id: str, decisions: list[Decision],
+                  promised_queues: dict[str, Res]) -> tuple[list[str], Res] | None:
+        """The workload's pending tasks and total need, or None when it is held (queue max, too big)."""
+        tasks = list(state.pending[wl_id])
+        need: Res = {}
+        for t in tasks:
+            add_into(need, state.task_resources(t))
+        if not within_queue_max(state, state.workloads[wl_id].queue, need, promised_queues):
+            return None
+        if not self._fits_empty(state, wl_id, tasks):
+            if wl_id not in self._reported:
+                self._reported.add(wl_id)
+                decisions.append(Note("unschedulable", wl_id, "does not fit the cluster even when it is empty",
+                                      {"need": need}))
+            return None
+        return tasks, need
+
+    def _fits_empty(self, state: ClusterState, wl_id: str, tasks: list[str]) -> bool:
+        """Whether the gang fits the cluster with nothing running (cached: nodes rarely change)."""
+        key = (wl_id, len(tasks))
+        hit = self._empty_fit.get(key)
+        if hit is None:
+            empty = {n: {k: -v for k, v in used.items()} for n, used in state.node_used.items()}
+            hit = self._empty_fit[key] = gang_fits(state, tasks, empty)
+        return hit
+
+    def schedule(self, state: ClusterState, now: float) -> list[Decision]:
+        decisions: list[Decision] = []
+        promised: dict[str, Res] = {}
+        promised_queues: dict[str, Res] = {}
+        started: list[tuple[str, list[Start]]] = []
+        self.reservation = None
+        order = fifo_order(state)
+        head_at = len(order)
+        for i, wl_id in enumerate(order):
+            got = self._eligible(state, wl_id, decisions, promised_queues)
+            if got is None:
+                continue
+            tasks, need = got
+            starts = self._place(state, tasks, promised)
+            if starts is None:
+                head_at = i
+                break
+            self._commit(state, wl_id, need, starts, promised, promised_queues, decisions, started)
+        if self.backfill and head_at < len(order):
+            self._backfill(state, now, order, head_at, promised, promised_queues, decisions, started)
+        return decisions
+
+    @staticmethod
+    def _commit(state: ClusterState, wl_id: str, need: Res, starts: list[Start], promised: dict[str, Res],
+                promised_queues: dict[str, Res], decisions: list[Decision],
+                started: list[tuple[str, list[Start]]]) -> None:
+        for s in starts:
+            add_into(promised.setdefault(s.node, {}), state.task_resources(s.task))
+        for q in state.path_to_root(state.workloads[wl_id].queue):
+            add_into(promised_queues.setdefault(q, {}), need)
+        decisions.extend(starts)
+        started.append((wl_id, starts))
+
+    def _backfill(self, state: ClusterState, now: float, order: list[str], head_at: int,
+                  promised: dict[str, Res], promised_queues: dict[str, Res], decisions: list[Decision],
+                  started: list[tuple[str, list[Start]]]) -> None:
+        """Not used by strict FIFO; see ``EasyBackfill``."""
+
+
+class EasyBackfill(StrictFifo):
+    """EASY backfilling: one reservation for the blocked head; later work may jump ahead of it only
+    when it cannot delay that reservation (judged by requested run times)."""
+
+    name = "easy-backfill"
+    backfill = True
+
+    def _backfill(self, state: ClusterState, now: float, order: list[str], head_at: int,
+                  promised: dict[str, Res], promised_queues: dict[str, Res], decisions: list[Decision],
+                  started: list[tuple[str, list[Start]]]) -> None:
+        head = order[head_at]
+        head_tasks = list(state.pending[head])
+        shadow, at_shadow = self._shadow(state, now, head_tasks, promised, started)
+        if shadow is None:
+            return
+        self.reservation = (head, shadow)
+        for wl_id in order[head_at + 1:]:
+            got = self._eligible(state, wl_id, decisions, promised_queues)
+            if got is None:
+                continue
+            tasks, need = got
+            starts = self._place(state, tasks, promised)
+            if starts is None:
+                continue
+            ends = now + requested_time(state.workloads[wl_id])
+            if ends > shadow + _EPS:
+                trial = {n: dict(r) for n, r in at_shadow.items()}
+                for s in starts:
+                    add_into(trial.setdefault(s.node, {}), state.task_resources(s.task))
+                if not gang_fits(state, head_tasks, trial):
+                    continue
+                at_shadow = trial
+            self._commit(state, wl_id, need, starts, promised, promised_queues, decisions, started)
+
+    @staticmethod
+    def _shadow(state: ClusterState, now: float, head_tasks: list[str], promised: dict[str, Res],
+                started: Iterable[tuple[str, list[Start]]]) -> tuple[float | None, dict[str, Res]]:
+        """The head's shadow time and the per-node ``extra_used`` at that time (releases negative).
+
+        Running work (and work started in this pass) is released in order of its expected end,
+        ``start + requested time`` (never before ``now``: overrunning work is expected any moment).
+        """
+        releases: list[tuple[float, int, str, Res]] = []
+        for seq, alloc in enumerate(state.allocations.values()):
+            wl = state.workloads[alloc.workload]
+            releases.append((max(now, alloc.start + requested_time(wl)), seq, alloc.node, alloc.resources))
+        base = len(releases)
+        for wl_id, starts in started:
+            end = now + requested_time(state.workloads[wl_id])
+            for s in starts:
+                base += 1
+                releases.append((end, base, s.node, state.task_resources(s.task)))
+        releases.sort(key=lambda r: (r[0], r[1]))
+        need: Res = {}
+        for t in head_tasks:
+            add_into(need, state.task_resources(t))
+        extra: dict[str, Res] = {n: dict(r) for n, r in promised.items()}
+        free_total: Res = {}
+        for name, node in state.nodes.items():
+            if node.schedulable:
+                add_into(free_total, node.capacity)
+                add_into(free_total, state.node_used[name], -1)
+                add_into(free_total, extra.get(name, {}), -1)
+        i = 0
+        while i < len(releases):
+            t = releases[i][0]
+            while i < len(releases) and releases[i][0] == t:
+                _, _, node, res = releases[i]
+                add_into(extra.setdefault(node, {}), res, -1)
+                if state.nodes[node].schedulable:
+                    add_into(free_total, res)
+                i += 1
+            if all(free_total.get(k, 0) + _EPS >= v for k, v in need.items() if v > 0) \
+                    and gang_fits(state, head_tasks, extra):
+                return t, extra
+        return None, extra
