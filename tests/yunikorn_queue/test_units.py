@@ -1,0 +1,139 @@
+"""Table-driven unit tests of YuniKorn's properties, sorting and preemptor stages."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from makeway.policies.yunikorn_common import (DEFAULT_PREEMPTION_DELAY_US, Partition, YAlloc, YAsk, YNode, YQueue,
+                                              go_slice_stable, parse_go_duration_us, resolve_props)
+from makeway.policies.yunikorn_preemptor import (DOES_NOT_GUARANTEE, SHORTFALL, Preemptor, find_victims,
+                                                 required_node_preemption)
+
+
+@pytest.mark.parametrize("text,want", [
+    ("30s", 30_000_000), ("1ms", 1_000), ("1m30s", 90_000_000), ("1.5h", 5_400_000_000), ("500us", 500),
+    ("0", 0), ("-5s", -5_000_000), ("abc", None), ("", None), ("10", None),
+])
+def test_go_duration(text, want):
+    assert parse_go_duration_us(text) == want
+
+
+@pytest.mark.parametrize("name,parent,own,want_policy,want_delay,want_fence,want_offset", [
+    ("defaults", {}, {}, "default", DEFAULT_PREEMPTION_DELAY_US, False, 0),
+    ("fence not inherited", {"preemption.policy": "fence"}, {}, "default", DEFAULT_PREEMPTION_DELAY_US, False, 0),
+    ("disabled inherited", {"preemption.policy": "disabled"}, {}, "disabled", DEFAULT_PREEMPTION_DELAY_US, False, 0),
+    ("case-insensitive", {}, {"preemption.policy": "FENCE"}, "fence", DEFAULT_PREEMPTION_DELAY_US, False, 0),
+    ("unknown is default", {}, {"preemption.policy": "bogus"}, "default", DEFAULT_PREEMPTION_DELAY_US, False, 0),
+    ("delay inherited", {"preemption.delay": "5s"}, {}, "default", 5_000_000, False, 0),
+    ("own delay wins", {"preemption.delay": "5s"}, {"preemption.delay": "2s"}, "default", 2_000_000, False, 0),
+    ("bad delay", {}, {"preemption.delay": "-1s"}, "default", DEFAULT_PREEMPTION_DELAY_US, False, 0),
+    ("priority not inherited", {"priority.policy": "fence", "priority.offset": "7"}, {}, "default",
+     DEFAULT_PREEMPTION_DELAY_US, False, 0),
+    ("priority own", {}, {"priority.policy": "Fence", "priority.offset": "-3"}, "default",
+     DEFAULT_PREEMPTION_DELAY_US, True, -3),
+])
+def test_properties(name, parent, own, want_policy, want_delay, want_fence, want_offset):
+    pprops, praw = resolve_props(parent, None, None)
+    props, _ = resolve_props(own, praw, pprops)
+    assert (props.preemption_policy, props.preemption_delay_us, props.priority_fence, props.priority_offset) == \
+        (want_policy, want_delay, want_fence, want_offset), name
+
+
+@given(st.lists(st.integers(0, 5), max_size=60))
+def test_go_stable_sort_matches_stable_sort_for_strict_order(xs):
+    items = list(enumerate(xs))
+    assert go_slice_stable(items, lambda a, b: a[1] < b[1]) == sorted(items, key=lambda p: p[1])
+
+
+def test_go_stable_sort_reverses_runs_when_less_answers_true_on_ties():
+    assert go_slice_stable([1, 2, 3], lambda a, b: True) == [3, 2, 1]
+
+
+def _part(queues, allocs, nodes):
+    qs = [YQueue(p, p.rsplit(".", 1)[0] if "." in p else None, g, m) for p, g, m in queues]
+    part = Partition(qs, [YNode(n, dict(c)) for n, c in nodes], [])
+    for a in allocs:
+        part.allocs[a.key] = a
+        part.add_usage(a.queue, a.resources)
+        node = part.nodes[a.node]
+        node.used = {k: node.used.get(k, 0) + a.resources.get(k, 0) for k in set(node.used) | set(a.resources)}
+    return part
+
+
+def _alloc(key, queue, node, cpu, prio=0, t=0, allow=True):
+    return YAlloc(key, "app-" + key, queue, node, {"cpu": cpu}, prio, t, False, allow)
+
+
+TWO_SIBLINGS = [("root", None, None), ("root.a", {"cpu": 4}, None), ("root.b", {"cpu": 4}, None)]
+
+# name, queues, allocations, ask (queue, cpu, priority), expected victims, expected log
+CASES = [
+    ("under-guarantee ask takes youngest from over-guarantee sibling", TWO_SIBLINGS,
+     [_alloc(f"b{i}", "root.b", "n1", 1, t=i) for i in range(8)], ("root.a", 1, 0), ["b7"], []),
+    ("victim queue at guarantee is protected", TWO_SIBLINGS,
+     [_alloc(f"b{i}", "root.b", "n1", 2, t=i) for i in range(2)] + [_alloc("a0", "root.a", "n1", 4)],
+     ("root.a", 1, 0), [], [DOES_NOT_GUARANTEE]),
+    ("higher priority victims are not eligible", TWO_SIBLINGS,
+     [_alloc(f"b{i}", "root.b", "n1", 1, prio=5, t=i) for i in range(8)], ("root.a", 1, 0), [], []),
+    ("equal priority is eligible", TWO_SIBLINGS,
+     [_alloc(f"b{i}", "root.b", "n1", 1, prio=5, t=i) for i in range(8)], ("root.a", 1, 5), ["b7"], []),
+    ("opted-out victims go last", TWO_SIBLINGS,
+     [_alloc(f"b{i}", "root.b", "n1", 1, t=10 - i, allow=i != 0) for i in range(8)], ("root.a", 1, 0), ["b1"], []),
+    ("no guarantee on the ask path: never preempts", [("root", None, None), ("root.a", None, None),
+                                                       ("root.b", {"cpu": 1}, None)],
+     [_alloc(f"b{i}", "root.b", "n1", 1, t=i) for i in range(8)], ("root.a", 1, 0), [], [DOES_NOT_GUARANTEE]),
+    ("victims too small in total", TWO_SIBLINGS,
+     [_alloc("b0", "root.b", "n1", 6), _alloc("b1", "root.b", "n1", 2, t=1)], ("root.a", 3, 0), [], []),
+]
+
+
+@pytest.mark.parametrize("name,queues,allocs,ask,want,want_log", CASES, ids=[c[0] for c in CASES])
+def test_preemptor_table(name, queues, allocs, ask, want, want_log):
+    import copy
+    part = _part(queues, copy.deepcopy(allocs), [("n1", {"cpu": 8})])
+    a = YAsk("ask", "app-x", ask[0], {"cpu": ask[1]}, ask[2])
+    r = Preemptor(part, a).try_preemption()
+    assert sorted(v.key for v in r.victims) == want, name
+    assert r.ok == bool(want)
+    assert a.log == want_log
+    if r.ok:
+        assert r.node == "n1" and a.triggered_preemption
+        assert all(part.allocs[k].preempted for k in want)
+
+
+def test_shortfall_is_logged_when_node_victims_do_not_cover_ask():
+    part = _part(TWO_SIBLINGS, [_alloc("b0", "root.b", "n1", 5), _alloc("x", "root.a", "n1", 3)],
+                 [("n1", {"cpu": 8})])
+    part.queues["root.a"].guaranteed = {"cpu": 10}
+    a = YAsk("ask", "app-x", "root.a", {"cpu": 5}, 0)
+    r = Preemptor(part, a).try_preemption()
+    assert r.ok and [v.key for v in r.victims] == ["b0"]
+    part2 = _part(TWO_SIBLINGS, [_alloc("b0", "root.b", "n1", 5), _alloc("b1", "root.b", "n2", 1)],
+                  [("n1", {"cpu": 6}), ("n2", {"cpu": 1})])
+    part2.queues["root.a"].guaranteed = {"cpu": 10}
+    a2 = YAsk("ask", "app-x", "root.a", {"cpu": 6}, 0)
+    r2 = Preemptor(part2, a2).try_preemption()
+    assert not r2.ok and SHORTFALL in a2.log
+
+
+@pytest.mark.parametrize("props,want", [
+    ({}, ["b1"]),
+    ({"root.b": {"preemption.policy": "disabled"}}, []),
+    ({"root.a": {"preemption.policy": "fence"}}, []),
+])
+def test_scope(props, want):
+    part = _part(TWO_SIBLINGS, [_alloc("b1", "root.b", "n1", 1)], [("n1", {"cpu": 1})])
+    part.queues["root.b"].guaranteed = None
+    for path, p in props.items():
+        part.queues[path].props = resolve_props(p, None, None)[0]
+    search = find_victims(part, YAsk("ask", "x", "root.a", {"cpu": 1}))
+    assert sorted(a.key for s in search.snapshots.values() for a in s.victims) == want
+
+
+def test_required_node_preemption_takes_until_ask_covered_and_runs_once():
+    part = _part(TWO_SIBLINGS, [_alloc(f"b{i}", "root.b", "n1", 2, t=i) for i in range(4)], [("n1", {"cpu": 8})])
+    ask = YAsk("ds", "x", "root.a", {"cpu": 3}, 0, required_node="n1")
+    victims = required_node_preemption(part, ask)
+    assert [v.key for v in victims] == ["b3", "b2"]
+    assert part.queues["root.b"].preempting == {"cpu": 4}
+    assert required_node_preemption(part, ask) is None
