@@ -182,7 +182,44 @@ class QueueView:
         return not self.children
 
 
-View = dict[str, QueueView]
+class View(dict):
+    """Queue name -> QueueView, plus the per-type integer scale the values were converted with.
+
+    YuniKorn computes in int64 (millicores, bytes). Types whose values are all integral keep
+    their unit (scale 1); a type with fractional values (cpu in cores) is counted in thousandths,
+    YuniKorn's own vcore unit, so sums and floors stay exact instead of drifting in floats.
+    """
+
+    scale: dict[str, int]
+
+    def __init__(self, *args: Any, **kw: Any):
+        super().__init__(*args, **kw)
+        self.scale = {}
+
+    def unscale(self, r: MaybeRes) -> Res | None:
+        if r is None:
+            return None
+        out: Res = {}
+        for k, v in r.items():
+            f = self.scale.get(k, 1)
+            out[k] = v if f == 1 else (v // f if v % f == 0 else v / f)
+        return out
+
+
+def _scales(resources: list[MaybeRes]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in resources:
+        for k, v in (r or {}).items():
+            if isinstance(v, float) and not v.is_integer():
+                out[k] = 1000
+    return out
+
+
+def _scaled(r: MaybeRes, scale: dict[str, int]) -> Res | None:
+    if r is None:
+        return None
+    return {k: (int(round(v * scale[k])) if k in scale else (int(v) if isinstance(v, float) else v))
+            for k, v in r.items()}
 
 
 def victim_from_state(state: ClusterState, tid: str) -> Victim | None:
@@ -210,11 +247,20 @@ def view_from_state(state: ClusterState) -> View:
         if a.preempting:
             for q in state.path_to_root(a.queue):
                 add_into(preempting[q], a.resources)
-    view: View = {}
+    view = View()
     for name, q in state.queues.items():
         victims = [v for tid in state.queue_allocs[name] if (v := victim_from_state(state, tid)) is not None]
         view[name] = QueueView(name, q.parent, list(q.children), configured(q.guaranteed), configured(q.max),
                                dict(state.queue_usage[name]), preempting[name], victims)
+    scale = _scales([r for qv in view.values() for r in (qv.guaranteed, qv.max, qv.usage, qv.preempting)]
+                    + [v.resources for qv in view.values() for v in qv.victims])
+    if scale:
+        view.scale = scale
+        for qv in view.values():
+            qv.guaranteed, qv.max = _scaled(qv.guaranteed, scale), _scaled(qv.max, scale)
+            qv.usage, qv.preempting = _scaled(qv.usage, scale) or {}, _scaled(qv.preempting, scale) or {}
+            for v in qv.victims:
+                v.resources = _scaled(v.resources, scale) or {}
     return view
 
 
@@ -506,22 +552,23 @@ class QuotaPreemption:
             for q in _chain(view, v.queue):
                 add_into(view[q].preempting, v.resources)
         trigger = f"quota-decrease:{queue}"
+        u = view.unscale
         out: list[Decision] = []
         for lr in result.leaves:
             for v in lr.preempted:
                 out.append(Preempt(v.key, Reason(
                     model="yunikorn", rule=RULE, preemptor=trigger,
                     detail=f"quota change on {queue}: {lr.queue} sheds {lr.amount}",
-                    values={"queue": queue, "leaf": lr.queue, "preemptable": dict(result.amount),
-                            "leafPreemptable": dict(lr.amount), "victim": dict(v.resources),
-                            "max": dict(view[queue].max or {}), "usage": dict(view[queue].usage)})))
-        claimed = result.claimed
-        values = {"queue": queue, "preemptable": dict(result.amount), "over": dict(result.over),
-                  "claimed": None if claimed is None else dict(claimed), "selectedVictims": result.selected,
+                    values={"queue": queue, "leaf": lr.queue, "preemptable": u(result.amount),
+                            "leafPreemptable": u(lr.amount), "victim": u(v.resources),
+                            "max": u(view[queue].max or {}), "usage": u(view[queue].usage)})))
+        claimed = u(result.claimed)
+        values = {"queue": queue, "preemptable": u(result.amount), "over": u(result.over),
+                  "claimed": claimed, "selectedVictims": result.selected,
                   "preemptedVictims": len(result.preempted), "victims": [v.key for v in result.preempted],
-                  "leafPreemptable": {lr.queue: dict(lr.amount) for lr in result.leaves},
+                  "leafPreemptable": {lr.queue: u(lr.amount) for lr in result.leaves},
                   "verdict": result.verdict, "event": result.event}
-        message = (f"Quota Preemption results summary: preemptable resources: {result.amount}, claimed "
+        message = (f"Quota Preemption results summary: preemptable resources: {u(result.amount)}, claimed "
                    f"resources: {claimed}, selected victims: {result.selected}, preempted victims: "
                    f"{len(result.preempted)} ({result.verdict}: {result.why()})")
         out.append(Note(kind="quota-preemption", subject=queue, message=message, values=values))
