@@ -1,0 +1,1 @@
+"""Rendering of simulation results: HTML report, side-by-side comparison, per-workload explanation."""

@@ -1,0 +1,111 @@
+"""Side-by-side comparison of several runs (same trace under different models or settings).
+
+``compare_rows`` gives plain (metric, [value per run]) rows so the CLI can print a rich table;
+``render_compare`` gives one self-contained HTML page with the same table and overlaid figures.
+A metric missing from a run shows as ``-`` rather than hiding the row, so gaps stay visible.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from makeway.errors import MakewayError
+from makeway.reports import derive as d
+from makeway.reports import html as h
+from makeway.reports import plots
+
+Getter = Callable[[dict[str, Any]], str]
+
+
+def _s(key: str, fmt: Callable[[Any], str]) -> Getter:
+    def get(r: dict[str, Any]) -> str:
+        v = d.summary(r).get(key)
+        return "-" if v is None else fmt(v)
+    return get
+
+
+def _pct(v: Any) -> str:
+    return f"{float(v):.1%}"
+
+
+def _jobs(r: dict[str, Any]) -> str:
+    s = d.summary(r)
+    if "jobs_submitted" not in s:
+        return "-"
+    return f"{s.get('jobs_finished', 0)} of {s['jobs_submitted']}"
+
+
+BASE_ROWS: list[tuple[str, Getter]] = [
+    ("model", lambda r: str((r.get("config") or {}).get("model") or "-")),
+    ("jobs finished", _jobs),
+    ("makespan", _s("makespan_s", d.fmt_seconds)),
+    ("wait mean", _s("wait_mean_s", d.fmt_seconds)),
+    ("wait p50", _s("wait_p50_s", d.fmt_seconds)),
+    ("wait p95", _s("wait_p95_s", d.fmt_seconds)),
+    ("wait p99", _s("wait_p99_s", d.fmt_seconds)),
+    ("bounded slowdown (mean)", _s("bounded_slowdown_mean", lambda v: f"{float(v):.3g}")),
+    ("Jain fairness (mean)", _s("jain_mean", lambda v: f"{float(v):.3f}")),
+    ("preemptions", _s("preemptions", str)),
+    ("preempted workloads", _s("preempted_workloads", str)),
+    ("finished during grace", _s("finished_during_grace", str)),
+    ("GPU hours wasted", _s("gpu_hours_wasted", lambda v: f"{float(v):,.2f}")),
+    ("killed at requested time", _s("killed_at_requested_time", str)),
+]
+
+
+def _check(results: list[dict[str, Any]], labels: list[str]) -> None:
+    if not results:
+        raise MakewayError("compare: no results given")
+    if len(labels) != len(results):
+        raise MakewayError(f"compare: {len(results)} results but {len(labels)} labels")
+
+
+def compare_rows(results: list[dict[str, Any]], labels: list[str]) -> list[tuple[str, list[str]]]:
+    """(metric, one formatted value per run) rows, in a fixed order; per-resource and per-queue rows
+    cover the union of resources and queues over all runs."""
+    _check(results, labels)
+    rows: list[tuple[str, list[str]]] = [("run", list(labels))]
+    rows += [(name, [get(r) for r in results]) for name, get in BASE_ROWS]
+    utils = [d.summary(r).get("utilisation") or {} for r in results]
+    for res in sorted({k for u in utils for k in u}):
+        rows.append((f"utilisation {res}", [_pct(u[res]) if res in u else "-" for u in utils]))
+    wasted = [d.summary(r).get("wasted_resource_seconds") for r in results]
+    for res in sorted({k for w in wasted for k in (w or {})}):
+        rows.append((f"wasted {res} x s", [d.fmt_amount(res, (w or {}).get(res, 0)) if w is not None else "-"
+                                            for w in wasted]))
+    stats = [d.queue_stats(r) for r in results]
+    queues = sorted({q for s in stats for q in s})
+    for q in queues:
+        rows.append((f"queue {q} wait p95", [d.fmt_seconds(s[q].get("wait_p95_s")) if q in s else "-"
+                                             for s in stats]))
+    for q in queues:
+        rows.append((f"queue {q} preemptions (victim)", [str(s[q].get("preemptions", "-")) if q in s else "-"
+                                                          for s in stats]))
+    # Drop rows that no run has, so old results files do not fill the table with dashes.
+    return [(name, vals) for name, vals in rows if any(v != "-" for v in vals)]
+
+
+def render_compare(results: list[dict[str, Any]], labels: list[str]) -> str:
+    """One HTML page: the comparison table (a column per run) and overlaid wait CDFs and utilisation."""
+    _check(results, labels)
+    title = "makeway comparison: " + " vs ".join(labels)
+    rows = compare_rows(results, labels)
+    header, body_rows = rows[0], rows[1:]
+    body = [f"<h1>{h.escape(title)}</h1>",
+            '<p class="meta">' + " &middot; ".join(
+                h.escape(f"{lab}: {(r.get('config') or {}).get('path') or '-'}") for lab, r in zip(labels, results))
+            + "</p>",
+            "<h2>Metrics</h2>",
+            h.table(["metric"] + header[1], [[name] + vals for name, vals in body_rows],
+                    numeric=tuple(range(1, len(labels) + 1)))]
+    waits = {lab: d.all_waits(r) for lab, r in zip(labels, results)}
+    body += ["<h2>Wait time</h2>", h.figure(plots.wait_cdf(waits, "Wait time CDF per run", "cmp-wait"))]
+    runs = [(lab, d.timeseries(r), d.summary(r).get("utilisation") or {}) for lab, r in zip(labels, results)]
+    body += ["<h2>Utilisation</h2>", h.figure(plots.overlay_utilisation(runs))]
+    preempts = {lab: [float(e.get("time") or 0) for e in d.events_of(r, "preempt")] for lab, r in zip(labels, results)}
+    if any(preempts.values()):
+        body += ["<h2>Preemptions over time</h2>",
+                 h.figure(plots.wait_cdf(preempts, "Cumulative preemptions over time", "cmp-preempt",
+                                         xlabel="time (s)", ylabel="fraction of the run's preemptions",
+                                         log=False))]
+    return h.page(title, body)

@@ -1,0 +1,146 @@
+"""The story of one workload, told from a results dict.
+
+``makeway explain`` answers "why did my job wait / get killed?" without rerunning anything: every
+preemption carries a Reason (model, rule, preemptor, values), so the story is a merge of the events
+that name the workload, the notes about it, and the config changes to its queue while it waited.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from makeway.errors import MakewayError
+from makeway.reports import derive as d
+
+
+def find_workload(results: dict[str, Any], workload_id: str) -> dict[str, Any]:
+    """The workload row, or a MakewayError that names close matches and a few known ids."""
+    rows = d.workloads(results)
+    for w in rows:
+        if w.get("id") == workload_id:
+            return w
+    ids = [str(w.get("id")) for w in rows]
+    if not ids:
+        raise MakewayError(f"unknown workload {workload_id!r}: the results list no workloads")
+    close = difflib.get_close_matches(workload_id, ids, n=3)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    shown = ", ".join(ids[:8]) + (f", ... ({len(ids)} in all)" if len(ids) > 8 else "")
+    raise MakewayError(f"unknown workload {workload_id!r}{hint} (known ids: {shown})")
+
+
+def _names(e: dict[str, Any], workload_id: str) -> bool:
+    """True when a note is about the workload: its subject, or a value naming it."""
+    if e.get("subject") == workload_id:
+        return True
+    vals = e.get("values") or {}
+    for v in vals.values():
+        if v == workload_id or (isinstance(v, (list, tuple)) and workload_id in v):
+            return True
+    subj = str(e.get("subject") or "")
+    return subj.startswith(workload_id + "/")
+
+
+def _values(vals: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={d.fmt_value(v)}" for k, v in vals.items())
+
+
+def _lines_for_preempt(e: dict[str, Any]) -> list[str]:
+    r = e.get("reason") or {}
+    head = (f"preempted: allocation {e.get('allocation')} on node {e.get('node')} "
+            f"(started {d.fmt_time(e.get('start'))}, holding {d.fmt_vector(e.get('resources'))})")
+    out = [head,
+           f"  by {r.get('preemptor') or 'an unnamed trigger'}, rule {r.get('model', '?')}/{r.get('rule', '?')}"]
+    if r.get("detail"):
+        out.append(f"  why: {r['detail']}")
+    if r.get("values"):
+        out.append(f"  values compared: {_values(r['values'])}")
+    if e.get("grace"):
+        out.append(f"  grace period {d.fmt_seconds(e['grace'])}")
+    return out
+
+
+def explain(results: dict[str, Any], workload_id: str) -> str:
+    """A plain-text timeline of one workload: submission, waits, preemptions (with who and why),
+    work lost, config changes to its queue while it waited, and its finish."""
+    w = find_workload(results, workload_id)
+    queue = w.get("queue")
+    submit, first, finish = w.get("submit"), w.get("first_start"), w.get("finish")
+    losses = {(x["allocation"], x["time"]): x for x in d.eviction_losses(results)}
+    end_of_wait = finish if finish is not None else float("inf")
+
+    timeline: list[tuple[float, int, list[str]]] = []
+    if submit is not None:
+        timeline.append((float(submit), 0, [f"submitted to queue {queue} with priority {w.get('priority')}"]))
+    if first is not None:
+        timeline.append((float(first), 2, [f"first started (waited {d.fmt_seconds(w.get('wait'))})"]))
+    made_way: dict[str, list[dict[str, Any]]] = {}
+    lost_total: dict[str, float] = {}
+    lost_seconds = 0.0
+    for e in d.events(results):
+        t = float(e.get("time") or 0.0)
+        kind = e.get("kind")
+        if kind == "preempt" and e.get("workload") == workload_id:
+            timeline.append((t, 1, _lines_for_preempt(e)))
+        elif kind == "preempt" and (e.get("reason") or {}).get("preemptor") == workload_id:
+            made_way.setdefault(e.get("workload") or "?", []).append(e)
+        elif kind == "evicted" and e.get("workload") == workload_id:
+            loss = losses.get((e.get("allocation"), e.get("time")))
+            wasted = loss["wasted"] if loss else {}
+            lost_seconds += float(e.get("lost_seconds") or 0.0)
+            for k, v in wasted.items():
+                lost_total[k] = lost_total.get(k, 0.0) + v
+            timeline.append((t, 1, [f"evicted: allocation {e.get('allocation')} lost "
+                                    f"{d.fmt_seconds(e.get('lost_seconds'))} of work"
+                                    + (f" ({d.fmt_vector(wasted, ' x s')})" if wasted else "")]))
+        elif kind == "note" and _names(e, workload_id):
+            msg = e.get("message") or ""
+            line = f"note {e.get('note')}: {msg}" + (f" [{_values(e['values'])}]" if e.get("values") else "")
+            timeline.append((t, 1, [line]))
+        elif kind == "config" and e.get("queue") == queue and submit is not None and float(submit) <= t <= end_of_wait:
+            ch = e.get("changes") or {}
+            timeline.append((t, 1, [f"queue {queue} config changed: "
+                                    + ", ".join(f"{k} -> {d.fmt_value(v)}" for k, v in ch.items())]))
+        elif kind in ("start", "finish") and e.get("workload") == workload_id:
+            timeline.append((t, 1, [f"{kind} of allocation {e.get('allocation')}"
+                                    + (f" on node {e['node']}" if e.get("node") else "")]))
+    if finish is not None:
+        timeline.append((float(finish), 3, ["finished"]))
+
+    out = [f"workload {workload_id}: queue {queue}, priority {w.get('priority')}"]
+    for t, _, lines in sorted(timeline, key=lambda x: (x[0], x[1])):
+        out.append(f"  {d.fmt_time(t):>12}  {lines[0]}")
+        out.extend(f"  {'':>12}  {line}" for line in lines[1:])
+
+    out.append("summary:")
+    if first is None:
+        out.append("  never started" + (" (still pending when the simulation ended)" if finish is None else ""))
+    elif w.get("wait"):
+        out.append(f"  waited {d.fmt_seconds(w.get('wait'))} from submission to first start")
+        freed = sorted(str(x.get("id")) for x in d.workloads(results)
+                       if x.get("finish") is not None and x.get("id") != workload_id
+                       and float(x["finish"]) == float(first))
+        if freed:
+            shown = ", ".join(freed[:5]) + (f" and {len(freed) - 5} more" if len(freed) > 5 else "")
+            out.append(f"  it started when {shown} finished and freed capacity")
+    else:
+        out.append("  started as soon as it was submitted")
+    n = w.get("preemptions") or 0
+    if n:
+        by = sorted({(e.get("reason") or {}).get("preemptor") or "?" for e in d.events_of(results, "preempt")
+                     if e.get("workload") == workload_id})
+        out.append(f"  preempted {n} time(s) by {', '.join(by)}")
+    if lost_seconds:
+        out.append(f"  work lost: {d.fmt_seconds(lost_seconds)} of allocation time"
+                   + (f" = {d.fmt_vector(lost_total, ' x s')}" if lost_total else ""))
+    for victim, evs in sorted(made_way.items()):
+        rules = sorted({f"{(e.get('reason') or {}).get('model', '?')}/{(e.get('reason') or {}).get('rule', '?')}"
+                        for e in evs})
+        out.append(f"  made way by preempting {len(evs)} allocation(s) of {victim} ({', '.join(rules)})")
+    if finish is not None:
+        ran = float(finish) - float(first) if first is not None else None
+        out.append(f"  finished at {d.fmt_time(finish)}" + (f", {d.fmt_seconds(ran)} after first start"
+                                                           if ran is not None else ""))
+    elif first is not None:
+        out.append("  did not finish before the simulation ended")
+    return "\n".join(out) + "\n"
