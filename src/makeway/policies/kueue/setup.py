@@ -4,7 +4,8 @@ Leaf queues are ClusterQueues and inner queues are Cohorts. Per-flavor quota com
 ``settings.resourceGroups`` (Kueue's own shape, k8s quantities); without it the common fields are
 a shorthand for one flavor (``defaultFlavor``, default ``default``): ``guaranteed`` is the
 nominal quota, ``borrowing_limit``/``lending_limit`` the limits, and ``max`` (if no borrowing limit)
-gives ``borrowingLimit = max - guaranteed``. ``settings.preemption`` is Kueue's ClusterQueue
+gives ``borrowingLimit = max - guaranteed``. ``settings.kind`` (ClusterQueue/Cohort) overrides
+the leaf/inner rule, for a cohort without members. ``settings.preemption`` is Kueue's ClusterQueue
 ``spec.preemption``; ``weight`` is ``fairSharing.weight``.
 """
 
@@ -81,8 +82,9 @@ def specs_from_queues(queues: Mapping[str, Queue], resources: tuple[str, ...],
             mentioned |= set(fld or {})
     for name in sorted(queues):
         q = queues[name]
-        is_cq = not q.children
         settings = q.settings or {}
+        kind = settings.get("kind")
+        is_cq = (kind == "ClusterQueue") if kind in ("ClusterQueue", "Cohort") else not q.children
         if settings.get("resourceGroups") is not None:
             quotas, groups = parse_resource_groups(settings["resourceGroups"])
         else:
