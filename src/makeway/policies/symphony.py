@@ -85,17 +85,37 @@ def task_slots(request: Mapping[str, float], resource: str) -> int:
     return max(1, int(math.ceil(request.get(resource, 0) - 1e-9)))
 
 
+class _SlotCache:
+    """Slots per request vector. Task groups share one resources dict, so it is keyed by identity
+    (the dict is kept alive in the cache, so an id is never reused while cached)."""
+
+    __slots__ = ("resource", "_by_id")
+
+    def __init__(self, resource: str):
+        self.resource = resource
+        self._by_id: dict[int, tuple[Res, int]] = {}
+
+    def __call__(self, req: Res) -> int:
+        hit = self._by_id.get(id(req))
+        if hit is not None and hit[0] is req:
+            return hit[1]
+        n = task_slots(req, self.resource)
+        self._by_id[id(req)] = (req, n)
+        return n
+
+
 class _Plan:
     """Virtual node usage for one cycle: starts promised and victims released, not yet applied."""
 
-    __slots__ = ("state", "extra", "used_slots", "total_slots", "resource")
+    __slots__ = ("state", "extra", "used_slots", "total_slots", "resource", "slots_of")
 
-    def __init__(self, state: ClusterState, resource: str):
+    def __init__(self, state: ClusterState, slots_of: _SlotCache):
         self.state = state
         self.extra: dict[str, Res] = {}
-        self.resource = resource
-        self.total_slots = sum(node_slots(n.capacity, resource) for n in state.nodes.values() if n.schedulable)
-        self.used_slots = sum(task_slots(a.resources, resource) for a in state.allocations.values())
+        self.resource = slots_of.resource
+        self.slots_of = slots_of
+        self.total_slots = sum(node_slots(n.capacity, self.resource) for n in state.nodes.values() if n.schedulable)
+        self.used_slots = sum(slots_of(a.resources) for a in state.allocations.values())
 
     def fit(self, req: Res) -> str | None:
         for name, node in self.state.nodes.items():
@@ -110,7 +130,7 @@ class _Plan:
         extra = self.extra.setdefault(node, {})
         for k, v in req.items():
             extra[k] = extra.get(k, 0) + sign * v
-        self.used_slots += sign * task_slots(req, self.resource)
+        self.used_slots += sign * self.slots_of(req)
 
 
 class SymphonyModel(PreemptionModel):
@@ -122,6 +142,7 @@ class SymphonyModel(PreemptionModel):
         super().__init__(settings)
         self.scope = normalize_scope(self.settings.get("preemptionScope"))
         self.criteria = normalize_criteria(self.settings.get("preemptionCriteria"))
+        self._slots: _SlotCache | None = None
 
     def grace_period(self, state: ClusterState, allocation: str) -> float:
         """Session preemption is immediate; only reclaim (not modelled here) has a grace period."""
@@ -152,19 +173,27 @@ class SymphonyModel(PreemptionModel):
     # -- one cycle -------------------------------------------------------------------------------
 
     def schedule(self, state: ClusterState, now: float) -> list[Decision]:
-        plan = _Plan(state, self.slot_resource(state))
+        if not state.pending:  # nothing to place and nobody with unmet demand to preempt for
+            return []
+        resource = self.slot_resource(state)
+        if self._slots is None or self._slots.resource != resource:
+            self._slots = _SlotCache(resource)
+        plan = _Plan(state, self._slots)
         consumers: dict[str, list[str]] = {}
         active = {w for w, r in state.running.items() if r} | set(state.pending)
         for wl_id in active:
             consumers.setdefault(state.workloads[wl_id].queue, []).append(wl_id)
         decisions: list[Decision] = []
         for queue in sorted(consumers):
+            if not any(w in state.pending for w in consumers[queue]):
+                continue
             decisions.extend(self._consumer(state, queue, consumers[queue], plan, now))
         return decisions
 
     def sessions(self, state: ClusterState, queue: str, workloads: Iterable[str], resource: str,
                  now: float, capacity: int, slot_sharing: str = "none") -> dict[str, SessionView]:
         """Session views of one consumer with deserved shares recomputed from current demand."""
+        slots_of = self._slots if self._slots is not None and self._slots.resource == resource else _SlotCache(resource)
         views: dict[str, SessionView] = {}
         for wl_id in sorted(workloads, key=lambda w: (state.workloads[w].submit, w)):
             wl = state.workloads[wl_id]
@@ -173,10 +202,16 @@ class SymphonyModel(PreemptionModel):
             for tid in state.running.get(wl_id, ()):
                 a = state.allocations[tid]
                 label = a.node if slot_sharing == "host" else None
-                tasks.append(TaskView(tid, wl_id, a.start, now - a.start, task_slots(a.resources, resource), label,
+                tasks.append(TaskView(tid, wl_id, a.start, now - a.start, slots_of(a.resources), label,
                                       a.preemptible and not a.preempting))
             allocated = sum(t.slots for t in tasks)
-            pending = sum(task_slots(state.task_resources(t), resource) for t in state.pending.get(wl_id, ()))
+            pending = 0
+            if state.pending.get(wl_id):
+                groups: dict[int, int] = {}
+                for t in state.pending[wl_id]:
+                    g = int(t.rsplit("/", 2)[1])
+                    groups[g] = groups.get(g, 0) + 1
+                pending = sum(slots_of(wl.groups[g].resources) * n for g, n in groups.items())
             views[wl_id] = SessionView(wl_id, ss.rank, ss.preemptive, 0, allocated, allocated + pending,
                                        ss.priority, (wl.submit,), tasks)
         deserved = proportional_deserved(capacity, ((s.name, s.priority, s.demand) for s in views.values()))
@@ -196,25 +231,32 @@ class SymphonyModel(PreemptionModel):
             return min(capacity - sum(s.allocated for s in views.values()), plan.total_slots - plan.used_slots)
 
         def place(s: SessionView, budget: int | None) -> tuple[list[Start], int]:
-            starts, used = [], 0
-            queue_ = pending[s.name]
-            i = 0
-            while i < len(queue_):
-                tid = queue_[i]
+            """Start pending tasks of ``s`` in order while slots and nodes allow, up to ``budget`` slots."""
+            starts: list[Start] = []
+            used, room, rest = 0, free(), []
+            no_fit: set[tuple] = set()  # identical requests that found no node: skip, don't search again
+            tasks = pending[s.name]
+            for k, tid in enumerate(tasks):
+                if room <= 0 or (budget is not None and used >= budget):
+                    rest.extend(tasks[k:])
+                    break
                 req = state.task_resources(tid)
-                ts = task_slots(req, plan.resource)
-                if (budget is not None and used + ts > budget) or ts > free():
-                    i += 1
-                    continue
-                node = plan.fit(req)
+                ts = plan.slots_of(req)
+                key = tuple(sorted(req.items()))
+                node = None
+                if ts <= room and (budget is None or used + ts <= budget) and key not in no_fit:
+                    node = plan.fit(req)
+                    if node is None:
+                        no_fit.add(key)
                 if node is None:
-                    i += 1
+                    rest.append(tid)
                     continue
                 plan.take(node, req)
-                queue_.pop(i)
                 s.allocated += ts
                 used += ts
+                room -= ts
                 starts.append(Start(tid, node))
+            pending[s.name] = rest
             return starts, used
 
         order = sorted(views.values(), key=lambda s: (-s.priority, s.order, s.name))
