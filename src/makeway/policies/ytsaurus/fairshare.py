@@ -1,0 +1,325 @@
+"""Vector HDRF fair share (SEMANTICS §2): guarantees, limits, per-element curves, top-down evaluation.
+
+Every element gets a curve "fair share by fit factor" (operations: usage-first then toward demand;
+pools: the sum of children's "fair share by suggestion"), and from it its own "fair share by
+suggestion" through the fit factor at which the curve first hits guarantee + suggestion (capped by
+limits). The root is evaluated at suggestion 1 and the suggestion flows down. The curves are exact
+piecewise-linear functions, so jumps are handled the way YTsaurus does (lower value wins).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from makeway.policies.ytsaurus import plf
+from makeway.policies.ytsaurus.plf import PLF, Vec
+from makeway.policies.ytsaurus.tree import ROOT, Tree
+
+EPS = 1e-9
+INF_SAT = 1e9
+
+
+@dataclass(slots=True)
+class Attrs:
+    limits_share: Vec
+    strong_share: Vec
+    demand_share: Vec
+    usage_share: Vec
+    integral_share: Vec
+    fair_share: Vec = field(default_factory=list)
+    detailed: dict[str, Vec] = field(default_factory=dict)
+    fit_factor: float = 0.0
+
+
+@dataclass(slots=True)
+class FairShareResult:
+    attrs: dict[str, Attrs]
+
+    def fair(self, name: str) -> Vec:
+        return self.attrs[name].fair_share
+
+
+# -- limits and guarantees ---------------------------------------------------------------------
+
+def limits_shares(tree: Tree, node_caps: list[list[float]] | None = None) -> dict[str, Vec]:
+    out: dict[str, Vec] = {}
+    res = tree.resources
+    mem = res.index("memory") if "memory" in res else None
+    slots = res.index("user_slots") if "user_slots" in res else None
+    for name, el in tree.elements.items():
+        lim = [min(tree.vec(el.limits, float("inf"))[i], t) for i, t in enumerate(tree.total)]
+        share = [lv / t if t > 0 else 0.0 for lv, t in zip(lim, tree.total)]
+        if el.max_share_ratio is not None:
+            share = [min(s, el.max_share_ratio) if t > 0 else 0.0 for s, t in zip(share, tree.total)]
+        if el.is_op and node_caps and mem is not None and slots is not None and el.demand[slots] > 0:
+            per = el.demand[mem] / el.demand[slots]
+            if per > 0 and tree.total[mem] > 0:
+                packed = sum(int(n[mem] / per + 1e-9) * per for n in node_caps)
+                share[mem] = min(share[mem], packed / tree.total[mem])
+        out[name] = share
+    return out
+
+
+def strong_shares(tree: Tree, limits: dict[str, Vec]) -> dict[str, Vec]:
+    """Explicit + implicit guarantees as shares, capped by limits, then scaled to fit (§2.1-2.2)."""
+    res = tree.resources
+    dim = len(res)
+    main = res.index(tree.main_resource) if tree.main_resource in res else None
+    eff: dict[str, Vec] = {ROOT: list(tree.total)}
+    for name in tree.preorder():
+        el = tree.elements[name]
+        if not el.children:
+            continue
+        parent_g = eff[name]
+        explicit: dict[str, Vec] = {}
+        specified: dict[str, set[int]] = {}
+        for c in el.children:
+            ce = tree.elements[c]
+            g = ce.guarantee or {}
+            explicit[c] = tree.vec(g)
+            specified[c] = {i for i, r in enumerate(res) if r in g and g[r] is not None}
+        residual = [max(0.0, parent_g[i] - sum(explicit[c][i] for c in el.children)) for i in range(dim)]
+        implicit: dict[str, Vec] = {c: [0.0] * dim for c in el.children}
+        if main is not None and parent_g[main] > 0:
+            for c in el.children:
+                ratio = explicit[c][main] / parent_g[main]
+                for i in range(dim):
+                    if i != main and i not in specified[c]:
+                        implicit[c][i] = ratio * parent_g[i]
+            if name != ROOT:
+                for i in range(dim):
+                    s = sum(implicit[c][i] for c in el.children)
+                    if s > residual[i] + EPS and s > 0:
+                        k = residual[i] / s
+                        for c in el.children:
+                            implicit[c][i] *= k
+        for c in el.children:
+            eff[c] = [explicit[c][i] + implicit[c][i] for i in range(dim)]
+    shares = {n: [min(s, lim) for s, lim in zip(tree.share(eff.get(n, [0.0] * dim)), limits[n])]
+              for n in tree.elements}
+    shares[ROOT] = [1.0 if t > 0 else 0.0 for t in tree.total]
+    return shares
+
+
+def adjust_guarantees(tree: Tree, shares: dict[str, Vec], extra: dict[str, Vec] | None = None) -> None:
+    """Scale children's guarantees by one common factor wherever they overflow the parent's (§2.2)."""
+    extra = extra or {}
+    for name in tree.preorder():
+        el = tree.elements[name]
+        if not el.children:
+            continue
+        cap = shares[name]
+        dim = len(cap)
+        tot = [sum(shares[c][i] + extra.get(c, [0.0] * dim)[i] for c in el.children) for i in range(dim)]
+        k = 1.0
+        for i in range(dim):
+            if tot[i] > cap[i] + EPS:
+                k = min(k, cap[i] / tot[i])
+        if k < 1.0:
+            for c in el.children:
+                shares[c] = [v * k for v in shares[c]]
+                if c in extra:
+                    extra[c] = [v * k for v in extra[c]]
+
+
+# -- curves ------------------------------------------------------------------------------------
+
+def op_curve(usage: Vec, demand: Vec) -> PLF:
+    """Usage-first path on [0, 1], then linearly to demand on [1, 2] (§2.3)."""
+    dim = len(usage)
+    umax = max(usage) if usage else 0.0
+    if umax <= 0:
+        return PLF([0.0, 1.0, 2.0], [[0.0] * dim, [0.0] * dim, list(demand)])
+    knots = sorted({u / umax for u in usage if 0 < u / umax < 1})
+    xs = [0.0] + knots + [1.0, 2.0]
+    ys = [[min(u, f * umax) for u in usage] for f in xs[:-1]] + [list(demand)]
+    return PLF(xs, ys)
+
+
+def fit_factor_fn(curve: PLF, g: Vec, lim: Vec) -> tuple[list[float], list[float]]:
+    comps = [plf.mff_component(curve, r, g[r], lim[r]) for r in range(len(g))]
+    return plf.min_scalar(comps)
+
+
+def child_suggestion(mode: str, weights: list[float], f: float) -> list[float]:
+    if mode == "fifo":
+        return [min(1.0, max(0.0, f - k)) for k in range(len(weights))]
+    wmin = min((w for w in weights if w > EPS), default=1.0)
+    return [min(1.0, f * w / wmin) for w in weights]
+
+
+def pool_curve(mode: str, weights: list[float], kids: list[PLF], dim: int) -> PLF:
+    if not kids:
+        return PLF([0.0, 1.0], [[0.0] * dim, [0.0] * dim])
+    parts: list[PLF] = []
+    if mode == "fifo":
+        n = len(kids)
+        for k, fn in enumerate(kids):
+            xs = [k + x for x in fn.xs]
+            ys = list(fn.ys)
+            parts.append(PLF([0.0] + xs + [float(n)], [ys[0]] + ys + [ys[-1]]))
+        return plf.total_sum(parts, dim, float(n))
+    wmin = min((w for w in weights if w > EPS), default=1.0)
+    for w, fn in zip(weights, kids):
+        k = w / wmin if w > EPS else 0.0
+        if k <= 0:
+            parts.append(PLF([0.0, 1.0], [fn.ys[0], fn.ys[0]]))
+            continue
+        xs = [x / k for x in fn.xs]
+        ys = list(fn.ys)
+        if xs[-1] < 1.0:
+            xs.append(1.0)
+            ys.append(ys[-1])
+        parts.append(PLF(xs, ys))
+    return plf.total_sum(parts, dim, 1.0)
+
+
+def fifo_order(tree: Tree, pool: str) -> list[str]:
+    el = tree.elements[pool]
+    keys = el.fifo_sort
+
+    def key(c: str) -> tuple:
+        ce = tree.elements[c]
+        k: list = []
+        for p in keys:
+            if p == "weight":
+                k.append(-ce.weight)
+            elif p == "start_time":
+                k.append(ce.start_time)
+            elif p == "pending_allocation_count":
+                k.append(ce.pending_count)
+        return (*k, ce.order, c)
+    return sorted(el.children, key=key)
+
+
+# -- the update --------------------------------------------------------------------------------
+
+def compute(tree: Tree, node_caps: list[list[float]] | None = None,
+            integral: "object | None" = None) -> FairShareResult:
+    """One fair share update over the whole tree. ``integral`` computes integral shares (§2.9)."""
+    tree.link()
+    dim = len(tree.resources)
+    limits = limits_shares(tree, node_caps)
+    strong = strong_shares(tree, limits)
+    attrs: dict[str, Attrs] = {}
+    for name, el in tree.elements.items():
+        attrs[name] = Attrs(limits[name], strong[name], tree.share(el.demand), tree.share(el.usage),
+                            [0.0] * dim)
+    burst: dict[str, Vec] = {}
+    if integral is not None:
+        burst = integral.burst_shares(tree, attrs)  # type: ignore[attr-defined]
+    adjust_guarantees(tree, strong, burst)
+    for name in tree.elements:
+        attrs[name].strong_share = strong[name]
+        if name in burst:
+            attrs[name].integral_share = burst[name]
+    if integral is not None:
+        integral.relaxed_shares(tree, attrs)  # type: ignore[attr-defined]
+
+    curves: dict[str, PLF] = {}
+    ffs: dict[str, tuple[list[float], list[float]]] = {}
+    fsbs: dict[str, PLF] = {}
+    orders: dict[str, list[str]] = {}
+    for name in tree.postorder():
+        el = tree.elements[name]
+        a = attrs[name]
+        if el.is_op:
+            curve = op_curve(a.usage_share, a.demand_share)
+        else:
+            kids = fifo_order(tree, name) if el.mode == "fifo" else list(el.children)
+            orders[name] = kids
+            curve = pool_curve(el.mode, [tree.elements[c].weight for c in kids], [fsbs[c] for c in kids], dim)
+        g = [s + i for s, i in zip(a.strong_share, a.integral_share)]
+        lim = a.limits_share if name != ROOT else [1.0] * dim
+        ff = fit_factor_fn(curve, g, lim)
+        curves[name] = curve
+        ffs[name] = ff
+        fsbs[name] = plf.compose(curve, *ff)
+
+    sugg: dict[str, float] = {ROOT: 1.0}
+    for name in tree.preorder():
+        el = tree.elements[name]
+        s = sugg[name]
+        a = attrs[name]
+        a.fair_share = list(fsbs[name].left(s))
+        if el.is_op or not el.children:
+            continue
+        fx, fv = ffs[name]
+        f = plf._eval1(fx, fv, s)[0]
+        a.fit_factor = f
+        kids = orders[name]
+        for c, cs in zip(kids, child_suggestion(el.mode, [tree.elements[c].weight for c in kids], f)):
+            sugg[c] = cs
+    root = tree.elements[ROOT]
+    if root.children:
+        attrs[ROOT].fair_share = [sum(attrs[c].fair_share[i] for c in root.children) for i in range(dim)]
+    _truncate_fifo(tree, attrs)
+    for name, a in attrs.items():
+        total = a.fair_share
+        sg = [min(t, g) for t, g in zip(total, a.strong_share)]
+        rest = [t - s for t, s in zip(total, sg)]
+        ig = [min(r, i) for r, i in zip(rest, a.integral_share)]
+        wp = [r - i for r, i in zip(rest, ig)]
+        a.detailed = {"strongGuarantee": sg, "integralGuarantee": ig, "weightProportional": wp, "total": total}
+    if integral is not None:
+        integral.after_update(tree, attrs)  # type: ignore[attr-defined]
+    return FairShareResult(attrs)
+
+
+def _truncate_fifo(tree: Tree, attrs: dict[str, Attrs]) -> None:
+    for name, el in tree.elements.items():
+        if el.is_op or el.mode != "fifo" or not el.truncate_fifo:
+            continue
+        for c in el.children:
+            ce = tree.elements[c]
+            a = attrs[c]
+            if not ce.gang:
+                continue
+            if any(f < d - EPS for f, d in zip(a.fair_share, a.demand_share)):
+                cut = a.fair_share
+                for anc in tree.ancestors(name):
+                    attrs[anc].fair_share = [x - y for x, y in zip(attrs[anc].fair_share, cut)]
+                a.fair_share = [0.0] * len(cut)
+
+
+# -- satisfaction and status -------------------------------------------------------------------
+
+def blocked(fair: Vec, demand: Vec) -> list[bool]:
+    return [f >= d for f, d in zip(fair, demand)]
+
+
+def local_satisfaction(usage: Vec, fair: Vec, demand: Vec) -> float:
+    """SEMANTICS §3: usage / fair share on the dominant wanted resource."""
+    if all(f <= EPS for f in fair):
+        return INF_SAT
+    over = [i for i, (u, f) in enumerate(zip(usage, fair)) if u > f]
+    if over:
+        best = 0.0
+        for u, f in zip(usage, fair):
+            if f == 0:
+                r = 0.0 if u == 0 else INF_SAT
+            else:
+                r = u / f
+            best = max(best, r)
+        return min(best, INF_SAT)
+    bl = blocked(fair, demand)
+    if all(bl):
+        vals = [(u / f if f != 0 else 1.0) for u, f in zip(usage, fair)]
+        return min(vals)
+    vals = [u / f for u, f, b in zip(usage, fair, bl) if not b and f != 0]
+    return max(vals) if vals else INF_SAT
+
+
+def strictly_dominates_non_blocked(bound: Vec, usage: Vec, bl: list[bool]) -> bool:
+    if all(bl):
+        return any(b > u for b, u in zip(bound, usage))
+    return all(b > u for b, u, x in zip(bound, usage, bl) if not x)
+
+
+def element_status(fair: Vec, demand: Vec, usage: Vec, tolerance: float, is_op: bool) -> str:
+    """``below_fair_share`` or ``normal`` (§4.1)."""
+    if is_op and all(abs(f - d) <= 1e-4 for f, d in zip(fair, demand)):
+        tolerance = 1.0
+    bound = [min(f * tolerance, d) for f, d in zip(fair, demand)]
+    bl = blocked(fair, demand)
+    return "below_fair_share" if strictly_dominates_non_blocked(bound, usage, bl) else "normal"

@@ -1,0 +1,161 @@
+"""Starvation (SEMANTICS §4): effective parameters, the below-fair-share clock, inheritance.
+
+Statuses are evaluated once per fair share update, never per event: the first below-fair-share
+observation only starts the clock, comparisons are strict, the aggressive check comes first, and a
+starving pool lends its eligibility to every operation below it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from makeway.policies.ytsaurus import fairshare
+from makeway.policies.ytsaurus.tree import ROOT, Tree
+
+NON, STARVING, AGGRESSIVE = "non_starving", "starving", "aggressively_starving"
+
+TREE_DEFAULTS: dict[str, Any] = {
+    "fair_share_starvation_timeout": 30.0,
+    "fair_share_aggressive_starvation_timeout": 120.0,
+    "fair_share_starvation_tolerance": 0.8,
+    "enable_aggressive_starvation": False,
+    "enable_pool_starvation": True,
+    "allocation_count_preemption_timeout_coefficient": 1.0,
+    "scheduling_preemption_priority_scope": "operation_and_ancestors",
+}
+
+_POOL_KEYS = {
+    "tolerance": ("fairShareStarvationTolerance", "fair_share_starvation_tolerance"),
+    "timeout": ("fairShareStarvationTimeout", "fair_share_starvation_timeout", "fair_share_preemption_timeout"),
+    "aggressive": ("enableAggressiveStarvation", "enable_aggressive_starvation"),
+    "allow_aggressive": ("allowAggressivePreemption", "allow_aggressive_preemption",
+                         "allow_aggressive_starvation_preemption"),
+}
+
+
+def tree_option(cfg: dict[str, Any], key: str) -> Any:
+    v = cfg.get(key)
+    if v is None and key == "fair_share_starvation_timeout":
+        v = cfg.get("fair_share_preemption_timeout")
+    if v is None and key == "allocation_count_preemption_timeout_coefficient":
+        v = cfg.get("job_count_preemption_timeout_coefficient")
+    return TREE_DEFAULTS.get(key) if v is None else v
+
+
+def _own(settings: dict[str, Any], what: str) -> Any:
+    for k in _POOL_KEYS[what]:
+        if settings.get(k) is not None:
+            return settings[k]
+    return None
+
+
+@dataclass(slots=True)
+class Params:
+    tolerance: float
+    timeout: float
+    aggressive_timeout: float
+    aggressive_enabled: bool
+    allow_aggressive: bool
+
+
+def effective_params(tree: Tree, cfg: dict[str, Any]) -> dict[str, Params]:
+    """Inherited per element: pools own-or-parent; operations may only tighten (§4.1, §4.2)."""
+    out: dict[str, Params] = {}
+    coef = float(tree_option(cfg, "allocation_count_preemption_timeout_coefficient"))
+    root_allow = cfg.get("allowAggressivePreemption", True)
+    for name in tree.preorder():
+        el = tree.elements[name]
+        if name == ROOT:
+            out[name] = Params(float(tree_option(cfg, "fair_share_starvation_tolerance")),
+                               float(tree_option(cfg, "fair_share_starvation_timeout")),
+                               float(tree_option(cfg, "fair_share_aggressive_starvation_timeout")),
+                               bool(tree_option(cfg, "enable_aggressive_starvation")), bool(root_allow))
+            continue
+        par = out[el.parent or ROOT]
+        s = el.settings
+        if not el.is_op:
+            tol, to, ag, al = (_own(s, "tolerance"), _own(s, "timeout"), _own(s, "aggressive"),
+                               _own(s, "allow_aggressive"))
+            out[name] = Params(par.tolerance if tol is None else float(tol), par.timeout if to is None else float(to),
+                               par.aggressive_timeout, par.aggressive_enabled if ag is None else bool(ag),
+                               par.allow_aggressive if al is None else bool(al))
+            continue
+        tol = s.get("fair_share_starvation_tolerance")
+        to = s.get("fair_share_starvation_timeout", s.get("fair_share_preemption_timeout"))
+        tolerance = par.tolerance if tol is None else min(par.tolerance, float(tol))
+        timeout = par.timeout if to is None else max(par.timeout, float(to))
+        aggressive_timeout = par.aggressive_timeout
+        r = el.pending_count / coef if coef > 0 else 1.0
+        if r < 1:
+            timeout *= r
+            aggressive_timeout *= r
+        allow = par.allow_aggressive
+        if el.gang and not cfg.get("allow_aggressive_preemption_for_gang_operations", True):
+            allow = False
+        out[name] = Params(tolerance, timeout, aggressive_timeout, par.aggressive_enabled, allow)
+    return out
+
+
+@dataclass(slots=True)
+class Clock:
+    since: float | None = None
+    status: str = NON
+
+
+def step(clock: Clock, below: bool, now: float, p: Params) -> Clock:
+    """One observation of the state machine (§4.2); returns the new clock."""
+    if not below:
+        return Clock(None, NON)
+    if clock.since is None:
+        return Clock(now, clock.status)
+    if p.aggressive_enabled and now > clock.since + p.aggressive_timeout:
+        return Clock(clock.since, AGGRESSIVE)
+    if now > clock.since + p.timeout:
+        return Clock(clock.since, STARVING)
+    return Clock(clock.since, clock.status)
+
+
+@dataclass(slots=True)
+class StarvationView:
+    status: dict[str, str] = field(default_factory=dict)          # schedulable status
+    clocks: dict[str, Clock] = field(default_factory=dict)
+    lowest_starving: dict[str, str | None] = field(default_factory=dict)
+    lowest_aggressive: dict[str, str | None] = field(default_factory=dict)
+
+
+def update_statuses(tree: Tree, res: fairshare.FairShareResult, params: dict[str, Params],
+                    clocks: dict[str, Clock], now: float, cfg: dict[str, Any],
+                    fixed: dict[str, str] | None = None) -> StarvationView:
+    """Status, starvation clock and inherited starving ancestors for every element."""
+    view = StarvationView()
+    pools_starve = bool(tree_option(cfg, "enable_pool_starvation"))
+    fixed = fixed or {}
+    for name in tree.preorder():
+        el = tree.elements[name]
+        a = res.attrs[name]
+        status = fixed.get(name) or fairshare.element_status(a.fair_share, a.demand_share, a.usage_share,
+                                                              params[name].tolerance, el.is_op)
+        view.status[name] = status
+        if name == ROOT or (not el.is_op and not pools_starve):
+            view.clocks[name] = Clock()
+        else:
+            view.clocks[name] = step(clocks.get(name, Clock()), status == "below_fair_share", now, params[name])
+        parent = el.parent
+        st = view.clocks[name].status
+        view.lowest_starving[name] = name if st in (STARVING, AGGRESSIVE) else (
+            view.lowest_starving.get(parent) if parent and parent != ROOT else None)
+        view.lowest_aggressive[name] = name if st == AGGRESSIVE else (
+            view.lowest_aggressive.get(parent) if parent and parent != ROOT else None)
+    return view
+
+
+def preemption_priority(view: StarvationView, op: str, scope: str = "operation_and_ancestors") -> str:
+    if scope == "operation_only":
+        st = view.clocks[op].status
+        return "aggressive" if st == AGGRESSIVE else "normal" if st == STARVING else "none"
+    if view.lowest_aggressive.get(op):
+        return "aggressive"
+    if view.lowest_starving.get(op):
+        return "normal"
+    return "none"

@@ -1,0 +1,114 @@
+"""The pool tree as YTsaurus sees it at one fair-share update: pools, operations, absolute vectors.
+
+Built either from a makeway ClusterState (the simulator) or from a conformance case. Vectors are
+plain lists in the order of ``Tree.resources``; a limit missing for a resource means unlimited.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+ROOT = "<Root>"
+INF = float("inf")
+
+
+@dataclass(slots=True)
+class Element:
+    name: str
+    parent: str | None
+    is_op: bool = False
+    weight: float = 1.0
+    guarantee: dict[str, float] | None = None   # strong_guarantee_resources (absolute, as given)
+    limits: dict[str, float] | None = None      # resource_limits (absolute, missing = unlimited)
+    max_share_ratio: float | None = None
+    mode: str = "fair_share"
+    fifo_sort: tuple[str, ...] = ("weight", "start_time")
+    demand: list[float] = field(default_factory=list)
+    usage: list[float] = field(default_factory=list)
+    start_time: float = 0.0
+    order: int = 0
+    pending_count: int = 0
+    gang: bool = False
+    truncate_fifo: bool = False
+    integral: dict[str, Any] | None = None       # {type, flow: vec, burst: vec}
+    volume: list[float] | None = None            # accumulated integral volume (absolute x s)
+    relaxed_multiplier: float | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+    children: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Tree:
+    resources: tuple[str, ...]
+    total: list[float]
+    elements: dict[str, Element] = field(default_factory=dict)
+    main_resource: str = "cpu"
+
+    def add(self, el: Element) -> Element:
+        self.elements[el.name] = el
+        return el
+
+    def link(self) -> None:
+        """Fill ``children`` lists (tree order = insertion order) and sum pool demand/usage."""
+        for el in self.elements.values():
+            el.children = []
+        for el in self.elements.values():
+            if el.parent is not None:
+                self.elements[el.parent].children.append(el.name)
+        dim = len(self.resources)
+        for name in self.postorder():
+            el = self.elements[name]
+            if not el.demand:
+                el.demand = [0.0] * dim
+            if not el.usage:
+                el.usage = [0.0] * dim
+            if not el.is_op and el.children:
+                d = [0.0] * dim
+                u = [0.0] * dim
+                for c in el.children:
+                    ce = self.elements[c]
+                    for i in range(dim):
+                        d[i] += ce.demand[i]
+                        u[i] += ce.usage[i]
+                el.demand = d
+                if not el.settings.get("_fixed_usage"):
+                    el.usage = u
+
+    def postorder(self) -> list[str]:
+        out: list[str] = []
+        stack = [(ROOT, False)]
+        while stack:
+            name, done = stack.pop()
+            if done:
+                out.append(name)
+                continue
+            stack.append((name, True))
+            for c in reversed(self.elements[name].children):
+                stack.append((c, False))
+        return out
+
+    def preorder(self) -> list[str]:
+        out: list[str] = []
+        stack = [ROOT]
+        while stack:
+            name = stack.pop()
+            out.append(name)
+            stack.extend(reversed(self.elements[name].children))
+        return out
+
+    def vec(self, d: dict[str, float] | None, missing: float = 0.0) -> list[float]:
+        d = d or {}
+        return [float(d[r]) if r in d and d[r] is not None else missing for r in self.resources]
+
+    def share(self, v: list[float]) -> list[float]:
+        return [x / t if t > 0 else 0.0 for x, t in zip(v, self.total)]
+
+    def ancestors(self, name: str) -> list[str]:
+        """The element itself, then its parents up to the root."""
+        out = []
+        cur: str | None = name
+        while cur is not None:
+            out.append(cur)
+            cur = self.elements[cur].parent
+        return out
