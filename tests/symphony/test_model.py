@@ -150,3 +150,22 @@ def test_example_lower_ranked_scope_protects_equal_rank():
     events = preempts(rec)
     assert events and all(e["reason"]["preemptor"] == "urgent" for e in events)
     assert all(e["reason"]["values"]["victim_rank"] < e["reason"]["values"]["preemptor_rank"] for e in events)
+
+
+@pytest.mark.parametrize("settings,message", [
+    ({"preemptionScope": "Everyone"}, "queues.app.settings"),
+    ({"slotSharing": "rack"}, "queues.app.settings.slotSharing"),
+    ({"sessionTypes": {"t": {"preemptionRank": "high"}}}, "queues.app.settings.sessionTypes.t.preemptionRank"),
+])
+def test_bad_consumer_settings_are_refused_at_bind(settings, message):
+    from makeway.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
+        SymphonyModel({}).bind(slot_cluster(consumer_settings=settings))
+
+
+def test_bad_model_settings_are_refused():
+    from makeway.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="preemption.settings"):
+        SymphonyModel({"preemptionCriteria": "Oldest"})

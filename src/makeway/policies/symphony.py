@@ -31,6 +31,7 @@ from makeway.core.policy import PreemptionModel
 from makeway.core.resources import Res
 from makeway.core.state import ClusterState
 from makeway.core.model import Workload
+from makeway.errors import ConfigError
 from makeway.policies.symphony_rules import (
     DEFAULT_PRIORITY, DEFAULT_RANK, SessionView, TaskView, normalize_criteria, normalize_scope, preemptors,
     proportional_deserved, select_victims,
@@ -140,9 +141,33 @@ class SymphonyModel(PreemptionModel):
 
     def __init__(self, settings: Mapping[str, Any] | None = None):
         super().__init__(settings)
-        self.scope = normalize_scope(self.settings.get("preemptionScope"))
-        self.criteria = normalize_criteria(self.settings.get("preemptionCriteria"))
+        try:
+            self.scope = normalize_scope(self.settings.get("preemptionScope"))
+            self.criteria = normalize_criteria(self.settings.get("preemptionCriteria"))
+        except ValueError as exc:
+            raise ConfigError(f"preemption.settings: {exc}") from None
         self._slots: _SlotCache | None = None
+
+    def bind(self, state: ClusterState) -> None:
+        """Refuse bad consumer settings up front rather than in the middle of a simulation."""
+        for name, q in state.queues.items():
+            where = f"queues.{name}.settings"
+            try:
+                normalize_scope(q.settings.get("preemptionScope"))
+                normalize_criteria(q.settings.get("preemptionCriteria"))
+            except ValueError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+            if q.settings.get("slotSharing", "none") not in ("none", "host"):
+                raise ConfigError(f"{where}.slotSharing: {q.settings['slotSharing']!r} is not none or host")
+            types = q.settings.get("sessionTypes") or {}
+            if not isinstance(types, Mapping):
+                raise ConfigError(f"{where}.sessionTypes: expected a mapping of type name -> attributes")
+            for tname, spec in types.items():
+                if not isinstance(spec, Mapping):
+                    raise ConfigError(f"{where}.sessionTypes.{tname}: expected a mapping")
+                for key in ("preemptionRank", "priority"):
+                    if key in spec and (isinstance(spec[key], bool) or not isinstance(spec[key], int)):
+                        raise ConfigError(f"{where}.sessionTypes.{tname}.{key}: {spec[key]!r} is not an integer")
 
     def grace_period(self, state: ClusterState, allocation: str) -> float:
         """Session preemption is immediate; only reclaim (not modelled here) has a grace period."""
