@@ -78,15 +78,27 @@ def open_text(path: Path) -> IO[str]:
         raise TraceError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
-def numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(1-based line number, line without its newline); a corrupt gzip ends as a ``TraceError``."""
+def numbered_lines(path: Path, rep: Reporter | None = None) -> Iterator[tuple[int, str]]:
+    """(1-based line number, line without its newline).
+
+    A truncated or corrupt gzip stream ends the file: reported through ``rep`` (a warning, or a
+    ``TraceError`` when strict) so the records read so far survive, or raised without ``rep``.
+    """
     with open_text(path) as fh:
         lineno = 0
         try:
             for lineno, line in enumerate(fh, 1):
                 yield lineno, line.rstrip("\r\n")
-        except (EOFError, gzip.BadGzipFile, OSError) as exc:
-            raise TraceError(f"{path}:{lineno + 1}: truncated or corrupt file: {exc}") from None
+        except (EOFError, gzip.BadGzipFile, OSError, UnicodeDecodeError) as exc:
+            message = f"truncated or corrupt file, reading stopped: {exc}"
+            if rep is None:
+                raise TraceError(f"{path}:{lineno + 1}: {message}") from None
+            rep.bad(lineno + 1, message)
+
+
+def quiet(path: Path | str) -> Reporter:
+    """A lenient reporter whose findings are thrown away (first passes that only peek)."""
+    return Reporter(path, False, ImportStats())
 
 
 def num(value: float) -> int | float:

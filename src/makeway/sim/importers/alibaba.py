@@ -38,7 +38,7 @@ Row = tuple[float, int, str, int, int, int, int, str, str, float, float | None]
 
 
 def _rows(path: Path, rep: Reporter) -> Iterator[Row]:
-    for lineno, line in numbered_lines(path):
+    for lineno, line in numbered_lines(path, rep):
         if lineno == 1 and line.startswith("name,"):
             if line.split(",") != POD_HEADER:
                 rep.note(1, f"unexpected header {line!r}; assuming the v2023 pod columns")

@@ -69,12 +69,12 @@ class _Open:
     __slots__ = ("id", "submit", "priority", "user", "sclass", "cpu", "mem", "sched", "run",
                  "evictions", "end", "done", "lineno")
 
-    def __init__(self, id: str, submit: float, priority: int, user: str, sclass: int, lineno: str):
+    def __init__(self, id: str, submit: int, priority: int, user: str, sclass: int, lineno: str):
         self.id, self.submit, self.priority, self.user, self.sclass = id, submit, priority, user, sclass
         self.cpu: float | None = None
         self.mem: float | None = None
-        self.sched: float | None = None
-        self.run: float | None = None
+        self.sched: int | None = None  # microseconds, exact
+        self.run: int | None = None
         self.evictions = 0
         self.end: str | None = None
         self.done = False
@@ -91,15 +91,15 @@ def read(path: Path, *, strict: bool = False, stats: ImportStats | None = None, 
     attempts: dict[tuple[str, str], int] = {}
     seq = 0
     head = 0
-    trace_end = 0.0
+    trace_end = 0
 
     def emit(o: _Open) -> dict[str, Any] | None:
-        if o.cpu is None and o.mem is None:
-            Reporter(o.lineno.rpartition(":")[0], strict, stats).bad(o.lineno.rpartition(":")[2],
-                                                                   f"task {o.id}: no resource request in any event")
-            return None
         if o.run is None:
             stats.drop("never scheduled" if o.end else "pending at trace end")
+            return None
+        if o.cpu is None and o.mem is None:
+            file, _, line = o.lineno.rpartition(":")
+            Reporter(file, strict, stats).bad(line, f"task {o.id}: no resource request in any event")
             return None
         settings: dict[str, Any] = {"scheduling_class": o.sclass}
         if o.evictions:
@@ -111,7 +111,7 @@ def read(path: Path, *, strict: bool = False, stats: ImportStats | None = None, 
         res = {"cpu": num(round((o.cpu or 0.0) * cpu_scale, 3)), "memory": int(round((o.mem or 0.0) * memory_scale / 2**20)) * 2**20}
         q = band(o.priority) if queue_by == "band" else f"user-{o.user[:12]}"
         stats.records += 1
-        return workload(o.id, q, o.submit, max(o.run, 0.0), [{"count": 1, "resources": res}],
+        return workload(o.id, q, o.submit / 1e6, max(o.run, 0) / 1e6, [{"count": 1, "resources": res}],
                         priority=o.priority, user=o.user, settings=settings)
 
     def drain() -> Iterator[dict[str, Any]]:
@@ -124,7 +124,7 @@ def read(path: Path, *, strict: bool = False, stats: ImportStats | None = None, 
 
     for f in files:
         rep = Reporter(f, strict, stats)
-        for lineno, line in numbered_lines(f):
+        for lineno, line in numbered_lines(f, rep):
             if not line:
                 continue
             cols = line.split(",")
@@ -132,7 +132,7 @@ def read(path: Path, *, strict: bool = False, stats: ImportStats | None = None, 
                 rep.bad(lineno, f"expected 13 columns, got {len(cols)} (truncated line?)")
                 continue
             try:
-                t = int(cols[0]) / 1e6
+                t = int(cols[0])
                 etype = int(cols[5])
                 priority = int(cols[8]) if cols[8] else 0
                 sclass = int(cols[7]) if cols[7] else 0

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from makeway.errors import TraceError
-from makeway.sim.importers._common import ImportStats, Reporter, numbered_lines
+from makeway.sim.importers._common import ImportStats, Reporter, numbered_lines, quiet
 
 try:
     from makeway.sim.trace import parse_record as _parse_record
@@ -47,7 +47,7 @@ def _time(rec: dict[str, Any]) -> float:
 
 
 def _parsed(path: Path, rep: Reporter) -> Iterator[tuple[int, dict[str, Any], str]]:
-    for lineno, line in numbered_lines(path):
+    for lineno, line in numbered_lines(path, rep):
         s = line.strip()
         if not s or s.startswith("#"):
             continue
@@ -65,7 +65,7 @@ def _parsed(path: Path, rep: Reporter) -> Iterator[tuple[int, dict[str, Any], st
 
 def _sorted_on_disk(path: Path) -> bool:
     last = float("-inf")
-    for _, line in numbered_lines(path):
+    for _, line in numbered_lines(path, quiet(path)):
         s = line.strip()
         if not s or s.startswith("#"):
             continue

@@ -37,7 +37,7 @@ def gang(gpus: int) -> list[dict[str, Any]]:
 
 
 def _rows(path: Path, rep: Reporter) -> Iterator[tuple[float, int, float, int, str]]:
-    lines = numbered_lines(path)
+    lines = numbered_lines(path, rep)
     for lineno, line in lines:
         if lineno == 1 and line.startswith("timestamp"):
             continue

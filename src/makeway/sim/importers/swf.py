@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from makeway.sim.importers._common import ImportStats, Reporter, numbered_lines, workload
+from makeway.sim.importers._common import ImportStats, Reporter, numbered_lines, quiet, workload
 
 FIELDS = 18
 QUEUE_BY = ("auto", "user", "group")
@@ -48,7 +48,7 @@ class SwfHeader:
 def read_header(path: Path) -> SwfHeader:
     """Parse the leading ``;`` comment block (stops at the first job line)."""
     hdr = SwfHeader()
-    for _, line in numbered_lines(path):
+    for _, line in numbered_lines(path, quiet(path)):
         s = line.strip()
         if not s:
             continue
@@ -123,7 +123,7 @@ def _is_number(s: str) -> bool:
 
 
 def _rows(path: Path, rep: Reporter) -> Iterator[Row]:
-    for lineno, line in numbered_lines(path):
+    for lineno, line in numbered_lines(path, rep):
         s = line.strip()
         if not s or s.startswith(";"):
             continue
@@ -135,7 +135,7 @@ def _rows(path: Path, rep: Reporter) -> Iterator[Row]:
 def _needs_sort(path: Path) -> bool:
     """Cheap first pass: True when submit times go backwards or partial executions (2/3/4) occur."""
     last = float("-inf")
-    for _, line in numbered_lines(path):
+    for _, line in numbered_lines(path, quiet(path)):
         if not line or line.lstrip().startswith(";"):
             continue
         parts = line.split()
