@@ -1,0 +1,377 @@
+"""YTsaurusModel: the simulator-facing model (periodic fair share, per-node heartbeats).
+
+Mapping: makeway queues are pools (a synthetic ``<Root>`` sits above the config's roots), workloads
+are operations, tasks are allocations. Pool ``weight``/``guaranteed``/``max`` are the queue's
+``weight``/``guaranteed``/``max``; everything else (``mode``, starvation and preemption settings) is
+read from ``queues.<q>.settings`` and the tree-level options from ``preemption.settings``.
+
+``schedule`` only refreshes the fair share snapshot when ``fair_share_update_period`` elapsed;
+placement and preemption happen in ``heartbeat`` (regular stage, then the preemptive stages under
+the per-node backoff, at most one allocation started by preemption per heartbeat).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from makeway.core.decisions import Decision, Note, Preempt, Reason, Start
+from makeway.core.model import Queue
+from makeway.core.policy import PreemptionModel
+from makeway.core.state import ClusterState
+from makeway.policies.ytsaurus import classify, fairshare, heartbeat, starvation
+from makeway.policies.ytsaurus.classify import AP, NP, P
+from makeway.policies.ytsaurus.schedule import pick_operation
+from makeway.policies.ytsaurus.tree import ROOT, Element, Tree
+
+STAGE_RULE = {"preemptive_aggressive": "aggressive-preemptive-stage", "preemptive_normal": "preemptive-stage"}
+
+
+@dataclass(slots=True)
+class Snapshot:
+    """Everything one fair share update publishes; heartbeats read it until the next update."""
+
+    time: float
+    tree: Tree
+    result: fairshare.FairShareResult
+    params: dict[str, starvation.Params]
+    view: starvation.StarvationView
+    published: dict[str, classify.Published]
+
+
+class YTsaurusModel(PreemptionModel):
+    name = "ytsaurus"
+    heartbeat_period: float | None = 5.0
+    heartbeat_splay: float = 1.0
+    tick_period: float | None = 0.2
+
+    def __init__(self, settings: Mapping[str, Any] | None = None):
+        super().__init__(settings)
+        s = self.settings
+        self.update_period = float(s.get("fair_share_update_period", 0.2))
+        self.tick_period = self.update_period
+        if s.get("heartbeat_period") is not None:
+            self.heartbeat_period = float(s["heartbeat_period"])
+        if s.get("heartbeat_splay") is not None:
+            self.heartbeat_splay = float(s["heartbeat_splay"])
+        self.backoff = heartbeat.Backoff(float(s.get("preemptive_scheduling_backoff", 5.0)))
+        self.threshold = float(s.get("preemption_satisfaction_threshold", 1.0))
+        self.aggressive_threshold = float(s.get("aggressive_preemption_satisfaction_threshold", 0.2))
+        self.enabled = bool(s.get("enable_preemption", True))
+        self.snap: Snapshot | None = None
+        self.clocks: dict[str, starvation.Clock] = {}
+        self.status: dict[str, str] = {}       # allocation id -> preemption status
+        self.grace: dict[str, float] = {}      # allocation id -> timeout chosen at preemption
+        self.dirty = True
+
+    # -- interface -------------------------------------------------------------------------------
+
+    def bind(self, state: ClusterState) -> None:
+        self.resources = tuple(state.resources)
+
+    def schedule(self, state: ClusterState, now: float) -> list[Decision]:
+        if self.snap is None or self.dirty or now >= self.snap.time + self.update_period - 1e-9:
+            return self.update(state, now)
+        return []
+
+    def on_config_change(self, state: ClusterState, queue: str, old: Queue, now: float) -> list[Decision]:
+        self.dirty = True
+        return []
+
+    def next_wakeup(self, state: ClusterState, now: float) -> float | None:
+        return None
+
+    def grace_period(self, state: ClusterState, allocation: str) -> float:
+        if allocation in self.grace:
+            return self.grace[allocation]
+        return super().grace_period(state, allocation)
+
+    # -- fair share update ---------------------------------------------------------------------------
+
+    def build_tree(self, state: ClusterState) -> Tree:
+        res = self.resources
+        tree = Tree(res, [float(state.total_capacity().get(r, 0)) for r in res],
+                    main_resource=str(self.settings.get("main_resource", "cpu")))
+        tree.add(Element(ROOT, None))
+        for i, q in enumerate(state.queues.values()):
+            s = q.settings or {}
+            tree.add(Element(q.name, q.parent or ROOT, weight=float(q.weight or 1.0), guarantee=q.guaranteed,
+                             limits=q.max, mode=str(s.get("mode", "fair_share")),
+                             fifo_sort=tuple(s.get("fifo_sort_parameters", ("weight", "start_time"))),
+                             order=i, settings=dict(s)))
+        for i, (wid, wl) in enumerate(state.workloads.items()):
+            running = state.running.get(wid) or {}
+            pend = state.pending.get(wid) or {}
+            if not running and not pend:
+                continue
+            usage = [0.0] * len(res)
+            for tid in running:
+                a = state.allocations[tid]
+                for k, r in enumerate(res):
+                    usage[k] += float(a.resources.get(r, 0))
+            demand = list(usage)
+            for tid in pend:
+                rr = state.task_resources(tid)
+                for k, r in enumerate(res):
+                    demand[k] += float(rr.get(r, 0))
+            ws = wl.settings or {}
+            tree.add(Element(wid, wl.queue, is_op=True, weight=float(ws.get("weight", 1.0)), demand=demand,
+                             usage=usage, start_time=wl.submit, order=i, pending_count=len(pend),
+                             gang=bool(ws.get("gang")), settings=dict(ws), limits=ws.get("resource_limits")))
+        return tree
+
+    def update(self, state: ClusterState, now: float) -> list[Decision]:
+        """Recompute fair shares, starvation and the preemptible classes; notes on starvation changes."""
+        self.dirty = False
+        tree = self.build_tree(state)
+        result = fairshare.compute(tree, [[float(n.capacity.get(r, 0)) for r in self.resources]
+                                          for n in state.nodes.values()] if self.settings.get("best_allocation_share") else None)
+        params = starvation.effective_params(tree, self.settings)
+        view = starvation.update_statuses(tree, result, params, self.clocks, now, self.settings)
+        notes: list[Decision] = []
+        for name, el in tree.elements.items():
+            if not el.is_op:
+                continue
+            before = self.clocks.get(name, starvation.Clock()).status
+            after = view.clocks[name].status
+            if (before == starvation.NON) != (after == starvation.NON):
+                a = result.attrs[name]
+                notes.append(Note("starvation", name,
+                                  f"operation {name} {'starts' if after != starvation.NON else 'stops'} starving",
+                                  {"starving": after != starvation.NON, "status": after, "fair_share": max(a.fair_share, default=0.0),
+                                   "usage_share": max(a.usage_share, default=0.0),
+                                   "below_fair_share_since": view.clocks[name].since}))
+        for name, c in self.clocks.items():
+            if name not in tree.elements and c.status != starvation.NON and name in state.workloads:
+                notes.append(Note("starvation", name, f"operation {name} stops starving (finished)",
+                                  {"starving": False, "status": starvation.NON}))
+        self.clocks = {n: c for n, c in view.clocks.items() if n in tree.elements}
+        published = {n: classify.publish(result.attrs[n].fair_share, result.attrs[n].demand_share)
+                     for n, el in tree.elements.items() if el.is_op}
+        self.snap = Snapshot(now, tree, result, params, view, published)
+        for wid in published:
+            self.reclassify(state, wid)
+        return notes
+
+    def reclassify(self, state: ClusterState, wid: str, extra: dict[str, float] | None = None) -> None:
+        """Prefix rule over the operation's running allocations in start order (§5)."""
+        snap = self.snap
+        if snap is None or wid not in snap.published:
+            return
+        tree = snap.tree
+        allocs = sorted((state.allocations[t] for t in state.running.get(wid, {})), key=lambda a: a.seq)
+        chain = [tree.elements[n].settings for n in tree.ancestors(wid)[1:] if n != ROOT]
+        thr = classify.usage_threshold(self.settings, chain, state.workloads[wid].settings, self.resources)
+        out = classify.classify([(a.id, [float(a.resources.get(r, 0)) for r in self.resources]) for a in allocs],
+                                snap.published[wid], tree.total, thr, self.aggressive_threshold, self.threshold)
+        for a in allocs:
+            if not a.preemptible:
+                out[a.id] = NP
+        self.status.update(out)
+
+    # -- heartbeat --------------------------------------------------------------------------------
+
+    def _vec(self, d: Mapping[str, float]) -> list[float]:
+        return [float(d.get(r, 0)) for r in self.resources]
+
+    def _usage_vecs(self, state: ClusterState) -> dict[str, list[float]]:
+        return {q: self._vec(u) for q, u in state.queue_usage.items()}
+
+    def _within_limits(self, state: ClusterState, queue: str, req: list[float],
+                       qusage: dict[str, list[float]]) -> bool:
+        for q in state.path_to_root(queue):
+            lim = state.queues[q].max
+            if lim:
+                u = qusage[q]
+                for k, r in enumerate(self.resources):
+                    if r in lim and lim[r] is not None and u[k] + req[k] > float(lim[r]) + 1e-9:
+                        return False
+        return True
+
+    def _sat(self, wid: str, usage: dict[str, list[float]]) -> float:
+        snap = self.snap
+        assert snap is not None
+        a = snap.result.attrs[wid]
+        return fairshare.local_satisfaction(snap.tree.share(usage[wid]), a.fair_share, a.demand_share)
+
+    def _graceful(self, state: ClusterState, wid: str) -> bool:
+        return (state.workloads[wid].settings or {}).get("preemption_mode") == "graceful"
+
+    def heartbeat(self, state: ClusterState, node: str, now: float) -> list[Decision]:
+        snap = self.snap
+        if snap is None or not state.nodes[node].schedulable:
+            return []
+        out: list[Decision] = []
+        out.extend(self._graceful_stage(state, node))
+        cap = self._vec(state.nodes[node].capacity)
+        used = self._vec(state.node_used[node])
+        qusage = self._usage_vecs(state)
+        opusage = {w: list(snap.tree.elements[w].usage) for w in snap.published}
+        started: set[str] = set()
+        # regular stage
+        free = [c - u for c, u in zip(cap, used)]
+        inactive: set[str] = set()
+        while True:
+            active = {w for w in snap.published if w not in inactive and state.pending.get(w)
+                      and not (self._graceful(state, w) and snap.view.status.get(w) == "normal")}
+            pick = pick_operation(snap.tree, active, lambda w: self._sat(w, opusage)) if active else None
+            if pick is None:
+                break
+            tid = self._fitting_task(state, pick, free, started, qusage)
+            if tid is None:
+                inactive.add(pick)
+                continue
+            req = self._vec(state.task_resources(tid))
+            out.append(Start(tid, node))
+            started.add(tid)
+            self._account(state, pick, req, free, qusage, opusage, -1)
+        if self.enabled and self.backoff.should_run(node, now):
+            out.extend(self._preemptive(state, node, now, free, qusage, opusage, started))
+        return out
+
+    def _account(self, state: ClusterState, wid: str, req: list[float], free: list[float],
+                 qusage: dict[str, list[float]], opusage: dict[str, list[float]], sign: int,
+                 pools: bool = True) -> None:
+        for k in range(len(req)):
+            free[k] += sign * req[k]
+        if pools:
+            for q in state.path_to_root(state.workloads[wid].queue):
+                qusage[q] = [u - sign * r for u, r in zip(qusage[q], req)]
+        if wid in opusage:
+            opusage[wid] = [u - sign * r for u, r in zip(opusage[wid], req)]
+
+    def _fitting_task(self, state: ClusterState, wid: str, free: list[float], started: set[str],
+                      qusage: dict[str, list[float]]) -> str | None:
+        queue = state.workloads[wid].queue
+        for tid in state.pending.get(wid, ()):
+            if tid in started:
+                continue
+            req = self._vec(state.task_resources(tid))
+            if heartbeat.fits(req, free) and self._within_limits(state, queue, req, qusage):
+                return tid
+        return None
+
+    def _graceful_stage(self, state: ClusterState, node: str) -> list[Decision]:
+        out: list[Decision] = []
+        timeout = float(self.settings.get("allocation_graceful_preemption_timeout", 60.0))
+        for tid in state.node_allocs[node]:
+            a = state.allocations[tid]
+            if a.preempting or not self._graceful(state, a.workload) or self.status.get(tid) != P:
+                continue
+            self.grace[tid] = float(state.workloads[a.workload].settings.get(
+                "allocation_graceful_preemption_timeout", timeout))
+            out.append(Preempt(tid, Reason("ytsaurus", "graceful-preemption", None,
+                                            "graceful-mode operation above its fair share",
+                                            {"status": P})))
+        return out
+
+    def _cands(self, state: ClusterState, node: str) -> list[heartbeat.Cand]:
+        snap = self.snap
+        assert snap is not None
+        out = []
+        for tid in state.node_allocs[node]:
+            a = state.allocations[tid]
+            if a.preempting:
+                continue
+            st = self.status.get(tid, NP)
+            allow = snap.params[a.workload].allow_aggressive if a.workload in snap.params else True
+            out.append(heartbeat.Cand(tid, a.workload, st, classify.preemption_level(st, allow), a.start, a.seq,
+                                      self._vec(a.resources), self._graceful(state, a.workload)))
+        return out
+
+    def _preemptive(self, state: ClusterState, node: str, now: float, free: list[float],
+                    qusage: dict[str, list[float]], opusage: dict[str, list[float]],
+                    started: set[str]) -> list[Decision]:
+        snap = self.snap
+        assert snap is not None
+        scope = str(self.settings.get("scheduling_preemption_priority_scope", "operation_and_ancestors"))
+        cap = self._vec(state.nodes[node].capacity)
+        out: list[Decision] = []
+        all_cands = self._cands(state, node)
+        normal_ran = False
+        for stage in heartbeat.STAGES:
+            target = heartbeat.STAGE_PRIORITY[stage]
+            cands = heartbeat.stage_candidates(all_cands, stage, self._blocked_for(state, stage))
+            ops = {w for w in snap.published if state.pending.get(w)
+                   and starvation.preemption_priority(snap.view, w, scope) == target}
+            disc = heartbeat.discount(cands, len(cap))
+            room = [f + d for f, d in zip(free, disc)]
+            chosen = None
+            inactive: set[str] = set()
+            while ops - inactive:
+                pick = pick_operation(snap.tree, ops - inactive, lambda w: self._sat(w, opusage))
+                if pick is None:
+                    break
+                tid = self._fitting_task(state, pick, room, started, qusage)
+                if tid is None:
+                    inactive.add(pick)
+                    continue
+                chosen = (pick, tid)
+                break
+            if stage == "preemptive_normal":
+                normal_ran = True
+            if chosen is None and stage != "preemptive_normal":
+                continue
+            used_after = [c - f for c, f in zip(cap, free)]
+            if chosen is not None:
+                used_after = [u + r for u, r in zip(used_after, self._vec(state.task_resources(chosen[1])))]
+            victims = heartbeat.preempt_after_scheduling(used_after, cap, cands, self._violates(state, qusage))
+            for c, why in victims:
+                rule = STAGE_RULE[stage] if why == "preemption" else "resource-limits-overcommit"
+                a = snap.result.attrs.get(chosen[0]) if chosen else None
+                self.grace[c.id] = self._timeout(state, c.op)
+                out.append(Preempt(c.id, Reason(
+                    "ytsaurus", rule, chosen[0] if chosen and why == "preemption" else f"resource-limits:{c.op}",
+                    f"{c.status} allocation of {c.op}",
+                    {"victim_status": c.status,
+                     "preemptor_fair_share": max(a.fair_share, default=0.0) if a else None,
+                     "preemptor_usage_share": max(a.usage_share, default=0.0) if a else None,
+                     "preemptor_satisfaction": self._sat(chosen[0], opusage) if chosen else None,
+                     "victim_satisfaction": self._sat(c.op, opusage) if c.op in opusage else None})))
+                self._account(state, c.op, c.res, free, qusage, opusage, +1, pools=why == "preemption")
+            if chosen is not None:
+                pick, tid = chosen
+                req = self._vec(state.task_resources(tid))
+                if heartbeat.fits(req, free) and all(self.grace.get(c.id, 0) <= 0 for c, _ in victims):
+                    out.append(Start(tid, node))
+                    started.add(tid)
+                    self._account(state, pick, req, free, qusage, opusage, -1)
+                break
+        _ = normal_ran
+        return out
+
+    def _timeout(self, state: ClusterState, wid: str) -> float:
+        ws = state.workloads[wid].settings or {}
+        t = ws.get("allocation_preemption_timeout", self.settings.get("allocation_preemption_timeout"))
+        return float(t) if t is not None else float(state.workloads[wid].grace)
+
+    def _blocked_for(self, state: ClusterState, stage: str):
+        snap = self.snap
+        assert snap is not None
+
+        def blocked(c: heartbeat.Cand) -> bool:
+            if stage == "preemptive_normal":
+                for q in state.path_to_root(state.workloads[c.op].queue):
+                    if (state.queues[q].settings or {}).get("allow_normal_preemption") is False:
+                        return True
+            return False
+        return blocked
+
+    def _violates(self, state: ClusterState, qusage: dict[str, list[float]]):
+        def violates(c: heartbeat.Cand) -> bool:
+            queue = state.workloads[c.op].queue
+            for q in state.path_to_root(queue):
+                lim = state.queues[q].max
+                if not lim:
+                    continue
+                u = qusage[q]
+                if any(r in lim and lim[r] is not None and u[k] > float(lim[r]) + 1e-9
+                       for k, r in enumerate(self.resources)):
+                    for q2 in state.path_to_root(queue):  # live re-check for the next candidate
+                        qusage[q2] = [x - y for x, y in zip(qusage[q2], c.res)]
+                    return True
+            return False
+        return violates
+
+
+__all__ = ["YTsaurusModel", "AP", "NP", "P"]
