@@ -11,8 +11,6 @@ from typing import Any, Callable
 
 from makeway.errors import MakewayError
 from makeway.reports import derive as d
-from makeway.reports import html as h
-from makeway.reports import plots
 
 Getter = Callable[[dict[str, Any]], str]
 
@@ -87,6 +85,9 @@ def compare_rows(results: list[dict[str, Any]], labels: list[str]) -> list[tuple
 
 def render_compare(results: list[dict[str, Any]], labels: list[str]) -> str:
     """One HTML page: the comparison table (a column per run) and overlaid wait CDFs and utilisation."""
+    from makeway.reports import html as h  # matplotlib only when a page is drawn
+    from makeway.reports import plots
+
     _check(results, labels)
     title = "makeway comparison: " + " vs ".join(labels)
     rows = compare_rows(results, labels)

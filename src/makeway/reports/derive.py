@@ -155,9 +155,12 @@ def queue_stats(results: Results) -> dict[str, dict[str, Any]]:
     preempts: dict[str, int] = {}
     for e in events_of(results, "preempt"):
         preempts[e.get("queue") or "?"] = preempts.get(e.get("queue") or "?", 0) + 1
+    by_queue: dict[str, list[dict[str, Any]]] = {}
+    for w in rows:
+        by_queue.setdefault(w.get("queue"), []).append(w)
     out: dict[str, dict[str, Any]] = {}
     for q in queue_names(results):
-        mine = [w for w in rows if w.get("queue") == q]
+        mine = by_queue.get(q, [])
         waits = _waits(mine)
         derived = {
             "jobs": len(mine),
