@@ -1,0 +1,77 @@
+"""The Kueue simulator model end to end on small clusters."""
+
+from pathlib import Path
+
+import pytest
+
+from makeway.config import build_state, load_config
+from makeway.core.decisions import Preempt, Start
+from makeway.core.model import Node, Queue, TaskGroup, Workload
+from makeway.core.policy import load_model
+from makeway.core.state import ClusterState
+from makeway.sim.engine import SimOptions, simulate
+from makeway.sim.trace import load_jsonl
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "kueue" / "cluster.yaml"
+
+GROUPS = [{"coveredResources": ["cpu"], "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": 4}]}]}]
+POLICY = {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"}
+
+
+def _state(nodes=2) -> ClusterState:
+    queues = [Queue("org", settings={"kind": "Cohort"}),
+              Queue("a", "org", settings={"resourceGroups": GROUPS, "preemption": POLICY}),
+              Queue("b", "org", settings={"resourceGroups": GROUPS, "preemption": POLICY})]
+    return ClusterState(["cpu"], queues, [Node(f"n{i}", {"cpu": 4}, {"flavor": "f"}) for i in range(nodes)])
+
+
+def _wl(name, queue, count, cpu=1, priority=0, submit=0.0):
+    return Workload(name, queue, submit, 100.0, (TaskGroup(count, {"cpu": cpu}),), priority)
+
+
+def test_gang_admission_all_or_nothing():
+    state = _state()
+    state.submit(_wl("big", "a", 9))  # 9 cpu: above the cohort's 8
+    state.submit(_wl("small", "a", 3))
+    model = load_model("kueue")
+    model.bind(state)
+    decisions = model.schedule(state, 0.0)
+    assert sorted(d.task for d in decisions if isinstance(d, Start)) == [f"small/0/{i}" for i in range(3)]
+
+
+def test_reclaim_preempts_every_allocation_of_the_victim():
+    state = _state()
+    model = load_model("kueue")
+    model.bind(state)
+    state.submit(_wl("hog", "b", 8))
+    for d in model.schedule(state, 0.0):
+        state.start(d.task, d.node, 0.0)
+    state.submit(_wl("mine", "a", 2, submit=1.0))
+    decisions = model.schedule(state, 1.0)
+    victims = [d for d in decisions if isinstance(d, Preempt)]
+    assert sorted(d.allocation for d in victims) == [f"hog/0/{i}" for i in range(8)]
+    assert {d.reason.rule for d in victims} == {"InCohortReclamation"}
+    assert all(d.reason.preemptor == "mine" and d.reason.model == "kueue" for d in victims)
+
+
+def test_schedule_does_not_mutate_state_and_is_deterministic():
+    state = _state()
+    state.submit(_wl("x", "a", 3))
+    state.submit(_wl("y", "b", 3, priority=1))
+    m1, m2 = load_model("kueue"), load_model("kueue")
+    m1.bind(state)
+    m2.bind(state)
+    before = (dict(state.pending), dict(state.allocations))
+    assert m1.schedule(state, 0.0) == m2.schedule(state, 0.0)
+    assert (dict(state.pending), dict(state.allocations)) == before
+
+
+@pytest.mark.skipif(not EXAMPLE.is_file(), reason="example missing")
+def test_example_shows_reclamation_and_fair_sharing():
+    cfg = load_config(EXAMPLE)
+    state = build_state(cfg)
+    model = load_model(cfg.preemption.model, cfg.preemption.settings)
+    workloads, changes = load_jsonl(EXAMPLE.parent / "trace.jsonl")
+    rec = simulate(state, model, workloads, changes, options=SimOptions(check_invariants=True))
+    rules = {e.get("reason", {}).get("rule") for e in rec.events if e.get("kind") == "preempt"}
+    assert {"InCohortReclamation", "InCohortFairSharing"} <= rules
