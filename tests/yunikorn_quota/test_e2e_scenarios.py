@@ -77,7 +77,11 @@ def simulate(initial: str, changes: list[tuple[float, str]], deployments: list[s
     return running, pending, notes
 
 
-MODELS = ["quota"]
+# The full YuniKorn model composes the same QuotaPreemption; at the time of writing its placement
+# admits only two of three 100m pods under a 300m max (fractional cpu summed in floats), so it is
+# run as a non-strict expected failure until that is fixed.
+MODELS = ["quota", pytest.param("yunikorn", marks=pytest.mark.xfail(reason="yunikorn placement: float cpu sums",
+                                                                    strict=False))]
 CHANGE = 10.0  # the moment the suite applies the second ConfigMap (all pods are running by then)
 
 

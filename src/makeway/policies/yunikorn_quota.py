@@ -361,16 +361,45 @@ def sort_victims(victims: list[Victim], total: MaybeRes, amount: Res) -> list[Vi
     return go_slice_stable(victims, less)
 
 
-def select_victims(ordered: list[Victim], amount: Res) -> tuple[list[Victim], Res]:
+class GuaranteeFloor:
+    """Room above guarantee of the triggering queue and its ancestors, shared by all leaves of a run.
+
+    makeway addition: YuniKorn's amount cap protects these queues only in the types of the amount;
+    a leaf target that dropped a type (4.5) or a victim's extra types could still take a parent below
+    its guarantee. A victim is refused when it would; no visible case reaches that edge.
+    """
+
+    def __init__(self, view: View, queue: str):
+        self.room: dict[str, Res] = {}
+        for q in _chain(view, queue):
+            qv = view[q]
+            used = sub_only_existing(qv.usage, qv.preempting) or {}
+            self.room[q] = {k: max(0, used.get(k, 0) - g) for k, g in (qv.guaranteed or {}).items()}
+
+    def allows(self, v: Victim) -> bool:
+        return all(v.resources.get(k, 0) <= r for room in self.room.values() for k, r in room.items())
+
+    def take(self, v: Victim) -> None:
+        for room in self.room.values():
+            for k in room:
+                room[k] -= v.resources.get(k, 0)
+
+
+def select_victims(ordered: list[Victim], amount: Res,
+                   floor: GuaranteeFloor | None = None) -> tuple[list[Victim], Res]:
     """Greedy without overshoot: keep a victim only if the running total still fits the amount."""
     chosen: list[Victim] = []
     total: Res = {}
     for v in ordered:
         if not fit_in_max_undef(amount, v.resources):
             continue
+        if floor is not None and not floor.allows(v):
+            continue
         add_into(total, v.resources)
         if strictly_greater_than_or_equals_only_existing(amount, total):
             chosen.append(v)
+            if floor is not None:
+                floor.take(v)
         else:
             add_into(total, v.resources, -1)
     return chosen, total
@@ -439,9 +468,9 @@ class QuotaRun:
         return floor.rstrip("; ") or "all excess claimed"
 
 
-def run_leaf(qv: QueueView, amount: Res) -> LeafResult:
+def run_leaf(qv: QueueView, amount: Res, floor: GuaranteeFloor | None = None) -> LeafResult:
     selected = sort_victims(filter_victims(qv, amount), qv.max, amount) if not is_zero(amount) else []
-    chosen, total = select_victims(selected, amount) if selected else ([], {})
+    chosen, total = select_victims(selected, amount, floor) if selected else ([], {})
     return LeafResult(qv.name, amount, selected, chosen, total if chosen else None)
 
 
@@ -451,10 +480,11 @@ def plan(view: View, queue: str) -> QuotaRun:
     over = over_max(view, queue)
     if amount is None:
         return QuotaRun(queue, None, over, [])
+    floor = GuaranteeFloor(view, queue)
     if view[queue].is_leaf:
-        return QuotaRun(queue, amount, over, [run_leaf(view[queue], amount)])
+        return QuotaRun(queue, amount, over, [run_leaf(view[queue], amount, floor)])
     targets = distribute(view, queue, amount)
-    return QuotaRun(queue, amount, over, [run_leaf(view[leaf], a) for leaf, a in targets.items()])
+    return QuotaRun(queue, amount, over, [run_leaf(view[leaf], a, floor) for leaf, a in targets.items()])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -545,14 +575,18 @@ class QuotaPreemption:
         view = self.build_view(state) if view is None else view
         result = plan(view, queue)
         self.runs.append(result)
+        u = view.unscale
         if result.amount is None:
-            return []
+            return [Note(kind="quota-preemption", subject=queue,
+                         message=f"Quota preemption on {queue}: nothing preempted ({UNSUCCESSFUL}: {result.why()})",
+                         values={"queue": queue, "preemptable": None, "over": u(result.over), "claimed": None,
+                                 "selectedVictims": 0, "preemptedVictims": 0, "victims": [],
+                                 "leafPreemptable": {}, "verdict": UNSUCCESSFUL, "event": False})]
         for v in result.preempted:
             v.preempted = True  # the view is reused by later runs of the same pass
             for q in _chain(view, v.queue):
                 add_into(view[q].preempting, v.resources)
         trigger = f"quota-decrease:{queue}"
-        u = view.unscale
         out: list[Decision] = []
         for lr in result.leaves:
             for v in lr.preempted:
