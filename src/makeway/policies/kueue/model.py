@@ -67,6 +67,15 @@ class KueueModel(PreemptionModel):
         self._specs: tuple[list[CohortSpec], list[CQSpec]] | None = None
         self._covered: set[str] = set()
         self._admitted_at: dict[str, float] = {}
+        self.priority_classes: dict[str, int] = {str(k): int(v) for k, v in
+                                                 (self.settings.get("priorityClasses") or {}).items()}
+
+    def priority(self, wl) -> int:
+        """A workload's ``settings.priorityClassName`` (WorkloadPriorityClass) wins over its priority."""
+        name = (wl.settings or {}).get("priorityClassName")
+        if name is not None and str(name) in self.priority_classes:
+            return self.priority_classes[str(name)]
+        return wl.priority
 
     # -- configuration -----------------------------------------------------------------------
 
@@ -112,8 +121,9 @@ class KueueModel(PreemptionModel):
                 first_start = a.start if first_start is None else min(first_start, a.start)
                 evicted = evicted or a.preempting
             usage = {fr: units(fr[1], v) for fr, v in usage.items()}
-            tree.add_workload(Admitted(wl_id, wl.queue, wl.priority, usage,
-                                       self._admitted_at.get(wl_id, first_start or 0.0), wl.submit, wl_id, evicted))
+            tree.add_workload(Admitted(wl_id, wl.queue, self.priority(wl), usage,
+                                       self._admitted_at.get(wl_id, first_start or 0.0), wl.submit, wl_id, evicted,
+                                       not wl.preemptible))
         return tree
 
     # -- scheduling ---------------------------------------------------------------------------
@@ -130,7 +140,7 @@ class KueueModel(PreemptionModel):
             if wl_id in done or state.running.get(wl_id):
                 continue
             wl = wls[wl_id]
-            key = (-wl.priority, wl.submit, wl_id)
+            key = (-self.priority(wl), wl.submit, wl_id)
             cur = heads.get(wl.queue)
             if cur is None or key < cur:
                 heads[wl.queue] = key
@@ -152,7 +162,7 @@ class KueueModel(PreemptionModel):
                 wl = state.workloads[wl_id]
                 a = assign_flavors(cq, self._pod_sets(state, wl_id), self._covered, self.fair,
                                    (state.queues[q].settings or {}).get("flavorFungibility"))
-                heads.append(_Head(wl_id, cq, a, wl.priority, wl.submit))
+                heads.append(_Head(wl_id, cq, a, self.priority(wl), wl.submit))
             if not heads:
                 break
             if self.fair:
@@ -184,7 +194,7 @@ class KueueModel(PreemptionModel):
             self._admitted_at[h.wl] = now
             decisions.extend(starts)
             return
-        p = Preemptor(h.wl, cq.name, wl.priority, dict(a.usage), frozenset(a.frs_need), wl.submit, h.wl)
+        p = Preemptor(h.wl, cq.name, h.priority, dict(a.usage), frozenset(a.frs_need), wl.submit, h.wl)
         targets = get_targets(tree, p, self.fair, self.strategies)
         if not targets:
             if cq.policy.reclaim_within_cohort != ANY:
@@ -242,7 +252,7 @@ class KueueModel(PreemptionModel):
         victim = state.workloads[t.workload.name]
         detail = (f"Preempted to accommodate a workload (UID: {p.name}) due to {_HUMAN.get(t.reason, t.reason)}; "
                   f"preemptor path: {_path(tree.cqs[p.cq])}; preemptee path: {_path(tree.cqs[t.workload.cq])}")
-        values = {"preemptorPriority": p.priority, "victimPriority": victim.priority,
+        values = {"preemptorPriority": p.priority, "victimPriority": t.workload.priority,
                   "preemptorClusterQueue": p.cq, "victimClusterQueue": t.workload.cq, **t.values}
         reason = Reason("kueue", t.reason, p.name, detail, values)
         return [Preempt(tid, reason) for tid in sorted(state.running.get(victim.id, ()))

@@ -66,9 +66,10 @@ class Admitted:
     created_at: float = float("-inf")
     uid: str = ""
     evicted: bool = False
+    protected: bool = False  # makeway's preemptible=false: counts against quota, never a candidate
 
     def uses_any(self, frs: Iterable[FR]) -> bool:
-        return any(fr in self.usage for fr in frs)
+        return not self.protected and any(fr in self.usage for fr in frs)
 
 
 @dataclass(slots=True, eq=False)
