@@ -125,10 +125,10 @@ def explain(results: dict[str, Any], workload_id: str) -> str:
             out.append(f"  it started when {shown} finished and freed capacity")
     else:
         out.append("  started as soon as it was submitted")
-    n = w.get("preemptions") or 0
+    mine = [e for e in d.events_of(results, "preempt") if e.get("workload") == workload_id]
+    n = max(int(w.get("preemptions") or 0), len(mine))
     if n:
-        by = sorted({(e.get("reason") or {}).get("preemptor") or "?" for e in d.events_of(results, "preempt")
-                     if e.get("workload") == workload_id})
+        by = sorted({(e.get("reason") or {}).get("preemptor") or "?" for e in mine}) or ["(not in the event log)"]
         out.append(f"  preempted {n} time(s) by {', '.join(by)}")
     if lost_seconds:
         out.append(f"  work lost: {d.fmt_seconds(lost_seconds)} of allocation time"

@@ -22,6 +22,7 @@ from matplotlib.figure import Figure  # noqa: E402
 # change), so steps are drawn ending at each sample.
 WHERE = "pre"
 MAX_POINTS = 1500
+BYTE_LIKE = ("memory", "storage", "ephemeral-storage")
 MAX_SCATTER = 4000
 MAX_QUEUE_PANELS = 12
 WIDTH = 8.0
@@ -76,6 +77,10 @@ def wait_cdf(series: dict[str, Sequence[float]], title: str = "Wait time CDF", n
              xlabel: str = "wait (s)", ylabel: str = "fraction of workloads", log: bool = True) -> str:
     """One empirical CDF line per series (queue or run); for waits a symlog x axis keeps 0 visible
     while spreading the long tail."""
+    if len(series) > MAX_QUEUE_PANELS:
+        keep = sorted(series, key=lambda k: (-len(series[k]), k))[:MAX_QUEUE_PANELS]
+        series = {k: series[k] for k in series if k in keep}
+        title += f" ({MAX_QUEUE_PANELS} largest)"
     fig, axes = _new(3.4)
     ax = axes[0][0]
     drawn = 0
@@ -261,11 +266,12 @@ def wasted_bars(stats: dict[str, dict[str, Any]], name: str = "wasted") -> str:
     fig, axes = _new(max(1.8, 0.8 + 0.35 * len(queues)), 1, len(resources))
     for i, res in enumerate(resources):
         ax = axes[0][i]
-        vals = [float((stats[q].get("wasted_resource_seconds") or {}).get(res, 0)) for q in queues]
+        scale, unit = (2**30, f"{res} (GiB) x s") if res in BYTE_LIKE else (1, f"{res} x s")
+        vals = [float((stats[q].get("wasted_resource_seconds") or {}).get(res, 0)) / scale for q in queues]
         ax.barh(range(len(queues)), vals, color=color(i))
         ax.set_yticks(range(len(queues)), queues if i == 0 else [""] * len(queues), fontsize=8)
         ax.invert_yaxis()
-        ax.set_title(f"{res} x s", fontsize=9)
+        ax.set_title(unit, fontsize=9)
         ax.tick_params(axis="x", labelsize=7)
         ax.grid(True, axis="x", alpha=0.3)
     fig.suptitle("Wasted work per queue")
