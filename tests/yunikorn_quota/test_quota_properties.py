@@ -72,8 +72,8 @@ def test_never_below_guarantee_of_the_lowered_queue_and_its_ancestors(sc):
     for q in state.path_to_root(target):
         g = state.queues[q].guaranteed
         for k, v in (g or {}).items():
-            was = before.queue_usage[q].get(k, 0)
-            assert state.queue_usage[q].get(k, 0) >= min(v, was), (q, k)
+            if before.queue_usage[q].get(k, 0) > v:  # above its guarantee before: must not cross it
+                assert state.queue_usage[q].get(k, 0) >= v, (q, k)
 
 
 @settings(max_examples=150, deadline=None)

@@ -374,7 +374,10 @@ class GuaranteeFloor:
         for q in _chain(view, queue):
             qv = view[q]
             used = sub_only_existing(qv.usage, qv.preempting) or {}
-            self.room[q] = {k: max(0, used.get(k, 0) - g) for k, g in (qv.guaranteed or {}).items()}
+            # only types above guarantee are protected from crossing it; a type already at or under
+            # its guarantee is not what the quota change is about (YuniKorn sheds there freely)
+            self.room[q] = {k: used.get(k, 0) - g for k, g in (qv.guaranteed or {}).items()
+                            if used.get(k, 0) > g}
 
     def allows(self, v: Victim) -> bool:
         return all(v.resources.get(k, 0) <= r for room in self.room.values() for k, r in room.items())
@@ -463,6 +466,8 @@ class QuotaRun:
             floor = ""
         if not self.selected:
             return floor + "no candidate victims"
+        if self.verdict == UNSUCCESSFUL:
+            return floor + "no candidate fits the amount without overshooting or crossing a guarantee"
         if self.verdict == BEST_EFFORT:
             return floor + "no further victim fits without overshooting"
         return floor.rstrip("; ") or "all excess claimed"
