@@ -205,36 +205,15 @@ def compute(tree: Tree, node_caps: list[list[float]] | None = None,
     for name, el in tree.elements.items():
         attrs[name] = Attrs(limits[name], strong[name], tree.share(el.demand), tree.share(el.usage),
                             [0.0] * dim)
-    burst: dict[str, Vec] = {}
     if integral is not None:
-        burst = integral.burst_shares(tree, attrs)  # type: ignore[attr-defined]
-    adjust_guarantees(tree, strong, burst)
+        integral.scale_with_bursts(tree, strong)  # type: ignore[attr-defined]
+    adjust_guarantees(tree, strong)
+    strong[ROOT] = [sum(strong[c][i] for c in tree.elements[ROOT].children) for i in range(dim)]
     for name in tree.elements:
         attrs[name].strong_share = strong[name]
-        if name in burst:
-            attrs[name].integral_share = burst[name]
-    if integral is not None:
-        integral.relaxed_shares(tree, attrs)  # type: ignore[attr-defined]
-
-    curves: dict[str, PLF] = {}
-    ffs: dict[str, tuple[list[float], list[float]]] = {}
-    fsbs: dict[str, PLF] = {}
-    orders: dict[str, list[str]] = {}
-    for name in tree.postorder():
-        el = tree.elements[name]
-        a = attrs[name]
-        if el.is_op:
-            curve = op_curve(a.usage_share, a.demand_share)
-        else:
-            kids = fifo_order(tree, name) if el.mode == "fifo" else list(el.children)
-            orders[name] = kids
-            curve = pool_curve(el.mode, [tree.elements[c].weight for c in kids], [fsbs[c] for c in kids], dim)
-        g = [s + i for s, i in zip(a.strong_share, a.integral_share)]
-        lim = a.limits_share if name != ROOT else [1.0] * dim
-        ff = fit_factor_fn(curve, g, lim)
-        curves[name] = curve
-        ffs[name] = ff
-        fsbs[name] = plf.compose(curve, *ff)
+    curves, ffs, fsbs, orders = _build(tree, attrs, dim)
+    if integral is not None and integral.assign(tree, attrs, curves):  # type: ignore[attr-defined]
+        curves, ffs, fsbs, orders = _build(tree, attrs, dim)
 
     sugg: dict[str, float] = {ROOT: 1.0}
     for name in tree.preorder():
@@ -264,6 +243,30 @@ def compute(tree: Tree, node_caps: list[list[float]] | None = None,
     if integral is not None:
         integral.after_update(tree, attrs)  # type: ignore[attr-defined]
     return FairShareResult(attrs)
+
+
+def _build(tree: Tree, attrs: dict[str, Attrs], dim: int):
+    """Bottom-up: each element's curve, fit factor by suggestion, and fair share by suggestion."""
+    curves: dict[str, PLF] = {}
+    ffs: dict[str, tuple[list[float], list[float]]] = {}
+    fsbs: dict[str, PLF] = {}
+    orders: dict[str, list[str]] = {}
+    for name in tree.postorder():
+        el = tree.elements[name]
+        a = attrs[name]
+        if el.is_op:
+            curve = op_curve(a.usage_share, a.demand_share)
+        else:
+            kids = fifo_order(tree, name) if el.mode == "fifo" else list(el.children)
+            orders[name] = kids
+            curve = pool_curve(el.mode, [tree.elements[c].weight for c in kids], [fsbs[c] for c in kids], dim)
+        g = [s + i for s, i in zip(a.strong_share, a.integral_share)]
+        lim = a.limits_share if name != ROOT else [1.0] * dim
+        ff = fit_factor_fn(curve, g, lim)
+        curves[name] = curve
+        ffs[name] = ff
+        fsbs[name] = plf.compose(curve, *ff)
+    return curves, ffs, fsbs, orders
 
 
 def _truncate_fifo(tree: Tree, attrs: dict[str, Attrs]) -> None:
