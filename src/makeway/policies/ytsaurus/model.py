@@ -19,7 +19,7 @@ from makeway.core.decisions import Decision, Note, Preempt, Reason, Start
 from makeway.core.model import Queue
 from makeway.core.policy import PreemptionModel
 from makeway.core.state import ClusterState
-from makeway.policies.ytsaurus import classify, fairshare, heartbeat, starvation
+from makeway.policies.ytsaurus import classify, fairshare, heartbeat, integral, starvation
 from makeway.policies.ytsaurus.classify import AP, NP, P
 from makeway.policies.ytsaurus.schedule import pick_operation
 from makeway.policies.ytsaurus.tree import ROOT, Element, Tree
@@ -63,6 +63,10 @@ class YTsaurusModel(PreemptionModel):
         self.status: dict[str, str] = {}       # allocation id -> preemption status
         self.grace: dict[str, float] = {}      # allocation id -> timeout chosen at preemption
         self.dirty = True
+        ig = s.get("integral_guarantees") or {}
+        self.integral = integral.IntegralConfig(
+            float(ig.get("smooth_period", 60.0)), float(ig.get("pool_capacity_saturation_period", 86400.0)),
+            float(ig.get("relaxed_share_multiplier_limit", 3.0)))
 
     # -- interface -------------------------------------------------------------------------------
 
@@ -95,10 +99,14 @@ class YTsaurusModel(PreemptionModel):
         tree.add(Element(ROOT, None))
         for i, q in enumerate(state.queues.values()):
             s = q.settings or {}
-            tree.add(Element(q.name, q.parent or ROOT, weight=float(q.weight or 1.0), guarantee=q.guaranteed,
-                             limits=q.max, mode=str(s.get("mode", "fair_share")),
-                             fifo_sort=tuple(s.get("fifo_sort_parameters", ("weight", "start_time"))),
-                             order=i, settings=dict(s)))
+            el = tree.add(Element(q.name, q.parent or ROOT, weight=float(q.weight or 1.0), guarantee=q.guaranteed,
+                                  limits=q.max, mode=str(s.get("mode", "fair_share")),
+                                  fifo_sort=tuple(s.get("fifo_sort_parameters", ("weight", "start_time"))),
+                                  order=i, settings=dict(s), relaxed_multiplier=s.get("relaxed_share_multiplier_limit")))
+            ig = s.get("integral_guarantees") or {}
+            if ig.get("guarantee_type", "none") != "none":
+                el.integral = {"type": ig["guarantee_type"], "flow": tree.vec(ig.get("resource_flow")),
+                               "burst": tree.vec(ig.get("burst_guarantee_resources"))}
         for i, (wid, wl) in enumerate(state.workloads.items()):
             running = state.running.get(wid) or {}
             pend = state.pending.get(wid) or {}
@@ -124,8 +132,10 @@ class YTsaurusModel(PreemptionModel):
         """Recompute fair shares, starvation and the preemptible classes; notes on starvation changes."""
         self.dirty = False
         tree = self.build_tree(state)
-        result = fairshare.compute(tree, [[float(n.capacity.get(r, 0)) for r in self.resources]
-                                          for n in state.nodes.values()] if self.settings.get("best_allocation_share") else None)
+        self.integral.elapsed = None if self.snap is None else now - self.snap.time
+        caps = ([[float(n.capacity.get(r, 0)) for r in self.resources] for n in state.nodes.values()]
+                if self.settings.get("best_allocation_share") else None)
+        result = fairshare.compute(tree, caps, self.integral)
         params = starvation.effective_params(tree, self.settings)
         view = starvation.update_statuses(tree, result, params, self.clocks, now, self.settings)
         notes: list[Decision] = []

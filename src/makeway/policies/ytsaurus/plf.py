@@ -10,6 +10,8 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
+import numpy as np
+
 Vec = list[float]
 
 
@@ -224,24 +226,62 @@ def compose(f: PLF, mx: list[float], mv: list[float]) -> PLF:
 
 
 def total_sum(parts: list[PLF], dim: int, end: float) -> PLF:
-    """Sum of vector PL functions defined on [0, end] (each extended constantly at both ends)."""
+    """Sum of vector PL functions on [0, end] (each extended constantly at both ends).
+
+    A sweep over slope changes and jumps, O(N log N) in the total number of points, instead of
+    evaluating every part at every breakpoint.
+    """
     if not parts:
         return PLF([0.0, end], [[0.0] * dim, [0.0] * dim])
-    pos = sorted({x for p in parts for x in p.xs} | {0.0, end})
-    xs: list[float] = []
-    ys: list[Vec] = []
-    for x in pos:
-        lv = [0.0] * dim
-        rv = [0.0] * dim
-        for p in parts:
-            a = p.left(x)
-            b = p.right(x)
-            for i in range(dim):
-                lv[i] += a[i]
-                rv[i] += b[i]
-        xs.append(x)
-        ys.append(lv)
-        if rv != lv:
-            xs.append(x)
-            ys.append(rv)
-    return clean(xs, ys)
+    if len(parts) == 1:
+        p = parts[0]
+        xs, ys = list(p.xs), list(p.ys)
+        if xs[0] > 0.0:
+            xs.insert(0, 0.0)
+            ys.insert(0, ys[0])
+        if xs[-1] < end:
+            xs.append(end)
+            ys.append(ys[-1])
+        return clean(xs, ys)
+    xl: list[float] = []
+    yl: list[Vec] = []
+    last: list[bool] = []
+    base = np.zeros(dim)
+    for p in parts:
+        xl.extend(p.xs)
+        yl.extend(p.ys)
+        last.extend([False] * (len(p.xs) - 1) + [True])
+        base += p.ys[0]
+    x = np.asarray(xl, dtype=float)
+    y = np.asarray(yl, dtype=float).reshape(len(xl), dim)
+    valid = ~np.asarray(last[:-1], dtype=bool)
+    dx = x[1:] - x[:-1]
+    dy = y[1:] - y[:-1]
+    lin = valid & (dx > 0)
+    jmp = valid & (dx <= 0)
+    slope = dy[lin] / dx[lin][:, None]
+    ev_x = np.concatenate([x[:-1][lin], x[1:][lin], x[:-1][jmp], [0.0, end]])
+    ev_s = np.concatenate([slope, -slope, np.zeros((int(jmp.sum()) + 2, dim))])
+    ev_j = np.concatenate([np.zeros((2 * int(lin.sum()), dim)), dy[jmp], np.zeros((2, dim))])
+    u, inv = np.unique(ev_x, return_inverse=True)
+    S = np.zeros((len(u), dim))
+    J = np.zeros((len(u), dim))
+    np.add.at(S, inv, ev_s)
+    np.add.at(J, inv, ev_j)
+    after = np.cumsum(S, axis=0)
+    step = J[:-1] + after[:-1] * np.diff(u)[:, None]
+    left = base + np.vstack([np.zeros((1, dim)), np.cumsum(step, axis=0)])
+    right = left + J
+    has_jump = np.any(J != 0, axis=1)
+    ux = u.tolist()
+    lv = left.tolist()
+    rv = right.tolist()
+    xs_out: list[float] = []
+    ys_out: list[Vec] = []
+    for k in range(len(ux)):
+        xs_out.append(ux[k])
+        ys_out.append(lv[k])
+        if has_jump[k]:
+            xs_out.append(ux[k])
+            ys_out.append(rv[k])
+    return clean(xs_out, ys_out)
