@@ -81,7 +81,8 @@ class _Yson:
             if not m:
                 raise self.fail("bad literal")
             self.i = m.end()
-            return {"true": True, "false": False}.get(m.group(1), float(m.group(1).replace("inf", "inf")))
+            word = m.group(1)
+            return {"true": True, "false": False}[word] if word in ("true", "false") else float(word)
         if c == "#":
             self.i += 1
             return None
