@@ -43,6 +43,8 @@ def build_tree(inp: dict) -> Tree:
         if p.get("currentUsage"):
             el.usage = tree.vec(p["currentUsage"])
             el.settings["_fixed_usage"] = True
+        if p.get("computePromisedGuaranteeFairShare"):
+            el.settings["compute_promised_guarantee_fair_share"] = True
         for key in ("allowAggressivePreemption", "enableAggressiveStarvation", "fairShareStarvationTolerance",
                     "fairShareStarvationTimeout"):
             if key in p:
@@ -177,6 +179,12 @@ class Ctx:
             return dict(v.lowest_aggressive)
         return {}
 
+    def priority(self, op: str, scope: str) -> str:
+        fixed = {o["id"]: o.get("preemptionPriority") for o in self.inp.get("operations") or []}
+        if fixed.get(op):
+            return str(fixed[op])
+        return starvation.preemption_priority(self.view, op, scope)
+
     def published(self, op: dict) -> classify.Published:
         if op.get("publishedFairShare") is not None and self.cfg.get("recomputeFairShare") is False:
             pub = classify.publish(self.tree.vec(op["publishedFairShare"]), self.tree.vec(op.get("publishedDemandShare")))
@@ -271,6 +279,22 @@ def answer(case: dict, got: dict[str, Any]) -> None:
             _conditional(ctx, inp, exp, got)
         elif key in ("gracefullyPreempted", "regularPreemptionCandidates", "eligibleForNewAllocations"):
             _graceful(ctx, inp, exp, got)
+        elif key == "preemptionPriority":
+            got[key] = {scope: {op: ctx.priority(op, scope) for op in ops} for scope, ops in exp[key].items()}
+        elif key == "stageParticipation":
+            scope = str(ctx.cfg.get("scheduling_preemption_priority_scope", "operation_and_ancestors"))
+            ops = [o["id"] for o in inp.get("operations") or []]
+            got[key] = {stage: [op for op in ops if stage == "regular"
+                                or ctx.priority(op, scope) == heartbeat.STAGE_PRIORITY.get(stage)]
+                        for stage in exp[key]}
+        elif key == "promisedGuaranteeFairShare":
+            got[key] = {k: _vecd(a[k].promised) for k in exp[key] if k in a and a[k].promised is not None}
+        elif key == "allocationPreemptionLevel":
+            levels = {}
+            for o in inp.get("operations") or []:
+                for aid, st in ctx.statuses(o).items():
+                    levels[aid] = classify.preemption_level(st, ctx.params[o["id"]].allow_aggressive)
+            got[key] = {k: levels.get(k) for k in exp[key]}
 
 
 def _starvation_only(inp: dict, exp: dict, got: dict[str, Any]) -> None:
@@ -406,16 +430,16 @@ def _node_case(inp: dict, exp: dict, got: dict[str, Any]) -> None:
     preempted: list[str] = []
     reason = None
     for st in stages:
-        cand = heartbeat.stage_candidates(cands, st)
+        cand = heartbeat.stage_candidates(cands, st) if st in heartbeat.STAGE_MIN_LEVEL else []
         disc = heartbeat.discount(cand, len(RES))
         free = [lim - u + d for lim, u, d in zip(limits, usage, disc)]
         want = []
         if new:
             want = [(new["operation"], [float((new.get("resources") or {}).get(r, 0)) for r in RES])]
         else:
-            prio = heartbeat.STAGE_PRIORITY[st]
+            prio = heartbeat.STAGE_PRIORITY.get(st)
             want = [(o["id"], _alloc_size(o, tree)) for o in ops.values()
-                    if o.get("preemptionPriority") == prio]
+                    if prio is None or o.get("preemptionPriority") == prio]
         got["candidateAllocations"] = [c.id for c in cand]
         got["discount"] = {r: v for r, v in zip(RES, disc) if v}
         chosen = next((w for w in want if heartbeat.fits(w[1], free)), None)

@@ -29,6 +29,7 @@ class Attrs:
     fair_share: Vec = field(default_factory=list)
     detailed: dict[str, Vec] = field(default_factory=dict)
     fit_factor: float = 0.0
+    promised: Vec | None = None
 
 
 @dataclass(slots=True)
@@ -229,6 +230,9 @@ def compute(tree: Tree, node_caps: list[list[float]] | None = None,
         kids = orders[name]
         for c, cs in zip(kids, child_suggestion(el.mode, [tree.elements[c].weight for c in kids], f)):
             sugg[c] = cs
+    for name, el in tree.elements.items():
+        if not el.is_op and el.settings.get("compute_promised_guarantee_fair_share"):
+            _promised(tree, attrs, name, ffs, fsbs, orders)
     root = tree.elements[ROOT]
     if root.children:
         attrs[ROOT].fair_share = [sum(attrs[c].fair_share[i] for c in root.children) for i in range(dim)]
@@ -243,6 +247,21 @@ def compute(tree: Tree, node_caps: list[list[float]] | None = None,
     if integral is not None:
         integral.after_update(tree, attrs)  # type: ignore[attr-defined]
     return FairShareResult(attrs)
+
+
+def _promised(tree: Tree, attrs: dict[str, Attrs], top: str, ffs, fsbs, orders) -> None:
+    """Fair share the subtree would get at suggestion 0: what its guarantees alone promise (§2 step 9)."""
+    stack = [(top, 0.0)]
+    while stack:
+        name, s = stack.pop()
+        el = tree.elements[name]
+        attrs[name].promised = list(fsbs[name].left(s))
+        if el.is_op or not el.children:
+            continue
+        fx, fv = ffs[name]
+        f = plf._eval1(fx, fv, s)[0]
+        kids = orders[name]
+        stack.extend(zip(kids, child_suggestion(el.mode, [tree.elements[c].weight for c in kids], f)))
 
 
 def _build(tree: Tree, attrs: dict[str, Attrs], dim: int):
