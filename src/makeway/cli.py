@@ -42,55 +42,213 @@ def conformance(paths: List[Path] = typer.Argument(..., help="case files or fold
     raise typer.Exit(1 if failed else 0)
 
 
-def _load_trace(path: Path, fmt: str | None):
-    from makeway.sim.trace import load_jsonl
+def _warn_stats(stats, strict: bool) -> None:
+    """Import problems go to stderr: the first few lines, then the count."""
+    for w in stats.warnings[:10]:
+        typer.echo(f"warning: {w}", err=True)
+    if stats.warning_count > 10:
+        typer.echo(f"warning: ... {stats.warning_count - 10} more", err=True)
+    if stats.skipped:
+        typer.echo(f"warning: {stats.skipped} unreadable records skipped (use --strict to stop at the first)", err=True)
 
-    if fmt not in (None, "jsonl"):
-        from makeway.sim.importers import read_trace  # real trace formats (SWF, Google, Philly, Alibaba)
-        from makeway.sim.trace import load_records
 
-        return load_records((f"{path}:{i}", rec) for i, rec in enumerate(read_trace(path, fmt), 1))
-    return load_jsonl(path)
+class _Progress:
+    """A rich progress line with simulated time and events/s; silent when quiet or not a terminal."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled and sys.stderr.isatty()
+        self._last = 0.0
+        self._progress = None
+
+    def __enter__(self):
+        if self.enabled:
+            from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+            self._progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                                      transient=True)
+            self._progress.start()
+            self._task = self._progress.add_task("simulating", total=None)
+        return self
+
+    def __call__(self, sim_time: float, events: int) -> None:
+        import time
+
+        if self._progress is None:
+            return
+        wall = time.monotonic()
+        if wall - self._last < 0.2:
+            return
+        if not self._last:
+            self._t0, self._last = wall, wall
+            return
+        rate = events / max(wall - self._t0, 1e-9)
+        self._last = wall
+        self._progress.update(self._task, description=f"simulated t={sim_time:,.0f} s  {events:,} events  {rate:,.0f} events/s")
+
+    def __exit__(self, *exc) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+
+def _config_for(config: Optional[Path], trace: Optional[Path], trace_format: Optional[str], quiet: bool):
+    """The config file, or, without one, the cluster the trace itself describes."""
+    from makeway.config import load_config, parse_config
+
+    if config is not None:
+        return load_config(config)
+    if trace is None:
+        raise fail("give a CONFIG, or a --trace that describes its own cluster")
+    from makeway.sim.importers import cluster_from_trace
+
+    data = cluster_from_trace(trace, trace_format)
+    if data is None:
+        raise fail(f"{trace}: this trace does not describe its cluster; give a CONFIG")
+    cfg = parse_config(data, f"cluster built from {trace}")
+    if not quiet:
+        import yaml
+
+        typer.echo(f"# cluster built from {trace}:")
+        typer.echo(yaml.safe_dump(data, sort_keys=False).rstrip())
+    return cfg
 
 
 @app.command()
 def simulate(
-    config: Path = typer.Argument(..., help="cluster config (YAML)"),
+    config: Optional[Path] = typer.Argument(None, help="cluster config (YAML); optional when the trace describes its cluster"),
     trace: Optional[Path] = typer.Option(None, "--trace", help="trace file (default: the config's trace)"),
-    trace_format: Optional[str] = typer.Option(None, "--trace-format", help="jsonl, swf, google2011, philly, alibaba"),
+    trace_format: Optional[str] = typer.Option(None, "--trace-format", help="jsonl, swf, google2011, philly, alibaba (default: detected)"),
+    model: Optional[str] = typer.Option(None, "--model", help="override the config's preemption model"),
     out: Optional[Path] = typer.Option(None, "--out", help="write full results (JSON) here"),
     horizon: Optional[float] = typer.Option(None, "--horizon", help="stop at this simulated time (s)"),
+    strict: bool = typer.Option(False, "--strict", help="an unreadable trace record is an error, not a warning"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="print nothing but errors"),
 ) -> None:
     """Replay a trace against a cluster config and print the summary."""
     import json
 
-    from makeway.config import build_state, load_config, trace_path
-    from makeway.core.policy import load_model
-    from makeway.render import print_summary
-    from makeway.sim.engine import SimOptions, simulate as run_sim
+    from makeway.config import trace_path
 
-    cfg = load_config(config)
-    tpath = trace or trace_path(cfg, config)
-    workloads, changes = _load_trace(tpath, trace_format) if tpath is not None else ([], [])
-    state = build_state(cfg)
-    for wl in workloads:
-        if wl.queue not in state.queues:
-            raise fail(f"{tpath}: workload {wl.id!r}: queue: unknown queue {wl.queue!r}")
-    model = load_model(cfg.preemption.model, cfg.preemption.settings)
-    opts = SimOptions(horizon=horizon or cfg.simulation.horizon,
-                      kill_at_requested_time=cfg.simulation.kill_at_requested_time,
-                      heartbeat_period=cfg.simulation.heartbeat_period)
-    rec = run_sim(state, model, workloads, changes, opts)
+    cfg = _config_for(config, trace, trace_format, quiet)
+    if model is not None:
+        cfg = cfg.model_copy(update={"preemption": cfg.preemption.model_copy(update={"model": model})})
+        from makeway.config import parse_config
+
+        cfg = parse_config(cfg.model_dump(), "config")
+    tpath = trace or (trace_path(cfg, config) if config is not None else None)
+    rec = run_simulation(cfg, tpath, trace_format, strict=strict, horizon=horizon, progress=not quiet)
     summary = rec.summary()
     if not quiet:
+        from makeway.render import print_summary
+
         print_summary(summary, cfg.preemption.model, f"makeway simulate: {cfg.name}")
     if out is not None:
-        meta = {"config": {"name": cfg.name, "model": cfg.preemption.model, "path": str(config)},
+        meta = {"config": {"name": cfg.name, "model": cfg.preemption.model, "path": str(config) if config else None},
                 "trace": str(tpath) if tpath else None}
         out.write_text(json.dumps(rec.results(meta), indent=1, default=str))
         if not quiet:
             typer.echo(f"results written to {out}")
+
+
+def run_simulation(cfg, tpath: Optional[Path], trace_format: Optional[str], *, strict: bool = False,
+                   horizon: Optional[float] = None, progress: bool = False):
+    """Build state and model from a validated config, stream the trace through the simulator."""
+    from makeway.config import build_state
+    from makeway.core.policy import load_model
+    from makeway.sim.engine import SimOptions, Simulation
+    from makeway.sim.importers import ImportStats, read_trace
+    from makeway.sim.trace import ConfigChange, parse_record
+
+    state = build_state(cfg)
+    mdl = load_model(cfg.preemption.model, cfg.preemption.settings)
+    stats = ImportStats()
+    changes: list[ConfigChange] = []
+
+    def workloads():
+        if tpath is None:
+            return
+        for rec in read_trace(tpath, trace_format, strict=strict, stats=stats):
+            try:
+                item = parse_record(rec)
+            except MakewayError as exc:
+                raise MakewayError(f"{tpath}: record {rec.get('id', '?') if isinstance(rec, dict) else '?'}: {exc}") from None
+            if isinstance(item, ConfigChange):
+                changes.append(item)
+                continue
+            if item.queue not in state.queues:
+                raise MakewayError(f"{tpath}: workload {item.id!r}: queue: unknown queue {item.queue!r} "
+                                   f"(queues: {', '.join(list(state.queues)[:8])})")
+            yield item
+
+    opts = SimOptions(horizon=horizon or cfg.simulation.horizon,
+                      kill_at_requested_time=cfg.simulation.kill_at_requested_time,
+                      heartbeat_period=cfg.simulation.heartbeat_period)
+    with _Progress(progress) as bar:
+        opts.progress = bar if bar.enabled else None
+        # config events must be known up front: read them from a sorted pass over the trace records
+        feed = workloads()
+        sim = Simulation(state, mdl, opts)
+        items = list(feed) if _needs_materialising(tpath, trace_format) else feed
+        sim.add_changes(changes)
+        if isinstance(items, list):
+            items.sort(key=lambda w: (w.submit, w.id))
+            sim.stream_workloads(items)
+        else:
+            sim.stream_workloads(_with_changes(items, sim, changes))
+        rec = sim.run()
+    _warn_stats(stats, strict)
+    return rec
+
+
+def _needs_materialising(tpath: Optional[Path], fmt: Optional[str]) -> bool:
+    """JSONL traces are small, hand-written, may be unsorted and hold config events: read them whole."""
+    if tpath is None:
+        return True
+    from makeway.sim.importers import detect_format
+
+    return (fmt or detect_format(tpath)) == "jsonl"
+
+
+def _with_changes(items, sim, changes):
+    """Pass config events met while streaming on to the simulator as they appear."""
+    for wl in items:
+        if changes:
+            sim.add_changes(changes)
+            changes.clear()
+        yield wl
+
+
+trace_app = typer.Typer(no_args_is_help=True, help="Work with trace files.")
+app.add_typer(trace_app, name="trace")
+
+
+@trace_app.command("convert")
+def trace_convert(
+    source: Path = typer.Argument(..., help="trace in any supported format"),
+    dest: Path = typer.Argument(..., help="makeway JSONL trace to write ('-' for stdout)"),
+    trace_format: Optional[str] = typer.Option(None, "--trace-format", help="source format (default: detected)"),
+    strict: bool = typer.Option(False, "--strict", help="an unreadable record is an error"),
+    limit: Optional[int] = typer.Option(None, "--limit", help="stop after this many records"),
+) -> None:
+    """Convert a real trace (SWF, Google 2011, Philly, Alibaba) into makeway JSONL, streaming."""
+    import json
+
+    from makeway.sim.importers import ImportStats, read_trace
+
+    stats = ImportStats()
+    out = sys.stdout if str(dest) == "-" else dest.open("w")
+    n = 0
+    try:
+        for rec in read_trace(source, trace_format, strict=strict, stats=stats):
+            out.write(json.dumps(rec, separators=(",", ":")) + "\n")
+            n += 1
+            if limit is not None and n >= limit:
+                break
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    _warn_stats(stats, strict)
+    if out is not sys.stdout:
+        typer.echo(f"wrote {n} records to {dest}")
 
 
 IMPORTERS = ("kueue", "yunikorn", "ytsaurus", "symphony")

@@ -52,6 +52,9 @@ class Simulation:
     _wakes: set = field(default_factory=set)
     _killed: set = field(default_factory=set)
     events_processed: int = 0
+    _feed: Any = None
+    _next: Any = None
+    _last_fed: float = float("-inf")
 
     # A model whose victims leave at once is asked again in the same instant, so the preemptor can
     # use what was freed; bounded, so a model that keeps preempting cannot spin forever.
@@ -71,6 +74,29 @@ class Simulation:
     def add_workloads(self, workloads: Iterable[Workload]) -> None:
         for wl in workloads:
             self._push(wl.submit, SUBMIT, wl)
+
+    def stream_workloads(self, workloads: Iterable[Workload]) -> None:
+        """Feed workloads sorted by submit time lazily: only the next one sits in memory unsubmitted."""
+        self._feed = iter(workloads)
+        self._advance_feed()
+
+    def _advance_feed(self) -> None:
+        self._next = next(self._feed, None) if self._feed is not None else None
+        if self._next is not None:
+            self._real_events += 1
+
+    def _pull_feed(self, until: float | None) -> None:
+        """Move streamed workloads due at or before ``until`` (or the next one) into the heap."""
+        while self._next is not None and (until is None or self._next.submit <= until):
+            wl = self._next
+            if wl.submit < self._last_fed:
+                raise SimulationError(f"workload {wl.id!r}: trace is not sorted by submit time "
+                                      f"({wl.submit} after {self._last_fed})")
+            self._last_fed = wl.submit
+            self._real_events -= 1
+            self._push(wl.submit, SUBMIT, wl)
+            self._advance_feed()
+            until = wl.submit if until is None else until
 
     def add_changes(self, changes: Iterable[ConfigChange]) -> None:
         for ch in changes:
@@ -161,7 +187,10 @@ class Simulation:
         self._seed_periodic()
         horizon = self.options.horizon
         idle_since: float | None = None
-        while self._heap:
+        while True:
+            self._pull_feed(self._heap[0][0] if self._heap else None)
+            if not self._heap:
+                break
             time = self._heap[0][0]
             if horizon is not None and time > horizon:
                 break
@@ -250,9 +279,14 @@ class Simulation:
 
 
 def simulate(state: ClusterState, model: PreemptionModel, workloads: Iterable[Workload],
-             changes: Iterable[ConfigChange] = (), options: SimOptions | None = None) -> Recorder:
+             changes: Iterable[ConfigChange] = (), options: SimOptions | None = None,
+             streamed: bool = False) -> Recorder:
+    """Run a simulation. ``streamed=True`` takes ``workloads`` as an iterator sorted by submit time."""
     sim = Simulation(state, model, options or SimOptions())
-    sim.add_workloads(workloads)
+    if streamed:
+        sim.stream_workloads(workloads)
+    else:
+        sim.add_workloads(workloads)
     sim.add_changes(changes)
     return sim.run()
 
