@@ -10,7 +10,6 @@ on its children's shares.
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -19,12 +18,11 @@ from makeway.policies.kueue.quota import FR, INT64_MAX, QNode, potential_availab
 
 @dataclass(slots=True, frozen=True, order=True)
 class Share:
-    infinite: bool  # weight 0 and a non-zero ratio
+    infinite: bool  # weight 0 while borrowing
     value: float  # unweighted ratio when infinite, weighted share otherwise
     ratio: float = 0.0
     resource: str = ""
     borrowing: bool = False
-    exact: Fraction = Fraction(0)  # ratio / weight as an exact fraction, for the rounded status value
 
     def key(self) -> tuple[bool, float]:
         return (self.infinite, self.value)
@@ -34,7 +32,7 @@ class Share:
         """The status value: ceil(ratio / weight), int64 max for an infinite share."""
         if self.infinite:
             return INT64_MAX
-        return math.ceil(self.exact)
+        return int(math.ceil(self.value))
 
     def describe(self) -> str:
         return "inf" if self.infinite else f"{self.value:.6g}"
@@ -44,6 +42,11 @@ ZERO = Share(False, 0.0)
 
 
 def dominant_resource_share(n: QNode, extra: Mapping[FR, int] | None = None) -> Share:
+    """Share of ``n`` against its parent's lendable capacity.
+
+    The ratio is computed in float64 exactly as Kueue does (``float(b) * 1000 / float(lendable)``),
+    so that equal-looking shares compare the way Kueue compares them.
+    """
     if n.parent is None:
         return ZERO
     borrowed: dict[str, int] = {}
@@ -57,17 +60,14 @@ def dominant_resource_share(n: QNode, extra: Mapping[FR, int] | None = None) -> 
     lendable: dict[str, int] = {}
     for fr in root.subtree:
         if fr[1] in borrowed:
-            lendable[fr[1]] = lendable.get(fr[1], 0) + potential_available(n.parent, fr)
-    exact, dres = Fraction(0), ""
+            lendable[fr[1]] = min(INT64_MAX, lendable.get(fr[1], 0) + potential_available(n.parent, fr))
+    ratio, dres = 0.0, ""
     for res in sorted(borrowed):
         lr = lendable.get(res, 0)
         if lr > 0:
-            r = Fraction(borrowed[res] * 1000, lr)
-            if r > exact:
-                exact, dres = r, res
-    ratio = float(exact)
+            r = float(borrowed[res]) * 1000.0 / float(lr)
+            if r > ratio:
+                ratio, dres = r, res
     if n.weight == 0:
-        if ratio > 0:
-            return Share(True, ratio, ratio, dres, True)
-        return Share(False, 0.0, 0.0, dres, True)
-    return Share(False, ratio / n.weight, ratio, dres, True, exact / Fraction(str(n.weight)))
+        return Share(True, ratio, ratio, dres, True)
+    return Share(False, ratio / n.weight, ratio, dres, True)

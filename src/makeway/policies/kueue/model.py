@@ -132,31 +132,30 @@ class KueueModel(PreemptionModel):
         wl = state.workloads[wl_id]
         return [{r: units(r, v * g.count) for r, v in g.resources.items()} for g in wl.groups]
 
-    def _head_candidates(self, state: ClusterState, done: set[str]) -> dict[str, str]:
-        """The head of each ClusterQueue: its best pending workload not handled yet in this call."""
+    def _pending_by_queue(self, state: ClusterState) -> dict[str, list[str]]:
+        """Fully pending workloads per ClusterQueue, best first (BestEffortFIFO: priority, then time)."""
         wls = state.workloads
-        heads: dict[str, tuple] = {}
+        out: dict[str, list[tuple]] = {}
         for wl_id in state.pending:
-            if wl_id in done or state.running.get(wl_id):
+            if state.running.get(wl_id):
                 continue
             wl = wls[wl_id]
-            key = (-self.priority(wl), wl.submit, wl_id)
-            cur = heads.get(wl.queue)
-            if cur is None or key < cur:
-                heads[wl.queue] = key
-        return {q: k[2] for q, k in heads.items()}
+            out.setdefault(wl.queue, []).append((-self.priority(wl), wl.submit, wl_id))
+        return {q: [k[2] for k in sorted(keys, reverse=True)] for q, keys in out.items()}
 
     def schedule(self, state: ClusterState, now: float) -> list[Decision]:
         tree = self.build_tree(state)
         decisions: list[Decision] = []
         promised: dict[str, Res] = {}
-        done: set[str] = set()
         victims: set[str] = set()
+        queues = self._pending_by_queue(state)  # each list is reversed: the head is at the end
         while True:
             heads = []
-            for q, wl_id in sorted(self._head_candidates(state, done).items()):
+            for q in sorted(queues):
+                if not queues[q]:
+                    continue
+                wl_id = queues[q].pop()
                 cq = tree.cqs.get(q)
-                done.add(wl_id)
                 if cq is None:
                     continue
                 wl = state.workloads[wl_id]

@@ -12,7 +12,7 @@ from typing import Callable, Iterable, Sequence
 
 from makeway.policies.kueue.drs import Share, dominant_resource_share
 from makeway.policies.kueue.quota import (ANY, FR, LOWER_OR_NEWER_EQUAL, LOWER_PRIORITY, NEVER, Admitted,
-                                          QNode, QuotaTree, borrowing, borrowing_any, cq_available,
+                                          QNode, QuotaTree, borrowing, cq_available,
                                           quantities_fit_in_quota, within_nominal_in)
 
 IN_CLUSTER_QUEUE = "InClusterQueue"
@@ -295,10 +295,11 @@ class TargetOrdering:
                 for c in node.child_cqs:
                     if id(c) in self.pruned:
                         continue
-                    if not self.groups.get(c.name) or (c is not self.cq and not borrowing_any(c)):
+                    share = dominant_resource_share(c)
+                    if not self.groups.get(c.name) or (c is not self.cq and not share.borrowing):
                         self.pruned.add(id(c))
                         continue
-                    s = dominant_resource_share(c).key()
+                    s = share.key()
                     if best_cq is None or s > best_cq_share or (
                             s == best_cq_share and ordering_key(self.groups[c.name][0], self.p.cq)
                             < ordering_key(self.groups[best_cq.name][0], self.p.cq)):
@@ -307,10 +308,11 @@ class TargetOrdering:
                 for c in node.child_cohorts:
                     if id(c) in self.pruned:
                         continue
-                    if id(c) not in self.on_path and not borrowing_any(c):
+                    share = dominant_resource_share(c)
+                    if id(c) not in self.on_path and not share.borrowing:
                         self.pruned.add(id(c))
                         continue
-                    s = dominant_resource_share(c).key()
+                    s = share.key()
                     if best_co is None or s >= best_co_share:
                         best_co, best_co_share = c, s
                 if best_cq is None and best_co is None:
