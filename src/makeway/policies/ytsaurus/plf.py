@@ -107,6 +107,8 @@ def mff_component(f: PLF, r: int, g: float, lim: float) -> tuple[list[float], li
     s = 0 and s beyond the limit take the right end of a plateau, 0 < s <= L'-g' the left end,
     which is the left-continuity rule of SEMANTICS §2.4.
     """
+    if len(f.xs) >= LARGE:
+        return _np_mff(np.asarray(f.xs, dtype=float), np.asarray([y[r] for y in f.ys], dtype=float), g, lim)
     xs = f.xs
     yr = [y[r] for y in f.ys]
     # enforce monotonicity against rounding noise
@@ -153,6 +155,8 @@ def min_scalar(funcs: list[tuple[list[float], list[float]]]) -> tuple[list[float
     """Pointwise minimum of scalar PL functions on [0, 1] (with jumps)."""
     if len(funcs) == 1:
         return funcs[0]
+    if sum(len(xs) for xs, _ in funcs) >= LARGE:
+        return _np_min(funcs)
     pos = sorted({x for xs, _ in funcs for x in xs})
     lefts = []
     rights = []
@@ -196,6 +200,8 @@ def min_scalar(funcs: list[tuple[list[float], list[float]]]) -> tuple[list[float
 
 def compose(f: PLF, mx: list[float], mv: list[float]) -> PLF:
     """s -> F(M(s)) for monotone M (scalar PL with jumps) and F (vector PL with jumps)."""
+    if len(f.xs) + len(mx) >= LARGE:
+        return _np_compose(f, mx, mv)
     fx = f.xs
     out_x: list[float] = [mx[0]]
     out_y: list[Vec] = [f.left(mv[0])]
@@ -285,3 +291,188 @@ def total_sum(parts: list[PLF], dim: int, end: float) -> PLF:
             xs_out.append(ux[k])
             ys_out.append(rv[k])
     return clean(xs_out, ys_out)
+
+
+# -- numpy paths for large curves (pools high in the tree), same semantics as the list code -------
+
+LARGE = 48  # functions with at least this many points take the numpy path
+
+
+def np_left_right(xs: np.ndarray, vs: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Left and right values at each query (``vs`` 1-D or 2-D), as ``_eval1``/``PLF.left/right``."""
+    n = len(xs)
+    jl = np.searchsorted(xs, q, "left")
+    jr = np.searchsorted(xs, q, "right")
+    a = np.clip(jl - 1, 0, n - 1)
+    b = np.clip(jl, 0, n - 1)
+    dx = xs[b] - xs[a]
+    t = np.where(dx > 0, (q - xs[a]) / np.where(dx > 0, dx, 1.0), 0.0)
+    if vs.ndim == 2:
+        t = t[:, None]
+    interp = vs[a] + (vs[b] - vs[a]) * t
+    shape = (-1, 1) if vs.ndim == 2 else (-1,)
+    at_knot = (jl < n) & (jl < jr)
+    left = np.where((jl >= n).reshape(shape), vs[-1],
+                    np.where((jl == 0).reshape(shape), vs[0],
+                             np.where(at_knot.reshape(shape), vs[b], interp)))
+    rk = np.clip(jr - 1, 0, n - 1)
+    right = np.where((jl >= n).reshape(shape), vs[-1],
+                     np.where(at_knot.reshape(shape), vs[rk],
+                              np.where((jl == 0).reshape(shape), vs[0], interp)))
+    return left, right
+
+
+def np_clean(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Keep the first and last point of every run of equal x, drop exact repeats."""
+    n = len(x)
+    if n > 2:
+        first = np.ones(n, dtype=bool)
+        last = np.ones(n, dtype=bool)
+        first[1:] = x[1:] != x[:-1]
+        last[:-1] = x[1:] != x[:-1]
+        keep = first | last
+        x, y = x[keep], y[keep]
+    if len(x) > 1:
+        same = (x[1:] == x[:-1]) & np.all(y[1:] == y[:-1], axis=tuple(range(1, y.ndim)))
+        keep = np.ones(len(x), dtype=bool)
+        keep[1:] = ~same
+        x, y = x[keep], y[keep]
+    if len(x) == 1:
+        x = np.concatenate([x, x])
+        y = np.concatenate([y, y])
+    return x, y
+
+
+def _np_mff(xs: np.ndarray, yr: np.ndarray, g: float, lim: float) -> tuple[list[float], list[float]]:
+    yr = np.maximum.accumulate(yr)
+    lo, hi = float(yr[0]), float(yr[-1])
+    lp = min(max(lim, lo), hi)
+    gp = min(max(g, lo), lp)
+    n = len(xs)
+
+    def inv_left(w: float) -> float:
+        i = int(np.searchsorted(yr, w, "left"))
+        if i == 0:
+            return float(xs[0])
+        if i >= n:
+            return float(xs[-1])
+        return _lerp1(float(yr[i - 1]), float(xs[i - 1]), float(yr[i]), float(xs[i]), w)
+
+    def inv_right(w: float) -> float:
+        i = int(np.searchsorted(yr, w, "right")) - 1
+        if i < 0:
+            return float(xs[0])
+        if i >= n - 1:
+            return float(xs[-1])
+        return _lerp1(float(yr[i]), float(xs[i]), float(yr[i + 1]), float(xs[i + 1]), w)
+
+    if lp - gp <= 0.0:
+        v = inv_right(lp)
+        return [0.0, 1.0], [v, v]
+    mask = (yr > gp) & (yr < lp)
+    span = lp - gp
+    ss = [0.0] + (yr[mask] - gp).tolist() + [span]
+    vs = [inv_right(gp)] + xs[mask].tolist() + [inv_left(lp)]
+    if span < 1.0:
+        tail = inv_right(lp)
+        ss.extend([span, 1.0])
+        vs.extend([tail, tail])
+    return ss, vs
+
+
+def _np_min(funcs: list[tuple[list[float], list[float]]]) -> tuple[list[float], list[float]]:
+    arrs = [(np.asarray(xs, dtype=float), np.asarray(vs, dtype=float)) for xs, vs in funcs]
+    pos = np.unique(np.concatenate([a for a, _ in arrs]))
+    L = np.empty((len(arrs), len(pos)))
+    R = np.empty((len(arrs), len(pos)))
+    for i, (xs, vs) in enumerate(arrs):
+        L[i], R[i] = np_left_right(xs, vs, pos)
+    mL, mR = L.min(axis=0), R.min(axis=0)
+    P = len(pos)
+    k_all = [np.arange(P), np.arange(P)]
+    sub = [np.zeros(P), np.ones(P)]
+    xo = [pos, pos]
+    vo = [mL, mR]
+    keep = [np.ones(P, dtype=bool), mR != mL]
+    if P > 1:
+        a, b = R[:, :-1], L[:, 1:]
+        x0, x1 = pos[:-1], pos[1:]
+        F = len(arrs)
+        for i in range(F):
+            for j in range(i + 1, F):
+                d0 = a[i] - a[j]
+                d1 = b[i] - b[j]
+                hit = d0 * d1 < 0
+                if not hit.any():
+                    continue
+                idx = np.nonzero(hit)[0]
+                t = d0[idx] / (d0[idx] - d1[idx])
+                cx = x0[idx] + (x1[idx] - x0[idx]) * t
+                inside = (cx > x0[idx]) & (cx < x1[idx])
+                idx, t, cx = idx[inside], t[inside], cx[inside]
+                val = (a[:, idx] + (b[:, idx] - a[:, idx]) * t).min(axis=0)
+                k_all.append(idx)
+                sub.append(2.0 + t)
+                xo.append(cx)
+                vo.append(val)
+                keep.append(np.ones(len(idx), dtype=bool))
+    K = np.concatenate(k_all)
+    S = np.concatenate(sub)
+    X = np.concatenate(xo)
+    V = np.concatenate(vo)
+    M = np.concatenate(keep)
+    K, S, X, V = K[M], S[M], X[M], V[M]
+    order = np.lexsort((S, K))
+    return X[order].tolist(), V[order].tolist()
+
+
+def _np_compose(f: PLF, mx: list[float], mv: list[float]) -> PLF:
+    fx = np.asarray(f.xs, dtype=float)
+    fy = np.asarray(f.ys, dtype=float)
+    mxa = np.asarray(mx, dtype=float)
+    mva = np.asarray(mv, dtype=float)
+    s0, s1, m0, m1 = mxa[:-1], mxa[1:], mva[:-1], mva[1:]
+    nondeg = s1 > s0
+    flat = nondeg & (m1 == m0)
+    inc = nondeg & (m1 > m0)
+    dim = fy.shape[1]
+    keys_k: list[np.ndarray] = [np.array([-1])]
+    keys_s: list[np.ndarray] = [np.array([0.0])]
+    xs_out: list[np.ndarray] = [mxa[:1]]
+    ys_out: list[np.ndarray] = [np_left_right(fx, fy, mva[:1])[0]]
+    kf = np.nonzero(flat)[0]
+    if len(kf):
+        v = np_left_right(fx, fy, m0[kf])[0]
+        keys_k += [kf, kf]
+        keys_s += [np.zeros(len(kf)), np.full(len(kf), 3.0)]
+        xs_out += [s0[kf], s1[kf]]
+        ys_out += [v, v]
+    ki = np.nonzero(inc)[0]
+    if len(ki):
+        keys_k += [ki, ki]
+        keys_s += [np.zeros(len(ki)), np.full(len(ki), 3.0)]
+        xs_out += [s0[ki], s1[ki]]
+        ys_out += [np_left_right(fx, fy, m0[ki])[1], np_left_right(fx, fy, m1[ki])[0]]
+        knots = np.unique(fx)
+        seg = np.searchsorted(m0[ki], knots, "left") - 1
+        ok = seg >= 0
+        seg_c = np.clip(seg, 0, len(ki) - 1)
+        ok &= (knots > m0[ki][seg_c]) & (knots < m1[ki][seg_c])
+        if ok.any():
+            kn = knots[ok]
+            sk = ki[seg_c[ok]]
+            sx = s0[sk] + (kn - m0[sk]) / (m1[sk] - m0[sk]) * (s1[sk] - s0[sk])
+            lv, rv = np_left_right(fx, fy, kn)
+            frac = (kn - m0[sk]) / (m1[sk] - m0[sk])
+            keys_k += [sk, sk]
+            keys_s += [1.0 + frac, 1.0 + frac + 1e-300]
+            xs_out += [sx, sx]
+            ys_out += [lv, rv]
+    K = np.concatenate(keys_k)
+    S = np.concatenate(keys_s)
+    X = np.concatenate(xs_out)
+    Y = np.concatenate([y.reshape(-1, dim) for y in ys_out])
+    tie = np.arange(len(K))
+    order = np.lexsort((tie, S, K))
+    x, y = np_clean(X[order], Y[order])
+    return PLF(x.tolist(), y.tolist())
