@@ -60,9 +60,13 @@ def test_bad_trace_line_is_named(tmp_path):
     lines = (EXAMPLES / "quickstart-trace.jsonl").read_text().splitlines()
     lines[2] = lines[2].replace('"cpu": 4', '"cpu": "lots"')
     (tmp_path / "quickstart-trace.jsonl").write_text("\n".join(lines) + "\n")
-    p = run("simulate", str(tmp_path / "quickstart.yaml"))
-    assert p.returncode == 2
-    assert "quickstart-trace.jsonl:3: tasks.0.resources.cpu: 'lots' is not a quantity" in p.stderr
+    where = "quickstart-trace.jsonl:3: tasks.0.resources.cpu: 'lots' is not a quantity"
+    lenient = run("simulate", str(tmp_path / "quickstart.yaml"))
+    assert lenient.returncode == 0  # skipped with a line-numbered warning and a count
+    assert where in lenient.stderr and "1 unreadable records skipped" in lenient.stderr
+    assert "jobs finished" in lenient.stdout and "4 of 4" in lenient.stdout
+    strict = run("simulate", str(tmp_path / "quickstart.yaml"), "--strict")
+    assert strict.returncode == 2 and where in strict.stderr and "Traceback" not in strict.stderr
 
 
 def test_conformance_yunikorn_resources(shared, tmp_path):

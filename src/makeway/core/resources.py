@@ -116,10 +116,15 @@ def scale(a: MaybeRes, factor: Number) -> Res:
 
 
 def add_into(acc: Res, b: MaybeRes, sign: int = 1) -> None:
-    """In-place accumulate, for incremental indexes the owner controls."""
+    """In-place accumulate, for incremental indexes the owner controls.
+
+    Float sums are rounded to 9 decimals so that running totals of fractional quantities
+    (0.1 + 0.1 + 0.1 cpu) land exactly on the value a user wrote instead of drifting above it.
+    """
     if b:
         for k, v in b.items():
-            acc[k] = acc.get(k, 0) + sign * v
+            x = acc.get(k, 0) + sign * v
+            acc[k] = round(x, 9) if type(x) is float else x
 
 
 def fits(request: MaybeRes, available: MaybeRes) -> bool:

@@ -23,7 +23,8 @@ class StateError(ValueError):
 class ClusterState:
     __slots__ = ("resources", "queues", "nodes", "workloads", "pending", "allocations", "node_used",
                  "node_allocs", "queue_usage", "queue_allocs", "running", "finished_tasks",
-                 "_seq", "_ancestors", "roots")
+                 "_seq", "_ancestors", "roots", "used_total", "freed_epoch", "config_epoch",
+                 "_capacity", "pending_res")
 
     def __init__(self, resources: Iterable[str], queues: Iterable[Queue], nodes: Iterable[Node]):
         self.resources: tuple[str, ...] = tuple(resources)
@@ -57,6 +58,7 @@ class ClusterState:
             self.nodes[n.name] = n
         self.workloads: dict[str, Workload] = {}
         self.pending: dict[str, dict[str, None]] = {}
+        self.pending_res: dict[str, Res] = {}
         self.allocations: dict[str, Allocation] = {}
         self.node_used: dict[str, Res] = {n: {} for n in self.nodes}
         self.node_allocs: dict[str, dict[str, None]] = {n: {} for n in self.nodes}
@@ -65,6 +67,12 @@ class ClusterState:
         self.running: dict[str, dict[str, None]] = {}
         self.finished_tasks: dict[str, int] = {}
         self._seq = 0
+        self.used_total: Res = {}
+        # Bumped whenever resources are released or limits change: a placement that failed
+        # before either can only succeed after one of them moved, so models can skip re-trying.
+        self.freed_epoch = 0
+        self.config_epoch = 0
+        self._capacity: Res | None = None
 
     # -- queries ----------------------------------------------------------------------------
 
@@ -97,8 +105,20 @@ class ClusterState:
         return list(self.pending.get(workload, ()))
 
     def task_resources(self, tid: str) -> Res:
-        wl, g, _ = split_task_id(tid)
-        return self.workloads[wl].groups[g].resources
+        wl, g, _ = tid.rsplit("/", 2)
+        return self.workloads[wl].groups[int(g)].resources
+
+    def pending_demand(self, wl_id: str) -> Res:
+        """Resources of a workload's pending tasks together, kept incrementally."""
+        return self.pending_res.get(wl_id) or {}
+
+    def total_capacity_cached(self) -> Res:
+        """Total capacity of all nodes; nodes do not change during a run, so it is computed once."""
+        cap = self._capacity
+        if cap is None:
+            cap = self.total_capacity()
+            self._capacity = cap
+        return cap
 
     def total_capacity(self) -> Res:
         out: Res = {}
@@ -115,6 +135,7 @@ class ClusterState:
             raise StateError(f"workload {wl.id!r} names unknown queue {wl.queue!r}")
         self.workloads[wl.id] = wl
         self.pending[wl.id] = dict.fromkeys(wl.task_ids())
+        self.pending_res[wl.id] = wl.total()
         self.running[wl.id] = {}
 
     def start(self, tid: str, node: str, now: float) -> Allocation:
@@ -129,10 +150,14 @@ class ClusterState:
         del pend[tid]
         if not pend:
             del self.pending[wl_id]
+            del self.pending_res[wl_id]
+        else:
+            add_into(self.pending_res[wl_id], res, -1)
         self._seq += 1
         alloc = Allocation(tid, wl_id, wl.queue, node, res, now, wl.priority, wl.preemptible, False, self._seq)
         self.allocations[tid] = alloc
         add_into(self.node_used[node], res)
+        add_into(self.used_total, res)
         self.node_allocs[node][tid] = None
         for q in self._ancestors[wl.queue]:
             add_into(self.queue_usage[q], res)
@@ -146,6 +171,8 @@ class ClusterState:
         if alloc is None:
             raise StateError(f"allocation {tid!r} is not running")
         add_into(self.node_used[alloc.node], alloc.resources, -1)
+        add_into(self.used_total, alloc.resources, -1)
+        self.freed_epoch += 1
         del self.node_allocs[alloc.node][tid]
         for q in self._ancestors[alloc.queue]:
             add_into(self.queue_usage[q], alloc.resources, -1)
@@ -162,6 +189,7 @@ class ClusterState:
         """Put a preempted task back in its workload's pending set, keeping identity and submit time."""
         wl_id, _, _ = split_task_id(tid)
         self.pending.setdefault(wl_id, {})[tid] = None
+        add_into(self.pending_res.setdefault(wl_id, {}), self.task_resources(tid))
 
     def mark_preempting(self, tid: str) -> None:
         self.allocations[tid].preempting = True
@@ -173,6 +201,7 @@ class ClusterState:
     def update_queue(self, name: str, **changes: object) -> Queue:
         """Change a queue's limits or settings (config change); returns the queue as it was."""
         q = self.queues[name]
+        self.config_epoch += 1
         old = Queue(q.name, q.parent, q.guaranteed, q.max, q.weight, q.borrowing_limit,
                     q.lending_limit, q.priority, q.rank, dict(q.settings), list(q.children))
         for key, value in changes.items():

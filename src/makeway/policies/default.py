@@ -28,34 +28,52 @@ def first_fit(state: ClusterState, tasks: list[str], extra_used: dict[str, Res] 
     """Place every task on the first node (in node order) where it fits, or return None.
 
     ``extra_used`` holds resources already promised on nodes in this step and not yet applied to
-    the state, so several placements in one step never overbook a node.
+    the state, so several placements in one step never overbook a node. Tasks with the same
+    request resume the search where the previous one landed: nodes before it did not fit that
+    request and have only filled up since, so a gang of n tasks costs O(n + nodes), not O(n x nodes).
     """
     promised: dict[str, Res] = {n: dict(r) for n, r in (extra_used or {}).items()}
     node_names = list(state.nodes) if nodes is None else list(nodes)
+    all_nodes, used_by = state.nodes, state.node_used
     out: list[Start] = []
+    last_req: Res | None = None
+    resume = 0
     for tid in tasks:
         req = state.task_resources(tid)
+        i = resume if req is last_req else 0
         placed = False
-        for n in node_names:
-            node = state.nodes[n]
-            if not node.schedulable:
-                continue
-            used = state.node_used[n]
-            extra = promised.get(n)
-            cap = node.capacity
-            ok = True
-            for k, v in req.items():
-                if v > 0 and used.get(k, 0) + (extra.get(k, 0) if extra else 0) + v > cap.get(k, 0) + 1e-9:
-                    ok = False
+        while i < len(node_names):
+            n = node_names[i]
+            node = all_nodes[n]
+            if node.schedulable:
+                used = used_by[n]
+                extra = promised.get(n)
+                cap = node.capacity
+                ok = True
+                for k, v in req.items():
+                    if v > 0 and used.get(k, 0) + (extra.get(k, 0) if extra else 0) + v > cap.get(k, 0) + 1e-9:
+                        ok = False
+                        break
+                if ok:
+                    add_into(promised.setdefault(n, {}), req)
+                    out.append(Start(tid, n))
+                    placed = True
                     break
-            if ok:
-                add_into(promised.setdefault(n, {}), req)
-                out.append(Start(tid, n))
-                placed = True
-                break
+            i += 1
         if not placed:
             return None
+        last_req, resume = req, i
     return out
+
+
+def exceeds_free(state: ClusterState, need: Res, promised_total: Res | None = None) -> bool:
+    """Cheap necessary condition: the request is larger than all free capacity together."""
+    cap = state.total_capacity_cached()
+    used = state.used_total
+    for k, v in need.items():
+        if v > 0 and used.get(k, 0) + (promised_total.get(k, 0) if promised_total else 0) + v > cap.get(k, 0) + 1e-9:
+            return True
+    return False
 
 
 def within_queue_max(state: ClusterState, queue: str, request: Res, extra: dict[str, Res] | None = None) -> bool:
@@ -74,28 +92,47 @@ def within_queue_max(state: ClusterState, queue: str, request: Res, extra: dict[
 
 
 class PriorityFirstFit(PreemptionModel):
-    """Priority, then FIFO, first fit, honouring queue max; never preempts."""
+    """Priority, then FIFO, first fit, honouring queue max; never preempts.
+
+    A workload that did not fit is not tried again until resources are released or a limit
+    changes (the state's epochs say when), which keeps a long backlog cheap.
+    """
 
     name = "none"
 
+    def __init__(self, settings=None):
+        super().__init__(settings)
+        self._tried: set[str] = set()
+        self._epochs = (-1, -1)
+
     def schedule(self, state: ClusterState, now: float) -> list[Decision]:
+        epochs = (state.freed_epoch, state.config_epoch)
+        if epochs != self._epochs:
+            self._tried.clear()
+            self._epochs = epochs
+        tried = self._tried
+        candidates = [w for w in state.pending if w not in tried]
+        if not candidates:
+            return []
         decisions: list[Decision] = []
         promised_nodes: dict[str, Res] = {}
         promised_queues: dict[str, Res] = {}
-        for wl_id in pending_order(state):
-            tasks = list(state.pending[wl_id])
+        promised_total: Res = {}
+        for wl_id in pending_order(state, candidates):
             wl = state.workloads[wl_id]
-            need: Res = {}
-            for t in tasks:
-                add_into(need, state.task_resources(t))
-            if not within_queue_max(state, wl.queue, need, promised_queues):
+            need = state.pending_demand(wl_id)
+            if exceeds_free(state, need, promised_total) or not within_queue_max(state, wl.queue, need, promised_queues):
+                tried.add(wl_id)
                 continue
+            tasks = list(state.pending[wl_id])
             starts = first_fit(state, tasks, promised_nodes)
             if starts is None:
+                tried.add(wl_id)
                 continue
-            for s in starts:
-                add_into(promised_nodes.setdefault(s.node, {}), state.task_resources(s.task))
+            for st in starts:
+                add_into(promised_nodes.setdefault(st.node, {}), state.task_resources(st.task))
             for q in state.path_to_root(wl.queue):
                 add_into(promised_queues.setdefault(q, {}), need)
+            add_into(promised_total, need)
             decisions.extend(starts)
         return decisions
