@@ -251,6 +251,87 @@ def trace_convert(
         typer.echo(f"wrote {n} records to {dest}")
 
 
+def _read_results(path: Path) -> dict:
+    import json
+
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise fail(f"{path}: no such file") from None
+    except ValueError as exc:
+        raise fail(f"{path}: not a results file (invalid JSON: {exc})") from None
+    if not isinstance(data, dict) or not str(data.get("schema", "")).startswith("makeway.results/"):
+        raise fail(f"{path}: not a makeway results file (no 'schema': 'makeway.results/1')")
+    return data
+
+
+@app.command()
+def report(
+    results: Path = typer.Argument(..., help="results JSON written by 'makeway simulate --out'"),
+    output: Path = typer.Option(Path("report.html"), "-o", "--output", help="HTML file to write"),
+) -> None:
+    """Write one self-contained HTML report with plots (utilisation, queues, waits, preemptions, waste)."""
+    from makeway.reports.html import render_report
+
+    output.write_text(render_report(_read_results(results)))
+    typer.echo(f"wrote {output}")
+
+
+@app.command()
+def explain(
+    results: Path = typer.Argument(..., help="results JSON written by 'makeway simulate --out'"),
+    workload: str = typer.Argument(..., help="workload id"),
+) -> None:
+    """Tell the story of one workload: why it waited, who preempted it and why, what was lost."""
+    from makeway.reports.explain import explain as story
+
+    typer.echo(story(_read_results(results), workload))
+
+
+@app.command()
+def compare(
+    configs: List[Path] = typer.Argument(..., help="one or more cluster configs"),
+    trace: Optional[Path] = typer.Option(None, "--trace", help="trace replayed under every config (default: each config's own)"),
+    trace_format: Optional[str] = typer.Option(None, "--trace-format"),
+    models: Optional[List[str]] = typer.Option(None, "--model", help="run each config under these models (repeatable)"),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="also write a side-by-side HTML report"),
+    quiet: bool = typer.Option(False, "--quiet", "-q"),
+) -> None:
+    """Run the same trace under several configs or models and show the outcomes side by side."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from makeway.config import load_config, parse_config, trace_path
+    from makeway.reports.compare import compare_rows, render_compare
+
+    runs, labels = [], []
+    for cpath in configs:
+        cfg = load_config(cpath)
+        for m in (models or [cfg.preemption.model]):
+            data = cfg.model_dump()
+            data["preemption"]["model"] = m
+            run_cfg = parse_config(data, str(cpath))
+            tpath = trace or trace_path(run_cfg, cpath)
+            rec = run_simulation(run_cfg, tpath, trace_format, progress=not quiet)
+            label = f"{run_cfg.name}/{m}" if len(configs) > 1 else m
+            runs.append(rec.results({"config": {"name": run_cfg.name, "model": m, "path": str(cpath)},
+                                     "trace": str(tpath) if tpath else None}))
+            labels.append(label)
+    if len(runs) < 2:
+        raise fail("compare needs at least two runs: give several configs or several --model")
+    rows = compare_rows(runs, labels)
+    table = Table(title="makeway compare", title_justify="left")
+    table.add_column(rows[0][0], style="bold")
+    for lbl in rows[0][1]:
+        table.add_column(lbl, justify="right")
+    for name, values in rows[1:]:
+        table.add_row(name, *values)
+    Console().print(table)
+    if output is not None:
+        output.write_text(render_compare(runs, labels))
+        typer.echo(f"wrote {output}")
+
+
 IMPORTERS = ("kueue", "yunikorn", "ytsaurus", "symphony")
 
 

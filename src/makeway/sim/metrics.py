@@ -164,7 +164,7 @@ class Recorder:
             qw[k] = qw.get(k, 0) + v * lost
         self._check_convergence(now)
         self.events.append({"time": now, "kind": "evicted", "allocation": alloc.id, "workload": alloc.workload,
-                            "queue": alloc.queue, "lost_seconds": lost})
+                            "queue": alloc.queue, "resources": dict(alloc.resources), "lost_seconds": lost})
 
     def note(self, note: Note, now: float) -> None:
         self.events.append({"time": now, "kind": "note", "note": note.kind, "subject": note.subject,
@@ -298,6 +298,6 @@ class Recorder:
         return rows
 
     def results(self, meta: dict[str, Any] | None = None) -> dict[str, Any]:
-        return {"schema": RESULTS_SCHEMA, **(meta or {}), "summary": self.summary(),
+        return {"schema": RESULTS_SCHEMA, **(meta or {}), "capacity": dict(self.capacity), "summary": self.summary(),
                 "queues": self.queue_table(), "quota_convergence": self.convergence,
                 "timeseries": self.timeseries(), "workloads": self.workload_rows(), "events": self.events}
