@@ -58,3 +58,21 @@ def test_numpy_and_list_paths_agree(seed, n, dim):
         assert values(xa, va, probes) == pytest.approx(values(xb, vb, probes), abs=1e-9)
     assert values(*m_py, probes) == pytest.approx(values(*m_np, probes), abs=1e-9)
     same_fn(c_py, c_np, probes)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.lists(st.tuples(st.lists(st.sampled_from([0.0, 0.05, 0.1, 0.2, 0.3, 0.5]), min_size=3, max_size=3),
+                               st.lists(st.sampled_from([0.0, 0.05, 0.1, 0.25, 0.4, 0.7, 1.0]), min_size=3, max_size=3)),
+                     min_size=1, max_size=6))
+def test_closed_form_operation_share_matches_generic(rows):
+    import numpy as np
+
+    from makeway.policies.ytsaurus import fairshare
+
+    ops = [([min(u, d) for u, d in zip(us, ds)], ds) for us, ds in rows]
+    batch = fairshare.op_fsbs_batch(np.array([u for u, _ in ops]), np.array([d for _, d in ops]))
+    probes = sorted({i / 40 for i in range(41)} | {x for u, d in ops for x in u + d if x <= 1})
+    for (u, d), fast in zip(ops, batch):
+        curve = fairshare.op_curve(u, d)
+        generic = plf.compose(curve, *fairshare.fit_factor_fn(curve, [0.0] * 3, [1.0] * 3))
+        same_fn(generic, fast, probes)

@@ -435,6 +435,9 @@ def _node_case(inp: dict, exp: dict, got: dict[str, Any]) -> None:
         free = [lim - u + d for lim, u, d in zip(limits, usage, disc)]
         want = []
         if new:
+            prio = (ops.get(new["operation"]) or {}).get("preemptionPriority")
+            if prio and st in heartbeat.STAGE_PRIORITY and heartbeat.STAGE_PRIORITY[st] != prio:
+                continue  # only operations whose priority equals the stage's target take part
             want = [(new["operation"], [float((new.get("resources") or {}).get(r, 0)) for r in RES])]
         else:
             prio = heartbeat.STAGE_PRIORITY.get(st)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from makeway.policies.ytsaurus import plf
 from makeway.policies.ytsaurus.plf import PLF, Vec
 from makeway.policies.ytsaurus.tree import ROOT, Tree
@@ -135,6 +137,47 @@ def op_curve(usage: Vec, demand: Vec) -> PLF:
     xs = [0.0] + knots + [1.0, 2.0]
     ys = [[min(u, f * umax) for u in usage] for f in xs[:-1]] + [list(demand)]
     return PLF(xs, ys)
+
+
+def op_fsbs_batch(usage: np.ndarray, demand: np.ndarray) -> list[PLF]:
+    """Fair share by suggestion of many operations at once, in closed form.
+
+    Valid for operations without guarantees whose limits do not bind below demand and whose usage
+    share is below 1 (the common case; ``_build`` checks). With U = max usage: up to U the share is
+    min(usage, s) (the usage-first path); beyond, usage + t(s) x (demand - usage) with
+    t(s) = min(1, min_r (s - u_r) / (d_r - u_r)), a concave function whose kinks are the pairwise
+    crossings of those lines and the points where they reach 1. At s = U it may jump (an operation
+    whose dominant used resource needs no more); the lower value is kept there (left-continuity).
+    Cross-checked against the generic construction in tests.
+    """
+    n, dim = usage.shape
+    if n == 0:
+        return []
+    U = usage.max(axis=1)
+    a = demand - usage
+    live = a > EPS * 0
+    inv = np.where(live, 1.0 / np.where(live, a, 1.0), 0.0)
+    sa = np.concatenate([np.zeros((n, 1)), np.minimum(usage, U[:, None]), U[:, None]], axis=1)
+    sa.sort(axis=1)
+    va = np.minimum(usage[:, None, :], sa[:, :, None])
+    cand = [U[:, None], demand, np.ones((n, 1))]
+    for i in range(dim):
+        for j in range(i + 1, dim):
+            ai, aj = a[:, i], a[:, j]
+            ok = live[:, i] & live[:, j] & (ai != aj)
+            den = np.where(ok, aj - ai, 1.0)
+            cand.append(np.where(ok, (usage[:, i] * aj - usage[:, j] * ai) / den, 1.0)[:, None])
+    sb = np.clip(np.concatenate(cand, axis=1), U[:, None], 1.0)
+    sb.sort(axis=1)
+    lines = np.where(live[:, None, :], (sb[:, :, None] - usage[:, None, :]) * inv[:, None, :], np.inf)
+    t = np.clip(np.minimum(1.0, lines.min(axis=2)), 0.0, 1.0)
+    vb = usage[:, None, :] + t[:, :, None] * a[:, None, :]
+    xs = np.concatenate([sa, sb], axis=1)
+    ys = np.concatenate([va, vb], axis=1)
+    out = []
+    for x, y in zip(xs.tolist(), ys.tolist()):
+        out.append(plf.clean(x + [1.0], y + [y[-1]]))
+    return out
 
 
 def fit_factor_fn(curve: PLF, g: Vec, lim: Vec) -> tuple[list[float], list[float]]:
@@ -270,9 +313,16 @@ def _build(tree: Tree, attrs: dict[str, Attrs], dim: int):
     ffs: dict[str, tuple[list[float], list[float]]] = {}
     fsbs: dict[str, PLF] = {}
     orders: dict[str, list[str]] = {}
+    fast = [n for n, el in tree.elements.items() if el.is_op and _closed_form_ok(attrs[n])]
+    if fast:
+        us = np.asarray([attrs[n].usage_share for n in fast], dtype=float).reshape(len(fast), dim)
+        ds = np.asarray([attrs[n].demand_share for n in fast], dtype=float).reshape(len(fast), dim)
+        fsbs.update(zip(fast, op_fsbs_batch(us, ds)))
     for name in tree.postorder():
         el = tree.elements[name]
         a = attrs[name]
+        if name in fsbs:
+            continue
         if el.is_op:
             curve = op_curve(a.usage_share, a.demand_share)
         else:
@@ -286,6 +336,12 @@ def _build(tree: Tree, attrs: dict[str, Attrs], dim: int):
         ffs[name] = ff
         fsbs[name] = plf.compose(curve, *ff)
     return curves, ffs, fsbs, orders
+
+
+def _closed_form_ok(a: Attrs) -> bool:
+    return (max(a.usage_share, default=0.0) < 1.0 and not any(a.strong_share) and not any(a.integral_share)
+            and all(lim >= d for lim, d in zip(a.limits_share, a.demand_share))
+            and all(u <= d for u, d in zip(a.usage_share, a.demand_share)))
 
 
 def _truncate_fifo(tree: Tree, attrs: dict[str, Attrs]) -> None:
