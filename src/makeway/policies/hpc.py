@@ -25,7 +25,9 @@ The model keeps ``reservation`` (head id, shadow time) from its last pass, for r
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping
+from bisect import insort
+from itertools import islice
+from typing import Any, Iterable, Iterator, Mapping
 
 from makeway.core.decisions import Decision, Note, Start
 from makeway.core.model import Workload
@@ -115,6 +117,22 @@ def gang_fits(state: ClusterState, tasks: list[str], extra_used: Mapping[str, Re
     return True
 
 
+def _free_total(state: ClusterState, extra_used: Mapping[str, Res]) -> Res:
+    """Free resources summed over schedulable nodes, given per-node ``extra_used``."""
+    out: Res = {}
+    for name, node in state.nodes.items():
+        if node.schedulable:
+            add_into(out, node.capacity)
+            add_into(out, state.node_used[name], -1)
+            if name in extra_used:
+                add_into(out, extra_used[name], -1)
+    return out
+
+
+def _covers(free: Res, need: Res) -> bool:
+    return all(free.get(k, 0) + _EPS >= v for k, v in need.items() if v > 0)
+
+
 class StrictFifo(PreemptionModel):
     """Submit order, no overtaking: the first workload that does not fit stops the pass."""
 
@@ -128,7 +146,39 @@ class StrictFifo(PreemptionModel):
             raise ValueError(f"placement: {self.placement!r} is not one of {', '.join(PLACEMENTS)}")
         self._reported: set[str] = set()
         self._empty_fit: dict[tuple[str, int], bool] = {}
+        self._queue: list[tuple[float, str]] = []
+        self._seen = 0
         self.reservation: tuple[str, float] | None = None
+
+    def _order(self, state: ClusterState) -> Iterator[str]:
+        """``fifo_order`` as a lazy iterator, kept incrementally between calls.
+
+        New workloads are the last ones the state received and arrive mostly in submit order, so
+        there is no re-sort; started ones are dropped from the front at once and from the middle
+        by compaction when they outnumber the pending ones. (These models never preempt, so a
+        workload that left the pending set never returns to it.)
+        """
+        added = len(state.workloads) - self._seen
+        if added > 0:
+            fresh = list(islice(reversed(state.workloads), added))
+            fresh.reverse()
+            self._seen = len(state.workloads)
+            for wl_id in fresh:
+                key = (state.workloads[wl_id].submit, wl_id)
+                if not self._queue or key >= self._queue[-1]:
+                    self._queue.append(key)
+                else:
+                    insort(self._queue, key)
+        pending = state.pending
+        queue = self._queue
+        front = 0
+        while front < len(queue) and queue[front][1] not in pending:
+            front += 1
+        if front:
+            del queue[:front]
+        if len(queue) > 2 * len(pending) + 64:
+            queue[:] = [k for k in queue if k[1] in pending]
+        return (k[1] for k in queue if k[1] in pending)
 
     def _place(self, state: ClusterState, tasks: list[str], promised: dict[str, Res]) -> list[Start] | None:
         if self.placement == "best-fit":
@@ -139,9 +189,7 @@ class StrictFifo(PreemptionModel):
                   promised_queues: dict[str, Res]) -> tuple[list[str], Res] | None:
         """The workload's pending tasks and total need, or None when it is held (queue max, too big)."""
         tasks = list(state.pending[wl_id])
-        need: Res = {}
-        for t in tasks:
-            add_into(need, state.task_resources(t))
+        need = self._need(state, wl_id, tasks)
         if not within_queue_max(state, state.workloads[wl_id].queue, need, promised_queues):
             return None
         if not self._fits_empty(state, wl_id, tasks):
@@ -151,6 +199,16 @@ class StrictFifo(PreemptionModel):
                                       {"need": need}))
             return None
         return tasks, need
+
+    @staticmethod
+    def _need(state: ClusterState, wl_id: str, tasks: list[str]) -> Res:
+        wl = state.workloads[wl_id]
+        if len(tasks) == wl.task_count:
+            return wl.total()
+        need: Res = {}
+        for t in tasks:
+            add_into(need, state.task_resources(t))
+        return need
 
     def _fits_empty(self, state: ClusterState, wl_id: str, tasks: list[str]) -> bool:
         """Whether the gang fits the cluster with nothing running (cached: nodes rarely change)."""
@@ -167,20 +225,22 @@ class StrictFifo(PreemptionModel):
         promised_queues: dict[str, Res] = {}
         started: list[tuple[str, list[Start]]] = []
         self.reservation = None
-        order = fifo_order(state)
-        head_at = len(order)
-        for i, wl_id in enumerate(order):
+        order = self._order(state)
+        head = None
+        free_now = _free_total(state, promised)
+        for wl_id in order:
             got = self._eligible(state, wl_id, decisions, promised_queues)
             if got is None:
                 continue
             tasks, need = got
-            starts = self._place(state, tasks, promised)
+            starts = self._place(state, tasks, promised) if _covers(free_now, need) else None
             if starts is None:
-                head_at = i
+                head = wl_id
                 break
+            add_into(free_now, need, -1)
             self._commit(state, wl_id, need, starts, promised, promised_queues, decisions, started)
-        if self.backfill and head_at < len(order):
-            self._backfill(state, now, order, head_at, promised, promised_queues, decisions, started)
+        if self.backfill and head is not None:
+            self._backfill(state, now, head, order, promised, promised_queues, decisions, started)
         return decisions
 
     @staticmethod
@@ -194,7 +254,7 @@ class StrictFifo(PreemptionModel):
         decisions.extend(starts)
         started.append((wl_id, starts))
 
-    def _backfill(self, state: ClusterState, now: float, order: list[str], head_at: int,
+    def _backfill(self, state: ClusterState, now: float, head: str, rest: Iterator[str],
                   promised: dict[str, Res], promised_queues: dict[str, Res], decisions: list[Decision],
                   started: list[tuple[str, list[Start]]]) -> None:
         """Not used by strict FIFO; see ``EasyBackfill``."""
@@ -207,16 +267,25 @@ class EasyBackfill(StrictFifo):
     name = "easy-backfill"
     backfill = True
 
-    def _backfill(self, state: ClusterState, now: float, order: list[str], head_at: int,
+    def _backfill(self, state: ClusterState, now: float, head: str, rest: Iterator[str],
                   promised: dict[str, Res], promised_queues: dict[str, Res], decisions: list[Decision],
                   started: list[tuple[str, list[Start]]]) -> None:
-        head = order[head_at]
         head_tasks = list(state.pending[head])
         shadow, at_shadow = self._shadow(state, now, head_tasks, promised, started)
         if shadow is None:
             return
         self.reservation = (head, shadow)
-        for wl_id in order[head_at + 1:]:
+        # Aggregate free space now and spare space at the shadow time: necessary conditions that
+        # reject most candidates without a per-node placement.
+        free_now = _free_total(state, promised)
+        spare = _free_total(state, at_shadow)
+        add_into(spare, self._need(state, head, head_tasks), -1)
+        for wl_id in rest:
+            wl = state.workloads[wl_id]
+            ends = now + requested_time(wl)
+            rough = self._need(state, wl_id, state.pending[wl_id])  # type: ignore[arg-type]
+            if not _covers(free_now, rough) or (ends > shadow + _EPS and not _covers(spare, rough)):
+                continue
             got = self._eligible(state, wl_id, decisions, promised_queues)
             if got is None:
                 continue
@@ -224,8 +293,9 @@ class EasyBackfill(StrictFifo):
             starts = self._place(state, tasks, promised)
             if starts is None:
                 continue
-            ends = now + requested_time(state.workloads[wl_id])
+            add_into(free_now, need, -1)
             if ends > shadow + _EPS:
+                add_into(spare, need, -1)
                 trial = {n: dict(r) for n, r in at_shadow.items()}
                 for s in starts:
                     add_into(trial.setdefault(s.node, {}), state.task_resources(s.task))
