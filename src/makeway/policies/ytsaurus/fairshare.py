@@ -174,10 +174,9 @@ def op_fsbs_batch(usage: np.ndarray, demand: np.ndarray) -> list[PLF]:
     vb = usage[:, None, :] + t[:, :, None] * a[:, None, :]
     xs = np.concatenate([sa, sb], axis=1)
     ys = np.concatenate([va, vb], axis=1)
-    out = []
-    for x, y in zip(xs.tolist(), ys.tolist()):
-        out.append(plf.clean(x + [1.0], y + [y[-1]]))
-    return out
+    xs = np.concatenate([xs, np.ones((n, 1))], axis=1)
+    ys = np.concatenate([ys, ys[:, -1:, :]], axis=1)
+    return [PLF(xs[i], ys[i]) for i in range(n)]
 
 
 def fit_factor_fn(curve: PLF, g: Vec, lim: Vec) -> tuple[list[float], list[float]]:
@@ -199,22 +198,20 @@ def pool_curve(mode: str, weights: list[float], kids: list[PLF], dim: int) -> PL
     if mode == "fifo":
         n = len(kids)
         for k, fn in enumerate(kids):
-            xs = [k + x for x in fn.xs]
-            ys = list(fn.ys)
-            parts.append(PLF([0.0] + xs + [float(n)], [ys[0]] + ys + [ys[-1]]))
+            parts.append(PLF(np.concatenate([[0.0], fn.ax + k, [float(n)]]),
+                             np.concatenate([fn.ay[:1], fn.ay, fn.ay[-1:]])))
         return plf.total_sum(parts, dim, float(n))
     wmin = min((w for w in weights if w > EPS), default=1.0)
     for w, fn in zip(weights, kids):
         k = w / wmin if w > EPS else 0.0
         if k <= 0:
-            parts.append(PLF([0.0, 1.0], [fn.ys[0], fn.ys[0]]))
+            parts.append(PLF(np.array([0.0, 1.0]), np.concatenate([fn.ay[:1], fn.ay[:1]])))
             continue
-        xs = [x / k for x in fn.xs]
-        ys = list(fn.ys)
+        xs = fn.ax / k
         if xs[-1] < 1.0:
-            xs.append(1.0)
-            ys.append(ys[-1])
-        parts.append(PLF(xs, ys))
+            parts.append(PLF(np.append(xs, 1.0), np.concatenate([fn.ay, fn.ay[-1:]])))
+        else:
+            parts.append(PLF(xs, fn.ay))
     return plf.total_sum(parts, dim, 1.0)
 
 
@@ -264,7 +261,7 @@ def compute(tree: Tree, node_caps: list[list[float]] | None = None,
         el = tree.elements[name]
         s = sugg[name]
         a = attrs[name]
-        a.fair_share = list(fsbs[name].left(s))
+        a.fair_share = [float(v) for v in fsbs[name].left(s)]
         if el.is_op or not el.children:
             continue
         fx, fv = ffs[name]
@@ -298,7 +295,7 @@ def _promised(tree: Tree, attrs: dict[str, Attrs], top: str, ffs, fsbs, orders) 
     while stack:
         name, s = stack.pop()
         el = tree.elements[name]
-        attrs[name].promised = list(fsbs[name].left(s))
+        attrs[name].promised = [float(v) for v in fsbs[name].left(s)]
         if el.is_op or not el.children:
             continue
         fx, fv = ffs[name]

@@ -15,14 +15,51 @@ import numpy as np
 Vec = list[float]
 
 
-@dataclass(slots=True)
 class PLF:
-    xs: list[float]
-    ys: list[Vec]
+    """x positions and value vectors, held as lists (small curves) or numpy arrays (large ones)."""
+
+    __slots__ = ("_xs", "_ys", "_ax", "_ay")
+
+    def __init__(self, xs, ys):
+        if isinstance(xs, np.ndarray):
+            self._ax, self._ay = xs, np.asarray(ys, dtype=float)
+            self._xs = self._ys = None
+        else:
+            self._xs, self._ys = xs, ys
+            self._ax = self._ay = None
+
+    @property
+    def xs(self) -> list[float]:
+        if self._xs is None:
+            self._xs = self._ax.tolist()
+        return self._xs
+
+    @property
+    def ys(self) -> list[Vec]:
+        if self._ys is None:
+            self._ys = self._ay.tolist()
+        return self._ys
+
+    @property
+    def ax(self) -> np.ndarray:
+        if self._ax is None:
+            self._ax = np.asarray(self._xs, dtype=float)
+        return self._ax
+
+    @property
+    def ay(self) -> np.ndarray:
+        if self._ay is None:
+            self._ay = np.asarray(self._ys, dtype=float).reshape(len(self._xs), -1)
+        return self._ay
+
+    def __len__(self) -> int:
+        return len(self._xs) if self._xs is not None else len(self._ax)
 
     def left(self, x: float) -> Vec:
         """Value at x (left-continuous), clamped to the domain."""
-        xs = self.xs
+        if self._xs is None:
+            return np_left_right(self._ax, self._ay, np.array([x]))[0][0].tolist()
+        xs = self._xs
         j = bisect_left(xs, x)
         if j == 0:
             return self.ys[0]
@@ -34,7 +71,9 @@ class PLF:
 
     def right(self, x: float) -> Vec:
         """Limit from the right at x (the last value at a jump)."""
-        xs = self.xs
+        if self._xs is None:
+            return np_left_right(self._ax, self._ay, np.array([x]))[1][0].tolist()
+        xs = self._xs
         j = bisect_right(xs, x)
         if j >= len(xs):
             return self.ys[-1]
@@ -46,7 +85,7 @@ class PLF:
 
     @property
     def end(self) -> float:
-        return self.xs[-1]
+        return self.xs[-1] if self._xs is not None else float(self._ax[-1])
 
 
 def _lerp(x0: float, y0: Vec, x1: float, y1: Vec, x: float) -> Vec:
@@ -107,8 +146,8 @@ def mff_component(f: PLF, r: int, g: float, lim: float) -> tuple[list[float], li
     s = 0 and s beyond the limit take the right end of a plateau, 0 < s <= L'-g' the left end,
     which is the left-continuity rule of SEMANTICS §2.4.
     """
-    if len(f.xs) >= LARGE:
-        return _np_mff(np.asarray(f.xs, dtype=float), np.asarray([y[r] for y in f.ys], dtype=float), g, lim)
+    if len(f) >= LARGE:
+        return _np_mff(f.ax, f.ay[:, r], g, lim)
     xs = f.xs
     yr = [y[r] for y in f.ys]
     # enforce monotonicity against rounding noise
@@ -137,8 +176,11 @@ def mff_component(f: PLF, r: int, g: float, lim: float) -> tuple[list[float], li
     return ss, vs
 
 
-def _eval1(xs: list[float], vs: list[float], x: float) -> tuple[float, float]:
+def _eval1(xs, vs, x: float) -> tuple[float, float]:
     """(left value, right value) of a scalar PL function with jumps."""
+    if isinstance(xs, np.ndarray):
+        lv, rv = np_left_right(xs, np.asarray(vs, dtype=float), np.array([x]))
+        return float(lv[0]), float(rv[0])
     j = bisect_left(xs, x)
     k = bisect_right(xs, x)
     if j >= len(xs):
@@ -157,6 +199,7 @@ def min_scalar(funcs: list[tuple[list[float], list[float]]]) -> tuple[list[float
         return funcs[0]
     if sum(len(xs) for xs, _ in funcs) >= LARGE:
         return _np_min(funcs)
+    funcs = [(list(xs), list(vs)) if isinstance(xs, np.ndarray) else (xs, vs) for xs, vs in funcs]
     pos = sorted({x for xs, _ in funcs for x in xs})
     lefts = []
     rights = []
@@ -200,8 +243,10 @@ def min_scalar(funcs: list[tuple[list[float], list[float]]]) -> tuple[list[float
 
 def compose(f: PLF, mx: list[float], mv: list[float]) -> PLF:
     """s -> F(M(s)) for monotone M (scalar PL with jumps) and F (vector PL with jumps)."""
-    if len(f.xs) + len(mx) >= LARGE:
+    if len(f) + len(mx) >= LARGE:
         return _np_compose(f, mx, mv)
+    if isinstance(mx, np.ndarray):
+        mx, mv = mx.tolist(), np.asarray(mv).tolist()
     fx = f.xs
     out_x: list[float] = [mx[0]]
     out_y: list[Vec] = [f.left(mv[0])]
@@ -249,18 +294,13 @@ def total_sum(parts: list[PLF], dim: int, end: float) -> PLF:
             xs.append(end)
             ys.append(ys[-1])
         return clean(xs, ys)
-    xl: list[float] = []
-    yl: list[Vec] = []
-    last: list[bool] = []
-    base = np.zeros(dim)
-    for p in parts:
-        xl.extend(p.xs)
-        yl.extend(p.ys)
-        last.extend([False] * (len(p.xs) - 1) + [True])
-        base += p.ys[0]
-    x = np.asarray(xl, dtype=float)
-    y = np.asarray(yl, dtype=float).reshape(len(xl), dim)
-    valid = ~np.asarray(last[:-1], dtype=bool)
+    x = np.concatenate([p.ax for p in parts])
+    y = np.concatenate([p.ay for p in parts]).reshape(len(x), dim)
+    lens = np.fromiter((len(p) for p in parts), dtype=np.int64, count=len(parts))
+    lastmask = np.zeros(len(x), dtype=bool)
+    lastmask[np.cumsum(lens) - 1] = True
+    base = np.add.reduce([p.ay[0] for p in parts])
+    valid = ~lastmask[:-1]
     dx = x[1:] - x[:-1]
     dy = y[1:] - y[:-1]
     lin = valid & (dx > 0)
@@ -279,18 +319,13 @@ def total_sum(parts: list[PLF], dim: int, end: float) -> PLF:
     left = base + np.vstack([np.zeros((1, dim)), np.cumsum(step, axis=0)])
     right = left + J
     has_jump = np.any(J != 0, axis=1)
-    ux = u.tolist()
-    lv = left.tolist()
-    rv = right.tolist()
-    xs_out: list[float] = []
-    ys_out: list[Vec] = []
-    for k in range(len(ux)):
-        xs_out.append(ux[k])
-        ys_out.append(lv[k])
-        if has_jump[k]:
-            xs_out.append(ux[k])
-            ys_out.append(rv[k])
-    return clean(xs_out, ys_out)
+    nk = len(u)
+    idx = np.concatenate([np.arange(nk), np.nonzero(has_jump)[0]])
+    sub = np.concatenate([np.zeros(nk), np.ones(int(has_jump.sum()))])
+    vals = np.concatenate([left, right[has_jump]])
+    order = np.lexsort((sub, idx))
+    xo, yo = np_clean(u[idx[order]], vals[order])
+    return PLF(xo, yo)
 
 
 # -- numpy paths for large curves (pools high in the tree), same semantics as the list code -------
@@ -368,16 +403,16 @@ def _np_mff(xs: np.ndarray, yr: np.ndarray, g: float, lim: float) -> tuple[list[
 
     if lp - gp <= 0.0:
         v = inv_right(lp)
-        return [0.0, 1.0], [v, v]
+        return np.array([0.0, 1.0]), np.array([v, v])
     mask = (yr > gp) & (yr < lp)
     span = lp - gp
-    ss = [0.0] + (yr[mask] - gp).tolist() + [span]
-    vs = [inv_right(gp)] + xs[mask].tolist() + [inv_left(lp)]
+    head_s, head_v = [0.0], [inv_right(gp)]
+    tail_s, tail_v = [span], [inv_left(lp)]
     if span < 1.0:
         tail = inv_right(lp)
-        ss.extend([span, 1.0])
-        vs.extend([tail, tail])
-    return ss, vs
+        tail_s += [span, 1.0]
+        tail_v += [tail, tail]
+    return (np.concatenate([head_s, yr[mask] - gp, tail_s]), np.concatenate([head_v, xs[mask], tail_v]))
 
 
 def _np_min(funcs: list[tuple[list[float], list[float]]]) -> tuple[list[float], list[float]]:
@@ -423,12 +458,12 @@ def _np_min(funcs: list[tuple[list[float], list[float]]]) -> tuple[list[float], 
     M = np.concatenate(keep)
     K, S, X, V = K[M], S[M], X[M], V[M]
     order = np.lexsort((S, K))
-    return X[order].tolist(), V[order].tolist()
+    return X[order], V[order]
 
 
 def _np_compose(f: PLF, mx: list[float], mv: list[float]) -> PLF:
-    fx = np.asarray(f.xs, dtype=float)
-    fy = np.asarray(f.ys, dtype=float)
+    fx = f.ax
+    fy = f.ay
     mxa = np.asarray(mx, dtype=float)
     mva = np.asarray(mv, dtype=float)
     s0, s1, m0, m1 = mxa[:-1], mxa[1:], mva[:-1], mva[1:]
@@ -475,4 +510,4 @@ def _np_compose(f: PLF, mx: list[float], mv: list[float]) -> PLF:
     tie = np.arange(len(K))
     order = np.lexsort((tie, S, K))
     x, y = np_clean(X[order], Y[order])
-    return PLF(x.tolist(), y.tolist())
+    return PLF(x, y)
