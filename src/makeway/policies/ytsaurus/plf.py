@@ -58,7 +58,16 @@ class PLF:
     def left(self, x: float) -> Vec:
         """Value at x (left-continuous), clamped to the domain."""
         if self._xs is None:
-            return np_left_right(self._ax, self._ay, np.array([x]))[0][0].tolist()
+            xa, ya = self._ax, self._ay
+            j = int(xa.searchsorted(x, "left"))
+            if j == 0:
+                return ya[0].tolist()
+            if j >= len(xa):
+                return ya[-1].tolist()
+            if xa[j] == x:
+                return ya[j].tolist()
+            x0, x1 = float(xa[j - 1]), float(xa[j])
+            return (ya[j - 1] + (ya[j] - ya[j - 1]) * ((x - x0) / (x1 - x0))).tolist()
         xs = self._xs
         j = bisect_left(xs, x)
         if j == 0:
@@ -72,7 +81,16 @@ class PLF:
     def right(self, x: float) -> Vec:
         """Limit from the right at x (the last value at a jump)."""
         if self._xs is None:
-            return np_left_right(self._ax, self._ay, np.array([x]))[1][0].tolist()
+            xa, ya = self._ax, self._ay
+            j = int(xa.searchsorted(x, "right"))
+            if j >= len(xa):
+                return ya[-1].tolist()
+            if j == 0:
+                return ya[0].tolist()
+            if xa[j - 1] == x:
+                return ya[j - 1].tolist()
+            x0, x1 = float(xa[j - 1]), float(xa[j])
+            return (ya[j - 1] + (ya[j] - ya[j - 1]) * ((x - x0) / (x1 - x0))).tolist()
         xs = self._xs
         j = bisect_right(xs, x)
         if j >= len(xs):
