@@ -237,7 +237,18 @@ class YTsaurusModel(PreemptionModel):
             self._account(state, pick, req, free, qusage, opusage, -1)
         if self.enabled and self.backoff.should_run(node, now):
             out.extend(self._preemptive(state, node, now, free, qusage, opusage, started))
+        if any(f < -1e-9 for f in free):
+            out.extend(self._overcommit(state, node))
         return out
+
+    def _overcommit(self, state: ClusterState, node: str) -> list[Decision]:
+        """Node usage above its limits (capacity shrank): keep oldest non-preemptible first (§6.7)."""
+        cap = self._vec(state.nodes[node].capacity)
+        victims = heartbeat.overcommit_victims(self._cands(state, node), cap)
+        return [Preempt(c.id, Reason("ytsaurus", "node-overcommit", f"node:{node}",
+                                     f"node {node} uses more than its capacity",
+                                     {"victim_status": c.status, "node_capacity": dict(zip(self.resources, cap))}))
+                for c in victims]
 
     def _account(self, state: ClusterState, wid: str, req: list[float], free: list[float],
                  qusage: dict[str, list[float]], opusage: dict[str, list[float]], sign: int,
