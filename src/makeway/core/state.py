@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator
 
+from makeway.core.node_index import FreeIndex
 from makeway.core.model import Allocation, Node, Queue, Workload, split_task_id, task_id
 from makeway.core.resources import Res, add_into, fits, sub
 
@@ -24,7 +25,8 @@ class ClusterState:
     __slots__ = ("resources", "queues", "nodes", "workloads", "pending", "allocations", "node_used",
                  "node_allocs", "queue_usage", "queue_allocs", "running", "finished_tasks",
                  "_seq", "_ancestors", "roots", "used_total", "freed_epoch", "config_epoch",
-                 "_capacity", "pending_res")
+                 "_capacity", "pending_res", "node_order",
+                 "_free_index")
 
     def __init__(self, resources: Iterable[str], queues: Iterable[Queue], nodes: Iterable[Node]):
         self.resources: tuple[str, ...] = tuple(resources)
@@ -56,6 +58,8 @@ class ClusterState:
             if n.name in self.nodes:
                 raise StateError(f"duplicate node {n.name!r}")
             self.nodes[n.name] = n
+        self.node_order: dict[str, int] = {n: i for i, n in enumerate(self.nodes)}
+        self._free_index: FreeIndex | None = None
         self.workloads: dict[str, Workload] = {}
         self.pending: dict[str, dict[str, None]] = {}
         self.pending_res: dict[str, Res] = {}
@@ -89,6 +93,25 @@ class ClusterState:
 
     def node_free(self, node: str) -> Res:
         return sub(self.nodes[node].capacity, self.node_used[node])
+
+    def free_index(self) -> FreeIndex:
+        """The first-fit index over free node capacity, built on first use and then kept current."""
+        if self._free_index is None:
+            self._free_index = FreeIndex(self.resources, [
+                sub(n.capacity, self.node_used[name]) if n.schedulable else None  # type: ignore[misc]
+                for name, n in self.nodes.items()])
+        return self._free_index
+
+    def _index_node(self, node: str) -> None:
+        if self._free_index is not None:
+            n = self.nodes[node]
+            self._free_index.set(self.node_order[node], sub(n.capacity, self.node_used[node]) if n.schedulable else None)
+
+    def set_schedulable(self, node: str, schedulable: bool) -> None:
+        self.nodes[node].schedulable = schedulable
+        self._index_node(node)
+        if schedulable:
+            self.freed_epoch += 1
 
     def fits_node(self, request: Res, node: str) -> bool:
         n = self.nodes[node]
@@ -158,6 +181,7 @@ class ClusterState:
         self.allocations[tid] = alloc
         add_into(self.node_used[node], res)
         add_into(self.used_total, res)
+        self._index_node(node)
         self.node_allocs[node][tid] = None
         for q in self._ancestors[wl.queue]:
             add_into(self.queue_usage[q], res)
@@ -173,6 +197,7 @@ class ClusterState:
         add_into(self.node_used[alloc.node], alloc.resources, -1)
         add_into(self.used_total, alloc.resources, -1)
         self.freed_epoch += 1
+        self._index_node(alloc.node)
         del self.node_allocs[alloc.node][tid]
         for q in self._ancestors[alloc.queue]:
             add_into(self.queue_usage[q], alloc.resources, -1)

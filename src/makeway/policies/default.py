@@ -32,8 +32,10 @@ def first_fit(state: ClusterState, tasks: list[str], extra_used: dict[str, Res] 
     request resume the search where the previous one landed: nodes before it did not fit that
     request and have only filled up since, so a gang of n tasks costs O(n + nodes), not O(n x nodes).
     """
+    if nodes is None:
+        return _indexed_first_fit(state, tasks, extra_used)
     promised: dict[str, Res] = {n: dict(r) for n, r in (extra_used or {}).items()}
-    node_names = list(state.nodes) if nodes is None else list(nodes)
+    node_names = list(nodes)
     all_nodes, used_by = state.nodes, state.node_used
     out: list[Start] = []
     last_req: Res | None = None
@@ -63,6 +65,34 @@ def first_fit(state: ClusterState, tasks: list[str], extra_used: dict[str, Res] 
         if not placed:
             return None
         last_req, resume = req, i
+    return out
+
+
+def _indexed_first_fit(state: ClusterState, tasks: list[str], extra_used: dict[str, Res] | None) -> list[Start] | None:
+    """First fit over all nodes through the state's free-capacity index; same answer as a scan.
+
+    The index knows what the state holds; nodes promised earlier in this step are checked by
+    hand and, if the promise makes them too full, the search resumes after them.
+    """
+    index = state.free_index()
+    names = list(state.nodes)
+    promised: dict[str, Res] = {n: dict(r) for n, r in (extra_used or {}).items()}
+    out: list[Start] = []
+    for tid in tasks:
+        req = state.task_resources(tid)
+        i = 0
+        while True:
+            i = index.first_fit(req, i)
+            if i is None:
+                return None
+            n = names[i]
+            extra = promised.get(n)
+            if extra is None or all(v <= 0 or state.node_used[n].get(k, 0) + extra.get(k, 0) + v
+                                    <= state.nodes[n].capacity.get(k, 0) + 1e-9 for k, v in req.items()):
+                break
+            i += 1
+        add_into(promised.setdefault(n, {}), req)
+        out.append(Start(tid, n))
     return out
 
 

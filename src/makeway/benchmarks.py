@@ -1,0 +1,291 @@
+"""Named benchmark scenarios behind ``makeway bench``.
+
+Each scenario builds its cluster and workload in memory (deterministic seeds), runs the real
+simulator or model code, and returns figures as ``{"metric", "value", "unit", "target"}``. Targets
+come from issue 7 and ``../shared/background/performance-anchors.md``; a figure is reported as it
+was measured, met or not. ``quick`` shrinks the scenarios so the whole set runs in under 2 minutes.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib.util
+import random
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any, Callable
+
+from makeway.core.model import Node, Queue, TaskGroup, Workload
+from makeway.core.policy import PreemptionModel, load_model
+from makeway.core.state import ClusterState
+from makeway.sim.engine import SimOptions, simulate
+
+Figure = dict[str, Any]
+
+
+def figure(metric: str, value: float, unit: str, target: float | None, **extra: Any) -> Figure:
+    return {"metric": metric, "value": round(value, 4), "unit": unit, "target": target, **extra}
+
+
+# -- Kueue performance-test baseline (../shared/traces/kueue-perf/baseline) -------------------------
+
+KUEUE_BASELINE_SETS = (  # (class, count per CQ, creation interval s, runtime s, priority, cpu request)
+    ("small", 350, 0.1, 0.2, 50, 1),
+    ("medium", 100, 0.5, 0.5, 100, 5),
+    ("large", 50, 1.2, 1.0, 200, 20),
+)
+
+
+def kueue_baseline(cohorts: int = 5, cqs_per_cohort: int = 6, scale: float = 1.0) -> tuple[ClusterState, list[Workload]]:
+    """30 ClusterQueues in 5 cohorts (nominal 20 cpu, borrowing limit 100, reclaim Any, within
+    LowerPriority), 15,000 single-pod workloads arriving on the generator's fixed intervals."""
+    queues: list[Queue] = []
+    for c in range(cohorts):
+        cohort = f"cohort-{c}"
+        queues.append(Queue(cohort, settings={"kind": "Cohort"}))
+        for i in range(cqs_per_cohort):
+            queues.append(Queue(f"cq-0-{i}-{cohort}", cohort, settings={
+                "kind": "ClusterQueue",
+                "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+                    {"name": "rf", "resources": [{"name": "cpu", "nominalQuota": 20, "borrowingLimit": 100}]}]}],
+                "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}}))
+    total_quota = 20 * cohorts * cqs_per_cohort
+    nodes = [Node(f"node-{i}", {"cpu": total_quota // 10}, {"flavor": "rf"}) for i in range(10)]
+    workloads = []
+    for q in queues:
+        if q.parent is None:
+            continue
+        for cls, count, every, runtime, prio, cpu in KUEUE_BASELINE_SETS:
+            for k in range(1, int(count * scale) + 1):
+                workloads.append(Workload(f"{q.name}/{cls}-{k}", q.name, round(k * every, 3), runtime,
+                                          (TaskGroup(1, {"cpu": cpu}),), prio))
+    workloads.sort(key=lambda w: (w.submit, w.id))
+    return ClusterState(["cpu"], queues, nodes), workloads
+
+
+def bench_kueue_baseline(quick: bool) -> list[Figure]:
+    state, workloads = kueue_baseline(scale=0.2 if quick else 1.0)
+    model = load_model("kueue", {})
+    t0 = time.perf_counter()
+    rec = simulate(state, model, workloads, options=SimOptions())
+    wall = time.perf_counter() - t0
+    waits: dict[str, list[float]] = {}
+    for w, start in rec.first_start.items():
+        waits.setdefault(w.rsplit("/", 1)[1].split("-")[0], []).append(start - rec.submit_t[w])
+    extra = {f"avg_admission_s_{cls}": round(sum(v) / len(v), 3) for cls, v in sorted(waits.items())}
+    return [figure("kueue_baseline_wall_s", wall, "s", 2.0, workloads=len(workloads),
+                   finished=len(rec.finish_t), preemptions=rec.preemptions,
+                   simulated_s=round(rec.last_t, 1), **extra)]
+
+
+# -- throughput on 1,000 nodes -------------------------------------------------------------------------
+
+def synthetic_cluster(nodes: int, queues: int) -> ClusterState:
+    qs = [Queue("root")] + [Queue(f"q{i}", "root", guaranteed={"cpu": nodes * 32 // queues},
+                                  settings={"kind": "ClusterQueue"}) for i in range(queues)]
+    return ClusterState(["cpu", "memory"], qs,
+                        [Node(f"n{i}", {"cpu": 32, "memory": 128 * 2**30}, {"flavor": "default"}) for i in range(nodes)])
+
+
+def synthetic_jobs(n: int, nodes: int, queues: int, seed: int = 11, load: float = 0.8) -> list[Workload]:
+    """Single-task jobs of 1-8 cpu; arrivals paced so offered load is about ``load`` of the cluster."""
+    rng = random.Random(seed)
+    mean_cpu, mean_run = 4.5, 300.0
+    rate = load * nodes * 32 / (mean_cpu * mean_run)
+    t, out = 0.0, []
+    for i in range(n):
+        t += rng.expovariate(rate)
+        cpu = rng.randint(1, 8)
+        out.append(Workload(f"j{i}", f"q{i % queues}", round(t, 3), round(rng.uniform(60, 540), 1),
+                            (TaskGroup(1, {"cpu": cpu, "memory": cpu * 4 * 2**30}),), rng.choice((0, 0, 0, 100))))
+    return out
+
+
+def _throughput(model: PreemptionModel, n: int, nodes: int = 1000, queues: int = 10) -> tuple[float, Any]:
+    state = synthetic_cluster(nodes, queues)
+    jobs = synthetic_jobs(n, nodes, queues)
+    gc.collect()
+    t0 = time.perf_counter()
+    rec = simulate(state, model, iter(jobs), options=SimOptions(), streamed=True)
+    wall = time.perf_counter() - t0
+    return len(rec.finish_t) / wall, rec
+
+
+def bench_throughput_no_preemption(quick: bool) -> list[Figure]:
+    n = 20_000 if quick else 100_000
+    rate, rec = _throughput(load_model("none"), n)
+    return [figure("jobs_per_s_no_preemption", rate, "jobs/s", 100_000, jobs=n, nodes=1000,
+                   finished=len(rec.finish_t))]
+
+
+def bench_throughput_preemption(quick: bool) -> list[Figure]:
+    """The same cluster and arrivals under YuniKorn, whose high-priority asks preempt across queues."""
+    n = 5_000 if quick else 30_000
+    state = synthetic_cluster(1000, 10)
+    for q in state.queues.values():
+        if q.parent:
+            q.settings = {"properties": {"preemption.delay": "0s"}}
+    jobs = synthetic_jobs(n, 1000, 10, load=1.3)
+    model = load_model("yunikorn", {})
+    gc.collect()
+    t0 = time.perf_counter()
+    rec = simulate(state, model, iter(jobs), options=SimOptions(), streamed=True)
+    wall = time.perf_counter() - t0
+    return [figure("jobs_per_s_preemption", len(rec.finish_t) / wall, "jobs/s", 30_000, jobs=n, nodes=1000,
+                   model="yunikorn", preemptions=rec.preemptions, finished=len(rec.finish_t))]
+
+
+# -- one preemption decision among 10,000 admitted workloads ---------------------------------------------
+
+def bench_preemption_decision(quick: bool) -> list[Figure]:
+    """Kueue: a cohort tree (1 root cohort, 10 cohorts, 100 ClusterQueues) with 10,000 admitted
+    workloads; each sample is one scheduling decision of a high-priority workload that must preempt."""
+    admitted = 2_000 if quick else 10_000
+    samples = 20 if quick else 50
+    cohorts, cqs = 10, 100
+    queues = [Queue("org", settings={"kind": "Cohort"})]
+    for c in range(cohorts):
+        queues.append(Queue(f"c{c}", "org", settings={"kind": "Cohort"}))
+    for i in range(cqs):
+        queues.append(Queue(f"cq{i}", f"c{i % cohorts}", settings={
+            "kind": "ClusterQueue",
+            "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+                {"name": "default", "resources": [{"name": "cpu", "nominalQuota": admitted // cqs}]}]}],
+            "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}}))
+    nodes = [Node(f"n{i}", {"cpu": admitted // 100}, {"flavor": "default"}) for i in range(100)]
+    state = ClusterState(["cpu"], queues, nodes)
+    rng = random.Random(5)
+    node_names = list(state.nodes)
+    for k in range(admitted):
+        wl = Workload(f"w{k}", f"cq{k % cqs}", float(k), 1e9, (TaskGroup(1, {"cpu": 1}),), rng.randint(0, 9))
+        state.submit(wl)
+        state.start(f"w{k}/0/0", node_names[k % 100], float(k))
+    model = load_model("kueue", {})
+    model.bind(state)
+    times = []
+    for s in range(samples):
+        wl = Workload(f"p{s}", f"cq{(s * 7) % cqs}", float(admitted + s), 10.0, (TaskGroup(1, {"cpu": 3}),), 100)
+        state.submit(wl)
+        t0 = time.perf_counter()
+        decisions = model.schedule(state, float(admitted + s))
+        times.append((time.perf_counter() - t0) * 1000)
+        del state.pending[wl.id], state.pending_res[wl.id], state.workloads[wl.id], state.running[wl.id]
+        assert any(type(d).__name__ == "Preempt" for d in decisions), "the preemptor found no victims"
+    times.sort()
+    p99 = times[min(len(times) - 1, int(0.99 * len(times)))]
+    return [figure("preemption_decision_p99_ms", p99, "ms", 1.0, admitted=admitted, samples=samples,
+                   median_ms=round(times[len(times) // 2], 3), model="kueue")]
+
+
+# -- memory per simulated job -------------------------------------------------------------------------------
+
+def bench_memory(quick: bool) -> list[Figure]:
+    n = 5_000 if quick else 20_000
+    state = synthetic_cluster(200, 10)
+    jobs = synthetic_jobs(n, 200, 10)
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    rec = simulate(state, load_model("none"), iter(jobs), options=SimOptions(), streamed=True)
+    peak = tracemalloc.get_traced_memory()[1] - base
+    tracemalloc.stop()
+    del rec
+    # the input list is the caller's; count what the simulation itself kept per job
+    return [figure("bytes_per_job", peak / n, "bytes", 1024, jobs=n)]
+
+
+# -- YTsaurus fair share update ---------------------------------------------------------------------------
+
+def _bench_file(name: str) -> Any | None:
+    """Benchmarks that live beside the checkout under bench/ (run from the repository)."""
+    for base in (Path.cwd(), Path(__file__).resolve().parents[2]):
+        p = base / "bench" / name
+        if p.is_file():
+            spec = importlib.util.spec_from_file_location(p.stem, p)
+            mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+            spec.loader.exec_module(mod)  # type: ignore[union-attr]
+            return mod
+    return None
+
+
+def bench_ytsaurus_fair_share(quick: bool) -> list[Figure]:
+    mod = _bench_file("bench_ytsaurus_fair_share.py")
+    if mod is None:
+        return [figure("ytsaurus_fair_share_update_ms", float("nan"), "ms", 100, note="bench/ not found")]
+    return mod.run(quick)
+
+
+# -- SWF trace under FIFO and EASY backfilling --------------------------------------------------------------
+
+def _shared() -> Path | None:
+    for base in (Path.cwd(), Path(__file__).resolve().parents[2]):
+        p = (base / ".." / "shared" / "traces" / "swf" / "KTH-SP2-1996-2.1-cln.swf.gz").resolve()
+        if p.is_file():
+            return p
+    return None
+
+
+def bench_swf(quick: bool) -> list[Figure]:
+    from makeway.config import build_state, parse_config
+    from makeway.sim.importers import cluster_from_trace, read_trace
+    from makeway.sim.trace import workload_from_record
+
+    path = _shared()
+    if path is None:
+        return []
+    limit = 3_000 if quick else 28_476
+    out = []
+    for model in ("fifo-strict", "easy-backfill"):
+        cfg = parse_config(cluster_from_trace(path, "swf"), "swf")
+        state = build_state(cfg)
+        recs = []
+        for rec in read_trace(path, "swf"):
+            recs.append(workload_from_record(rec))
+            if len(recs) >= limit:
+                break
+        t0 = time.perf_counter()
+        res = simulate(state, load_model(model), iter(recs), options=SimOptions(), streamed=True)
+        wall = time.perf_counter() - t0
+        s = res.summary()
+        out.append(figure(f"swf_kth_{model.replace('-', '_')}_jobs_per_s", len(res.finish_t) / wall, "jobs/s", None,
+                          jobs=len(recs), wait_mean_s=round(s["wait_mean_s"], 1),
+                          utilisation_cpu=round(s["utilisation"].get("cpu", 0), 3)))
+    return out
+
+
+# -- YTsaurus at scale -----------------------------------------------------------------------------------
+
+def bench_ytsaurus_cluster(quick: bool) -> list[Figure]:
+    """Heartbeat-driven YTsaurus model on a large cluster; quick mode is a tenth of the size."""
+    nodes, queues, ops, tasks_per_op = (1000, 100, 2_000, 5) if quick else (10_000, 1_000, 20_000, 50)
+    qs = [Queue("root")] + [Queue(f"p{i}", "root", weight=1 + i % 3) for i in range(queues)]
+    state = ClusterState(["cpu", "memory"], qs,
+                         [Node(f"n{i}", {"cpu": 32, "memory": 128 * 2**30}) for i in range(nodes)])
+    rng = random.Random(3)
+    jobs = []
+    t = 0.0
+    for i in range(ops):
+        t += rng.expovariate(ops / 600)
+        jobs.append(Workload(f"op{i}", f"p{i % queues}", round(t, 3), rng.uniform(30, 300),
+                             (TaskGroup(tasks_per_op, {"cpu": rng.randint(1, 4), "memory": 4 * 2**30}),)))
+    model = load_model("ytsaurus", {})
+    t0 = time.perf_counter()
+    rec = simulate(state, model, iter(jobs), options=SimOptions(horizon=1200.0), streamed=True)
+    wall = time.perf_counter() - t0
+    started = sum(1 for _ in rec.first_start)
+    return [figure("ytsaurus_cluster_tasks_per_s", ops * tasks_per_op / wall, "tasks/s", None, nodes=nodes,
+                   pools=queues, operations=ops, tasks=ops * tasks_per_op, started_operations=started,
+                   preemptions=rec.preemptions, wall_s=round(wall, 2))]
+
+
+SCENARIOS: dict[str, Callable[[bool], list[Figure]]] = {
+    "kueue-baseline": bench_kueue_baseline,
+    "throughput": bench_throughput_no_preemption,
+    "throughput-preemption": bench_throughput_preemption,
+    "preemption-decision": bench_preemption_decision,
+    "memory": bench_memory,
+    "ytsaurus-fair-share": bench_ytsaurus_fair_share,
+    "swf-fifo-easy": bench_swf,
+    "ytsaurus-cluster": bench_ytsaurus_cluster,
+}

@@ -1,0 +1,83 @@
+"""An index of free node capacity that answers "first node, in node order, where this request fits".
+
+A max segment tree per declared resource over the node list: a subtree whose largest free amount
+of some resource is below the request cannot hold a fitting node and is skipped. The per-resource
+maxima are a necessary condition only (the maxima may sit on different nodes), so the search
+descends and backtracks; on real clusters that is a handful of steps instead of a scan of every
+node. Updates cost O(resources x log nodes) per start or end.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+_NEG = float("-inf")
+
+
+class FreeIndex:
+    __slots__ = ("resources", "size", "trees", "n")
+
+    def __init__(self, resources: tuple[str, ...], free: list[Mapping[str, float]]):
+        self.resources = resources
+        self.n = len(free)
+        size = 1
+        while size < max(1, self.n):
+            size *= 2
+        self.size = size
+        self.trees: dict[str, list[float]] = {}
+        for r in resources:
+            t = [_NEG] * (2 * size)
+            for i, f in enumerate(free):
+                t[size + i] = f.get(r, 0)
+            for i in range(size - 1, 0, -1):
+                a, b = t[2 * i], t[2 * i + 1]
+                t[i] = a if a > b else b
+            self.trees[r] = t
+
+    def set(self, i: int, free: Mapping[str, float] | None) -> None:
+        """Node ``i`` now has ``free`` resources (``None``: it takes nothing, e.g. unschedulable)."""
+        size = self.size
+        for r, t in self.trees.items():
+            j = size + i
+            t[j] = _NEG if free is None else free.get(r, 0)
+            j >>= 1
+            while j:
+                a, b = t[2 * j], t[2 * j + 1]
+                m = a if a > b else b
+                if t[j] == m:
+                    break
+                t[j] = m
+                j >>= 1
+
+    def first_fit(self, request: Mapping[str, float], start: int = 0) -> int | None:
+        """The smallest node index >= ``start`` whose free amounts cover ``request``, or None."""
+        need = []
+        for r, v in request.items():
+            if v > 0:
+                t = self.trees.get(r)
+                if t is None:
+                    return None
+                need.append((t, v - 1e-9))
+        if not need and self.trees:
+            need.append((next(iter(self.trees.values())), _NEG / 2))  # only excludes unschedulable nodes
+        if start >= self.n:
+            return None
+        size = self.size
+        stack = [(1, 0, size)]
+        while stack:
+            node, lo, hi = stack.pop()
+            if hi <= start:
+                continue
+            ok = True
+            for t, v in need:
+                if t[node] < v:
+                    ok = False
+                    break
+            if not ok:
+                continue
+            if node >= size:
+                return lo
+            mid = (lo + hi) // 2
+            stack.append((2 * node + 1, mid, hi))
+            stack.append((2 * node, lo, mid))
+        return None
