@@ -59,7 +59,7 @@ class FreeIndex:
                     return None
                 need.append((t, v - 1e-9))
         if not need and self.trees:
-            need.append((next(iter(self.trees.values())), _NEG / 2))  # only excludes unschedulable nodes
+            need.append((next(iter(self.trees.values())), -1e300))  # only excludes unschedulable nodes
         if start >= self.n:
             return None
         size = self.size
