@@ -360,7 +360,9 @@ def _truncate_fifo(tree: Tree, attrs: dict[str, Attrs]) -> None:
 # -- satisfaction and status -------------------------------------------------------------------
 
 def blocked(fair: Vec, demand: Vec) -> list[bool]:
-    return [f >= d for f, d in zip(fair, demand)]
+    """Resources the element does not want more of. Comparisons allow 1e-9 of rounding noise, so a
+    fair share of 0.8000000000000003 against a usage of 0.8 is not "strictly above"."""
+    return [f + EPS >= d for f, d in zip(fair, demand)]
 
 
 def local_satisfaction(usage: Vec, fair: Vec, demand: Vec) -> float:
@@ -387,8 +389,8 @@ def local_satisfaction(usage: Vec, fair: Vec, demand: Vec) -> float:
 
 def strictly_dominates_non_blocked(bound: Vec, usage: Vec, bl: list[bool]) -> bool:
     if all(bl):
-        return any(b > u for b, u in zip(bound, usage))
-    return all(b > u for b, u, x in zip(bound, usage, bl) if not x)
+        return any(b > u + EPS for b, u in zip(bound, usage))
+    return all(b > u + EPS for b, u, x in zip(bound, usage, bl) if not x)
 
 
 def element_status(fair: Vec, demand: Vec, usage: Vec, tolerance: float, is_op: bool) -> str:

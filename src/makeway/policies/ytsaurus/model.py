@@ -63,6 +63,7 @@ class YTsaurusModel(PreemptionModel):
         self.status: dict[str, str] = {}       # allocation id -> preemption status
         self.grace: dict[str, float] = {}      # allocation id -> timeout chosen at preemption
         self.dirty = True
+        self._sig: dict[str, tuple[int, int]] = {}
         ig = s.get("integral_guarantees") or {}
         self.integral = integral.IntegralConfig(
             float(ig.get("smooth_period", 60.0)), float(ig.get("pool_capacity_saturation_period", 86400.0)),
@@ -76,7 +77,18 @@ class YTsaurusModel(PreemptionModel):
     def schedule(self, state: ClusterState, now: float) -> list[Decision]:
         if self.snap is None or self.dirty or now >= self.snap.time + self.update_period - 1e-9:
             return self.update(state, now)
+        self._refresh(state)
         return []
+
+    def _refresh(self, state: ClusterState) -> None:
+        """Re-run the prefix rule for operations whose allocations started or ended since last time."""
+        snap = self.snap
+        if snap is None:
+            return
+        for wid in snap.published:
+            sig = (len(state.running.get(wid) or ()), len(state.pending.get(wid) or ()))
+            if self._sig.get(wid) != sig:
+                self.reclassify(state, wid)
 
     def on_config_change(self, state: ClusterState, queue: str, old: Queue, now: float) -> list[Decision]:
         self.dirty = True
@@ -178,6 +190,7 @@ class YTsaurusModel(PreemptionModel):
             if not a.preemptible:
                 out[a.id] = NP
         self.status.update(out)
+        self._sig[wid] = (len(allocs), len(state.pending.get(wid) or ()))
 
     # -- heartbeat --------------------------------------------------------------------------------
 
@@ -201,7 +214,9 @@ class YTsaurusModel(PreemptionModel):
     def _sat(self, wid: str, usage: dict[str, list[float]]) -> float:
         snap = self.snap
         assert snap is not None
-        a = snap.result.attrs[wid]
+        a = snap.result.attrs.get(wid)
+        if a is None:  # submitted after the last update: no fair share yet
+            return fairshare.INF_SAT
         return fairshare.local_satisfaction(snap.tree.share(usage[wid]), a.fair_share, a.demand_share)
 
     def _graceful(self, state: ClusterState, wid: str) -> bool:
@@ -211,12 +226,13 @@ class YTsaurusModel(PreemptionModel):
         snap = self.snap
         if snap is None or not state.nodes[node].schedulable:
             return []
+        self._refresh(state)
         out: list[Decision] = []
         out.extend(self._graceful_stage(state, node))
         cap = self._vec(state.nodes[node].capacity)
         used = self._vec(state.node_used[node])
         qusage = self._usage_vecs(state)
-        opusage = {w: list(snap.tree.elements[w].usage) for w in snap.published}
+        opusage = _LiveUsage(self, state)
         started: set[str] = set()
         # regular stage
         free = [c - u for c, u in zip(cap, used)]
@@ -393,6 +409,26 @@ class YTsaurusModel(PreemptionModel):
                     return True
             return False
         return violates
+
+
+class _LiveUsage(dict):
+    """Current usage vector per operation, computed on first use during one heartbeat."""
+
+    def __init__(self, model: YTsaurusModel, state: ClusterState):
+        super().__init__()
+        self.model, self.state = model, state
+
+    def __missing__(self, wid: str) -> list[float]:
+        v = [0.0] * len(self.model.resources)
+        for tid in self.state.running.get(wid) or ():
+            res = self.state.allocations[tid].resources
+            for k, r in enumerate(self.model.resources):
+                v[k] += float(res.get(r, 0))
+        self[wid] = v
+        return v
+
+    def __contains__(self, wid: object) -> bool:
+        return wid in self.state.workloads
 
 
 __all__ = ["YTsaurusModel", "AP", "NP", "P"]
