@@ -80,12 +80,8 @@ def best_fit(state: ClusterState, tasks: list[str], extra_used: dict[str, Res] |
     return out
 
 
-def gang_fits(state: ClusterState, tasks: list[str], extra_used: Mapping[str, Res]) -> bool:
-    """Whether all tasks fit given per-node ``extra_used`` (negative = released): fast first-fit test.
-
-    Identical tasks are counted per node (how many fit) instead of placed one by one; for tasks
-    taken in order this gives exactly the yes/no answer of ``first_fit``, in O(groups x nodes).
-    """
+def task_groups(state: ClusterState, tasks: Iterable[str]) -> list[tuple[Res, int]]:
+    """Consecutive identical requests folded into (request, count): a gang's shape."""
     groups: list[tuple[Res, int]] = []
     for tid in tasks:
         req = state.task_resources(tid)
@@ -93,18 +89,36 @@ def gang_fits(state: ClusterState, tasks: list[str], extra_used: Mapping[str, Re
             groups[-1] = (req, groups[-1][1] + 1)
         else:
             groups.append((req, 1))
+    return groups
+
+
+def gang_fits(state: ClusterState, tasks: list[str], extra_used: Mapping[str, Res]) -> bool:
+    """Whether all tasks fit given per-node ``extra_used`` (negative = released): fast first-fit test.
+
+    Identical tasks are counted per node (how many fit) instead of placed one by one; for tasks
+    taken in order this gives exactly the yes/no answer of ``first_fit``, in O(groups x nodes).
+    """
+    return groups_fit(state, task_groups(state, tasks), extra_used)
+
+
+def groups_fit(state: ClusterState, groups: list[tuple[Res, int]], extra_used: Mapping[str, Res]) -> bool:
     taken: dict[str, Res] = {}
+    empty: Res = {}
+    node_used = state.node_used
     for req, count in groups:
+        wanted = [(r, v) for r, v in req.items() if v > 0]
         left = count
         for name, node in state.nodes.items():
             if not node.schedulable:
                 continue
-            used, extra, mine, cap = state.node_used[name], extra_used.get(name, {}), taken.get(name, {}), node.capacity
+            used, extra, mine, cap = node_used[name], extra_used.get(name, empty), taken.get(name, empty), node.capacity
             k = math.inf
-            for r, v in req.items():
-                if v > 0:
-                    free = cap.get(r, 0) - used.get(r, 0) - extra.get(r, 0) - mine.get(r, 0)
-                    k = min(k, math.floor((free + _EPS) / v))
+            for r, v in wanted:
+                free = cap.get(r, 0) - used.get(r, 0) - extra.get(r, 0) - mine.get(r, 0)
+                if free + _EPS < v:
+                    k = 0
+                    break
+                k = min(k, math.floor((free + _EPS) / v))
             if k <= 0:
                 continue
             n = left if k == math.inf else min(left, int(k))
@@ -117,15 +131,15 @@ def gang_fits(state: ClusterState, tasks: list[str], extra_used: Mapping[str, Re
     return True
 
 
-def _free_total(state: ClusterState, extra_used: Mapping[str, Res]) -> Res:
-    """Free resources summed over schedulable nodes, given per-node ``extra_used``."""
-    out: Res = {}
-    for name, node in state.nodes.items():
-        if node.schedulable:
-            add_into(out, node.capacity)
-            add_into(out, state.node_used[name], -1)
-            if name in extra_used:
-                add_into(out, extra_used[name], -1)
+def _free_total(state: ClusterState, capacity: Res, extra_used: Mapping[str, Res]) -> Res:
+    """Free resources summed over all nodes given per-node ``extra_used``: an upper bound of what
+    any placement can use (unschedulable nodes count too), so it only ever serves to reject early.
+    Used = the roots' hierarchical queue usage, kept by the state: O(queues), not O(nodes)."""
+    out = dict(capacity)
+    for root in state.roots:
+        add_into(out, state.queue_usage[root], -1)
+    for res in extra_used.values():
+        add_into(out, res, -1)
     return out
 
 
@@ -148,7 +162,16 @@ class StrictFifo(PreemptionModel):
         self._empty_fit: dict[tuple[str, int], bool] = {}
         self._queue: list[tuple[float, str]] = []
         self._seen = 0
+        self._capacity: Res | None = None
         self.reservation: tuple[str, float] | None = None
+
+    def bind(self, state: ClusterState) -> None:
+        self._capacity = state.total_capacity()
+
+    def _free(self, state: ClusterState, extra_used: Mapping[str, Res]) -> Res:
+        if self._capacity is None:
+            self._capacity = state.total_capacity()
+        return _free_total(state, self._capacity, extra_used)
 
     def _order(self, state: ClusterState) -> Iterator[str]:
         """``fifo_order`` as a lazy iterator, kept incrementally between calls.
@@ -183,7 +206,9 @@ class StrictFifo(PreemptionModel):
     def _place(self, state: ClusterState, tasks: list[str], promised: dict[str, Res]) -> list[Start] | None:
         if self.placement == "best-fit":
             return best_fit(state, tasks, promised)
-        return first_fit(state, tasks, promised)
+        # The explicit node list selects first_fit's scanning path, which resumes within a gang;
+        # its indexed path restarts each task at node 0 and steps past promised nodes one by one.
+        return first_fit(state, tasks, promised, state.nodes)
 
     def _eligible(self, state: ClusterState, wl_id: str, decisions: list[Decision],
                   promised_queues: dict[str, Res]) -> tuple[list[str], Res] | None:
@@ -227,7 +252,7 @@ class StrictFifo(PreemptionModel):
         self.reservation = None
         order = self._order(state)
         head = None
-        free_now = _free_total(state, promised)
+        free_now = self._free(state, promised)
         for wl_id in order:
             got = self._eligible(state, wl_id, decisions, promised_queues)
             if got is None:
@@ -271,15 +296,18 @@ class EasyBackfill(StrictFifo):
                   promised: dict[str, Res], promised_queues: dict[str, Res], decisions: list[Decision],
                   started: list[tuple[str, list[Start]]]) -> None:
         head_tasks = list(state.pending[head])
-        shadow, at_shadow = self._shadow(state, now, head_tasks, promised, started)
+        head_groups = task_groups(state, head_tasks)
+        head_need = self._need(state, head, head_tasks)
+        shadow, at_shadow = self._shadow(state, now, head_groups, head_need, promised, started,
+                                         self._free(state, promised))
         if shadow is None:
             return
         self.reservation = (head, shadow)
         # Aggregate free space now and spare space at the shadow time: necessary conditions that
         # reject most candidates without a per-node placement.
-        free_now = _free_total(state, promised)
-        spare = _free_total(state, at_shadow)
-        add_into(spare, self._need(state, head, head_tasks), -1)
+        free_now = self._free(state, promised)
+        spare = self._free(state, at_shadow)
+        add_into(spare, head_need, -1)
         for wl_id in rest:
             wl = state.workloads[wl_id]
             ends = now + requested_time(wl)
@@ -299,14 +327,15 @@ class EasyBackfill(StrictFifo):
                 trial = {n: dict(r) for n, r in at_shadow.items()}
                 for s in starts:
                     add_into(trial.setdefault(s.node, {}), state.task_resources(s.task))
-                if not gang_fits(state, head_tasks, trial):
+                if not groups_fit(state, head_groups, trial):
                     continue
                 at_shadow = trial
             self._commit(state, wl_id, need, starts, promised, promised_queues, decisions, started)
 
     @staticmethod
-    def _shadow(state: ClusterState, now: float, head_tasks: list[str], promised: dict[str, Res],
-                started: Iterable[tuple[str, list[Start]]]) -> tuple[float | None, dict[str, Res]]:
+    def _shadow(state: ClusterState, now: float, head_groups: list[tuple[Res, int]], need: Res,
+                promised: dict[str, Res],
+                started: Iterable[tuple[str, list[Start]]], free_total: Res) -> tuple[float | None, dict[str, Res]]:
         """The head's shadow time and the per-node ``extra_used`` at that time (releases negative).
 
         Running work (and work started in this pass) is released in order of its expected end,
@@ -323,26 +352,16 @@ class EasyBackfill(StrictFifo):
                 base += 1
                 releases.append((end, base, s.node, state.task_resources(s.task)))
         releases.sort(key=lambda r: (r[0], r[1]))
-        need: Res = {}
-        for t in head_tasks:
-            add_into(need, state.task_resources(t))
         extra: dict[str, Res] = {n: dict(r) for n, r in promised.items()}
-        free_total: Res = {}
-        for name, node in state.nodes.items():
-            if node.schedulable:
-                add_into(free_total, node.capacity)
-                add_into(free_total, state.node_used[name], -1)
-                add_into(free_total, extra.get(name, {}), -1)
         i = 0
         while i < len(releases):
             t = releases[i][0]
             while i < len(releases) and releases[i][0] == t:
                 _, _, node, res = releases[i]
                 add_into(extra.setdefault(node, {}), res, -1)
-                if state.nodes[node].schedulable:
-                    add_into(free_total, res)
+                add_into(free_total, res)
                 i += 1
             if all(free_total.get(k, 0) + _EPS >= v for k, v in need.items() if v > 0) \
-                    and gang_fits(state, head_tasks, extra):
+                    and groups_fit(state, head_groups, extra):
                 return t, extra
         return None, extra
