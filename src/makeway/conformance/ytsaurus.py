@@ -12,7 +12,8 @@ from typing import Any
 
 from makeway.conformance.result import CaseResult
 from makeway.policies.ytsaurus import classify, fairshare, heartbeat, integral, starvation
-from makeway.policies.ytsaurus.classify import AP, NP, P
+from makeway.policies.ytsaurus.classify import P
+from makeway.policies.ytsaurus.schedule import pick_operation
 from makeway.policies.ytsaurus.tree import ROOT, Element, Tree
 
 RES = ("user_slots", "cpu", "gpu", "memory", "network")
@@ -337,17 +338,12 @@ def _scheduling_index(ctx: Ctx) -> dict[str, int]:
         active = [n for n in ops if pending[n] > 0]
         if not active:
             break
-        pick = heartbeat_pick(tree, active, sat)
+        pick = pick_operation(tree, set(active), sat)
         order[pick] = len(order)
         pending[pick] -= 1
         size = _alloc_size(ops[pick], tree)
         usage[pick] = [u + s for u, s in zip(usage[pick], size)]
     return order
-
-
-def heartbeat_pick(tree: Tree, active: list[str], sat) -> str:
-    from makeway.policies.ytsaurus.schedule import pick_operation
-    return pick_operation(tree, set(active), sat)
 
 
 def _alloc_size(op: dict, tree: Tree) -> list[float]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from makeway.policies.ytsaurus.classify import AP, NP, P, RANK
+from makeway.policies.ytsaurus.classify import AP, P, RANK
 from makeway.policies.ytsaurus.tree import ROOT, Tree
 
 STAGE_MIN_LEVEL = {"preemptive_aggressive": AP, "preemptive_normal": P}

@@ -325,7 +325,6 @@ class YTsaurusModel(PreemptionModel):
         cap = self._vec(state.nodes[node].capacity)
         out: list[Decision] = []
         all_cands = self._cands(state, node)
-        normal_ran = False
         for stage in heartbeat.STAGES:
             target = heartbeat.STAGE_PRIORITY[stage]
             cands = heartbeat.stage_candidates(all_cands, stage, self._blocked_for(state, stage))
@@ -345,8 +344,6 @@ class YTsaurusModel(PreemptionModel):
                     continue
                 chosen = (pick, tid)
                 break
-            if stage == "preemptive_normal":
-                normal_ran = True
             if chosen is None and stage != "preemptive_normal":
                 continue
             used_after = [c - f for c, f in zip(cap, free)]
@@ -374,7 +371,6 @@ class YTsaurusModel(PreemptionModel):
                     started.add(tid)
                     self._account(state, pick, req, free, qusage, opusage, -1)
                 break
-        _ = normal_ran
         return out
 
     def _timeout(self, state: ClusterState, wid: str) -> float:
