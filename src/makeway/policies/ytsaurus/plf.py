@@ -327,11 +327,12 @@ def total_sum(parts: list[PLF], dim: int, end: float) -> PLF:
     ev_x = np.concatenate([x[:-1][lin], x[1:][lin], x[:-1][jmp], [0.0, end]])
     ev_s = np.concatenate([slope, -slope, np.zeros((int(jmp.sum()) + 2, dim))])
     ev_j = np.concatenate([np.zeros((2 * int(lin.sum()), dim)), dy[jmp], np.zeros((2, dim))])
-    u, inv = np.unique(ev_x, return_inverse=True)
-    S = np.zeros((len(u), dim))
-    J = np.zeros((len(u), dim))
-    np.add.at(S, inv, ev_s)
-    np.add.at(J, inv, ev_j)
+    order = np.argsort(ev_x, kind="stable")
+    xs_sorted = ev_x[order]
+    starts = np.flatnonzero(np.concatenate([[True], xs_sorted[1:] != xs_sorted[:-1]]))
+    u = xs_sorted[starts]
+    S = np.add.reduceat(ev_s[order], starts, axis=0)
+    J = np.add.reduceat(ev_j[order], starts, axis=0)
     after = np.cumsum(S, axis=0)
     step = J[:-1] + after[:-1] * np.diff(u)[:, None]
     left = base + np.vstack([np.zeros((1, dim)), np.cumsum(step, axis=0)])
