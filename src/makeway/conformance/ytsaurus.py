@@ -22,7 +22,11 @@ RES = ("user_slots", "cpu", "gpu", "memory", "network")
 # -- building the tree ---------------------------------------------------------------------------
 
 def build_tree(inp: dict) -> Tree:
-    total = inp.get("totalResources") or {}
+    total = dict(inp.get("totalResources") or {})
+    if not total and inp.get("nodes"):  # cluster total = sum of node limits (SEMANTICS §1.1)
+        for n in inp["nodes"]:
+            for r, v in (n.get("resourceLimits") or {}).items():
+                total[r] = total.get(r, 0) + float(v)
     cfg = inp.get("config") or {}
     tree = Tree(RES, [float(total.get(r, 0) or 0) for r in RES], main_resource=cfg.get("mainResource", "cpu"))
     tree.add(Element(ROOT, None))
