@@ -344,3 +344,32 @@ def test_truncated_gzip_keeps_what_was_read(tmp_path):
     assert any("truncated or corrupt file" in w for w in stats.warnings)
     with pytest.raises(TraceError, match="truncated or corrupt"):
         list(read_trace(cut, strict=True))
+
+
+# -- properties --------------------------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+swf_rows = st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 5_000), st.integers(1, 64),
+                              st.sampled_from([0, 1, 5]), st.integers(-1, 3)), min_size=1, max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(swf_rows)
+def test_swf_any_order_gives_sorted_complete_records(tmp_path_factory, rows):
+    """Lines in any order: every job is a record (or dropped as cancelled before start), sorted."""
+    path = tmp_path_factory.mktemp("swf") / "p.swf"
+    header = "; MaxNodes: 64\n; MaxProcs: 64\n; Queue: 0 batch\n; Queue: 1 express\n"
+    lines = [f"{i + 1} {sub} 0 {run} {procs} -1 -1 {procs} {run + 60} -1 {status} 1 1 -1 {queue} -1 -1 -1"
+             for i, (sub, run, procs, status, queue) in enumerate(rows)]
+    path.write_text(header + "\n".join(lines) + "\n")
+    recs, stats = records(path)
+    cancelled = sum(1 for _, run, _, status, _ in rows if status == 5 and run == 0)
+    assert stats.records == len(recs) == len(rows) - cancelled
+    assert stats.dropped.get("cancelled before start", 0) == cancelled and stats.skipped == 0
+    assert [(r["submit"], int(r["id"])) for r in recs] == sorted((r["submit"], int(r["id"])) for r in recs)
+    cfg = cluster_from_trace(path)
+    assert {r["queue"] for r in recs} <= set(cfg["queues"])
+    users = cluster_from_trace(path, queue_by="user")
+    assert set(users["queues"]) == {"root", "user-1", "default"}

@@ -26,7 +26,7 @@ _READERS: dict[str, Callable[..., Iterator[dict[str, Any]]]] = {
     "alibaba": alibaba.read,
 }
 
-_CLUSTERS: dict[str, Callable[[Path], dict[str, Any] | None]] = {
+_CLUSTERS: dict[str, Callable[..., dict[str, Any] | None]] = {
     "swf": swf.cluster,
     "philly": philly.cluster,
     "alibaba": alibaba.cluster,
@@ -56,12 +56,21 @@ def read_trace(path: Path | str, fmt: str | None = None, *, strict: bool = False
         raise TraceError(f"{name}: bad option: {exc}") from None
 
 
-def cluster_from_trace(path: Path | str, fmt: str | None = None) -> dict[str, Any] | None:
-    """A makeway config dict for the cluster the trace describes, or None when it describes none."""
+def cluster_from_trace(path: Path | str, fmt: str | None = None, **options: Any) -> dict[str, Any] | None:
+    """A makeway config dict for the cluster the trace describes, or None when it describes none.
+
+    The config has model ``none``; its queues cover every queue the records of ``read_trace``
+    name (given the same ``options``, e.g. SWF ``queue_by``).
+    """
     p = Path(path)
     name = _format(p, fmt)
     build = _CLUSTERS.get(name)
-    return build(p) if build is not None else None
+    if build is None:
+        return None
+    try:
+        return build(p, **options)
+    except TypeError as exc:
+        raise TraceError(f"{name}: bad option: {exc}") from None
 
 
 __all__ = ["FORMATS", "ImportStats", "cluster_from_trace", "detect_format", "read_trace"]

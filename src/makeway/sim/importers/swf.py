@@ -232,7 +232,8 @@ def cluster(path: Path, *, queue_by: str = "auto") -> dict[str, Any] | None:
 
     Nodes: ``MaxNodes`` nodes of ``MaxProcs / MaxNodes`` cpus when that divides evenly, otherwise
     (no MaxNodes, or uneven) one pool node of ``MaxProcs`` cpus: SWF jobs ask for processors,
-    not nodes. Queues: ``root`` with one child per header queue/partition (or ``default``).
+    not nodes. Queues: ``root`` with one child per queue/partition the header names or a job uses,
+    plus ``default`` (one pass over the file for the numbers the header does not name).
     """
     hdr = read_header(path)
     procs = hdr.max_procs or hdr.max_nodes
@@ -247,9 +248,11 @@ def cluster(path: Path, *, queue_by: str = "auto") -> dict[str, Any] | None:
     if queue_by == "auto":
         names = [queue_name(hdr, n, -1) for n in sorted(hdr.queues)]
         names += [queue_name(hdr, -1, n) for n in sorted(hdr.partitions)]
+        used = {(row[10], row[11]) for row in _rows(path, quiet(path))}  # numbers the header may not name
+        names += sorted({queue_name(hdr, q, p) for q, p in used} - set(names) - {"default"})
     else:
         col = 8 if queue_by == "user" else 9
-        ids = {row[col] for row in _rows(path, Reporter(path, False, ImportStats())) if row[col] >= 0}
+        ids = {row[col] for row in _rows(path, quiet(path)) if row[col] >= 0}
         names = [f"{queue_by}-{i}" for i in sorted(ids)]
     for qname in names:
         queues[qname] = {"parent": "root"}
