@@ -143,6 +143,13 @@ def _free_total(state: ClusterState, capacity: Res, extra_used: Mapping[str, Res
     return out
 
 
+def _sum(vectors: Iterable[Res]) -> Res:
+    out: Res = {}
+    for v in vectors:
+        add_into(out, v)
+    return out
+
+
 def _covers(free: Res, need: Res) -> bool:
     return all(free.get(k, 0) + _EPS >= v for k, v in need.items() if v > 0)
 
@@ -324,9 +331,13 @@ class EasyBackfill(StrictFifo):
             add_into(free_now, need, -1)
             if ends > shadow + _EPS:
                 add_into(spare, need, -1)
-                trial = {n: dict(r) for n, r in at_shadow.items()}
+                trial = dict(at_shadow)  # shallow: only the candidate's nodes get new vectors
+                copied: set[str] = set()
                 for s in starts:
-                    add_into(trial.setdefault(s.node, {}), state.task_resources(s.task))
+                    if s.node not in copied:
+                        copied.add(s.node)
+                        trial[s.node] = dict(trial.get(s.node, {}))
+                    add_into(trial[s.node], state.task_resources(s.task))
                 if not groups_fit(state, head_groups, trial):
                     continue
                 at_shadow = trial
@@ -341,27 +352,41 @@ class EasyBackfill(StrictFifo):
         Running work (and work started in this pass) is released in order of its expected end,
         ``start + requested time`` (never before ``now``: overrunning work is expected any moment).
         """
-        releases: list[tuple[float, int, str, Res]] = []
-        for seq, alloc in enumerate(state.allocations.values()):
-            wl = state.workloads[alloc.workload]
-            releases.append((max(now, alloc.start + requested_time(wl)), seq, alloc.node, alloc.resources))
-        base = len(releases)
-        for wl_id, starts in started:
-            end = now + requested_time(state.workloads[wl_id])
-            for s in starts:
-                base += 1
-                releases.append((end, base, s.node, state.task_resources(s.task)))
-        releases.sort(key=lambda r: (r[0], r[1]))
+        # One release per workload (a gang starts and ends together): the aggregate test is
+        # O(workloads); per-node vectors are built only once the aggregate says the head may fit.
+        by_wl: dict[str, list[tuple[str, Res]]] = {}
+        first_start: dict[str, float] = {}
+        for alloc in state.allocations.values():
+            items = by_wl.get(alloc.workload)
+            if items is None:
+                items = by_wl[alloc.workload] = []
+                first_start[alloc.workload] = alloc.start
+            items.append((alloc.node, alloc.resources))
+        entries: list[tuple[float, int, Res, list[tuple[str, Res]]]] = []
+        for seq, (wl_id, items) in enumerate(by_wl.items()):
+            wl = state.workloads[wl_id]
+            total = wl.total() if len(items) == wl.task_count else _sum(r for _, r in items)
+            entries.append((max(now, first_start[wl_id] + requested_time(wl)), seq, total, items))
+        base = len(entries)
+        for seq, (wl_id, starts) in enumerate(started, base):
+            wl = state.workloads[wl_id]
+            items = [(st.node, state.task_resources(st.task)) for st in starts]
+            entries.append((now + requested_time(wl), seq, _sum(r for _, r in items), items))
+        entries.sort(key=lambda e: (e[0], e[1]))
         extra: dict[str, Res] = {n: dict(r) for n, r in promised.items()}
+        applied = 0
         i = 0
-        while i < len(releases):
-            t = releases[i][0]
-            while i < len(releases) and releases[i][0] == t:
-                _, _, node, res = releases[i]
-                add_into(extra.setdefault(node, {}), res, -1)
-                add_into(free_total, res)
+        while i < len(entries):
+            t = entries[i][0]
+            while i < len(entries) and entries[i][0] == t:
+                add_into(free_total, entries[i][2])
                 i += 1
-            if all(free_total.get(k, 0) + _EPS >= v for k, v in need.items() if v > 0) \
-                    and groups_fit(state, head_groups, extra):
+            if not _covers(free_total, need):
+                continue
+            for _, _, _, items in entries[applied:i]:
+                for node, res in items:
+                    add_into(extra.setdefault(node, {}), res, -1)
+            applied = i
+            if groups_fit(state, head_groups, extra):
                 return t, extra
         return None, extra
