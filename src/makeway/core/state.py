@@ -25,7 +25,7 @@ class ClusterState:
     __slots__ = ("resources", "queues", "nodes", "workloads", "pending", "allocations", "node_used",
                  "node_allocs", "queue_usage", "queue_allocs", "running", "finished_tasks",
                  "_seq", "_ancestors", "roots", "used_total", "freed_epoch", "config_epoch",
-                 "_capacity", "pending_res", "node_order",
+                 "_capacity", "pending_res", "node_order", "alloc_epoch", "submit_epoch",
                  "_free_index")
 
     def __init__(self, resources: Iterable[str], queues: Iterable[Queue], nodes: Iterable[Node]):
@@ -76,6 +76,10 @@ class ClusterState:
         # before either can only succeed after one of them moved, so models can skip re-trying.
         self.freed_epoch = 0
         self.config_epoch = 0
+        # Bumped on every start or end of an allocation / every submission or requeue: cheap
+        # "did anything change since I last looked?" checks for models that cache derived views.
+        self.alloc_epoch = 0
+        self.submit_epoch = 0
         self._capacity: Res | None = None
 
     # -- queries ----------------------------------------------------------------------------
@@ -159,6 +163,7 @@ class ClusterState:
         self.workloads[wl.id] = wl
         self.pending[wl.id] = dict.fromkeys(wl.task_ids())
         self.pending_res[wl.id] = wl.total()
+        self.submit_epoch += 1
         self.running[wl.id] = {}
 
     def start(self, tid: str, node: str, now: float) -> Allocation:
@@ -177,6 +182,7 @@ class ClusterState:
         else:
             add_into(self.pending_res[wl_id], res, -1)
         self._seq += 1
+        self.alloc_epoch += 1
         alloc = Allocation(tid, wl_id, wl.queue, node, res, now, wl.priority, wl.preemptible, False, self._seq)
         self.allocations[tid] = alloc
         add_into(self.node_used[node], res)
@@ -197,6 +203,7 @@ class ClusterState:
         add_into(self.node_used[alloc.node], alloc.resources, -1)
         add_into(self.used_total, alloc.resources, -1)
         self.freed_epoch += 1
+        self.alloc_epoch += 1
         self._index_node(alloc.node)
         del self.node_allocs[alloc.node][tid]
         for q in self._ancestors[alloc.queue]:
@@ -214,6 +221,7 @@ class ClusterState:
         """Put a preempted task back in its workload's pending set, keeping identity and submit time."""
         wl_id, _, _ = split_task_id(tid)
         self.pending.setdefault(wl_id, {})[tid] = None
+        self.submit_epoch += 1
         add_into(self.pending_res.setdefault(wl_id, {}), self.task_resources(tid))
 
     def mark_preempting(self, tid: str) -> None:
