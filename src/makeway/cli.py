@@ -332,6 +332,48 @@ def compare(
         typer.echo(f"wrote {output}")
 
 
+@app.command()
+def bench(
+    quick: bool = typer.Option(False, "--quick", help="smaller scenarios (whole set well under 2 minutes)"),
+    only: Optional[List[str]] = typer.Option(None, "--only", help="run only these scenarios (repeatable)"),
+    out: Path = typer.Option(Path("bench-results.json"), "--out", help="where to write the figures"),
+) -> None:
+    """Run the named benchmark scenarios; print a table of figures and write bench-results.json."""
+    import json
+    import time
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from makeway.benchmarks import SCENARIOS
+
+    names = list(only or SCENARIOS)
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown:
+        raise fail(f"--only: unknown scenario {unknown[0]!r} (known: {', '.join(SCENARIOS)})")
+    figures: list[dict] = []
+    console = Console(stderr=True)
+    for name in names:
+        t0 = time.perf_counter()
+        with console.status(f"bench {name}..."):
+            got = SCENARIOS[name](quick)
+        for f in got:
+            f.setdefault("scenario", name)
+        figures.extend(got)
+        console.log(f"{name}: {time.perf_counter() - t0:.1f} s")
+    table = Table(title=f"makeway bench{' --quick' if quick else ''}", title_justify="left")
+    for col in ("metric", "value", "unit", "target", "met"):
+        table.add_column(col, justify="right" if col in ("value", "target") else "left")
+    for f in figures:
+        target = f.get("target")
+        lower_is_better = f["unit"] in ("s", "ms", "bytes")
+        met = "" if target is None else ("yes" if (f["value"] <= target if lower_is_better else f["value"] >= target) else "no")
+        table.add_row(f["metric"], f"{f['value']:,.4g}", f["unit"], "-" if target is None else f"{target:,}", met)
+    Console().print(table)
+    out.write_text(json.dumps(figures, indent=1))
+    typer.echo(f"wrote {out}")
+
+
 IMPORTERS = ("kueue", "yunikorn", "ytsaurus", "symphony")
 
 
