@@ -101,17 +101,21 @@ def gang_fits(state: ClusterState, tasks: list[str], extra_used: Mapping[str, Re
     return groups_fit(state, task_groups(state, tasks), extra_used)
 
 
-def groups_fit(state: ClusterState, groups: list[tuple[Res, int]], extra_used: Mapping[str, Res]) -> bool:
+def groups_fit(state: ClusterState, groups: list[tuple[Res, int]], extra_used: Mapping[str, Res],
+               *, empty_cluster: bool = False) -> bool:
+    """``gang_fits`` on a precomputed shape; ``empty_cluster`` ignores what is running."""
     taken: dict[str, Res] = {}
-    empty: Res = {}
+    none: Res = {}
     node_used = state.node_used
-    for req, count in groups:
+    last = len(groups) - 1
+    for g, (req, count) in enumerate(groups):
         wanted = [(r, v) for r, v in req.items() if v > 0]
         left = count
         for name, node in state.nodes.items():
             if not node.schedulable:
                 continue
-            used, extra, mine, cap = node_used[name], extra_used.get(name, empty), taken.get(name, empty), node.capacity
+            used = none if empty_cluster else node_used[name]
+            extra, mine, cap = extra_used.get(name, none), taken.get(name, none), node.capacity
             k = math.inf
             for r, v in wanted:
                 free = cap.get(r, 0) - used.get(r, 0) - extra.get(r, 0) - mine.get(r, 0)
@@ -122,7 +126,8 @@ def groups_fit(state: ClusterState, groups: list[tuple[Res, int]], extra_used: M
             if k <= 0:
                 continue
             n = left if k == math.inf else min(left, int(k))
-            add_into(taken.setdefault(name, {}), {r: v * n for r, v in req.items()})
+            if g < last:  # later groups must see what this one took
+                add_into(taken.setdefault(name, {}), {r: v * n for r, v in req.items()})
             left -= n
             if left == 0:
                 break
@@ -233,6 +238,13 @@ class StrictFifo(PreemptionModel):
         return tasks, need
 
     @staticmethod
+    def _shape(state: ClusterState, wl_id: str, tasks: list[str]) -> list[tuple[Res, int]]:
+        wl = state.workloads[wl_id]
+        if len(tasks) == wl.task_count:
+            return [(g.resources, g.count) for g in wl.groups if g.count]
+        return task_groups(state, tasks)
+
+    @staticmethod
     def _need(state: ClusterState, wl_id: str, tasks: list[str]) -> Res:
         wl = state.workloads[wl_id]
         if len(tasks) == wl.task_count:
@@ -247,8 +259,7 @@ class StrictFifo(PreemptionModel):
         key = (wl_id, len(tasks))
         hit = self._empty_fit.get(key)
         if hit is None:
-            empty = {n: {k: -v for k, v in used.items()} for n, used in state.node_used.items()}
-            hit = self._empty_fit[key] = gang_fits(state, tasks, empty)
+            hit = self._empty_fit[key] = groups_fit(state, self._shape(state, wl_id, tasks), {}, empty_cluster=True)
         return hit
 
     def schedule(self, state: ClusterState, now: float) -> list[Decision]:
@@ -303,7 +314,7 @@ class EasyBackfill(StrictFifo):
                   promised: dict[str, Res], promised_queues: dict[str, Res], decisions: list[Decision],
                   started: list[tuple[str, list[Start]]]) -> None:
         head_tasks = list(state.pending[head])
-        head_groups = task_groups(state, head_tasks)
+        head_groups = self._shape(state, head, head_tasks)
         head_need = self._need(state, head, head_tasks)
         shadow, at_shadow = self._shadow(state, now, head_groups, head_need, promised, started,
                                          self._free(state, promised))
