@@ -33,13 +33,16 @@ def summary_rows(summary: dict[str, Any], model: str) -> list[tuple[str, str]]:
         rows.append(("preemptions", f"0{why}"))
     else:
         rows.append(("preemptions", f"{n} allocations of {summary['preempted_workloads']} workloads"))
+        for rule, count in (summary.get("preemptions_by_rule") or {}).items():
+            rows.append(("  by rule", f"{rule}: {count}"))
     wasted = summary["wasted_resource_seconds"]
     rows.append(("wasted work", ", ".join(f"{k} {format_quantity(round(v, 3))} x s" for k, v in wasted.items()) or "none"))
     if summary.get("killed_at_requested_time"):
         rows.append(("killed at requested time", str(summary["killed_at_requested_time"])))
-    for key, label in (("starvation_s", "starvation time"),):
-        if key in summary:
-            rows.append((label, _fmt_seconds(summary[key])))
+    if summary.get("starvation_s"):
+        rows.append(("starvation time", _fmt_seconds(summary["starvation_s"])))
+    for kind, count in (summary.get("notes") or {}).items():
+        rows.append(("events reported", f"{kind}: {count}"))
     return rows
 
 

@@ -59,6 +59,8 @@ class Recorder:
         self.preempt_count: dict[str, int] = {}
         self.killed: dict[str, int] = {}
         self.events: list[dict[str, Any]] = []
+        self.by_rule: dict[str, int] = {}
+        self.note_counts: dict[str, int] = {}
         self.wasted: Res = {}
         self.preemptions = 0
         self.finished_in_grace = 0
@@ -150,6 +152,8 @@ class Recorder:
         self.preemptions += 1
         self.preempt_count[alloc.workload] = self.preempt_count.get(alloc.workload, 0) + 1
         self.queue_preemptions[alloc.queue] = self.queue_preemptions.get(alloc.queue, 0) + 1
+        rule = f"{reason.model}/{reason.rule}"
+        self.by_rule[rule] = self.by_rule.get(rule, 0) + 1
         self.events.append({"time": now, "kind": "preempt", "allocation": alloc.id, "workload": alloc.workload,
                             "queue": alloc.queue, "node": alloc.node, "start": alloc.start,
                             "resources": dict(alloc.resources), "grace": grace, "reason": reason.to_dict()})
@@ -167,6 +171,7 @@ class Recorder:
                             "queue": alloc.queue, "resources": dict(alloc.resources), "lost_seconds": lost})
 
     def note(self, note: Note, now: float) -> None:
+        self.note_counts[note.kind] = self.note_counts.get(note.kind, 0) + 1
         self.events.append({"time": now, "kind": "note", "note": note.kind, "subject": note.subject,
                             "message": note.message, "values": note.values})
 
@@ -280,6 +285,8 @@ class Recorder:
             "jain_mean": (sum(self.series_jain) / len(self.series_jain)) if self.series_jain else 1.0,
             "preemptions": self.preemptions,
             "preempted_workloads": victims,
+            "preemptions_by_rule": dict(sorted(self.by_rule.items())),
+            "notes": dict(sorted(self.note_counts.items())),
             "finished_during_grace": self.finished_in_grace,
             "wasted_resource_seconds": dict(sorted(self.wasted.items())),
             "gpu_hours_wasted": sum(self.wasted[k] for k in gpu_names) / 3600.0,
