@@ -49,6 +49,14 @@ def dominant_resource_share(n: QNode, extra: Mapping[FR, int] | None = None) -> 
     """
     if n.parent is None:
         return ZERO
+    if not extra:
+        if n.share is None:
+            n.share = _compute(n, None)
+        return n.share
+    return _compute(n, extra)
+
+
+def _compute(n: QNode, extra: Mapping[FR, int] | None) -> Share:
     borrowed: dict[str, int] = {}
     for fr, quota in n.subtree.items():
         b = n.usage.get(fr, 0) + (extra.get(fr, 0) if extra else 0) - quota
@@ -56,11 +64,7 @@ def dominant_resource_share(n: QNode, extra: Mapping[FR, int] | None = None) -> 
             borrowed[fr[1]] = borrowed.get(fr[1], 0) + b
     if not borrowed:
         return ZERO
-    root = n.root()
-    lendable: dict[str, int] = {}
-    for fr in root.subtree:
-        if fr[1] in borrowed:
-            lendable[fr[1]] = min(INT64_MAX, lendable.get(fr[1], 0) + potential_available(n.parent, fr))
+    lendable = lendable_capacity(n.parent)
     ratio, dres = 0.0, ""
     for res in sorted(borrowed):
         lr = lendable.get(res, 0)
@@ -71,3 +75,14 @@ def dominant_resource_share(n: QNode, extra: Mapping[FR, int] | None = None) -> 
     if n.weight == 0:
         return Share(True, ratio, ratio, dres, True)
     return Share(False, ratio / n.weight, ratio, dres, True)
+
+
+def lendable_capacity(parent: QNode) -> dict[str, int]:
+    """Per resource name, what ``parent`` could make available summed over every flavor of the
+    tree. It depends on quotas only, so it is computed once per node of a tree."""
+    if parent.lendable is None:
+        out: dict[str, int] = {}
+        for fr in parent.root().subtree:
+            out[fr[1]] = min(INT64_MAX, out.get(fr[1], 0) + potential_available(parent, fr))
+        parent.lendable = out
+    return parent.lendable

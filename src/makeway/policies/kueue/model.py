@@ -67,6 +67,19 @@ class KueueModel(PreemptionModel):
         self._specs: tuple[list[CohortSpec], list[CQSpec]] | None = None
         self._covered: set[str] = set()
         self._admitted_at: dict[str, float] = {}
+        # GetTargets results that found nothing, valid while the admitted set (signature) and the
+        # in-call snapshot (version) are unchanged: a deep queue of identical heads costs one search.
+        self._no_targets: dict[tuple, tuple[int, int]] = {}
+        self._signature = 0
+        self._version = 0
+        # BestEffortFIFO: a workload found inadmissible is parked until quota is released (a
+        # workload ends or is evicted) or the configuration changes, as Kueue requeues them.
+        self._parked: set[str] = set()
+        self._running: dict[str, tuple[int, bool]] = {}
+        # Preemptors waiting for their victims go first (Kueue's PrioritizePreemptorWorkloads): the
+        # simulator frees quota at once, and without it a victim would retake its own quota.
+        self.prioritize_preemptors = bool(self.settings.get("prioritizePreemptorWorkloads", True))
+        self._waiting: dict[str, float] = {}
         self.priority_classes: dict[str, int] = {str(k): int(v) for k, v in
                                                  (self.settings.get("priorityClasses") or {}).items()}
 
@@ -84,6 +97,8 @@ class KueueModel(PreemptionModel):
 
     def on_config_change(self, state, queue, old, now) -> list[Decision]:
         self._load_specs(state)
+        self._no_targets.clear()
+        self._parked.clear()
         return []
 
     def _load_specs(self, state: ClusterState) -> None:
@@ -103,6 +118,8 @@ class KueueModel(PreemptionModel):
             self._load_specs(state)
         cohorts, cqs = self._specs  # type: ignore[misc]
         tree = QuotaTree(cohorts, cqs)
+        signature: list[tuple[str, bool]] = []
+        running: dict[str, tuple[int, bool]] = {}
         for wl_id in sorted(state.running):
             allocs = state.running[wl_id]
             if not allocs:
@@ -121,9 +138,17 @@ class KueueModel(PreemptionModel):
                 first_start = a.start if first_start is None else min(first_start, a.start)
                 evicted = evicted or a.preempting
             usage = {fr: units(fr[1], v) for fr, v in usage.items()}
+            signature.append((wl_id, evicted))
+            running[wl_id] = (len(allocs), evicted)
             tree.add_workload(Admitted(wl_id, wl.queue, self.priority(wl), usage,
                                        self._admitted_at.get(wl_id, first_start or 0.0), wl.submit, wl_id, evicted,
                                        not wl.preemptible))
+        self._signature = hash(tuple(signature))
+        prev = self._running
+        if any(wl not in running or running[wl][0] < n or (running[wl][1] and not ev)
+               for wl, (n, ev) in prev.items()):
+            self._parked.clear()  # quota was released: inadmissible workloads are requeued
+        self._running = running
         return tree
 
     # -- scheduling ---------------------------------------------------------------------------
@@ -137,11 +162,12 @@ class KueueModel(PreemptionModel):
         wls = state.workloads
         out: dict[str, list[tuple]] = {}
         for wl_id in state.pending:
-            if state.running.get(wl_id):
+            if state.running.get(wl_id) or wl_id in self._parked:
                 continue
             wl = wls[wl_id]
-            out.setdefault(wl.queue, []).append((-self.priority(wl), wl.submit, wl_id))
-        return {q: [k[2] for k in sorted(keys, reverse=True)] for q, keys in out.items()}
+            waiting = self.prioritize_preemptors and wl_id in self._waiting
+            out.setdefault(wl.queue, []).append((not waiting, -self.priority(wl), wl.submit, wl_id))
+        return {q: [k[-1] for k in sorted(keys, reverse=True)] for q, keys in out.items()}
 
     def schedule(self, state: ClusterState, now: float) -> list[Decision]:
         tree = self.build_tree(state)
@@ -170,7 +196,7 @@ class KueueModel(PreemptionModel):
                     heads.remove(h)
                     self._process(state, tree, h, now, decisions, promised, victims)
             else:
-                heads.sort(key=lambda h: (h.assignment.borrows, -h.priority, h.submit, h.wl))
+                heads.sort(key=lambda h: (not self._is_waiting(h), h.assignment.borrows, -h.priority, h.submit, h.wl))
                 for h in heads:
                     self._process(state, tree, h, now, decisions, promised, victims)
         return decisions
@@ -182,25 +208,44 @@ class KueueModel(PreemptionModel):
         a = assign_flavors(cq, self._pod_sets(state, h.wl), self._covered, self.fair,
                            (state.queues[cq.name].settings or {}).get("flavorFungibility"))
         if a.mode == NOFIT:
+            self._parked.add(h.wl)
             return
         if a.mode == FIT:
             starts = self._place(state, h.wl, a, promised)
             if starts is None:
+                self._parked.add(h.wl)
                 return
             for s in starts:
                 add_into(promised.setdefault(s.node, {}), state.task_resources(s.task))
             tree.add_usage(cq, a.usage)
+            self._version += 1
             self._admitted_at[h.wl] = now
+            self._waiting.pop(h.wl, None)
             decisions.extend(starts)
             return
         p = Preemptor(h.wl, cq.name, h.priority, dict(a.usage), frozenset(a.frs_need), wl.submit, h.wl)
-        targets = get_targets(tree, p, self.fair, self.strategies)
+        key = (cq.name, tuple(sorted(p.requests.items())), tuple(sorted(p.frs_need)), p.priority,
+               p.created_at if "LowerOrNewerEqualPriority" == cq.policy.within_cluster_queue else None)
+        stamp = (self._signature, self._version)
+        targets = [] if self._no_targets.get(key) == stamp else get_targets(tree, p, self.fair, self.strategies)
         if not targets:
+            self._waiting.pop(h.wl, None)
+            self._parked.add(h.wl)
+            self._no_targets[key] = stamp
             if cq.policy.reclaim_within_cohort != ANY:
-                tree.add_usage(cq, self._reserve(cq, a))
+                reserve = {fr: v for fr, v in self._reserve(cq, a).items() if v > 0}
+                if reserve:
+                    tree.add_usage(cq, reserve)
+                    self._version += 1
             return
         if any(t.workload.name in victims for t in targets):
             return  # overlapping targets with an earlier preemptor in this call: wait
+        if self._place(state, h.wl, a, self._without(state, targets, promised)) is None:
+            # Kueue decides on quota only; the simulator also needs the pods to fit on the nodes
+            # the victims free, otherwise the eviction would be wasted and the victim retake it.
+            self._parked.add(h.wl)
+            return
+        self._waiting[h.wl] = now
         new: list[Decision] = []
         for t in sorted(targets, key=lambda t: t.workload.name):
             victims.add(t.workload.name)
@@ -211,6 +256,17 @@ class KueueModel(PreemptionModel):
                                   f"{h.wl} in {cq.name} preempts {len(targets)} workload(s) to fit",
                                   {"targets": sorted(t.workload.name for t in targets)}))
         tree.add_usage(cq, a.usage)
+        self._version += 1
+
+    @staticmethod
+    def _without(state: ClusterState, targets: list[Target], promised: dict[str, Res]) -> dict[str, Res]:
+        """Node usage promised in this call, minus what the victims hold (negative extras)."""
+        extra = {n: dict(r) for n, r in promised.items()}
+        for t in targets:
+            for tid in state.running.get(t.workload.name, ()):
+                a = state.allocations[tid]
+                add_into(extra.setdefault(a.node, {}), a.resources, -1)
+        return extra
 
     @staticmethod
     def _reserve(cq: QNode, a: Assignment) -> dict[FR, int]:
@@ -277,7 +333,7 @@ class KueueModel(PreemptionModel):
 
         def key(node: QNode, h: _Head) -> tuple:
             lv = levels[h.wl].get(id(node), (False, (False, 0.0)))
-            return (lv[0], lv[1], -h.priority, h.submit, h.wl)
+            return (not self._is_waiting(h), lv[0], lv[1], -h.priority, h.submit, h.wl)
 
         def rec(co: QNode) -> _Head | None:
             best, best_key = None, None
@@ -297,7 +353,10 @@ class KueueModel(PreemptionModel):
             w = by_cq[r.name] if r.is_cq else rec(r)
             if w is not None:
                 winners.append(w)
-        return min(winners, key=lambda h: (h.assignment.borrows, -h.priority, h.submit, h.wl))
+        return min(winners, key=lambda h: (not self._is_waiting(h), h.assignment.borrows, -h.priority, h.submit, h.wl))
+
+    def _is_waiting(self, h: _Head) -> bool:
+        return self.prioritize_preemptors and h.wl in self._waiting
 
 
 def _path(n: QNode) -> str:

@@ -71,6 +71,21 @@ def workload_fits(tree: QuotaTree, p: Preemptor, allow_borrowing: bool) -> bool:
     return True
 
 
+def fits_without_all(tree: QuotaTree, p: Preemptor, candidates: Iterable[Admitted]) -> bool:
+    """Whether the preemptor would fit (borrowing allowed) with every candidate gone.
+
+    Available capacity only grows as usage is removed, so when even this fails no subset can
+    succeed; it lets target selection give up after one pass instead of a full search.
+    """
+    gone = list(candidates)
+    for wl in gone:
+        tree.remove_workload(wl)
+    ok = workload_fits(tree, p, True)
+    for wl in gone:
+        tree.add_workload(wl)
+    return ok
+
+
 def fill_back(tree: QuotaTree, p: Preemptor, targets: list[Target], fits: Callable[[], bool]) -> list[Target]:
     """Minimisation: put earlier victims back, newest first, while the preemptor still fits.
 
@@ -187,6 +202,8 @@ def _valid(tree: QuotaTree, p: Preemptor, c: _Cand, allow_borrowing: bool) -> bo
 def classic_targets(tree: QuotaTree, p: Preemptor) -> list[Target]:
     cq = tree.cqs[p.cq]
     hier, prio, same = classic_candidates(tree, p)
+    if not fits_without_all(tree, p, [c.wl for c in hier + prio + same]):
+        return []
     seq = ([c for c in hier if c.wl.evicted] + [c for c in prio if c.wl.evicted] + [c for c in same if c.wl.evicted]
            + [c for c in hier if not c.wl.evicted] + [c for c in prio if not c.wl.evicted]
            + [c for c in same if not c.wl.evicted])

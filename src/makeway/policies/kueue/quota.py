@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 FR = tuple[str, str]  # (flavor, resource)
 INT64_MAX = 2**63 - 1
@@ -88,6 +88,8 @@ class QNode:
     child_cohorts: list["QNode"] = field(default_factory=list)
     child_cqs: list["QNode"] = field(default_factory=list)
     workloads: dict[str, Admitted] = field(default_factory=dict)
+    lendable: dict[str, int] | None = None  # cache for children's DRS: quotas only, never usage
+    share: Any = None  # cached DRS of this node, valid until its usage changes
 
     @property
     def has_parent(self) -> bool:
@@ -205,11 +207,18 @@ class QuotaTree:
             n: QNode | None = node
             delta = sign * v
             while n is not None and delta != 0:
-                old = n.usage.get(fr, 0)
+                u = n.usage
+                old = u.get(fr, 0)
                 new = old + delta
-                n.usage[fr] = new
-                lq = local_quota(n, fr)
-                delta = max(0, new - lq) - max(0, old - lq)
+                u[fr] = new
+                n.share = None
+                q = n.quotas.get(fr)
+                if q is None or q.lending_limit is None:
+                    delta = (new if new > 0 else 0) - (old if old > 0 else 0)
+                else:
+                    lq = n.subtree.get(fr, 0) - q.lending_limit
+                    lq = lq if lq > 0 else 0
+                    delta = max(0, new - lq) - max(0, old - lq)
                 n = n.parent
 
     def add_workload(self, wl: Admitted) -> None:
