@@ -78,9 +78,11 @@ def _indexed_first_fit(state: ClusterState, tasks: list[str], extra_used: dict[s
     names = list(state.nodes)
     promised: dict[str, Res] = {n: dict(r) for n, r in (extra_used or {}).items()}
     out: list[Start] = []
+    last_req: Res | None = None
+    resume = 0
     for tid in tasks:
         req = state.task_resources(tid)
-        i = 0
+        i = resume if req is last_req else 0
         while True:
             i = index.first_fit(req, i)
             if i is None:
@@ -93,6 +95,7 @@ def _indexed_first_fit(state: ClusterState, tasks: list[str], extra_used: dict[s
             i += 1
         add_into(promised.setdefault(n, {}), req)
         out.append(Start(tid, n))
+        last_req, resume = req, i
     return out
 
 

@@ -218,9 +218,7 @@ class StrictFifo(PreemptionModel):
     def _place(self, state: ClusterState, tasks: list[str], promised: dict[str, Res]) -> list[Start] | None:
         if self.placement == "best-fit":
             return best_fit(state, tasks, promised)
-        # The explicit node list selects first_fit's scanning path, which resumes within a gang;
-        # its indexed path restarts each task at node 0 and steps past promised nodes one by one.
-        return first_fit(state, tasks, promised, state.nodes)
+        return first_fit(state, tasks, promised)
 
     def _eligible(self, state: ClusterState, wl_id: str, decisions: list[Decision],
                   promised_queues: dict[str, Res]) -> tuple[list[str], Res] | None:
