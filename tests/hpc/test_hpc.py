@@ -198,7 +198,7 @@ def test_kth_excerpt_through_the_simulator():
     waits = {}
     for name in ("fifo-strict", "easy-backfill"):
         cfg = cluster_from_trace(kth)
-        cfg["nodes"][0]["count"] = 40  # a smaller machine than the SP2's 100 nodes, so jobs queue
+        cfg["nodes"][0]["capacity"]["cpu"] = 40  # a smaller machine than the SP2's 100 procs, so jobs queue
         state = build_state(parse_config(cfg, "kth"))
         rec = simulate(state, load_model(name, {}), [workload_from_record(r) for r in recs])
         assert set(rec.first_start) == {r["id"] for r in recs}

@@ -74,7 +74,7 @@ def test_swf_kth_fields():
     recs, stats = records(KTH)
     assert stats.records == len(recs) == 40 and stats.skipped == 0
     assert recs[0] == {"id": "15", "queue": "default", "submit": 599850, "duration": 3477, "priority": 0,
-                       "tasks": [{"count": 4, "resources": {"cpu": 1}}], "requested_duration": 53940,
+                       "tasks": [{"count": 1, "resources": {"cpu": 4}}], "requested_duration": 53940,
                        "user": "u12", "settings": {"status": 1, "wait": 192180}}
     assert_valid_and_sorted(recs)
 
@@ -157,9 +157,15 @@ def test_warning_list_is_capped_but_counted(tmp_path):
     assert len(recs) == 40 and stats.skipped == 150 and stats.warning_count == 150 and len(stats.warnings) == 100
 
 
+def test_swf_node_layout_is_a_gang_of_one_cpu_tasks():
+    recs = list(read_trace(KTH, layout="nodes"))
+    assert recs[0]["tasks"] == [{"count": 4, "resources": {"cpu": 1}}]
+    assert cluster_from_trace(KTH, layout="nodes")["nodes"] == [{"name": "node", "count": 100, "capacity": {"cpu": 1}}]
+
+
 def test_swf_cluster_from_header():
     kth = cluster_from_trace(KTH)
-    assert kth["nodes"] == [{"name": "node", "count": 100, "capacity": {"cpu": 1}}]
+    assert kth["nodes"] == [{"name": "pool", "capacity": {"cpu": 100}}]
     assert kth["preemption"]["model"] == "none"
     lcg = cluster_from_trace(LCG)
     assert lcg["nodes"] == [{"name": "pool", "capacity": {"cpu": 24515}}]

@@ -6,8 +6,9 @@ One job per line, 18 whitespace-separated fields, ``-1`` = unknown, ``;`` header
 Mapping (why: SWF describes a space-shared machine of interchangeable processors):
 
 * job number (1) -> ``id`` (as a string); submit (2) -> ``submit`` (seconds from log start);
-  run time (4) -> ``duration``; allocated procs (5), else requested procs (8) -> ``count`` tasks
-  of ``{cpu: 1}`` each (a gang, placed all or nothing by the models); requested time (9) ->
+  run time (4) -> ``duration``; allocated procs (5), else requested procs (8) -> one task of
+  ``{cpu: procs}`` on a processor pool (``layout="pool"``, default) or ``procs`` one-cpu tasks (a
+  gang, ``layout="nodes"``); requested time (9) ->
   ``requested_duration``; user (12) -> ``user: u<n>``.
 * queue: the queue (15) named from the header (``Queue:`` lines) when set, else the partition
   (16), else ``default``; ``queue_by`` chooses ``user``/``group`` instead.
@@ -180,11 +181,26 @@ def _merge_partials(rows: list[Row], rep: Reporter) -> list[Row]:
     return [r for r in out if r is not None]
 
 
+LAYOUTS = ("pool", "nodes")
+
+
+def _check_layout(layout: str) -> None:
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}")
+
+
 def read(path: Path, *, strict: bool = False, stats: ImportStats | None = None,
-         queue_by: str = "auto") -> Iterator[dict[str, Any]]:
-    """Stream SWF jobs as makeway trace records, sorted by submit time."""
+         queue_by: str = "auto", layout: str = "pool") -> Iterator[dict[str, Any]]:
+    """Stream SWF jobs as makeway trace records, sorted by submit time.
+
+    ``layout="pool"`` (default): a job is one task of ``procs`` cpu on a machine modelled as one pool
+    of processors, which is how the archive's logs are replayed (processors are interchangeable,
+    there is no topology in SWF) and costs one allocation per job. ``layout="nodes"``: a gang of
+    ``procs`` one-cpu tasks on ``MaxNodes`` nodes, when node-level placement matters.
+    """
     if queue_by not in QUEUE_BY:
         raise ValueError(f"queue_by must be one of {QUEUE_BY}")
+    _check_layout(layout)
     stats = stats if stats is not None else ImportStats()
     rep = Reporter(path, strict, stats)
     hdr = read_header(path)
@@ -196,13 +212,13 @@ def read(path: Path, *, strict: bool = False, stats: ImportStats | None = None,
     else:
         source = _rows(path, rep)
     for row in source:
-        rec = _record(row, hdr, queue_by, rep)
+        rec = _record(row, hdr, queue_by, rep, layout)
         if rec is not None:
             stats.records += 1
             yield rec
 
 
-def _record(row: Row, hdr: SwfHeader, queue_by: str, rep: Reporter) -> dict[str, Any] | None:
+def _record(row: Row, hdr: SwfHeader, queue_by: str, rep: Reporter, layout: str = "pool") -> dict[str, Any] | None:
     submit, lineno, job, wait, run, procs, req_time, status, user, group, queue, partition = row
     if status == 5 and run <= 0:
         rep.stats.drop("cancelled before start")
@@ -221,26 +237,28 @@ def _record(row: Row, hdr: SwfHeader, queue_by: str, rep: Reporter) -> dict[str,
         settings["status"] = status
     if wait >= 0:
         settings["wait"] = int(wait) if wait.is_integer() else wait
-    return workload(str(job), q, submit, run, [{"count": procs, "resources": {"cpu": 1}}],
+    tasks = [{"count": 1, "resources": {"cpu": procs}}] if layout == "pool" else [{"count": procs, "resources": {"cpu": 1}}]
+    return workload(str(job), q, submit, run, tasks,
                     requested_duration=req_time if req_time > 0 else None,
                     user=f"u{user}" if user >= 0 else None,
                     settings=settings or None)
 
 
-def cluster(path: Path, *, queue_by: str = "auto") -> dict[str, Any] | None:
+def cluster(path: Path, *, queue_by: str = "auto", layout: str = "pool") -> dict[str, Any] | None:
     """A config for the machine the header describes (processors as ``cpu``), or None.
 
-    Nodes: ``MaxNodes`` nodes of ``MaxProcs / MaxNodes`` cpus when that divides evenly, otherwise
-    (no MaxNodes, or uneven) one pool node of ``MaxProcs`` cpus: SWF jobs ask for processors,
-    not nodes. Queues: ``root`` with one child per queue/partition the header names or a job uses,
+    Nodes: with ``layout="pool"`` one pool node of ``MaxProcs`` cpus (see ``read``); with
+    ``layout="nodes"``, ``MaxNodes`` nodes of ``MaxProcs / MaxNodes`` cpus when that divides evenly,
+    otherwise one pool node of ``MaxProcs`` cpus: SWF jobs ask for processors, not nodes. Queues: ``root`` with one child per queue/partition the header names or a job uses,
     plus ``default`` (one pass over the file for the numbers the header does not name).
     """
     hdr = read_header(path)
     procs = hdr.max_procs or hdr.max_nodes
     if not procs or procs <= 0:
         return None
+    _check_layout(layout)
     nodes_n = hdr.max_nodes
-    if nodes_n and nodes_n > 0 and procs % nodes_n == 0:
+    if layout == "nodes" and nodes_n and nodes_n > 0 and procs % nodes_n == 0:
         nodes = [{"name": "node", "count": nodes_n, "capacity": {"cpu": procs // nodes_n}}]
     else:
         nodes = [{"name": "pool", "capacity": {"cpu": procs}}]
