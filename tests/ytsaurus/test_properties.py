@@ -31,7 +31,7 @@ class Checked(YTsaurusModel):
 
     def heartbeat(self, state, node, now):
         snap = self.snap
-        before = dict(self.status)
+        before = {t: self.allocation_status(state, t) for t in state.node_allocs[node]}
         runs = snap is not None and (self.backoff.last.get(node) is None or now > self.backoff.last[node] + self.backoff.period)
         expect = None
         if snap is not None and runs:

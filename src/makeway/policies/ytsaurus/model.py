@@ -21,7 +21,7 @@ from makeway.core.policy import PreemptionModel
 from makeway.core.state import ClusterState
 from makeway.policies.ytsaurus import classify, fairshare, heartbeat, integral, starvation
 from makeway.policies.ytsaurus.classify import AP, NP, P
-from makeway.policies.ytsaurus.schedule import pick_operation
+from makeway.policies.ytsaurus.schedule import Picker
 from makeway.policies.ytsaurus.tree import ROOT, Element, Tree
 
 STAGE_RULE = {"preemptive_aggressive": "aggressive-preemptive-stage", "preemptive_normal": "preemptive-stage"}
@@ -63,7 +63,13 @@ class YTsaurusModel(PreemptionModel):
         self.status: dict[str, str] = {}       # allocation id -> preemption status
         self.grace: dict[str, float] = {}      # allocation id -> timeout chosen at preemption
         self.dirty = True
-        self._sig: dict[str, tuple[int, int]] = {}
+        self._sig: dict[str, tuple] = {}       # operation -> (snapshot stamp, allocation signature)
+        self._stamp = 0                        # bumped by every fair share update
+        self._fs_key: tuple | None = None      # state epochs the last computed fair share saw
+        self._integral_key: int | None = None
+        self._integral_any = False
+        self._pos_tree: Tree | None = None
+        self._pos: dict[str, int] = {}
         ig = s.get("integral_guarantees") or {}
         self.integral = integral.IntegralConfig(
             float(ig.get("smooth_period", 60.0)), float(ig.get("pool_capacity_saturation_period", 86400.0)),
@@ -77,18 +83,25 @@ class YTsaurusModel(PreemptionModel):
     def schedule(self, state: ClusterState, now: float) -> list[Decision]:
         if self.snap is None or self.dirty or now >= self.snap.time + self.update_period - 1e-9:
             return self.update(state, now)
-        self._refresh(state)
         return []
 
-    def _refresh(self, state: ClusterState) -> None:
-        """Re-run the prefix rule for operations whose allocations started or ended since last time."""
-        snap = self.snap
-        if snap is None:
-            return
-        for wid in snap.published:
-            sig = (len(state.running.get(wid) or ()), len(state.pending.get(wid) or ()))
-            if self._sig.get(wid) != sig:
-                self.reclassify(state, wid)
+    def _alloc_sig(self, state: ClusterState, wid: str) -> tuple:
+        running = state.running.get(wid) or {}
+        return (self._stamp, len(running), next(reversed(running)) if running else None,
+                len(state.pending.get(wid) or ()))
+
+    def allocation_status(self, state: ClusterState, tid: str) -> str | None:
+        """Preemption status of a running allocation, reclassifying its operation on demand.
+
+        Classification is lazy: an operation's prefix rule is re-run only when one of its
+        allocations is looked at and its allocations (or the snapshot) changed since, so a heartbeat
+        costs the allocations on its node, not every operation in the cluster.
+        """
+        a = state.allocations.get(tid)
+        if a is not None and self.snap is not None and a.workload in self.snap.published:
+            if self._sig.get(a.workload) != self._alloc_sig(state, a.workload):
+                self.reclassify(state, a.workload)
+        return self.status.get(tid)
 
     def on_config_change(self, state: ClusterState, queue: str, old: Queue, now: float) -> list[Decision]:
         self.dirty = True
@@ -143,12 +156,23 @@ class YTsaurusModel(PreemptionModel):
     def update(self, state: ClusterState, now: float) -> list[Decision]:
         """Recompute fair shares, starvation and the preemptible classes; notes on starvation changes."""
         self.dirty = False
-        tree = self.build_tree(state)
-        self.integral.elapsed = None if self.snap is None else now - self.snap.time
-        caps = ([[float(n.capacity.get(r, 0)) for r in self.resources] for n in state.nodes.values()]
-                if self.settings.get("best_allocation_share") else None)
-        result = fairshare.compute(tree, caps, self.integral)
-        params = starvation.effective_params(tree, self.settings)
+        key = (state.alloc_epoch, state.submit_epoch, state.config_epoch, state.freed_epoch)
+        snap = self.snap
+        if snap is not None and key == self._fs_key and not self._has_integral(state):
+            # nothing the fair share depends on moved: only the starvation clocks advance
+            tree, result, params = snap.tree, snap.result, snap.params
+            published = snap.published
+        else:
+            tree = self.build_tree(state)
+            self.integral.elapsed = None if snap is None else now - snap.time
+            caps = ([[float(n.capacity.get(r, 0)) for r in self.resources] for n in state.nodes.values()]
+                    if self.settings.get("best_allocation_share") else None)
+            result = fairshare.compute(tree, caps, self.integral)
+            params = starvation.effective_params(tree, self.settings)
+            published = {n: classify.publish(result.attrs[n].fair_share, result.attrs[n].demand_share)
+                         for n, el in tree.elements.items() if el.is_op}
+            self._fs_key = key
+            self._stamp += 1
         view = starvation.update_statuses(tree, result, params, self.clocks, now, self.settings)
         notes: list[Decision] = []
         for name, el in tree.elements.items():
@@ -168,12 +192,16 @@ class YTsaurusModel(PreemptionModel):
                 notes.append(Note("starvation", name, f"operation {name} stops starving (finished)",
                                   {"starving": False, "status": starvation.NON}))
         self.clocks = {n: c for n, c in view.clocks.items() if n in tree.elements}
-        published = {n: classify.publish(result.attrs[n].fair_share, result.attrs[n].demand_share)
-                     for n, el in tree.elements.items() if el.is_op}
         self.snap = Snapshot(now, tree, result, params, view, published)
-        for wid in published:
-            self.reclassify(state, wid)
         return notes
+
+    def _has_integral(self, state: ClusterState) -> bool:
+        """Integral guarantees accumulate volume with time, so their fair share is never reused."""
+        if self._integral_key != state.config_epoch:
+            self._integral_key = state.config_epoch
+            self._integral_any = any(((q.settings or {}).get("integral_guarantees") or {}).get("guarantee_type", "none")
+                                     != "none" for q in state.queues.values())
+        return self._integral_any
 
     def reclassify(self, state: ClusterState, wid: str, extra: dict[str, float] | None = None) -> None:
         """Prefix rule over the operation's running allocations in start order (§5)."""
@@ -190,7 +218,7 @@ class YTsaurusModel(PreemptionModel):
             if not a.preemptible:
                 out[a.id] = NP
         self.status.update(out)
-        self._sig[wid] = (len(allocs), len(state.pending.get(wid) or ()))
+        self._sig[wid] = self._alloc_sig(state, wid)
 
     # -- heartbeat --------------------------------------------------------------------------------
 
@@ -199,6 +227,14 @@ class YTsaurusModel(PreemptionModel):
 
     def _usage_vecs(self, state: ClusterState) -> dict[str, list[float]]:
         return {q: self._vec(u) for q, u in state.queue_usage.items()}
+
+    def _positions(self, tree: Tree) -> dict[str, int]:
+        """Each element's index among its parent's children (the tie-break of the regular stage)."""
+        if self._pos_tree is not tree:
+            self._pos = {c: i for el in tree.elements.values() for i, c in enumerate(el.children)}
+            self._pos[ROOT] = 0
+            self._pos_tree = tree
+        return self._pos
 
     def _within_limits(self, state: ClusterState, queue: str, req: list[float],
                        qusage: dict[str, list[float]]) -> bool:
@@ -226,31 +262,32 @@ class YTsaurusModel(PreemptionModel):
         snap = self.snap
         if snap is None or not state.nodes[node].schedulable:
             return []
-        self._refresh(state)
         out: list[Decision] = []
         out.extend(self._graceful_stage(state, node))
         cap = self._vec(state.nodes[node].capacity)
         used = self._vec(state.node_used[node])
-        qusage = self._usage_vecs(state)
+        qusage = _LiveQueueUsage(self, state)
         opusage = _LiveUsage(self, state)
         started: set[str] = set()
         # regular stage
         free = [c - u for c, u in zip(cap, used)]
-        inactive: set[str] = set()
+        published = snap.published
+        active = {w for w, p in state.pending.items() if p and w in published
+                  and not (self._graceful(state, w) and snap.view.status.get(w) == "normal")}
+        picker = Picker(snap.tree, active, lambda w: self._sat(w, opusage), self._positions(snap.tree))
         while True:
-            active = {w for w in snap.published if w not in inactive and state.pending.get(w)
-                      and not (self._graceful(state, w) and snap.view.status.get(w) == "normal")}
-            pick = pick_operation(snap.tree, active, lambda w: self._sat(w, opusage)) if active else None
+            pick = picker.pick()
             if pick is None:
                 break
             tid = self._fitting_task(state, pick, free, started, qusage)
             if tid is None:
-                inactive.add(pick)
+                picker.deactivate(pick)
                 continue
             req = self._vec(state.task_resources(tid))
             out.append(Start(tid, node))
             started.add(tid)
             self._account(state, pick, req, free, qusage, opusage, -1)
+            picker.changed(pick)
         if self.enabled and self.backoff.should_run(node, now):
             out.extend(self._preemptive(state, node, now, free, qusage, opusage, started))
         if any(f < -1e-9 for f in free):
@@ -293,7 +330,7 @@ class YTsaurusModel(PreemptionModel):
         timeout = float(self.settings.get("allocation_graceful_preemption_timeout", 60.0))
         for tid in state.node_allocs[node]:
             a = state.allocations[tid]
-            if a.preempting or not self._graceful(state, a.workload) or self.status.get(tid) != P:
+            if a.preempting or not self._graceful(state, a.workload) or self.allocation_status(state, tid) != P:
                 continue
             self.grace[tid] = float(state.workloads[a.workload].settings.get(
                 "allocation_graceful_preemption_timeout", timeout))
@@ -310,7 +347,7 @@ class YTsaurusModel(PreemptionModel):
             a = state.allocations[tid]
             if a.preempting:
                 continue
-            st = self.status.get(tid, NP)
+            st = self.allocation_status(state, tid) or NP
             allow = snap.params[a.workload].allow_aggressive if a.workload in snap.params else True
             out.append(heartbeat.Cand(tid, a.workload, st, classify.preemption_level(st, allow), a.start, a.seq,
                                       self._vec(a.resources), self._graceful(state, a.workload)))
@@ -328,19 +365,19 @@ class YTsaurusModel(PreemptionModel):
         for stage in heartbeat.STAGES:
             target = heartbeat.STAGE_PRIORITY[stage]
             cands = heartbeat.stage_candidates(all_cands, stage, self._blocked_for(state, stage))
-            ops = {w for w in snap.published if state.pending.get(w)
+            ops = {w for w, p in state.pending.items() if p and w in snap.published
                    and starvation.preemption_priority(snap.view, w, scope) == target}
             disc = heartbeat.discount(cands, len(cap))
             room = [f + d for f, d in zip(free, disc)]
             chosen = None
-            inactive: set[str] = set()
-            while ops - inactive:
-                pick = pick_operation(snap.tree, ops - inactive, lambda w: self._sat(w, opusage))
+            picker = Picker(snap.tree, ops, lambda w: self._sat(w, opusage), self._positions(snap.tree))
+            while picker.active:
+                pick = picker.pick()
                 if pick is None:
                     break
                 tid = self._fitting_task(state, pick, room, started, qusage)
                 if tid is None:
-                    inactive.add(pick)
+                    picker.deactivate(pick)
                     continue
                 chosen = (pick, tid)
                 break
@@ -425,6 +462,20 @@ class _LiveUsage(dict):
 
     def __contains__(self, wid: object) -> bool:
         return wid in self.state.workloads
+
+
+
+class _LiveQueueUsage(dict):
+    """Usage vector per pool, converted from the state on first use during one heartbeat."""
+
+    def __init__(self, model: YTsaurusModel, state: ClusterState):
+        super().__init__()
+        self.model, self.state = model, state
+
+    def __missing__(self, q: str) -> list[float]:
+        v = self.model._vec(self.state.queue_usage[q])
+        self[q] = v
+        return v
 
 
 __all__ = ["YTsaurusModel", "AP", "NP", "P"]

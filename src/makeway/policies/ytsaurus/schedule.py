@@ -39,3 +39,74 @@ def pick_operation(tree: Tree, active: set[str], sat: Callable[[str], float]) ->
         assert best is not None
         cur = best[1]
     return cur
+
+
+class Picker:
+    """``pick_operation`` for repeated picks within one heartbeat, over the active operations only.
+
+    Only active operations and their ancestors are visited, and values are memoised across picks;
+    ``changed(op)`` forgets the values an operation's new usage can move (it and its ancestors) and
+    ``deactivate(op)`` removes it. Ties go to the earlier child in tree order, as in ``pick_operation``.
+    """
+
+    __slots__ = ("tree", "sat", "pos", "kids", "memo", "active")
+
+    def __init__(self, tree: Tree, active: set[str], sat: Callable[[str], float], pos: dict[str, int]):
+        self.tree, self.sat, self.pos = tree, sat, pos
+        self.active = set(active)
+        self.memo: dict[str, float | None] = {}
+        kids: dict[str, set[str]] = {}
+        elements = tree.elements
+        for op in self.active:
+            cur = op
+            parent = elements[cur].parent
+            while parent is not None:
+                ks = kids.get(parent)
+                if ks is None:
+                    kids[parent] = {cur}
+                else:
+                    if cur in ks:
+                        break
+                    ks.add(cur)
+                cur, parent = parent, elements[parent].parent
+        self.kids = {p: sorted(ks, key=pos.__getitem__) for p, ks in kids.items()}
+
+    def value(self, name: str) -> float | None:
+        memo = self.memo
+        if name in memo:
+            return memo[name]
+        if name in self.active:
+            v: float | None = self.sat(name)
+        else:
+            v = None
+            for c in self.kids.get(name, ()):
+                x = self.value(c)
+                if x is not None and (v is None or x < v):
+                    v = x
+        memo[name] = v
+        return v
+
+    def pick(self) -> str | None:
+        if self.value(ROOT) is None:
+            return None
+        cur = ROOT
+        while cur not in self.active:
+            best = None
+            for c in self.kids[cur]:
+                v = self.value(c)
+                if v is not None and (best is None or v < best[0]):
+                    best = (v, c)
+            assert best is not None
+            cur = best[1]
+        return cur
+
+    def changed(self, op: str) -> None:
+        elements = self.tree.elements
+        cur: str | None = op
+        while cur is not None:
+            self.memo.pop(cur, None)
+            cur = elements[cur].parent
+
+    def deactivate(self, op: str) -> None:
+        self.active.discard(op)
+        self.changed(op)
