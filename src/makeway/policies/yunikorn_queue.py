@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from makeway.core.decisions import Decision, Preempt, Reason, Start
+from makeway.core.resources import Res, add_into, component_wise_min, fit_in, fit_in_max_undef, sub
 from makeway.core.model import Queue, split_task_id
 from makeway.core.policy import PreemptionModel
 from makeway.core.state import ClusterState
@@ -42,9 +43,27 @@ def queue_props(state: ClusterState) -> dict[str, QueueProps]:
     return out
 
 
-def build_partition(state: ClusterState, skip: set[str] | None = None) -> Partition:
+class StatePartition(Partition):
+    """A partition built from a cluster state that answers per-leaf and per-node allocation lists
+    from the state's indexes (start order, as the allocation map) instead of scanning everything."""
+
+    def __init__(self, state: ClusterState, queues: list[YQueue], nodes: list[YNode], allocations: list[YAlloc]):
+        super().__init__(queues, nodes, allocations)
+        self.state = state
+
+    def leaf_allocs(self, path: str) -> list[YAlloc]:
+        allocs = self.allocs
+        return [a for k in self.state.queue_allocs.get(path, ()) if (a := allocs[k]).tracked]
+
+    def node_allocs(self, node: str) -> list[YAlloc]:
+        allocs = self.allocs
+        return [a for k in self.state.node_allocs.get(node, ()) if (a := allocs[k]).tracked]
+
+
+def build_partition(state: ClusterState, skip: set[str] | None = None, indexed: bool = False,
+                    props: dict[str, QueueProps] | None = None) -> Partition:
     """YuniKorn's view of the cluster state; allocations in ``skip`` count as already preempted."""
-    props = queue_props(state)
+    props = queue_props(state) if props is None else props
     queues = []
     for root in state.roots:
         for name in state.descendants(root):
@@ -62,7 +81,7 @@ def build_partition(state: ClusterState, skip: set[str] | None = None) -> Partit
                              bool(s.get("allowPreemption", True)) and a.preemptible,
                              str(s.get("requiredNode", "") or ""), False,
                              a.preempting or (skip is not None and a.id in skip)))
-    part = Partition(queues, nodes, allocs)
+    part = StatePartition(state, queues, nodes, allocs) if indexed else Partition(queues, nodes, allocs)
     for a in allocs:
         if a.preempted:
             part.add_preempting(a.queue, a.resources)
@@ -81,12 +100,21 @@ class YuniKornModel(PreemptionModel):
 
     Model-wide settings: ``preemptionEnabled`` (default true; gates ask-triggered preemption only),
     and whatever ``QuotaPreemption`` reads.
+
+    ``schedule`` decides exactly what the reference pass (``reference=True``: rebuild the whole
+    partition view, walk every ask through ``try_allocate``) decides, but does the work only where
+    an outcome can change: asks that fit are placed through the state's free-capacity index; the
+    partition view is built only when an ask is due to run the preemptor (or holds a reservation /
+    a required node); a request that found no node or no headroom is not re-tried until resources
+    are freed, a queue changes or a reservation goes; a call in which nothing moved and no timer is
+    due returns at once.
     """
 
     name = "yunikorn"
 
-    def __init__(self, settings: Mapping[str, Any] | None = None):
+    def __init__(self, settings: Mapping[str, Any] | None = None, reference: bool = False):
         super().__init__(settings)
+        self.reference = reference
         self.preemption_enabled = bool(self.settings.get("preemptionEnabled", True))
         self.asks: dict[str, YAsk] = {}
         self.reservations: dict[str, str] = {}
@@ -99,6 +127,15 @@ class YuniKornModel(PreemptionModel):
             QuotaPreemption = None  # noqa: N806 - the quota module may not be present
         if QuotaPreemption is not None:
             self.quota = QuotaPreemption(self.settings)
+        # fast-path caches
+        self._cfg_epoch = -1
+        self._props: dict[str, QueueProps] = {}
+        self._maxes: dict[str, Res | None] = {}
+        self._resv_released = 0
+        self._nofit: dict[tuple, tuple] = {}
+        self._nohead: dict[tuple, tuple] = {}
+        self._quiet: tuple | None = None
+        self._due_min = 0
 
     def bind(self, state: ClusterState) -> None:
         if self.quota is not None:
@@ -129,9 +166,8 @@ class YuniKornModel(PreemptionModel):
             self.asks[tid] = ask
         return ask
 
-    def schedule(self, state: ClusterState, now: float) -> list[Decision]:
+    def _quota_decisions(self, state: ClusterState, now: float, taken: set[str]) -> list[Decision]:
         decisions: list[Decision] = []
-        taken: set[str] = set()
         if self.quota is not None:
             for d in self.quota.run_due(state, now):
                 if isinstance(d, Preempt):
@@ -139,6 +175,17 @@ class YuniKornModel(PreemptionModel):
                         continue
                     taken.add(d.allocation)
                 decisions.append(d)
+        return decisions
+
+    def schedule(self, state: ClusterState, now: float) -> list[Decision]:
+        if self.reference:
+            return self._schedule_reference(state, now)
+        return self._schedule_fast(state, now)
+
+    def _schedule_reference(self, state: ClusterState, now: float) -> list[Decision]:
+        """The plain pass every fast-path decision is checked against (tests compare event logs)."""
+        taken: set[str] = set()
+        decisions = self._quota_decisions(state, now, taken)
         now_us = _us(now)
         self._drop_stale(state, now_us)
         part = build_partition(state, taken)
@@ -168,8 +215,33 @@ class YuniKornModel(PreemptionModel):
                             continue
                         taken.add(v.key)
                         decisions.append(Preempt(v.key, self._reason(r.rule, ask, v, r.node)))
-                wake = _min(wake, self._next_check(part, ask, now_us, running))
+                wake = _min(wake, self._next_check(part.queues[ask.queue].props, ask, now_us, running))
         self._wake = wake
+        return decisions
+
+    # -- the fast pass ---------------------------------------------------------------------------
+
+    def _refresh_config(self, state: ClusterState) -> None:
+        if self._cfg_epoch != state.config_epoch:
+            self._cfg_epoch = state.config_epoch
+            self._props = queue_props(state)
+            self._maxes = {name: _nonzero(q.max) for name, q in state.queues.items()}
+
+    def _schedule_fast(self, state: ClusterState, now: float) -> list[Decision]:
+        taken: set[str] = set()
+        decisions = self._quota_decisions(state, now, taken)
+        now_us = _us(now)
+        self._drop_stale(state, now_us)
+        self._refresh_config(state)
+        key = (state.freed_epoch, state.config_epoch, state.alloc_epoch, state.submit_epoch,
+               tuple(self.reservations.items()))
+        if not decisions and self._quiet == key and now_us < self._due_min:
+            return []
+        run = _FastPass(self, state, now_us, taken, decisions)
+        run.walk()
+        self._wake = run.wake
+        self._due_min = run.due_min
+        self._quiet = key if not decisions else None
         return decisions
 
     def _reason(self, rule: str, ask: YAsk, v: YAlloc, node: str | None) -> Reason:
@@ -180,12 +252,12 @@ class YuniKornModel(PreemptionModel):
                        "victim_queue": v.queue, "victim_priority": v.priority,
                        "victim_resources": dict(v.resources), "node": node})
 
-    def _next_check(self, part: Partition, ask: YAsk, now_us: int, running: bool) -> float | None:
+    def _next_check(self, props: QueueProps, ask: YAsk, now_us: int, running: bool) -> float | None:
         """When this ask could next pass its preconditions, if that may change anything."""
         if ask.triggered_preemption or not ask.allow_preempt_other or ask.required_node \
                 or not self.preemption_enabled:
             return None
-        due = ask.create_us + part.queues[ask.queue].props.preemption_delay_us
+        due = ask.create_us + props.preemption_delay_us
         if ask.last_check_us is not None:
             if not running:
                 return None
@@ -204,6 +276,205 @@ class YuniKornModel(PreemptionModel):
             if tid not in state.pending.get(wl_id, {}) or stale:
                 del self.reservations[tid]
                 self.reserved_at.pop(tid, None)
+                self._resv_released += 1
+
+
+class _FastPass:
+    """One ``schedule`` call of the fast path; see ``YuniKornModel``.
+
+    In-call bookkeeping mirrors what the reference pass does to its partition, with the same
+    arithmetic in the same order: ``pq`` holds queue usage copies touched by starts made in this
+    call, ``pn`` node usage. The partition, when it is needed, is built from the state and then
+    shares these dicts, so both views stay one.
+    """
+
+    def __init__(self, model: YuniKornModel, state: ClusterState, now_us: int, taken: set[str],
+                 decisions: list[Decision]):
+        self.m = model
+        self.state = state
+        self.now_us = now_us
+        self.taken = taken
+        self.decisions = decisions
+        self.pq: dict[str, Res] = {}
+        self.pn: dict[str, Res] = {}
+        self.part: Partition | None = None
+        self.rmap: dict[str, str] = {n: a for a, n in model.reservations.items()}
+        self.budgets: dict[str, list[int]] = {}
+        self.wake: float | None = None
+        self.due_min: float = float("inf")
+        self.running = bool(state.allocations)
+        self.cluster: Res | None = None
+        self.index = state.free_index()
+        self.names = list(state.nodes)
+
+    def version(self) -> tuple:
+        s = self.state
+        return (s.freed_epoch, s.config_epoch, self.m._resv_released)
+
+    # -- views -------------------------------------------------------------------------------------
+
+    def ensure_part(self) -> Partition:
+        if self.part is None:
+            m, state = self.m, self.state
+            part = build_partition(state, self.taken, indexed=True, props=m._props)
+            for ask_key, node in m.reservations.items():
+                if node in part.nodes:
+                    part.nodes[node].reserved_for = ask_key
+            for name, yq in part.queues.items():
+                if name in self.pq:
+                    yq.allocated = self.pq[name]
+                else:
+                    self.pq[name] = yq.allocated
+            for n, used in self.pn.items():
+                part.nodes[n].used = used
+            self.part = part
+        return self.part
+
+    def headroom(self, queue: str) -> Res | None:
+        state, pq, maxes = self.state, self.pq, self.m._maxes
+        out: Res | None = None
+        for q in state.path_to_root(queue):
+            mx = maxes[q]
+            if mx is None:
+                if state.queues[q].parent is not None:
+                    continue
+                if self.cluster is None:
+                    self.cluster = state.total_capacity()
+                mx = self.cluster
+            a = pq[q] if q in pq else state.queue_usage[q]
+            room = {k: v - a.get(k, 0) for k, v in mx.items()}
+            out = component_wise_min(out, room)
+        return out
+
+    def first_fit(self, res: Res) -> str | None:
+        """First node in order, not reserved, where ``res`` fits what the node has left in this call."""
+        index, names, state, pn, rmap = self.index, self.names, self.state, self.pn, self.rmap
+        for k, v in res.items():
+            if v > 0 and k not in index.trees:
+                return self._scan(res)
+        i = 0
+        while True:
+            i = index.first_fit(res, i)
+            if i is None:
+                return None
+            n = names[i]
+            if n not in rmap:
+                node = state.nodes[n]
+                used = pn[n] if n in pn else state.node_used[n]
+                if node.schedulable and fit_in(sub(node.capacity, used), res):
+                    return n
+            i += 1
+
+    def _scan(self, res: Res) -> str | None:
+        state, pn, rmap = self.state, self.pn, self.rmap
+        for n, node in state.nodes.items():
+            if n in rmap or not node.schedulable:
+                continue
+            used = pn[n] if n in pn else state.node_used[n]
+            if fit_in(sub(node.capacity, used), res):
+                return n
+        return None
+
+    def started(self, tid: str, queue: str, res: Res, node: str) -> None:
+        self.decisions.append(Start(tid, node))
+        state, pq = self.state, self.pq
+        for q in state.path_to_root(queue):
+            a = pq.get(q)
+            if a is None:
+                a = pq[q] = dict(state.queue_usage[q])
+                if self.part is not None:
+                    self.part.queues[q].allocated = a
+            add_into(a, res)
+        used = self.pn[node] if node in self.pn else state.node_used[node]
+        used = {**used, **{k: used.get(k, 0) + v for k, v in res.items()}}
+        self.pn[node] = used
+        if self.part is not None:
+            self.part.nodes[node].used = used
+        self.m.asks.pop(tid, None)
+        self.m.reserved_at.pop(tid, None)
+
+    # -- the walk ----------------------------------------------------------------------------------
+
+    def walk(self) -> None:
+        state, m = self.state, self.m
+        wls = state.workloads
+        for wl_id in pending_order(state):
+            wl = wls[wl_id]
+            s = wl.settings or {}
+            pinned = str(s.get("requiredNode", "") or "")
+            may_preempt = bool(s.get("allowPreemptOther", True))
+            props = m._props[wl.queue]
+            for tid in list(state.pending.get(wl_id, ())):
+                res = state.task_resources(tid)
+                if pinned or tid in m.reservations:
+                    self.slow(tid, props)
+                    continue
+                ver = self.version()
+                rkey = tuple(res.items())
+                hkey = (wl.queue, rkey)
+                if m._nohead.get(hkey) != ver and m._nofit.get(rkey) != ver:
+                    if not fit_in_max_undef(self.headroom(wl.queue), res):
+                        m._nohead[hkey] = ver
+                    else:
+                        node = self.first_fit(res)
+                        if node is not None:
+                            self.started(tid, wl.queue, res, node)
+                            continue
+                        m._nofit[rkey] = ver
+                ask = m.asks.get(tid)
+                if ask is not None:
+                    triggered, last = ask.triggered_preemption, ask.last_check_us
+                else:
+                    triggered, last = False, None
+                due: int | None = None
+                if m.preemption_enabled and may_preempt and not triggered:
+                    due = _us(wl.submit) + props.preemption_delay_us
+                    if last is not None:
+                        due = max(due, last + PREEMPT_ATTEMPT_FREQUENCY_US)
+                    budget = self.budgets.setdefault(wl.queue, [MAX_PREEMPTION_ATTEMPTS])
+                    if due <= self.now_us and budget[0] > 0:
+                        self.slow(tid, props)
+                        continue
+                if due is not None:
+                    if due > self.now_us:
+                        self.due_min = min(self.due_min, due)
+                        if last is None or self.running:
+                            self.wake = _min(self.wake, due / 1_000_000)
+                    else:
+                        self.due_min = min(self.due_min, self.now_us)
+        for tid, at in m.reserved_at.items():
+            if tid in m.reservations:
+                self.due_min = min(self.due_min, at + RESERVATION_TIMEOUT_US + 1)
+
+    def slow(self, tid: str, props: QueueProps) -> None:
+        """The reference step for one ask, on the partition view."""
+        m, state = self.m, self.state
+        part = self.ensure_part()
+        ask = m._ask(state, tid)
+        budget = self.budgets.setdefault(ask.queue, [MAX_PREEMPTION_ATTEMPTS])
+        before = set(m.reservations)
+        r = try_allocate(part, ask, self.now_us, budget, m.reservations, None, m.preemption_enabled)
+        if before - set(m.reservations):
+            m._resv_released += 1
+        self.rmap = {n: a for a, n in m.reservations.items()}
+        if r.kind in ("Allocated", "AllocatedReserved") and r.node is not None:
+            self.started(tid, ask.queue, state.task_resources(tid), r.node)
+            return
+        if r.victims:
+            m.reserved_at.setdefault(tid, self.now_us)
+            for v in r.victims:
+                if v.key in self.taken or v.key not in state.allocations:
+                    continue
+                self.taken.add(v.key)
+                self.decisions.append(Preempt(v.key, m._reason(r.rule, ask, v, r.node)))
+        nxt = m._next_check(props, ask, self.now_us, self.running)
+        self.wake = _min(self.wake, nxt)
+        if not (ask.triggered_preemption or not ask.allow_preempt_other or ask.required_node
+                or not m.preemption_enabled):
+            due = ask.create_us + props.preemption_delay_us
+            if ask.last_check_us is not None:
+                due = max(due, ask.last_check_us + PREEMPT_ATTEMPT_FREQUENCY_US)
+            self.due_min = min(self.due_min, max(due, self.now_us) if due > self.now_us else self.now_us)
 
 
 def _min(a: float | None, b: float | None) -> float | None:
