@@ -235,9 +235,45 @@ def fifo_order(tree: Tree, pool: str) -> list[str]:
 
 # -- the update --------------------------------------------------------------------------------
 
+class CurveCache:
+    """Curves of subtrees whose inputs did not change since the previous update, reused as they are.
+
+    An element's curve, fit factor and fair share by suggestion are a pure function of its key: its
+    own shares, guarantee and limits, mode, and its children's weights and keys in order. Entries not
+    used by the latest update are dropped, so the cache holds at most two updates' worth.
+    """
+
+    __slots__ = ("old", "new", "hits", "misses")
+
+    def __init__(self) -> None:
+        self.old: dict[tuple, tuple] = {}
+        self.new: dict[tuple, tuple] = {}
+        self.hits = self.misses = 0
+
+    def get(self, key: tuple) -> tuple | None:
+        v = self.new.get(key)
+        if v is None:
+            v = self.old.get(key)
+            if v is not None:
+                self.new[key] = v
+        if v is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return v
+
+    def put(self, key: tuple, value: tuple) -> None:
+        self.new[key] = value
+
+    def roll(self) -> None:
+        self.old, self.new = self.new, {}
+
+
 def compute(tree: Tree, node_caps: list[list[float]] | None = None,
-            integral: "object | None" = None) -> FairShareResult:
-    """One fair share update over the whole tree. ``integral`` computes integral shares (§2.9)."""
+            integral: "object | None" = None, cache: CurveCache | None = None) -> FairShareResult:
+    """One fair share update over the whole tree. ``integral`` computes integral shares (§2.9);
+    ``cache`` carries unchanged subtrees' curves over from the previous update (exactly the same
+    result, computed once)."""
     tree.link()
     dim = len(tree.resources)
     limits = limits_shares(tree, node_caps)
@@ -252,9 +288,11 @@ def compute(tree: Tree, node_caps: list[list[float]] | None = None,
     strong[ROOT] = [sum(strong[c][i] for c in tree.elements[ROOT].children) for i in range(dim)]
     for name in tree.elements:
         attrs[name].strong_share = strong[name]
-    curves, ffs, fsbs, orders = _build(tree, attrs, dim)
+    if cache is not None:
+        cache.roll()
+    curves, ffs, fsbs, orders = _build(tree, attrs, dim, cache)
     if integral is not None and integral.assign(tree, attrs, curves):  # type: ignore[attr-defined]
-        curves, ffs, fsbs, orders = _build(tree, attrs, dim)
+        curves, ffs, fsbs, orders = _build(tree, attrs, dim, cache)
 
     sugg: dict[str, float] = {ROOT: 1.0}
     for name in tree.preorder():
@@ -304,34 +342,63 @@ def _promised(tree: Tree, attrs: dict[str, Attrs], top: str, ffs, fsbs, orders) 
         stack.extend(zip(kids, child_suggestion(el.mode, [tree.elements[c].weight for c in kids], f)))
 
 
-def _build(tree: Tree, attrs: dict[str, Attrs], dim: int):
+def _op_key(a: Attrs) -> tuple:
+    return (tuple(a.usage_share), tuple(a.demand_share), tuple(a.strong_share), tuple(a.integral_share),
+            tuple(a.limits_share))
+
+
+def _build(tree: Tree, attrs: dict[str, Attrs], dim: int, cache: CurveCache | None = None):
     """Bottom-up: each element's curve, fit factor by suggestion, and fair share by suggestion."""
     curves: dict[str, PLF] = {}
     ffs: dict[str, tuple[list[float], list[float]]] = {}
     fsbs: dict[str, PLF] = {}
     orders: dict[str, list[str]] = {}
-    fast = [n for n, el in tree.elements.items() if el.is_op and _closed_form_ok(attrs[n])]
+    keys: dict[str, tuple] = {}
+    elements = tree.elements
+    if cache is not None:
+        for name, el in elements.items():
+            if el.is_op:
+                key = keys[name] = ("op", _op_key(attrs[name]))
+                hit = cache.get(key)
+                if hit is not None:
+                    if hit[0] is not None:
+                        curves[name], ffs[name] = hit[0], hit[1]
+                    fsbs[name] = hit[2]
+    fast = [n for n, el in elements.items() if el.is_op and n not in fsbs and _closed_form_ok(attrs[n])]
     if fast:
         us = np.asarray([attrs[n].usage_share for n in fast], dtype=float).reshape(len(fast), dim)
         ds = np.asarray([attrs[n].demand_share for n in fast], dtype=float).reshape(len(fast), dim)
-        fsbs.update(zip(fast, op_fsbs_batch(us, ds)))
+        for n, f in zip(fast, op_fsbs_batch(us, ds)):
+            fsbs[n] = f
+            if cache is not None:
+                cache.put(keys[n], (None, None, f))
     for name in tree.postorder():
-        el = tree.elements[name]
+        el = elements[name]
         a = attrs[name]
-        if name in fsbs:
+        if el.is_op and name in fsbs:
             continue
+        if not el.is_op:
+            kids = fifo_order(tree, name) if el.mode == "fifo" else list(el.children)
+            orders[name] = kids
+            if cache is not None:
+                key = keys[name] = ("pool", name == ROOT, el.mode, _op_key(a),
+                                    tuple((elements[c].weight, keys[c]) for c in kids))
+                hit = cache.get(key)
+                if hit is not None:
+                    curves[name], ffs[name], fsbs[name] = hit
+                    continue
         if el.is_op:
             curve = op_curve(a.usage_share, a.demand_share)
         else:
-            kids = fifo_order(tree, name) if el.mode == "fifo" else list(el.children)
-            orders[name] = kids
-            curve = pool_curve(el.mode, [tree.elements[c].weight for c in kids], [fsbs[c] for c in kids], dim)
+            curve = pool_curve(el.mode, [elements[c].weight for c in kids], [fsbs[c] for c in kids], dim)
         g = [s + i for s, i in zip(a.strong_share, a.integral_share)]
         lim = a.limits_share if name != ROOT else [1.0] * dim
         ff = fit_factor_fn(curve, g, lim)
         curves[name] = curve
         ffs[name] = ff
         fsbs[name] = plf.compose(curve, *ff)
+        if cache is not None:
+            cache.put(keys[name], (curve, ff, fsbs[name]))
     return curves, ffs, fsbs, orders
 
 

@@ -68,6 +68,7 @@ class YTsaurusModel(PreemptionModel):
         self._fs_key: tuple | None = None      # state epochs the last computed fair share saw
         self._integral_key: int | None = None
         self._integral_any = False
+        self.curve_cache = fairshare.CurveCache()
         self._pos_tree: Tree | None = None
         self._pos: dict[str, int] = {}
         ig = s.get("integral_guarantees") or {}
@@ -167,7 +168,7 @@ class YTsaurusModel(PreemptionModel):
             self.integral.elapsed = None if snap is None else now - snap.time
             caps = ([[float(n.capacity.get(r, 0)) for r in self.resources] for n in state.nodes.values()]
                     if self.settings.get("best_allocation_share") else None)
-            result = fairshare.compute(tree, caps, self.integral)
+            result = fairshare.compute(tree, caps, self.integral, self.curve_cache)
             params = starvation.effective_params(tree, self.settings)
             published = {n: classify.publish(result.attrs[n].fair_share, result.attrs[n].demand_share)
                          for n, el in tree.elements.items() if el.is_op}
