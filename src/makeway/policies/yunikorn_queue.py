@@ -303,7 +303,6 @@ class _FastPass:
         self.wake: float | None = None
         self.due_min: float = float("inf")
         self.running = bool(state.allocations)
-        self.cluster: Res | None = None
         self.index = state.free_index()
         self.names = list(state.nodes)
 
@@ -338,9 +337,7 @@ class _FastPass:
             if mx is None:
                 if state.queues[q].parent is not None:
                     continue
-                if self.cluster is None:
-                    self.cluster = state.total_capacity()
-                mx = self.cluster
+                mx = state.total_capacity_cached()  # the sum Partition.cluster_size makes, same order
             a = pq[q] if q in pq else state.queue_usage[q]
             room = {k: v - a.get(k, 0) for k, v in mx.items()}
             out = component_wise_min(out, room)
