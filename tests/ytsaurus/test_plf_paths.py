@@ -76,3 +76,15 @@ def test_closed_form_operation_share_matches_generic(rows):
         curve = fairshare.op_curve(u, d)
         generic = plf.compose(curve, *fairshare.fit_factor_fn(curve, [0.0] * 3, [1.0] * 3))
         same_fn(generic, fast, probes)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 0.1, 0.25, 0.5, 0.5, 0.75, 1.0]), min_size=2, max_size=12),
+       st.lists(st.floats(-0.5, 1.5, allow_nan=False), max_size=12))
+def test_sweep_eval_is_eval1(xs, extra):
+    """The one-pass evaluation in min_scalar gives _eval1's values bit for bit (jumps included)."""
+    xs = sorted(xs)
+    vs = [float(i) * 0.3 + (0.7 if i % 3 == 0 else 0.0) for i in range(len(xs))]
+    pos = sorted(set(xs) | set(extra))
+    left, right = plf._sweep_eval(xs, vs, pos)
+    assert list(zip(left, right)) == [plf._eval1(xs, vs, p) for p in pos]

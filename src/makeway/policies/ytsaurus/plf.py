@@ -211,6 +211,36 @@ def _eval1(xs, vs, x: float) -> tuple[float, float]:
     return v, v
 
 
+def _sweep_eval(xs: list[float], vs: list[float], pos: list[float]) -> tuple[list[float], list[float]]:
+    """``_eval1`` at every one of the ascending ``pos`` in one forward pass (same arithmetic)."""
+    n = len(xs)
+    left: list[float] = []
+    right: list[float] = []
+    j = k = 0
+    for x in pos:
+        while j < n and xs[j] < x:
+            j += 1
+        if k < j:
+            k = j
+        while k < n and xs[k] <= x:
+            k += 1
+        if j >= n:
+            left.append(vs[-1])
+            right.append(vs[-1])
+        elif j < k:
+            left.append(vs[j])
+            right.append(vs[k - 1])
+        elif j == 0:
+            left.append(vs[0])
+            right.append(vs[0])
+        else:
+            x0, x1 = xs[j - 1], xs[j]
+            v = vs[j - 1] if x1 == x0 else vs[j - 1] + (vs[j] - vs[j - 1]) * (x - x0) / (x1 - x0)
+            left.append(v)
+            right.append(v)
+    return left, right
+
+
 def min_scalar(funcs: list[tuple[list[float], list[float]]]) -> tuple[list[float], list[float]]:
     """Pointwise minimum of scalar PL functions on [0, 1] (with jumps)."""
     if len(funcs) == 1:
@@ -219,16 +249,9 @@ def min_scalar(funcs: list[tuple[list[float], list[float]]]) -> tuple[list[float
         return _np_min(funcs)
     funcs = [(list(xs), list(vs)) if isinstance(xs, np.ndarray) else (xs, vs) for xs, vs in funcs]
     pos = sorted({x for xs, _ in funcs for x in xs})
-    lefts = []
-    rights = []
-    for x in pos:
-        lv, rv = [], []
-        for xs, vs in funcs:
-            a, b = _eval1(xs, vs, x)
-            lv.append(a)
-            rv.append(b)
-        lefts.append(lv)
-        rights.append(rv)
+    cols = [_sweep_eval(xs, vs, pos) for xs, vs in funcs]
+    lefts = list(zip(*(c[0] for c in cols)))
+    rights = list(zip(*(c[1] for c in cols)))
     out_x: list[float] = []
     out_v: list[float] = []
     for k, x in enumerate(pos):
