@@ -75,3 +75,28 @@ def test_example_shows_reclamation_and_fair_sharing():
     rec = simulate(state, model, workloads, changes, options=SimOptions(check_invariants=True))
     rules = {e.get("reason", {}).get("rule") for e in rec.events if e.get("kind") == "preempt"}
     assert {"InCohortReclamation", "InCohortFairSharing"} <= rules
+
+
+def test_preemptor_takes_what_its_victims_freed():
+    """With grace 0 the victims leave at once; the preemptor, first in line as a waiting preemptor,
+    starts in the same instant instead of the requeued victim retaking its quota."""
+    import random
+
+    rnd = random.Random(7)
+    groups = [{"coveredResources": ["cpu"], "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": 8}]}]}]
+    queues = [Queue("org", settings={"kind": "Cohort"})] + [
+        Queue(f"q{i}", "org", settings={"resourceGroups": groups, "preemption": POLICY}) for i in range(4)]
+    state = ClusterState(["cpu"], queues, [Node(f"n{i}", {"cpu": 8}, {"flavor": "f"}) for i in range(4)])
+    workloads, t = [], 0.0
+    for j in range(120):
+        t += rnd.expovariate(1 / 4.0)
+        workloads.append(Workload(f"w{j}", f"q{rnd.randrange(4)}", round(t, 1), rnd.choice([60.0, 300.0]),
+                                  (TaskGroup(rnd.choice([1, 2, 4]), {"cpu": rnd.choice([1, 2, 4])}),),
+                                  rnd.choice([0, 1, 5])))
+    model = load_model("kueue", {"fairSharing": {}})
+    rec = simulate(state, model, workloads, options=SimOptions(check_invariants=True, record_starts=True))
+    started = {(e["time"], e["workload"]) for e in rec.events if e.get("kind") == "start"}
+    preemptors = {(e["time"], e["subject"]) for e in rec.events
+                  if e.get("kind") == "note" and e.get("note") == "kueue-preemption"}
+    assert preemptors, "the trace should contain preemptions"
+    assert preemptors <= started
