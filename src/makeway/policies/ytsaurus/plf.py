@@ -289,6 +289,7 @@ def compose(f: PLF, mx: list[float], mv: list[float]) -> PLF:
     if isinstance(mx, np.ndarray):
         mx, mv = mx.tolist(), np.asarray(mv).tolist()
     fx = f.xs
+    fy = f.ys
     out_x: list[float] = [mx[0]]
     out_y: list[Vec] = [f.left(mv[0])]
     for k in range(len(mx) - 1):
@@ -303,15 +304,19 @@ def compose(f: PLF, mx: list[float], mv: list[float]) -> PLF:
         out_x.append(s0)
         out_y.append(f.right(m0))
         i = bisect_right(fx, m0)
-        while i < len(fx) and fx[i] < m1:
+        nfx = len(fx)
+        while i < nfx and fx[i] < m1:
+            # fx[i] is the first knot at x: its left value is fy[i], its right value the run's last
             x = fx[i]
             s = s0 + (x - m0) / (m1 - m0) * (s1 - s0)
+            k = i + 1
+            while k < nfx and fx[k] == x:
+                k += 1
             out_x.append(s)
-            out_y.append(f.left(x))
-            rv = f.right(x)
+            out_y.append(fy[i])
             out_x.append(s)
-            out_y.append(rv)
-            i = bisect_right(fx, x)
+            out_y.append(fy[k - 1])
+            i = k
         out_x.append(s1)
         out_y.append(f.left(m1))
     return clean(out_x, out_y)
