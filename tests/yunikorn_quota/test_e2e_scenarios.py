@@ -77,11 +77,9 @@ def simulate(initial: str, changes: list[tuple[float, str]], deployments: list[s
     return running, pending, notes
 
 
-# The full YuniKorn model composes the same QuotaPreemption; at the time of writing its placement
-# admits only two of three 100m pods under a 300m max (fractional cpu summed in floats), so it is
-# run as a non-strict expected failure until that is fixed.
-MODELS = ["quota", pytest.param("yunikorn", marks=pytest.mark.xfail(reason="yunikorn placement: float cpu sums",
-                                                                    strict=False))]
+# The full YuniKorn model composes the same QuotaPreemption; its placement must admit three 100m pods
+# under a 300m max (headroom and node room are compared rounded, as YuniKorn's integer units are).
+MODELS = ["quota", "yunikorn"]
 CHANGE = 10.0  # the moment the suite applies the second ConfigMap (all pods are running by then)
 
 

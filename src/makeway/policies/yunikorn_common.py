@@ -161,7 +161,28 @@ class YNode:
 
     @property
     def free(self) -> Res:
-        return sub(self.capacity, self.used)
+        return free_of(self.capacity, self.used)
+
+
+def exact(x: float) -> float:
+    """A float difference or sum rounded to 9 decimals, as the core rounds its running totals.
+
+    YuniKorn counts in integers (millicores, bytes); without this, 0.3 - 0.2 cpu of headroom is
+    0.09999999999999998 and a 100m pod would not fit where YuniKorn places it.
+    """
+    return round(x, 9) if type(x) is float else x
+
+
+def free_of(capacity: Res, used: Res) -> Res:
+    out = dict(capacity)
+    for k, v in used.items():
+        out[k] = exact(out.get(k, 0) - v)
+    return out
+
+
+def plus(used: Res, res: Res) -> Res:
+    """Node usage after one more allocation (a new dict: views may share the old one)."""
+    return {**used, **{k: exact(used.get(k, 0) + v) for k, v in res.items()}}
 
 
 class Partition:
@@ -226,7 +247,7 @@ class Partition:
             m = self.own_max(q)
             if m is None:
                 continue
-            room = {k: v - self.queues[q].allocated.get(k, 0) for k, v in m.items()}
+            room = {k: exact(v - self.queues[q].allocated.get(k, 0)) for k, v in m.items()}
             out = component_wise_min(out, room)
         return out
 
@@ -314,7 +335,7 @@ def go_slice_stable(items: Sequence[T], less: Callable[[T, T], bool]) -> list[T]
     return data
 
 
-__all__ = ["Partition", "YQueue", "YAlloc", "YAsk", "YNode", "QueueProps", "resolve_props",
+__all__ = ["Partition", "YQueue", "YAlloc", "YAsk", "YNode", "QueueProps", "resolve_props", "exact", "free_of", "plus",
            "parse_go_duration_us", "go_slice_stable", "add"]
 
 

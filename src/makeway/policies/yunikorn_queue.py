@@ -13,13 +13,14 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from makeway.core.decisions import Decision, Preempt, Reason, Start
-from makeway.core.resources import Res, add_into, component_wise_min, fit_in, fit_in_max_undef, sub
+from makeway.core.resources import Res, add_into, component_wise_min, fit_in, fit_in_max_undef
 from makeway.core.model import Queue, split_task_id
 from makeway.core.policy import PreemptionModel
 from makeway.core.state import ClusterState
 from makeway.policies.default import pending_order
 from makeway.policies.yunikorn_common import (MAX_PREEMPTION_ATTEMPTS, PREEMPT_ATTEMPT_FREQUENCY_US, Partition,
-                                              QueueProps, YAlloc, YAsk, YNode, YQueue, resolve_props)
+                                              QueueProps, YAlloc, YAsk, YNode, YQueue, exact, free_of, plus,
+                                              resolve_props)
 from makeway.policies.yunikorn_preemptor import try_allocate
 
 RESERVATION_TIMEOUT_US = 3_600_000_000
@@ -204,7 +205,7 @@ class YuniKornModel(PreemptionModel):
                     decisions.append(Start(tid, r.node))
                     part.add_usage(ask.queue, ask.resources)
                     node = part.nodes[r.node]
-                    node.used = {**node.used, **{k: node.used.get(k, 0) + v for k, v in ask.resources.items()}}
+                    node.used = plus(node.used, ask.resources)
                     self.asks.pop(tid, None)
                     self.reserved_at.pop(tid, None)
                     continue
@@ -339,7 +340,7 @@ class _FastPass:
                     continue
                 mx = state.total_capacity_cached()  # the sum Partition.cluster_size makes, same order
             a = pq[q] if q in pq else state.queue_usage[q]
-            room = {k: v - a.get(k, 0) for k, v in mx.items()}
+            room = {k: exact(v - a.get(k, 0)) for k, v in mx.items()}
             out = component_wise_min(out, room)
         return out
 
@@ -358,7 +359,7 @@ class _FastPass:
             if n not in rmap:
                 node = state.nodes[n]
                 used = pn[n] if n in pn else state.node_used[n]
-                if node.schedulable and fit_in(sub(node.capacity, used), res):
+                if node.schedulable and fit_in(free_of(node.capacity, used), res):
                     return n
             i += 1
 
@@ -368,7 +369,7 @@ class _FastPass:
             if n in rmap or not node.schedulable:
                 continue
             used = pn[n] if n in pn else state.node_used[n]
-            if fit_in(sub(node.capacity, used), res):
+            if fit_in(free_of(node.capacity, used), res):
                 return n
         return None
 
@@ -383,7 +384,7 @@ class _FastPass:
                     self.part.queues[q].allocated = a
             add_into(a, res)
         used = self.pn[node] if node in self.pn else state.node_used[node]
-        used = {**used, **{k: used.get(k, 0) + v for k, v in res.items()}}
+        used = plus(used, res)
         self.pn[node] = used
         if self.part is not None:
             self.part.nodes[node].used = used
