@@ -19,6 +19,7 @@ from makeway.policies.ytsaurus.tree import ROOT, Tree
 
 EPS = 1e-9
 INF_SAT = 1e9
+INF = float("inf")
 
 
 @dataclass(slots=True)
@@ -49,7 +50,11 @@ def limits_shares(tree: Tree, node_caps: list[list[float]] | None = None) -> dic
     res = tree.resources
     mem = res.index("memory") if "memory" in res else None
     slots = res.index("user_slots") if "user_slots" in res else None
+    unlimited = [1.0 if t > 0 else 0.0 for t in tree.total]  # what the general formula gives without limits
     for name, el in tree.elements.items():
+        if el.limits is None and el.max_share_ratio is None and not (el.is_op and node_caps):
+            out[name] = list(unlimited)
+            continue
         lim = [min(tree.vec(el.limits, float("inf"))[i], t) for i, t in enumerate(tree.total)]
         share = [lv / t if t > 0 else 0.0 for lv, t in zip(lim, tree.total)]
         if el.max_share_ratio is not None:
@@ -68,6 +73,7 @@ def strong_shares(tree: Tree, limits: dict[str, Vec]) -> dict[str, Vec]:
     res = tree.resources
     dim = len(res)
     main = res.index(tree.main_resource) if tree.main_resource in res else None
+    zero = [0.0] * dim
     eff: dict[str, Vec] = {ROOT: list(tree.total)}
     for name in tree.preorder():
         el = tree.elements[name]
@@ -77,14 +83,20 @@ def strong_shares(tree: Tree, limits: dict[str, Vec]) -> dict[str, Vec]:
         explicit: dict[str, Vec] = {}
         specified: dict[str, set[int]] = {}
         for c in el.children:
-            ce = tree.elements[c]
-            g = ce.guarantee or {}
+            g = tree.elements[c].guarantee
+            if not g:
+                explicit[c] = zero
+                specified[c] = set()
+                continue
             explicit[c] = tree.vec(g)
             specified[c] = {i for i, r in enumerate(res) if r in g and g[r] is not None}
         residual = [max(0.0, parent_g[i] - sum(explicit[c][i] for c in el.children)) for i in range(dim)]
         implicit: dict[str, Vec] = {c: [0.0] * dim for c in el.children}
         if main is not None and parent_g[main] > 0:
+            finite = all(v < INF for v in parent_g)
             for c in el.children:
+                if explicit[c] is zero and finite:
+                    continue  # ratio 0: the implicit guarantee stays 0
                 ratio = explicit[c][main] / parent_g[main]
                 for i in range(dim):
                     if i != main and i not in specified[c]:
