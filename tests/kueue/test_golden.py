@@ -1,0 +1,112 @@
+"""Golden decision logs: performance work on the Kueue model must not change a single decision.
+
+Each scenario runs the simulator with a recording wrapper around ``KueueModel`` and hashes every
+decision (time, kind, task/allocation, node, rule, preemptor, values). The digests were recorded
+before the model was optimised; a change here means a decision changed, not just its speed.
+"""
+
+import hashlib
+import random
+from pathlib import Path
+
+import pytest
+
+from makeway import benchmarks as B
+from makeway.config import build_state, load_config
+from makeway.core.decisions import Note, Preempt, Start
+from makeway.core.model import Node, Queue, TaskGroup, Workload
+from makeway.core.state import ClusterState
+from makeway.policies.kueue import KueueModel
+from makeway.sim.engine import SimOptions, simulate
+from makeway.sim.trace import load_jsonl
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "kueue" / "cluster.yaml"
+
+
+class Recording(KueueModel):
+    def __init__(self, settings=None):
+        super().__init__(settings)
+        self.log: list[str] = []
+
+    def schedule(self, state, now):
+        out = super().schedule(state, now)
+        for d in out:
+            if isinstance(d, Start):
+                self.log.append(f"{now!r} S {d.task} {d.node}")
+            elif isinstance(d, Preempt):
+                r = d.reason
+                self.log.append(f"{now!r} P {d.allocation} {r.rule} {r.preemptor} {sorted(r.values.items())!r} {r.detail}")
+            elif isinstance(d, Note):
+                self.log.append(f"{now!r} N {d.kind} {d.subject} {d.message} {sorted(d.values.items())!r}")
+        return out
+
+
+def digest(log: list[str]) -> str:
+    return hashlib.sha256("\n".join(log).encode()).hexdigest()[:16]
+
+
+def run_example() -> list[str]:
+    cfg = load_config(EXAMPLE)
+    model = Recording(cfg.preemption.settings)
+    workloads, changes = load_jsonl(EXAMPLE.parent / "trace.jsonl")
+    simulate(build_state(cfg), model, workloads, changes, options=SimOptions())
+    return model.log
+
+
+def run_baseline(scale: float = 0.02) -> list[str]:
+    state, workloads = B.kueue_baseline(scale=scale)
+    model = Recording({})
+    simulate(state, model, workloads, options=SimOptions())
+    return model.log
+
+
+def run_random(fair: bool, seed: int = 3, n: int = 100) -> list[str]:
+    rnd = random.Random(seed)
+    policy = {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"}
+    queues = [Queue("org", settings={"kind": "Cohort"}), Queue("sub", "org", settings={"kind": "Cohort"})]
+    for i in range(5):
+        groups = [{"coveredResources": ["cpu"], "flavors": [
+            {"name": "f", "resources": [{"name": "cpu", "nominalQuota": 4 + 2 * i,
+                                         **({"borrowingLimit": 6} if i % 2 else {})}]}]}]
+        queues.append(Queue(f"q{i}", "sub" if i >= 3 else "org", weight=1.0 + i % 2,
+                            settings={"kind": "ClusterQueue", "resourceGroups": groups, "preemption": policy}))
+    state = ClusterState(["cpu"], queues, [Node(f"n{i}", {"cpu": 8}, {"flavor": "f"}) for i in range(5)])
+    workloads, t = [], 0.0
+    for j in range(n):
+        t += rnd.expovariate(1 / 3.0)
+        workloads.append(Workload(f"w{j}", f"q{rnd.randrange(5)}", round(t, 1), rnd.choice([20.0, 60.0, 200.0]),
+                                  (TaskGroup(rnd.choice([1, 2, 4]), {"cpu": rnd.choice([1, 2, 3])}),),
+                                  rnd.choice([0, 1, 5])))
+    model = Recording({"fairSharing": {}} if fair else {})
+    simulate(state, model, workloads, options=SimOptions(check_invariants=True))
+    return model.log
+
+
+GOLDEN = {
+    "example": "297faf0c5365e58a",
+    "baseline": "7d70c8ce1159475f",
+    "baseline_05": "1a96b23eea36e6d6",
+    "random_fair": "b13d528869ef3209",
+    "random_classic": "f0400a63f019b16d",
+}
+
+
+@pytest.mark.skipif(not EXAMPLE.is_file(), reason="example missing")
+def test_example_golden():
+    assert digest(run_example()) == GOLDEN["example"]
+
+
+def test_baseline_golden():
+    assert digest(run_baseline()) == GOLDEN["baseline"]
+
+
+def test_baseline_larger_golden():
+    assert digest(run_baseline(0.05)) == GOLDEN["baseline_05"]
+
+
+def test_random_fair_sharing_golden():
+    assert digest(run_random(True)) == GOLDEN["random_fair"]
+
+
+def test_random_classic_golden():
+    assert digest(run_random(False)) == GOLDEN["random_classic"]
