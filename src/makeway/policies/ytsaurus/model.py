@@ -69,6 +69,7 @@ class YTsaurusModel(PreemptionModel):
         self._integral_key: int | None = None
         self._integral_any = False
         self.curve_cache = fairshare.CurveCache()
+        self._usage_cache: dict[str, tuple[tuple[int, int], list[float]]] = {}
         self._pos_tree: Tree | None = None
         self._pos: dict[str, int] = {}
         ig = s.get("integral_guarantees") or {}
@@ -88,7 +89,7 @@ class YTsaurusModel(PreemptionModel):
 
     def _alloc_sig(self, state: ClusterState, wid: str) -> tuple:
         running = state.running.get(wid) or {}
-        return (self._stamp, len(running), next(reversed(running)) if running else None,
+        return (self._stamp, len(running), state.allocations[next(reversed(running))].seq if running else 0,
                 len(state.pending.get(wid) or ()))
 
     def allocation_status(self, state: ClusterState, tid: str) -> str | None:
@@ -120,7 +121,8 @@ class YTsaurusModel(PreemptionModel):
 
     def build_tree(self, state: ClusterState) -> Tree:
         res = self.resources
-        tree = Tree(res, [float(state.total_capacity().get(r, 0)) for r in res],
+        total = state.total_capacity_cached()  # nodes do not change during a run
+        tree = Tree(res, [float(total.get(r, 0)) for r in res],
                     main_resource=str(self.settings.get("main_resource", "cpu")))
         tree.add(Element(ROOT, None))
         for i, q in enumerate(state.queues.values()):
@@ -138,11 +140,7 @@ class YTsaurusModel(PreemptionModel):
             pend = state.pending.get(wid) or {}
             if not running and not pend:
                 continue
-            usage = [0.0] * len(res)
-            for tid in running:
-                a = state.allocations[tid]
-                for k, r in enumerate(res):
-                    usage[k] += float(a.resources.get(r, 0))
+            usage = self._op_usage(state, wid, running)
             demand = list(usage)
             for tid in pend:
                 rr = state.task_resources(tid)
@@ -152,7 +150,28 @@ class YTsaurusModel(PreemptionModel):
             tree.add(Element(wid, wl.queue, is_op=True, weight=float(ws.get("weight", 1.0)), demand=demand,
                              usage=usage, start_time=wl.submit, order=i, pending_count=len(pend),
                              gang=bool(ws.get("gang")), settings=dict(ws), limits=ws.get("resource_limits")))
+        if len(self._usage_cache) > 2 * len(tree.elements) + 64:
+            self._usage_cache = {w: v for w, v in self._usage_cache.items() if w in tree.elements}
         return tree
+
+    def _op_usage(self, state: ClusterState, wid: str, running: Mapping[str, None]) -> list[float]:
+        """Sum of the operation's running allocations, recomputed only when they changed.
+
+        Allocations are appended in start order with increasing ``seq``, so (count, newest seq)
+        changes whenever the set does: any start brings a new newest seq, removals alone lower the count.
+        """
+        sig = (len(running), state.allocations[next(reversed(running))].seq if running else 0)
+        hit = self._usage_cache.get(wid)
+        if hit is not None and hit[0] == sig:
+            return list(hit[1])
+        res = self.resources
+        usage = [0.0] * len(res)
+        for tid in running:
+            a = state.allocations[tid]
+            for k, r in enumerate(res):
+                usage[k] += float(a.resources.get(r, 0))
+        self._usage_cache[wid] = (sig, usage)
+        return list(usage)
 
     def update(self, state: ClusterState, now: float) -> list[Decision]:
         """Recompute fair shares, starvation and the preemptible classes; notes on starvation changes."""

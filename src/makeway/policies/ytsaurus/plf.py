@@ -309,14 +309,14 @@ def compose(f: PLF, mx: list[float], mv: list[float]) -> PLF:
             # fx[i] is the first knot at x: its left value is fy[i], its right value the run's last
             x = fx[i]
             s = s0 + (x - m0) / (m1 - m0) * (s1 - s0)
-            k = i + 1
-            while k < nfx and fx[k] == x:
-                k += 1
+            e = i + 1
+            while e < nfx and fx[e] == x:
+                e += 1
             out_x.append(s)
             out_y.append(fy[i])
             out_x.append(s)
-            out_y.append(fy[k - 1])
-            i = k
+            out_y.append(fy[e - 1])
+            i = e
         out_x.append(s1)
         out_y.append(f.left(m1))
     return clean(out_x, out_y)

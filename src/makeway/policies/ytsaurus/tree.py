@@ -44,13 +44,16 @@ class Tree:
     total: list[float]
     elements: dict[str, Element] = field(default_factory=dict)
     main_resource: str = "cpu"
+    _orders: dict[str, list[str]] = field(default_factory=dict, repr=False, compare=False)
 
     def add(self, el: Element) -> Element:
         self.elements[el.name] = el
+        self._orders.clear()
         return el
 
     def link(self) -> None:
         """Fill ``children`` lists (tree order = insertion order) and sum pool demand/usage."""
+        self._orders.clear()
         for el in self.elements.values():
             el.children = []
         for el in self.elements.values():
@@ -76,7 +79,11 @@ class Tree:
                     el.usage = u
 
     def postorder(self) -> list[str]:
-        out: list[str] = []
+        """Children before parents; computed once per ``link`` (callers only iterate it)."""
+        out = self._orders.get("post")
+        if out is not None:
+            return out
+        out = []
         stack = [(ROOT, False)]
         while stack:
             name, done = stack.pop()
@@ -86,15 +93,21 @@ class Tree:
             stack.append((name, True))
             for c in reversed(self.elements[name].children):
                 stack.append((c, False))
+        self._orders["post"] = out
         return out
 
     def preorder(self) -> list[str]:
-        out: list[str] = []
+        """Parents before children; computed once per ``link`` (callers only iterate it)."""
+        out = self._orders.get("pre")
+        if out is not None:
+            return out
+        out = []
         stack = [ROOT]
         while stack:
             name = stack.pop()
             out.append(name)
             stack.extend(reversed(self.elements[name].children))
+        self._orders["pre"] = out
         return out
 
     def vec(self, d: dict[str, float] | None, missing: float = 0.0) -> list[float]:
