@@ -70,8 +70,13 @@ class KueueModel(PreemptionModel):
         # GetTargets results that found nothing, valid while the admitted set (signature) and the
         # in-call snapshot (version) are unchanged: a deep queue of identical heads costs one search.
         self._no_targets: dict[tuple, tuple[int, int]] = {}
-        self._signature = 0
-        self._version = 0
+        self._signature: dict[str, int] = {}  # per root of the cohort forest
+        self._version: dict[str, int] = {}  # per root, never reset: bumped at every tree change
+        # Non-empty GetTargets results under the same validity stamp, and per-call flavor
+        # assignments: identical heads deep in a queue cost a dictionary look-up.
+        self._targets_memo: dict[tuple, tuple[tuple[int, int], list[Target]]] = {}
+        self._shapes: dict[str, tuple] = {}
+        self._assign_memo: dict[tuple, tuple[int, Assignment]] = {}
         # BestEffortFIFO: a workload found inadmissible is parked until quota is released (a
         # workload ends or is evicted) or the configuration changes, as Kueue requeues them.
         self._parked: set[str] = set()
@@ -98,6 +103,7 @@ class KueueModel(PreemptionModel):
     def on_config_change(self, state, queue, old, now) -> list[Decision]:
         self._load_specs(state)
         self._no_targets.clear()
+        self._targets_memo.clear()
         self._parked.clear()
         return []
 
@@ -118,7 +124,7 @@ class KueueModel(PreemptionModel):
             self._load_specs(state)
         cohorts, cqs = self._specs  # type: ignore[misc]
         tree = QuotaTree(cohorts, cqs)
-        signature: list[tuple[str, bool]] = []
+        signature: dict[str, list[tuple[str, bool]]] = {}
         running: dict[str, tuple[int, bool]] = {}
         for wl_id in sorted(state.running):
             allocs = state.running[wl_id]
@@ -138,12 +144,14 @@ class KueueModel(PreemptionModel):
                 first_start = a.start if first_start is None else min(first_start, a.start)
                 evicted = evicted or a.preempting
             usage = {fr: units(fr[1], v) for fr, v in usage.items()}
-            signature.append((wl_id, evicted))
+            signature.setdefault(tree.cqs[wl.queue].root().name, []).append((wl_id, evicted))
             running[wl_id] = (len(allocs), evicted)
             tree.add_workload(Admitted(wl_id, wl.queue, self.priority(wl), usage,
                                        self._admitted_at.get(wl_id, first_start or 0.0), wl.submit, wl_id, evicted,
                                        not wl.preemptible))
-        self._signature = hash(tuple(signature))
+        # Target searches and flavor assignment read only the preemptor's own cohort tree, so their
+        # caches are stamped per root: a change in one cohort tree leaves the others' answers valid.
+        self._signature = {r: hash(tuple(sig)) for r, sig in signature.items()}
         prev = self._running
         if any(wl not in running or running[wl][0] < n or (running[wl][1] and not ev)
                for wl, (n, ev) in prev.items()):
@@ -156,6 +164,23 @@ class KueueModel(PreemptionModel):
     def _pod_sets(self, state: ClusterState, wl_id: str) -> list[dict[str, int]]:
         wl = state.workloads[wl_id]
         return [{r: units(r, v * g.count) for r, v in g.resources.items()} for g in wl.groups]
+
+    def _assign(self, state: ClusterState, cq: QNode, wl_id: str) -> Assignment:
+        """``assign_flavors`` memoised within one call: the answer depends only on the request
+        shape and the tree, which changes only where ``_version`` is bumped."""
+        shape = self._shapes.get(wl_id)
+        if shape is None:
+            shape = tuple(tuple(sorted(ps.items())) for ps in self._pod_sets(state, wl_id))
+            self._shapes[wl_id] = shape
+        key = (cq.name, shape)
+        hit = self._assign_memo.get(key)
+        root = cq.root().name
+        if hit is not None and hit[0] == self._version.get(root, 0):
+            return hit[1]
+        a = assign_flavors(cq, [dict(ps) for ps in shape], self._covered, self.fair,
+                           (state.queues[cq.name].settings or {}).get("flavorFungibility"))
+        self._assign_memo[key] = (self._version.get(root, 0), a)
+        return a
 
     def _pending_by_queue(self, state: ClusterState) -> dict[str, list[str]]:
         """Fully pending workloads per ClusterQueue, best first (BestEffortFIFO: priority, then time)."""
@@ -171,6 +196,8 @@ class KueueModel(PreemptionModel):
 
     def schedule(self, state: ClusterState, now: float) -> list[Decision]:
         tree = self.build_tree(state)
+        self._assign_memo = {}
+        self._targets_memo = {}
         decisions: list[Decision] = []
         promised: dict[str, Res] = {}
         victims: set[str] = set()
@@ -185,8 +212,7 @@ class KueueModel(PreemptionModel):
                 if cq is None:
                     continue
                 wl = state.workloads[wl_id]
-                a = assign_flavors(cq, self._pod_sets(state, wl_id), self._covered, self.fair,
-                                   (state.queues[q].settings or {}).get("flavorFungibility"))
+                a = self._assign(state, cq, wl_id)
                 heads.append(_Head(wl_id, cq, a, self.priority(wl), wl.submit))
             if not heads:
                 break
@@ -205,8 +231,7 @@ class KueueModel(PreemptionModel):
                  promised: dict[str, Res], victims: set[str]) -> None:
         cq = h.cq
         wl = state.workloads[h.wl]
-        a = assign_flavors(cq, self._pod_sets(state, h.wl), self._covered, self.fair,
-                           (state.queues[cq.name].settings or {}).get("flavorFungibility"))
+        a = self._assign(state, cq, h.wl)
         if a.mode == NOFIT:
             self._parked.add(h.wl)
             return
@@ -218,7 +243,7 @@ class KueueModel(PreemptionModel):
             for s in starts:
                 add_into(promised.setdefault(s.node, {}), state.task_resources(s.task))
             tree.add_usage(cq, a.usage)
-            self._version += 1
+            self._bump(cq)
             self._admitted_at[h.wl] = now
             self._waiting.pop(h.wl, None)
             decisions.extend(starts)
@@ -226,8 +251,18 @@ class KueueModel(PreemptionModel):
         p = Preemptor(h.wl, cq.name, h.priority, dict(a.usage), frozenset(a.frs_need), wl.submit, h.wl)
         key = (cq.name, tuple(sorted(p.requests.items())), tuple(sorted(p.frs_need)), p.priority,
                p.created_at if "LowerOrNewerEqualPriority" == cq.policy.within_cluster_queue else None)
-        stamp = (self._signature, self._version)
-        targets = [] if self._no_targets.get(key) == stamp else get_targets(tree, p, self.fair, self.strategies)
+        root = cq.root().name
+        stamp = (self._signature.get(root, 0), self._version.get(root, 0))
+        if self._no_targets.get(key) == stamp:
+            targets = []
+        else:
+            hit = self._targets_memo.get(key)
+            if hit is not None and hit[0] == stamp:
+                targets = hit[1]
+            else:
+                targets = get_targets(tree, p, self.fair, self.strategies)
+                if targets:
+                    self._targets_memo[key] = (stamp, targets)
         if not targets:
             self._waiting.pop(h.wl, None)
             self._parked.add(h.wl)
@@ -236,7 +271,7 @@ class KueueModel(PreemptionModel):
                 reserve = {fr: v for fr, v in self._reserve(cq, a).items() if v > 0}
                 if reserve:
                     tree.add_usage(cq, reserve)
-                    self._version += 1
+                    self._bump(cq)
             return
         if any(t.workload.name in victims for t in targets):
             return  # overlapping targets with an earlier preemptor in this call: wait
@@ -256,7 +291,11 @@ class KueueModel(PreemptionModel):
                                   f"{h.wl} in {cq.name} preempts {len(targets)} workload(s) to fit",
                                   {"targets": sorted(t.workload.name for t in targets)}))
         tree.add_usage(cq, a.usage)
-        self._version += 1
+        self._bump(cq)
+
+    def _bump(self, cq: QNode) -> None:
+        root = cq.root().name
+        self._version[root] = self._version.get(root, 0) + 1
 
     @staticmethod
     def _without(state: ClusterState, targets: list[Target], promised: dict[str, Res]) -> dict[str, Res]:
