@@ -10,6 +10,7 @@ successful preemption reserves the node for the ask; the ask is placed when the 
 
 from __future__ import annotations
 
+import heapq
 from typing import Any, Mapping
 
 from makeway.core.decisions import Decision, Preempt, Reason, Start
@@ -137,6 +138,14 @@ class YuniKornModel(PreemptionModel):
         self._nohead: dict[tuple, tuple] = {}
         self._quiet: tuple | None = None
         self._due_min = 0
+        # asks that can neither be placed nor try to preempt before ``due`` (or ever, -1) while the
+        # version (freed, config, reservations released) stays; skipped by the walk
+        self._blocked: dict[str, int] = {}
+        self._bcount: dict[str, int] = {}
+        self._bver: tuple | None = None
+        self._heap_fresh: list[tuple[int, str]] = []
+        self._heap_checked: list[tuple[int, str]] = []
+        self._xmark: int | None = None
 
     def bind(self, state: ClusterState) -> None:
         if self.quota is not None:
@@ -232,18 +241,51 @@ class YuniKornModel(PreemptionModel):
         taken: set[str] = set()
         decisions = self._quota_decisions(state, now, taken)
         now_us = _us(now)
-        self._drop_stale(state, now_us)
+        # only our own Starts take tasks out of pending; when the counts say someone else started
+        # one, look for asks that went stale (alloc_epoch - freed_epoch moves by starts only)
+        x = state.alloc_epoch - state.freed_epoch
+        self._drop_stale(state, now_us, asks=self._xmark is None or x != self._xmark)
         self._refresh_config(state)
         key = (state.freed_epoch, state.config_epoch, state.alloc_epoch, state.submit_epoch,
                tuple(self.reservations.items()))
         if not decisions and self._quiet == key and now_us < self._due_min:
             return []
+        self._unblock(state, now_us)
         run = _FastPass(self, state, now_us, taken, decisions)
         run.walk()
+        self._bver = run.version()
+        run.fold_heaps()
         self._wake = run.wake
         self._due_min = run.due_min
         self._quiet = key if not decisions else None
+        self._xmark = x + sum(1 for d in decisions if isinstance(d, Start))
         return decisions
+
+    def _clear_blocked(self) -> None:
+        self._blocked.clear()
+        self._bcount.clear()
+        self._heap_fresh.clear()
+        self._heap_checked.clear()
+
+    def _unblock(self, state: ClusterState, now_us: int) -> None:
+        """Forget blocks when the version moved; release asks whose precondition time came."""
+        if self._bver != (state.freed_epoch, state.config_epoch, self._resv_released):
+            self._clear_blocked()
+            return
+        for heap in (self._heap_fresh, self._heap_checked):
+            while heap and heap[0][0] <= now_us:
+                _, tid = heapq.heappop(heap)
+                if self._blocked.pop(tid, None) is not None:
+                    wl = tid.rsplit("/", 2)[0]
+                    self._bcount[wl] -= 1
+
+    def _block(self, tid: str, wl: str, due: int | None, checked: bool) -> None:
+        if tid in self._blocked:
+            return
+        self._blocked[tid] = -1 if due is None else due
+        self._bcount[wl] = self._bcount.get(wl, 0) + 1
+        if due is not None:
+            heapq.heappush(self._heap_checked if checked else self._heap_fresh, (due, tid))
 
     def _reason(self, rule: str, ask: YAsk, v: YAlloc, node: str | None) -> Reason:
         return Reason("yunikorn", rule, ask.key,
@@ -265,9 +307,9 @@ class YuniKornModel(PreemptionModel):
             due = max(due, ask.last_check_us + PREEMPT_ATTEMPT_FREQUENCY_US)
         return due / 1_000_000 if due > now_us else None
 
-    def _drop_stale(self, state: ClusterState, now_us: int) -> None:
+    def _drop_stale(self, state: ClusterState, now_us: int, asks: bool = True) -> None:
         """Forget asks that are no longer pending and reservations that waited too long."""
-        for tid in list(self.asks):
+        for tid in list(self.asks) if asks else ():
             wl_id, _, _ = split_task_id(tid)
             if tid not in state.pending.get(wl_id, {}):
                 del self.asks[tid]
@@ -396,16 +438,25 @@ class _FastPass:
     def walk(self) -> None:
         state, m = self.state, self.m
         wls = state.workloads
-        for wl_id in pending_order(state):
+        blocked, bcount = m._blocked, m._bcount
+        self.start_resv = m._resv_released
+        self.all_mode = False
+        order = pending_order(state, [w for w, p in state.pending.items() if bcount.get(w, 0) < len(p)])
+        i = 0
+        while i < len(order):
+            wl_id = order[i]
+            i += 1
             wl = wls[wl_id]
             s = wl.settings or {}
             pinned = str(s.get("requiredNode", "") or "")
             may_preempt = bool(s.get("allowPreemptOther", True))
             props = m._props[wl.queue]
             for tid in list(state.pending.get(wl_id, ())):
+                if tid in blocked:
+                    continue
                 res = state.task_resources(tid)
                 if pinned or tid in m.reservations:
-                    self.slow(tid, props)
+                    self.slow(tid, wl_id, props, pinned)
                     continue
                 ver = self.version()
                 rkey = tuple(res.items())
@@ -431,20 +482,40 @@ class _FastPass:
                         due = max(due, last + PREEMPT_ATTEMPT_FREQUENCY_US)
                     budget = self.budgets.setdefault(wl.queue, [MAX_PREEMPTION_ATTEMPTS])
                     if due <= self.now_us and budget[0] > 0:
-                        self.slow(tid, props)
+                        self.slow(tid, wl_id, props, pinned)
                         continue
+                if due is not None and due <= self.now_us:
+                    self.due_min = min(self.due_min, self.now_us)
+                    continue
                 if due is not None:
-                    if due > self.now_us:
-                        self.due_min = min(self.due_min, due)
-                        if last is None or self.running:
-                            self.wake = _min(self.wake, due / 1_000_000)
-                    else:
-                        self.due_min = min(self.due_min, self.now_us)
+                    self.due_min = min(self.due_min, due)
+                    if last is None or self.running:
+                        self.wake = _min(self.wake, due / 1_000_000)
+                m._block(tid, wl_id, due, last is not None)
+            if m._resv_released != self.start_resv:
+                # a reservation went: what was blocked may fit now; walk everything that is left
+                self.start_resv = m._resv_released
+                self.fold_heaps()
+                m._clear_blocked()
+                if not self.all_mode:
+                    self.all_mode = True
+                    key = (-wl.priority, wl.submit, wl_id)
+                    order = [w for w in pending_order(state)
+                             if (-wls[w].priority, wls[w].submit, w) > key]
+                    i = 0
         for tid, at in m.reserved_at.items():
             if tid in m.reservations:
                 self.due_min = min(self.due_min, at + RESERVATION_TIMEOUT_US + 1)
 
-    def slow(self, tid: str, props: QueueProps) -> None:
+    def fold_heaps(self) -> None:
+        """Count the timers of blocked asks (skipped so far in this walk) before forgetting them."""
+        for heap, counts in ((self.m._heap_fresh, True), (self.m._heap_checked, self.running)):
+            if heap:
+                self.due_min = min(self.due_min, heap[0][0])
+                if counts:
+                    self.wake = _min(self.wake, heap[0][0] / 1_000_000)
+
+    def slow(self, tid: str, wl_id: str, props: QueueProps, pinned: str) -> None:
         """The reference step for one ask, on the partition view."""
         m, state = self.m, self.state
         part = self.ensure_part()
@@ -467,12 +538,15 @@ class _FastPass:
                 self.decisions.append(Preempt(v.key, m._reason(r.rule, ask, v, r.node)))
         nxt = m._next_check(props, ask, self.now_us, self.running)
         self.wake = _min(self.wake, nxt)
+        due: int | None = None
         if not (ask.triggered_preemption or not ask.allow_preempt_other or ask.required_node
                 or not m.preemption_enabled):
             due = ask.create_us + props.preemption_delay_us
             if ask.last_check_us is not None:
                 due = max(due, ask.last_check_us + PREEMPT_ATTEMPT_FREQUENCY_US)
-            self.due_min = min(self.due_min, max(due, self.now_us) if due > self.now_us else self.now_us)
+            self.due_min = min(self.due_min, max(due, self.now_us))
+        if not pinned and tid not in m.reservations and (due is None or due > self.now_us):
+            m._block(tid, wl_id, due, ask.last_check_us is not None)
 
 
 def _min(a: float | None, b: float | None) -> float | None:
