@@ -77,6 +77,9 @@ class KueueModel(PreemptionModel):
         self._targets_memo: dict[tuple, tuple[tuple[int, int], list[Target]]] = {}
         self._shapes: dict[str, tuple] = {}
         self._assign_memo: dict[tuple, tuple[int, Assignment]] = {}
+        self._gversion = 0  # bumped with every per-root version: node promises and victims changed
+        self._outcomes: dict[tuple, tuple[int, int | None, bool]] = {}
+        self._probed_nodes = False
         # BestEffortFIFO: a workload found inadmissible is parked until quota is released (a
         # workload ends or is evicted) or the configuration changes, as Kueue requeues them.
         self._parked: set[str] = set()
@@ -202,7 +205,9 @@ class KueueModel(PreemptionModel):
         promised: dict[str, Res] = {}
         victims: set[str] = set()
         queues = self._pending_by_queue(state)  # each list is reversed: the head is at the end
+        self._outcomes = {}
         while True:
+            self._skip_noop_rounds(state, tree, queues)
             heads = []
             for q in sorted(queues):
                 if not queues[q]:
@@ -227,8 +232,72 @@ class KueueModel(PreemptionModel):
                     self._process(state, tree, h, now, decisions, promised, victims)
         return decisions
 
+    # -- rounds whose every head is a known no-op --------------------------------------------
+
+    def _head_key(self, state: ClusterState, cq: QNode, wl_id: str) -> tuple:
+        """Everything ``_process`` reads of a head besides the tree, the node promises and the
+        victims: its queue, pod-set shape, priority and (only where the policy compares it) age."""
+        shape = self._shapes.get(wl_id)
+        if shape is None:
+            shape = tuple(tuple(sorted(ps.items())) for ps in self._pod_sets(state, wl_id))
+            self._shapes[wl_id] = shape
+        wl = state.workloads[wl_id]
+        return (cq.name, shape, self.priority(wl),
+                wl.submit if cq.policy.within_cluster_queue == "LowerOrNewerEqualPriority" else None)
+
+    def _known_noop(self, state: ClusterState, cq: QNode | None, wl_id: str) -> bool | None:
+        """For a head whose twin (same key) was processed since the last change that could matter
+        and changed nothing: whether it was parked. None when the outcome is not known."""
+        if cq is None or wl_id in self._waiting:
+            return None
+        hit = self._outcomes.get(self._head_key(state, cq, wl_id))
+        if hit is None:
+            return None
+        root_v, global_v, parked = hit
+        if root_v != self._version.get(cq.root().name, 0):
+            return None
+        if global_v is not None and global_v != self._gversion:
+            return None
+        return parked
+
+    def _skip_noop_rounds(self, state: ClusterState, tree: QuotaTree, queues: dict[str, list[str]]) -> None:
+        """Head ``k`` of every queue is processed in round ``k``. While every head of a round is a
+        known no-op, the round changes nothing but the parked set, and its order does not matter:
+        such rounds are applied in one step instead of re-evaluating each head."""
+        k: int | None = None
+        for q, lst in queues.items():
+            if not lst:
+                continue
+            cq = tree.cqs.get(q)
+            limit = len(lst) if k is None else min(k, len(lst))
+            c = 0
+            while c < limit and self._known_noop(state, cq, lst[-1 - c]) is not None:
+                c += 1
+            if c < limit:  # a head at position c must be evaluated; stopping at k says nothing
+                k = c
+            if k == 0:
+                return
+        if k is None:
+            k = max((len(lst) for lst in queues.values()), default=0)
+        for q, lst in queues.items():
+            cq = tree.cqs.get(q)
+            for _ in range(min(k, len(lst))):
+                wl_id = lst.pop()
+                if self._known_noop(state, cq, wl_id):
+                    self._parked.add(wl_id)
+
     def _process(self, state: ClusterState, tree: QuotaTree, h: _Head, now: float, decisions: list[Decision],
                  promised: dict[str, Res], victims: set[str]) -> None:
+        root = h.cq.root().name
+        before = (len(decisions), self._version.get(root, 0), self._gversion, h.wl in self._waiting)
+        self._probed_nodes = False
+        self._process_head(state, tree, h, now, decisions, promised, victims)
+        if not before[3] and before[:3] == (len(decisions), self._version.get(root, 0), self._gversion):
+            self._outcomes[self._head_key(state, h.cq, h.wl)] = (
+                before[1], before[2] if self._probed_nodes else None, h.wl in self._parked)
+
+    def _process_head(self, state: ClusterState, tree: QuotaTree, h: _Head, now: float, decisions: list[Decision],
+                      promised: dict[str, Res], victims: set[str]) -> None:
         cq = h.cq
         wl = state.workloads[h.wl]
         a = self._assign(state, cq, h.wl)
@@ -294,6 +363,7 @@ class KueueModel(PreemptionModel):
         self._bump(cq)
 
     def _bump(self, cq: QNode) -> None:
+        self._gversion += 1
         root = cq.root().name
         self._version[root] = self._version.get(root, 0) + 1
 
@@ -324,6 +394,7 @@ class KueueModel(PreemptionModel):
         return out
 
     def _place(self, state: ClusterState, wl_id: str, a: Assignment, promised: dict[str, Res]) -> list[Start] | None:
+        self._probed_nodes = True
         wl = state.workloads[wl_id]
         pending = state.pending.get(wl_id, {})
         starts: list[Start] = []

@@ -77,12 +77,19 @@ def fits_without_all(tree: QuotaTree, p: Preemptor, candidates: Iterable[Admitte
     Available capacity only grows as usage is removed, so when even this fails no subset can
     succeed; it lets target selection give up after one pass instead of a full search.
     """
-    gone = list(candidates)
-    for wl in gone:
-        tree.remove_workload(wl)
+    # Usage is removed per ClusterQueue in one sum: every node's usage after a batch of changes
+    # is the same whatever the grouping (the parts pushed to a parent telescope), and the
+    # candidates stay registered, since only quantities are read here.
+    per_cq: dict[str, dict[FR, int]] = {}
+    for wl in candidates:
+        acc = per_cq.setdefault(wl.cq, {})
+        for fr, v in wl.usage.items():
+            acc[fr] = acc.get(fr, 0) + v
+    for name, usage in per_cq.items():
+        tree.add_usage(tree.cqs[name], usage, -1)
     ok = workload_fits(tree, p, True)
-    for wl in gone:
-        tree.add_workload(wl)
+    for name, usage in per_cq.items():
+        tree.add_usage(tree.cqs[name], usage)
     return ok
 
 
