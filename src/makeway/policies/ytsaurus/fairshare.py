@@ -30,9 +30,23 @@ class Attrs:
     usage_share: Vec
     integral_share: Vec
     fair_share: Vec = field(default_factory=list)
-    detailed: dict[str, Vec] = field(default_factory=dict)
     fit_factor: float = 0.0
     promised: Vec | None = None
+    _detailed: dict[str, Vec] | None = None
+
+    @property
+    def detailed(self) -> dict[str, Vec]:
+        """Fair share split into strong guarantee, integral guarantee and the weight-proportional
+        rest; built when first asked for (the simulator never asks), from the final shares."""
+        if self._detailed is None:
+            total = self.fair_share
+            sg = [min(t, g) for t, g in zip(total, self.strong_share)]
+            rest = [t - s for t, s in zip(total, sg)]
+            ig = [min(r, i) for r, i in zip(rest, self.integral_share)]
+            wp = [r - i for r, i in zip(rest, ig)]
+            self._detailed = {"strongGuarantee": sg, "integralGuarantee": ig, "weightProportional": wp,
+                              "total": total}
+        return self._detailed
 
 
 @dataclass(slots=True)
@@ -327,13 +341,6 @@ def compute(tree: Tree, node_caps: list[list[float]] | None = None,
     if root.children:
         attrs[ROOT].fair_share = [sum(attrs[c].fair_share[i] for c in root.children) for i in range(dim)]
     _truncate_fifo(tree, attrs)
-    for name, a in attrs.items():
-        total = a.fair_share
-        sg = [min(t, g) for t, g in zip(total, a.strong_share)]
-        rest = [t - s for t, s in zip(total, sg)]
-        ig = [min(r, i) for r, i in zip(rest, a.integral_share)]
-        wp = [r - i for r, i in zip(rest, ig)]
-        a.detailed = {"strongGuarantee": sg, "integralGuarantee": ig, "weightProportional": wp, "total": total}
     if integral is not None:
         integral.after_update(tree, attrs)  # type: ignore[attr-defined]
     return FairShareResult(attrs)

@@ -182,6 +182,7 @@ class YTsaurusModel(PreemptionModel):
             # nothing the fair share depends on moved: only the starvation clocks advance
             tree, result, params = snap.tree, snap.result, snap.params
             published = snap.published
+            fixed = snap.view.status  # same shares and tolerances: the same statuses
         else:
             tree = self.build_tree(state)
             self.integral.elapsed = None if snap is None else now - snap.time
@@ -193,7 +194,8 @@ class YTsaurusModel(PreemptionModel):
                          for n, el in tree.elements.items() if el.is_op}
             self._fs_key = key
             self._stamp += 1
-        view = starvation.update_statuses(tree, result, params, self.clocks, now, self.settings)
+            fixed = None
+        view = starvation.update_statuses(tree, result, params, self.clocks, now, self.settings, fixed)
         notes: list[Decision] = []
         for name, el in tree.elements.items():
             if not el.is_op:
