@@ -70,7 +70,16 @@ class KueueModel(PreemptionModel):
         # GetTargets results that found nothing, valid while the admitted set (signature) and the
         # in-call snapshot (version) are unchanged: a deep queue of identical heads costs one search.
         self._no_targets: dict[tuple, tuple[int, int]] = {}
-        self._signature: dict[str, int] = {}  # per root of the cohort forest
+        self._sig: dict[str, int] = {}  # per root of the cohort forest: bumped when its admitted set changes
+        self._tree: QuotaTree | None = None
+        self._bound: ClusterState | None = None
+        self._roots: dict[str, str] = {}
+        self._entries: dict[str, dict[str, tuple[Admitted, int]]] = {}
+        self._counts: dict[str, int] = {}
+        self._touched: set[str] = set()
+        self._seq_expect: int | None = None
+        self._incall: list[tuple[QNode, dict]] = []
+        self._idle: tuple | None = None
         self._version: dict[str, int] = {}  # per root, never reset: bumped at every tree change
         # Non-empty GetTargets results under the same validity stamp, and per-call flavor
         # assignments: identical heads deep in a queue cost a dictionary look-up.
@@ -105,12 +114,14 @@ class KueueModel(PreemptionModel):
 
     def on_config_change(self, state, queue, old, now) -> list[Decision]:
         self._load_specs(state)
+        self._idle = None
         self._no_targets.clear()
         self._targets_memo.clear()
         self._parked.clear()
         return []
 
     def _load_specs(self, state: ClusterState) -> None:
+        self._tree = None
         self._specs = specs_from_queues(state.queues, state.resources, self.default_flavor,
                                         self.settings.get("defaultPreemption"))
         covered: set[str] = set()
@@ -122,45 +133,88 @@ class KueueModel(PreemptionModel):
         return state.nodes[node].labels.get(self.flavor_label, self.default_flavor)
 
     def build_tree(self, state: ClusterState) -> QuotaTree:
-        """Kueue's snapshot: the quota tree with the usage of every admitted (running) workload."""
+        """Kueue's snapshot: the quota tree with the usage of every admitted (running) workload.
+
+        The tree is kept across calls. Only ClusterQueues that may have changed are re-read from
+        the state: those this model started or preempted in, and those whose allocation count
+        moved (a finish or an eviction). A start this model did not decide (the state's start
+        sequence says so), another state or a configuration change rebuilds everything. Usage
+        sums do not depend on the order they were applied in, so the tree equals a fresh build.
+        """
         if self._specs is None:
             self._load_specs(state)
-        cohorts, cqs = self._specs  # type: ignore[misc]
-        tree = QuotaTree(cohorts, cqs)
-        signature: dict[str, list[tuple[str, bool]]] = {}
-        running: dict[str, tuple[int, bool]] = {}
-        for wl_id in sorted(state.running):
-            allocs = state.running[wl_id]
-            if not allocs:
-                continue
-            wl = state.workloads[wl_id]
-            if wl.queue not in tree.cqs:
-                continue
-            usage: dict[FR, int] = {}
-            first_start, evicted = None, False
-            for tid in allocs:
-                a = state.allocations[tid]
-                flv = self._flavor(state, a.node)
-                for res, v in a.resources.items():
-                    if res in self._covered:
-                        usage[(flv, res)] = usage.get((flv, res), 0) + v
-                first_start = a.start if first_start is None else min(first_start, a.start)
-                evicted = evicted or a.preempting
-            usage = {fr: units(fr[1], v) for fr, v in usage.items()}
-            signature.setdefault(tree.cqs[wl.queue].root().name, []).append((wl_id, evicted))
-            running[wl_id] = (len(allocs), evicted)
-            tree.add_workload(Admitted(wl_id, wl.queue, self.priority(wl), usage,
-                                       self._admitted_at.get(wl_id, first_start or 0.0), wl.submit, wl_id, evicted,
-                                       not wl.preemptible))
-        # Target searches and flavor assignment read only the preemptor's own cohort tree, so their
-        # caches are stamped per root: a change in one cohort tree leaves the others' answers valid.
-        self._signature = {r: hash(tuple(sig)) for r, sig in signature.items()}
-        prev = self._running
-        if any(wl not in running or running[wl][0] < n or (running[wl][1] and not ev)
-               for wl, (n, ev) in prev.items()):
-            self._parked.clear()  # quota was released: inadmissible workloads are requeued
-        self._running = running
+        tree = self._tree
+        if tree is None or state is not self._bound or getattr(state, "_seq", None) != self._seq_expect:
+            cohorts, cqs = self._specs  # type: ignore[misc]
+            tree = QuotaTree(cohorts, cqs)
+            self._tree, self._bound = tree, state
+            self._roots = {q: n.root().name for q, n in tree.cqs.items()}
+            self._entries = {q: {} for q in tree.cqs}
+            self._counts = {}
+            for r in set(self._roots.values()):
+                self._sig[r] = self._sig.get(r, 0) + 1
+            dirty = list(tree.cqs)
+        else:
+            allocs_by_q = state.queue_allocs
+            dirty = [q for q in tree.cqs
+                     if q in self._touched or len(allocs_by_q.get(q, ())) != self._counts.get(q, 0)]
+        released = False
+        for q in dirty:
+            old = self._entries[q]
+            new: dict[str, tuple[Admitted, int]] = {}
+            for wl_id in dict.fromkeys(state.allocations[t].workload for t in state.queue_allocs.get(q, ())):
+                new[wl_id] = (self._admitted(state, wl_id), len(state.running[wl_id]))
+            for wl_id, (adm, n) in old.items():
+                cur = new.get(wl_id)
+                if cur is None or cur[1] < n or (cur[0].evicted and not adm.evicted):
+                    released = True  # quota was released: inadmissible workloads are requeued
+                tree.remove_workload(adm)
+            for adm, _ in new.values():
+                tree.add_workload(adm)
+            if {w: e[0].evicted for w, e in old.items()} != {w: e[0].evicted for w, e in new.items()}:
+                root = self._roots[q]
+                self._sig[root] = self._sig.get(root, 0) + 1
+            self._entries[q] = new
+            self._counts[q] = len(state.queue_allocs.get(q, ()))
+        if released:
+            self._parked.clear()
+        self._touched = set()
         return tree
+
+    def _admitted(self, state: ClusterState, wl_id: str) -> Admitted:
+        wl = state.workloads[wl_id]
+        usage: dict[FR, float] = {}
+        first_start, evicted = None, False
+        for tid in state.running[wl_id]:
+            a = state.allocations[tid]
+            flv = self._flavor(state, a.node)
+            for res, v in a.resources.items():
+                if res in self._covered:
+                    usage[(flv, res)] = usage.get((flv, res), 0) + v
+            first_start = a.start if first_start is None else min(first_start, a.start)
+            evicted = evicted or a.preempting
+        return Admitted(wl_id, wl.queue, self.priority(wl), {fr: units(fr[1], v) for fr, v in usage.items()},
+                        self._admitted_at.get(wl_id, first_start or 0.0), wl.submit, wl_id, evicted,
+                        not wl.preemptible)
+
+    def _end_call(self, state: ClusterState, tree: QuotaTree, decisions: list[Decision]) -> None:
+        """Take back the usage this call added to the tree (admissions and reservations live in
+        the state once applied) and note which queues the decisions will change."""
+        for cq, usage in reversed(self._incall):
+            tree.add_usage(cq, usage, -1)
+        self._incall = []
+        starts = 0
+        for d in decisions:
+            if isinstance(d, Start):
+                starts += 1
+                self._touched.add(state.workloads[d.task.rsplit("/", 2)[0]].queue)
+            elif isinstance(d, Preempt):
+                a = state.allocations.get(d.allocation)
+                if a is not None:
+                    self._touched.add(a.queue)
+        self._seq_expect = getattr(state, "_seq", None)
+        if self._seq_expect is not None:
+            self._seq_expect += starts
 
     # -- scheduling ---------------------------------------------------------------------------
 
@@ -198,6 +252,8 @@ class KueueModel(PreemptionModel):
         return {q: [k[-1] for k in sorted(keys, reverse=True)] for q, keys in out.items()}
 
     def schedule(self, state: ClusterState, now: float) -> list[Decision]:
+        if self._idle is not None and self._idle == self._epochs(state):
+            return []  # nothing moved since a call that decided nothing: it would decide nothing again
         tree = self.build_tree(state)
         self._assign_memo = {}
         self._targets_memo = {}
@@ -230,7 +286,13 @@ class KueueModel(PreemptionModel):
                 heads.sort(key=lambda h: (not self._is_waiting(h), h.assignment.borrows, -h.priority, h.submit, h.wl))
                 for h in heads:
                     self._process(state, tree, h, now, decisions, promised, victims)
+        self._end_call(state, tree, decisions)
+        self._idle = None if decisions else self._epochs(state)
         return decisions
+
+    @staticmethod
+    def _epochs(state: ClusterState) -> tuple:
+        return (id(state), state.alloc_epoch, state.freed_epoch, state.submit_epoch, state.config_epoch)
 
     # -- rounds whose every head is a known no-op --------------------------------------------
 
@@ -312,6 +374,7 @@ class KueueModel(PreemptionModel):
             for s in starts:
                 add_into(promised.setdefault(s.node, {}), state.task_resources(s.task))
             tree.add_usage(cq, a.usage)
+            self._incall.append((cq, a.usage))
             self._bump(cq)
             self._admitted_at[h.wl] = now
             self._waiting.pop(h.wl, None)
@@ -321,7 +384,7 @@ class KueueModel(PreemptionModel):
         key = (cq.name, tuple(sorted(p.requests.items())), tuple(sorted(p.frs_need)), p.priority,
                p.created_at if "LowerOrNewerEqualPriority" == cq.policy.within_cluster_queue else None)
         root = cq.root().name
-        stamp = (self._signature.get(root, 0), self._version.get(root, 0))
+        stamp = (self._sig.get(root, 0), self._version.get(root, 0))
         if self._no_targets.get(key) == stamp:
             targets = []
         else:
@@ -340,6 +403,7 @@ class KueueModel(PreemptionModel):
                 reserve = {fr: v for fr, v in self._reserve(cq, a).items() if v > 0}
                 if reserve:
                     tree.add_usage(cq, reserve)
+                    self._incall.append((cq, reserve))
                     self._bump(cq)
             return
         if any(t.workload.name in victims for t in targets):
@@ -360,6 +424,7 @@ class KueueModel(PreemptionModel):
                                   f"{h.wl} in {cq.name} preempts {len(targets)} workload(s) to fit",
                                   {"targets": sorted(t.workload.name for t in targets)}))
         tree.add_usage(cq, a.usage)
+        self._incall.append((cq, a.usage))
         self._bump(cq)
 
     def _bump(self, cq: QNode) -> None:
