@@ -76,7 +76,8 @@ class KueueModel(PreemptionModel):
         self._roots: dict[str, str] = {}
         self._entries: dict[str, dict[str, tuple[Admitted, int]]] = {}
         self._counts: dict[str, int] = {}
-        self._touched: set[str] = set()
+        self._touched: set[str] = set()  # queues this model started workloads in
+        self._watch: list[tuple[str, str]] = []  # (queue, allocation) preempted in the last call
         self._seq_expect: int | None = None
         self._incall: list[tuple[QNode, dict]] = []
         self._idle: tuple | None = None
@@ -111,6 +112,8 @@ class KueueModel(PreemptionModel):
 
     def bind(self, state: ClusterState) -> None:
         self._load_specs(state)
+        self.build_tree(state)  # the snapshot is paid for once here, then kept current
+        self._seq_expect = getattr(state, "_seq", None)
 
     def on_config_change(self, state, queue, old, now) -> list[Decision]:
         self._load_specs(state)
@@ -156,6 +159,10 @@ class KueueModel(PreemptionModel):
             dirty = list(tree.cqs)
         else:
             allocs_by_q = state.queue_allocs
+            for q, tid in self._watch:  # a victim with a grace period is marked, not yet removed
+                a = state.allocations.get(tid)
+                if a is not None and a.preempting:
+                    self._touched.add(q)
             dirty = [q for q in tree.cqs
                      if q in self._touched or len(allocs_by_q.get(q, ())) != self._counts.get(q, 0)]
         released = False
@@ -179,6 +186,7 @@ class KueueModel(PreemptionModel):
         if released:
             self._parked.clear()
         self._touched = set()
+        self._watch = []
         return tree
 
     def _admitted(self, state: ClusterState, wl_id: str) -> Admitted:
@@ -211,7 +219,7 @@ class KueueModel(PreemptionModel):
             elif isinstance(d, Preempt):
                 a = state.allocations.get(d.allocation)
                 if a is not None:
-                    self._touched.add(a.queue)
+                    self._watch.append((a.queue, d.allocation))
         self._seq_expect = getattr(state, "_seq", None)
         if self._seq_expect is not None:
             self._seq_expect += starts
