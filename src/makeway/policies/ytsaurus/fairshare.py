@@ -269,14 +269,17 @@ class CurveCache:
     used by the latest update are dropped, so the cache holds at most two updates' worth.
     """
 
-    __slots__ = ("old", "new", "hits", "misses")
+    __slots__ = ("old", "new", "hits", "misses", "_next")
 
     def __init__(self) -> None:
         self.old: dict[tuple, tuple] = {}
         self.new: dict[tuple, tuple] = {}
         self.hits = self.misses = 0
+        self._next = 0
 
     def get(self, key: tuple) -> tuple | None:
+        """(token, value) for a key seen before, else None. A token names one key for the cache's
+        whole life, so parents can refer to a child's content by it instead of nesting its key."""
         v = self.new.get(key)
         if v is None:
             v = self.old.get(key)
@@ -288,8 +291,10 @@ class CurveCache:
             self.hits += 1
         return v
 
-    def put(self, key: tuple, value: tuple) -> None:
-        self.new[key] = value
+    def put(self, key: tuple, value: tuple) -> int:
+        self._next += 1
+        self.new[key] = (self._next, value)
+        return self._next
 
     def roll(self) -> None:
         self.old, self.new = self.new, {}
@@ -373,6 +378,7 @@ def _build(tree: Tree, attrs: dict[str, Attrs], dim: int, cache: CurveCache | No
     fsbs: dict[str, PLF] = {}
     orders: dict[str, list[str]] = {}
     keys: dict[str, tuple] = {}
+    tokens: dict[str, int] = {}
     elements = tree.elements
     if cache is not None:
         for name, el in elements.items():
@@ -380,9 +386,10 @@ def _build(tree: Tree, attrs: dict[str, Attrs], dim: int, cache: CurveCache | No
                 key = keys[name] = ("op", _op_key(attrs[name]))
                 hit = cache.get(key)
                 if hit is not None:
-                    if hit[0] is not None:
-                        curves[name], ffs[name] = hit[0], hit[1]
-                    fsbs[name] = hit[2]
+                    tokens[name], (curve, ff, f) = hit
+                    if curve is not None:
+                        curves[name], ffs[name] = curve, ff
+                    fsbs[name] = f
     fast = [n for n, el in elements.items() if el.is_op and n not in fsbs and _closed_form_ok(attrs[n])]
     if fast:
         us = np.asarray([attrs[n].usage_share for n in fast], dtype=float).reshape(len(fast), dim)
@@ -390,7 +397,7 @@ def _build(tree: Tree, attrs: dict[str, Attrs], dim: int, cache: CurveCache | No
         for n, f in zip(fast, op_fsbs_batch(us, ds)):
             fsbs[n] = f
             if cache is not None:
-                cache.put(keys[n], (None, None, f))
+                tokens[n] = cache.put(keys[n], (None, None, f))
     for name in tree.postorder():
         el = elements[name]
         a = attrs[name]
@@ -401,10 +408,10 @@ def _build(tree: Tree, attrs: dict[str, Attrs], dim: int, cache: CurveCache | No
             orders[name] = kids
             if cache is not None:
                 key = keys[name] = ("pool", name == ROOT, el.mode, _op_key(a),
-                                    tuple((elements[c].weight, keys[c]) for c in kids))
+                                    tuple((elements[c].weight, tokens[c]) for c in kids))
                 hit = cache.get(key)
                 if hit is not None:
-                    curves[name], ffs[name], fsbs[name] = hit
+                    tokens[name], (curves[name], ffs[name], fsbs[name]) = hit
                     continue
         if el.is_op:
             curve = op_curve(a.usage_share, a.demand_share)
@@ -417,7 +424,7 @@ def _build(tree: Tree, attrs: dict[str, Attrs], dim: int, cache: CurveCache | No
         ffs[name] = ff
         fsbs[name] = plf.compose(curve, *ff)
         if cache is not None:
-            cache.put(keys[name], (curve, ff, fsbs[name]))
+            tokens[name] = cache.put(keys[name], (curve, ff, fsbs[name]))
     return curves, ffs, fsbs, orders
 
 
