@@ -23,7 +23,7 @@ from . import scenarios as S
 GOLDEN = json.loads((Path(__file__).parent / "golden.json").read_text())
 
 
-@pytest.mark.parametrize("name", ["example", "flat-4-quota", "nested-5"])
+@pytest.mark.parametrize("name", ["example", "flat-2-grace", "flat-4-quota", "nested-5"])
 def test_fast_pass_matches_golden_log(name):
     assert S.digest(S.run(name)) == GOLDEN[name]["digest"]
 
@@ -49,7 +49,7 @@ def clusters(draw):
                             max={"cpu": mx} if mx else None, settings={"properties": props}))
     nodes = [Node(f"n{i}", {"cpu": draw(st.sampled_from([2, 4, 4.5]))}) for i in range(draw(st.integers(1, 4)))]
     jobs = []
-    for j in range(draw(st.integers(1, 14))):
+    for j in range(draw(st.integers(1, 20))):
         s = {}
         if draw(st.integers(0, 5)) == 0:
             s["requiredNode"] = nodes[draw(st.integers(0, len(nodes) - 1))].name

@@ -61,10 +61,29 @@ class StatePartition(Partition):
         allocs = self.allocs
         return [a for k in self.state.node_allocs.get(node, ()) if (a := allocs[k]).tracked]
 
+    def cluster_size(self) -> Res:
+        return dict(self.state.total_capacity_cached())  # the same sum over the same nodes, kept
+
+
+def _alloc_fields(state: ClusterState, a: Any) -> tuple:
+    """What a running allocation looks like to YuniKorn, except its preempted flag."""
+    wl = state.workloads[a.workload]
+    s = wl.settings or {}
+    _, g, i = split_task_id(a.id)
+    return (a.id, a.workload, a.queue, a.node, a.resources, a.priority, _us(a.start),
+            bool(s.get("originator", False)) and g == 0 and i == 0,
+            bool(s.get("allowPreemption", True)) and a.preemptible,
+            str(s.get("requiredNode", "") or ""), False)
+
 
 def build_partition(state: ClusterState, skip: set[str] | None = None, indexed: bool = False,
-                    props: dict[str, QueueProps] | None = None) -> Partition:
-    """YuniKorn's view of the cluster state; allocations in ``skip`` count as already preempted."""
+                    props: dict[str, QueueProps] | None = None,
+                    fields: dict[str, tuple[int, tuple]] | None = None) -> Partition:
+    """YuniKorn's view of the cluster state; allocations in ``skip`` count as already preempted.
+
+    ``fields`` caches the static part of each allocation between builds (keyed by task id and
+    checked against the allocation's start sequence number).
+    """
     props = queue_props(state) if props is None else props
     queues = []
     for root in state.roots:
@@ -75,14 +94,14 @@ def build_partition(state: ClusterState, skip: set[str] | None = None, indexed: 
     nodes = [YNode(n.name, dict(n.capacity), dict(state.node_used[n.name]), n.schedulable) for n in state.nodes.values()]
     allocs = []
     for a in state.allocations.values():
-        wl = state.workloads[a.workload]
-        s = wl.settings or {}
-        _, g, i = split_task_id(a.id)
-        allocs.append(YAlloc(a.id, a.workload, a.queue, a.node, a.resources, a.priority, _us(a.start),
-                             bool(s.get("originator", False)) and g == 0 and i == 0,
-                             bool(s.get("allowPreemption", True)) and a.preemptible,
-                             str(s.get("requiredNode", "") or ""), False,
-                             a.preempting or (skip is not None and a.id in skip)))
+        if fields is None:
+            f = _alloc_fields(state, a)
+        else:
+            hit = fields.get(a.id)
+            if hit is None or hit[0] != a.seq:
+                hit = fields[a.id] = (a.seq, _alloc_fields(state, a))
+            f = hit[1]
+        allocs.append(YAlloc(*f, a.preempting or (skip is not None and a.id in skip)))
     part = StatePartition(state, queues, nodes, allocs) if indexed else Partition(queues, nodes, allocs)
     for a in allocs:
         if a.preempted:
@@ -146,6 +165,7 @@ class YuniKornModel(PreemptionModel):
         self._heap_fresh: list[tuple[int, str]] = []
         self._heap_checked: list[tuple[int, str]] = []
         self._xmark: int | None = None
+        self._fields: dict[str, tuple[int, tuple]] = {}
 
     def bind(self, state: ClusterState) -> None:
         if self.quota is not None:
@@ -358,7 +378,9 @@ class _FastPass:
     def ensure_part(self) -> Partition:
         if self.part is None:
             m, state = self.m, self.state
-            part = build_partition(state, self.taken, indexed=True, props=m._props)
+            if len(m._fields) > 2 * len(state.allocations) + 64:
+                m._fields = {k: v for k, v in m._fields.items() if k in state.allocations}
+            part = build_partition(state, self.taken, indexed=True, props=m._props, fields=m._fields)
             for ask_key, node in m.reservations.items():
                 if node in part.nodes:
                     part.nodes[node].reserved_for = ask_key
@@ -441,6 +463,7 @@ class _FastPass:
         blocked, bcount = m._blocked, m._bcount
         self.start_resv = m._resv_released
         self.all_mode = False
+        self.released = False
         order = pending_order(state, [w for w, p in state.pending.items() if bcount.get(w, 0) < len(p)])
         i = 0
         while i < len(order):
@@ -455,8 +478,13 @@ class _FastPass:
                 if tid in blocked:
                     continue
                 res = state.task_resources(tid)
-                if pinned or tid in m.reservations:
+                if tid in m.reservations and not pinned:
+                    self.reserved(tid, wl.queue, res)
+                    self.check_release()
+                    continue
+                if pinned:
                     self.slow(tid, wl_id, props, pinned)
+                    self.check_release()
                     continue
                 ver = self.version()
                 rkey = tuple(res.items())
@@ -483,6 +511,7 @@ class _FastPass:
                     budget = self.budgets.setdefault(wl.queue, [MAX_PREEMPTION_ATTEMPTS])
                     if due <= self.now_us and budget[0] > 0:
                         self.slow(tid, wl_id, props, pinned)
+                        self.check_release()
                         continue
                 if due is not None and due <= self.now_us:
                     self.due_min = min(self.due_min, self.now_us)
@@ -492,20 +521,60 @@ class _FastPass:
                     if last is None or self.running:
                         self.wake = _min(self.wake, due / 1_000_000)
                 m._block(tid, wl_id, due, last is not None)
-            if m._resv_released != self.start_resv:
+            if self.released and not self.all_mode:
                 # a reservation went: what was blocked may fit now; walk everything that is left
-                self.start_resv = m._resv_released
-                self.fold_heaps()
-                m._clear_blocked()
-                if not self.all_mode:
-                    self.all_mode = True
-                    key = (-wl.priority, wl.submit, wl_id)
-                    order = [w for w in pending_order(state)
-                             if (-wls[w].priority, wls[w].submit, w) > key]
-                    i = 0
+                self.all_mode = True
+                key = (-wl.priority, wl.submit, wl_id)
+                order = [w for w in pending_order(state) if (-wls[w].priority, wls[w].submit, w) > key]
+                i = 0
         for tid, at in m.reserved_at.items():
             if tid in m.reservations:
                 self.due_min = min(self.due_min, at + RESERVATION_TIMEOUT_US + 1)
+
+    def reserved(self, tid: str, queue: str, res: Res) -> None:
+        """``try_allocate`` for an ask holding a reservation: its node first, then any node in order
+        (reserved or not); placing it gives the reservation up. Never preempts again."""
+        m, state, pn = self.m, self.state, self.pn
+        if not fit_in_max_undef(self.headroom(queue), res):
+            return
+        node_id = m.reservations[tid]
+
+        def fits(n: str) -> bool:
+            node = state.nodes[n]
+            return node.schedulable and fit_in(free_of(node.capacity, pn[n] if n in pn else state.node_used[n]), res)
+
+        found = node_id if fits(node_id) else None
+        if found is None:
+            for k, v in res.items():
+                if v > 0 and k not in self.index.trees:
+                    found = next((n for n in self.names if n != node_id and fits(n)), None)
+                    break
+            else:
+                i = 0
+                while True:
+                    i = self.index.first_fit(res, i)
+                    if i is None:
+                        break
+                    n = self.names[i]
+                    if n != node_id and fits(n):
+                        found = n
+                        break
+                    i += 1
+        if found is None:
+            return
+        del m.reservations[tid]
+        m._resv_released += 1
+        if self.part is not None:
+            self.part.nodes[node_id].reserved_for = None
+        self.rmap = {n: a for a, n in m.reservations.items()}
+        self.started(tid, queue, res, found)
+
+    def check_release(self) -> None:
+        if self.m._resv_released != self.start_resv:
+            self.start_resv = self.m._resv_released
+            self.released = True
+            self.fold_heaps()
+            self.m._clear_blocked()
 
     def fold_heaps(self) -> None:
         """Count the timers of blocked asks (skipped so far in this walk) before forgetting them."""
