@@ -166,6 +166,7 @@ class YuniKornModel(PreemptionModel):
         self._heap_checked: list[tuple[int, str]] = []
         self._xmark: int | None = None
         self._fields: dict[str, tuple[int, tuple]] = {}
+        self._names: list[str] = []
 
     def bind(self, state: ClusterState) -> None:
         if self.quota is not None:
@@ -367,7 +368,9 @@ class _FastPass:
         self.due_min: float = float("inf")
         self.running = bool(state.allocations)
         self.index = state.free_index()
-        self.names = list(state.nodes)
+        if len(model._names) != len(state.nodes):
+            model._names = list(state.nodes)  # nodes are fixed for a run; node order = index order
+        self.names = model._names
 
     def version(self) -> tuple:
         s = self.state
