@@ -30,15 +30,19 @@ class Recording(KueueModel):
 
     def schedule(self, state, now):
         out = super().schedule(state, now)
-        for d in out:
-            if isinstance(d, Start):
-                self.log.append(f"{now!r} S {d.task} {d.node}")
-            elif isinstance(d, Preempt):
-                r = d.reason
-                self.log.append(f"{now!r} P {d.allocation} {r.rule} {r.preemptor} {sorted(r.values.items())!r} {r.detail}")
-            elif isinstance(d, Note):
-                self.log.append(f"{now!r} N {d.kind} {d.subject} {d.message} {sorted(d.values.items())!r}")
+        record(self.log, out, now)
         return out
+
+
+def record(log: list[str], decisions, now: float) -> None:
+    for d in decisions:
+        if isinstance(d, Start):
+            log.append(f"{now!r} S {d.task} {d.node}")
+        elif isinstance(d, Preempt):
+            r = d.reason
+            log.append(f"{now!r} P {d.allocation} {r.rule} {r.preemptor} {sorted(r.values.items())!r} {r.detail}")
+        elif isinstance(d, Note):
+            log.append(f"{now!r} N {d.kind} {d.subject} {d.message} {sorted(d.values.items())!r}")
 
 
 def digest(log: list[str]) -> str:
@@ -60,7 +64,7 @@ def run_baseline(scale: float = 0.02) -> list[str]:
     return model.log
 
 
-def run_random(fair: bool, seed: int = 3, n: int = 100) -> list[str]:
+def run_random(fair: bool, seed: int = 3, n: int = 100, grace: float = 0.0, cls=None) -> list[str]:
     rnd = random.Random(seed)
     policy = {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"}
     queues = [Queue("org", settings={"kind": "Cohort"}), Queue("sub", "org", settings={"kind": "Cohort"})]
@@ -76,8 +80,8 @@ def run_random(fair: bool, seed: int = 3, n: int = 100) -> list[str]:
         t += rnd.expovariate(1 / 3.0)
         workloads.append(Workload(f"w{j}", f"q{rnd.randrange(5)}", round(t, 1), rnd.choice([20.0, 60.0, 200.0]),
                                   (TaskGroup(rnd.choice([1, 2, 4]), {"cpu": rnd.choice([1, 2, 3])}),),
-                                  rnd.choice([0, 1, 5])))
-    model = Recording({"fairSharing": {}} if fair else {})
+                                  rnd.choice([0, 1, 5]), grace=grace))
+    model = (cls or Recording)({"fairSharing": {}} if fair else {})
     simulate(state, model, workloads, options=SimOptions(check_invariants=True))
     return model.log
 
@@ -88,6 +92,9 @@ GOLDEN = {
     "baseline_05": "1a96b23eea36e6d6",
     "random_fair": "b13d528869ef3209",
     "random_classic": "f0400a63f019b16d",
+    # victims with a grace period: they keep their quota, marked evicted, until they leave
+    "grace_fair": "74f85667e0502f3d",
+    "grace_classic": "04daf530acd955fa",
 }
 
 
@@ -110,3 +117,8 @@ def test_random_fair_sharing_golden():
 
 def test_random_classic_golden():
     assert digest(run_random(False)) == GOLDEN["random_classic"]
+
+
+def test_grace_period_golden():
+    assert digest(run_random(True, seed=4, grace=1.5)) == GOLDEN["grace_fair"]
+    assert digest(run_random(False, seed=4, grace=1.5)) == GOLDEN["grace_classic"]

@@ -70,7 +70,7 @@ class KueueModel(PreemptionModel):
         # GetTargets results that found nothing, valid while the admitted set (signature) and the
         # in-call snapshot (version) are unchanged: a deep queue of identical heads costs one search.
         self._no_targets: dict[tuple, tuple[int, int]] = {}
-        self._sig: dict[str, int] = {}  # per root of the cohort forest: bumped when its admitted set changes
+        self._sig: dict[str, int] = {}  # per root of the cohort forest: a hash of its admitted set
         self._tree: QuotaTree | None = None
         self._bound: ClusterState | None = None
         self._roots: dict[str, str] = {}
@@ -154,8 +154,7 @@ class KueueModel(PreemptionModel):
             self._roots = {q: n.root().name for q, n in tree.cqs.items()}
             self._entries = {q: {} for q in tree.cqs}
             self._counts = {}
-            for r in set(self._roots.values()):
-                self._sig[r] = self._sig.get(r, 0) + 1
+            self._sig = {}
             dirty = list(tree.cqs)
         else:
             allocs_by_q = state.queue_allocs
@@ -178,9 +177,15 @@ class KueueModel(PreemptionModel):
                 tree.remove_workload(adm)
             for adm, _ in new.values():
                 tree.add_workload(adm)
-            if {w: e[0].evicted for w, e in old.items()} != {w: e[0].evicted for w, e in new.items()}:
-                root = self._roots[q]
-                self._sig[root] = self._sig.get(root, 0) + 1
+            # The signature of a root is a hash of its set of (workload, evicted): equal exactly
+            # when the set is, as a freshly built snapshot would compare it.
+            root = self._roots[q]
+            h = self._sig.get(root, 0)
+            for w, e in old.items():
+                h -= hash((w, e[0].evicted))
+            for w, e in new.items():
+                h += hash((w, e[0].evicted))
+            self._sig[root] = h & 0xFFFFFFFFFFFFFFFF
             self._entries[q] = new
             self._counts[q] = len(state.queue_allocs.get(q, ()))
         if released:
@@ -263,6 +268,7 @@ class KueueModel(PreemptionModel):
         if self._idle is not None and self._idle == self._epochs(state):
             return []  # nothing moved since a call that decided nothing: it would decide nothing again
         tree = self.build_tree(state)
+        gversion = self._gversion
         self._assign_memo = {}
         self._targets_memo = {}
         decisions: list[Decision] = []
@@ -295,7 +301,10 @@ class KueueModel(PreemptionModel):
                 for h in heads:
                     self._process(state, tree, h, now, decisions, promised, victims)
         self._end_call(state, tree, decisions)
-        self._idle = None if decisions else self._epochs(state)
+        # A call can change the model without deciding anything (a preemptor whose victims are all
+        # still terminating is re-admitted in the snapshot); only a call that changed nothing is
+        # a fixed point that a repeat with unchanged state may skip.
+        self._idle = None if decisions or self._gversion != gversion else self._epochs(state)
         return decisions
 
     @staticmethod
