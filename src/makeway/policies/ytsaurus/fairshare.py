@@ -123,8 +123,13 @@ def strong_shares(tree: Tree, limits: dict[str, Vec]) -> dict[str, Vec]:
                         for c in el.children:
                             implicit[c][i] *= k
         for c in el.children:
-            eff[c] = [explicit[c][i] + implicit[c][i] for i in range(dim)]
-    shares = {n: [min(s, lim) for s, lim in zip(tree.share(eff.get(n, [0.0] * dim)), limits[n])]
+            imp = implicit[c]
+            if explicit[c] is zero and not any(imp):
+                eff[c] = zero  # no guarantee at all: its share is 0 (capped by its limits below)
+            else:
+                eff[c] = [explicit[c][i] + imp[i] for i in range(dim)]
+    shares = {n: ([min(0.0, lim) for lim in limits[n]] if eff.get(n, zero) is zero
+                  else [min(s, lim) for s, lim in zip(tree.share(eff[n]), limits[n])])
               for n in tree.elements}
     shares[ROOT] = [1.0 if t > 0 else 0.0 for t in tree.total]
     return shares
