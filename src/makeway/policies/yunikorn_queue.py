@@ -272,6 +272,9 @@ class YuniKornModel(PreemptionModel):
         if not decisions and self._quiet == key and now_us < self._due_min:
             return []
         self._unblock(state, now_us)
+        if len(self._nofit) + len(self._nohead) > 4096:  # entries of older versions are dead weight
+            self._nofit.clear()
+            self._nohead.clear()
         run = _FastPass(self, state, now_us, taken, decisions)
         run.walk()
         self._bver = run.version()
