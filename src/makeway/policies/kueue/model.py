@@ -81,6 +81,8 @@ class KueueModel(PreemptionModel):
         self._seq_expect: int | None = None
         self._incall: list[tuple[QNode, dict]] = []
         self._idle: tuple | None = None
+        self._prio: dict[str, int] = {}  # workloads are immutable: their priority is read once
+        self._hkeys: dict[str, tuple] = {}
         self._version: dict[str, int] = {}  # per root, never reset: bumped at every tree change
         # Non-empty GetTargets results under the same validity stamp, and per-call flavor
         # assignments: identical heads deep in a queue cost a dictionary look-up.
@@ -103,10 +105,15 @@ class KueueModel(PreemptionModel):
 
     def priority(self, wl) -> int:
         """A workload's ``settings.priorityClassName`` (WorkloadPriorityClass) wins over its priority."""
-        name = (wl.settings or {}).get("priorityClassName")
-        if name is not None and str(name) in self.priority_classes:
-            return self.priority_classes[str(name)]
-        return wl.priority
+        p = self._prio.get(wl.id)
+        if p is None:
+            name = (wl.settings or {}).get("priorityClassName")
+            if name is not None and str(name) in self.priority_classes:
+                p = self.priority_classes[str(name)]
+            else:
+                p = wl.priority
+            self._prio[wl.id] = p
+        return p
 
     # -- configuration -----------------------------------------------------------------------
 
@@ -117,6 +124,7 @@ class KueueModel(PreemptionModel):
 
     def on_config_change(self, state, queue, old, now) -> list[Decision]:
         self._load_specs(state)
+        self._hkeys.clear()  # the queue's policy may have changed
         self._idle = None
         self._no_targets.clear()
         self._targets_memo.clear()
@@ -150,6 +158,10 @@ class KueueModel(PreemptionModel):
         if tree is None or state is not self._bound or getattr(state, "_seq", None) != self._seq_expect:
             cohorts, cqs = self._specs  # type: ignore[misc]
             tree = QuotaTree(cohorts, cqs)
+            if state is not self._bound:  # per-workload caches are keyed by id within one state
+                self._prio.clear()
+                self._shapes.clear()
+                self._hkeys.clear()
             self._tree, self._bound = tree, state
             self._roots = {q: n.root().name for q, n in tree.cqs.items()}
             self._entries = {q: {} for q in tree.cqs}
@@ -316,13 +328,18 @@ class KueueModel(PreemptionModel):
     def _head_key(self, state: ClusterState, cq: QNode, wl_id: str) -> tuple:
         """Everything ``_process`` reads of a head besides the tree, the node promises and the
         victims: its queue, pod-set shape, priority and (only where the policy compares it) age."""
+        key = self._hkeys.get(wl_id)
+        if key is not None and key[0] == cq.name:
+            return key
         shape = self._shapes.get(wl_id)
         if shape is None:
             shape = tuple(tuple(sorted(ps.items())) for ps in self._pod_sets(state, wl_id))
             self._shapes[wl_id] = shape
         wl = state.workloads[wl_id]
-        return (cq.name, shape, self.priority(wl),
-                wl.submit if cq.policy.within_cluster_queue == "LowerOrNewerEqualPriority" else None)
+        key = (cq.name, shape, self.priority(wl),
+               wl.submit if cq.policy.within_cluster_queue == "LowerOrNewerEqualPriority" else None)
+        self._hkeys[wl_id] = key
+        return key
 
     def _known_noop(self, state: ClusterState, cq: QNode | None, wl_id: str) -> bool | None:
         """For a head whose twin (same key) was processed since the last change that could matter
