@@ -165,8 +165,8 @@ def _collect_in_subtree(p: Preemptor, cq: QNode, current: QNode, lca: QNode, ski
                 out.append(_Cand(wl, v, lca))
 
 
-def classic_candidates(tree: QuotaTree, p: Preemptor) -> tuple[list[_Cand], list[_Cand], list[_Cand]]:
-    """(hierarchy, priority, same-CQ) candidate lists, each in CandidatesOrdering."""
+def classic_candidates(tree: QuotaTree, p: Preemptor, ordered: bool = True) -> tuple[list[_Cand], list[_Cand], list[_Cand]]:
+    """(hierarchy, priority, same-CQ) candidate lists, each in CandidatesOrdering (``ordered``)."""
     cq = tree.cqs[p.cq]
     same: list[_Cand] = []
     if cq.policy.within_cluster_queue not in (NEVER, "", None):
@@ -184,10 +184,15 @@ def classic_candidates(tree: QuotaTree, p: Preemptor) -> tuple[list[_Cand], list
             fits, remaining = quantities_fit_in_quota(anc, remaining)
             advantage = advantage or fits
             prev = anc
-    key = lambda c: ordering_key(c.wl, p.cq)  # noqa: E731
-    for lst in (hier, prio, same):
-        lst.sort(key=key)
+    if ordered:
+        order_candidates(p, (hier, prio, same))
     return hier, prio, same
+
+
+def order_candidates(p: Preemptor, lists: Iterable[list[_Cand]]) -> None:
+    key = lambda c: ordering_key(c.wl, p.cq)  # noqa: E731
+    for lst in lists:
+        lst.sort(key=key)
 
 
 def _valid(tree: QuotaTree, p: Preemptor, c: _Cand, allow_borrowing: bool) -> bool:
@@ -208,9 +213,10 @@ def _valid(tree: QuotaTree, p: Preemptor, c: _Cand, allow_borrowing: bool) -> bo
 
 def classic_targets(tree: QuotaTree, p: Preemptor) -> list[Target]:
     cq = tree.cqs[p.cq]
-    hier, prio, same = classic_candidates(tree, p)
+    hier, prio, same = classic_candidates(tree, p, ordered=False)
     if not fits_without_all(tree, p, [c.wl for c in hier + prio + same]):
-        return []
+        return []  # the check sums usage, so it needs no order: sorting waits until it passes
+    order_candidates(p, (hier, prio, same))
     seq = ([c for c in hier if c.wl.evicted] + [c for c in prio if c.wl.evicted] + [c for c in same if c.wl.evicted]
            + [c for c in hier if not c.wl.evicted] + [c for c in prio if not c.wl.evicted]
            + [c for c in same if not c.wl.evicted])
