@@ -1,4 +1,4 @@
-"""The shared symphony-rank cases through the loader (which drives the model's own rule functions)."""
+"""The symphony-rank loader beyond the shared cases (those run in tests/test_conformance.py)."""
 
 from __future__ import annotations
 
@@ -7,23 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from makeway.conformance.symphony import decide, run_case
+from makeway.conformance.symphony import decide
 
-SHARED = Path(__file__).resolve().parents[2] / ".." / "shared"
-CASES = SHARED / "conformance" / "symphony" / "cases"
-
-
-def _cases():
-    if not CASES.is_dir():
-        return []
-    return sorted(CASES.glob("*.json"))
-
-
-@pytest.mark.skipif(not CASES.is_dir(), reason="../shared is not beside the checkout")
-@pytest.mark.parametrize("path", _cases(), ids=lambda p: p.stem)
-def test_shared_case(path):
-    result = run_case(json.loads(path.read_text()))
-    assert result.ok, result.message
 
 
 def test_defaults_apply_when_keys_are_omitted():
