@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from makeway.conformance.symphony import decide
+from makeway.conformance.symphony import decide, run_case
 
 
 
