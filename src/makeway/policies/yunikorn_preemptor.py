@@ -358,6 +358,8 @@ class Preemptor:
         ask = self.ask.resources
         if fit_in(free, ask):
             return -1, []
+        if not candidates:
+            return -1, None  # what the two passes below come to with nothing to try
         work = self._dup()
         aq = work[self.ask.queue]
         avail = dict(free)
