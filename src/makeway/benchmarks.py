@@ -65,7 +65,7 @@ def kueue_baseline(cohorts: int = 5, cqs_per_cohort: int = 6, scale: float = 1.0
 
 
 def bench_kueue_baseline(quick: bool) -> list[Figure]:
-    state, workloads = kueue_baseline(scale=0.2 if quick else 1.0)
+    state, workloads = kueue_baseline(scale=0.05 if quick else 1.0)
     model = load_model("kueue", {})
     t0 = time.perf_counter()
     rec = simulate(state, model, workloads, options=SimOptions())
@@ -258,7 +258,7 @@ def bench_swf(quick: bool) -> list[Figure]:
 
 def bench_ytsaurus_cluster(quick: bool) -> list[Figure]:
     """Heartbeat-driven YTsaurus model on a large cluster; quick mode is a tenth of the size."""
-    nodes, queues, ops, tasks_per_op = (1000, 100, 2_000, 5) if quick else (10_000, 1_000, 20_000, 50)
+    nodes, queues, ops, tasks_per_op = (1000, 100, 300, 5) if quick else (10_000, 1_000, 20_000, 50)
     qs = [Queue("root")] + [Queue(f"p{i}", "root", weight=1 + i % 3) for i in range(queues)]
     state = ClusterState(["cpu", "memory"], qs,
                          [Node(f"n{i}", {"cpu": 32, "memory": 128 * 2**30}) for i in range(nodes)])
@@ -266,12 +266,12 @@ def bench_ytsaurus_cluster(quick: bool) -> list[Figure]:
     jobs = []
     t = 0.0
     for i in range(ops):
-        t += rng.expovariate(ops / 600)
+        t += rng.expovariate(ops / 300)
         jobs.append(Workload(f"op{i}", f"p{i % queues}", round(t, 3), rng.uniform(30, 300),
                              (TaskGroup(tasks_per_op, {"cpu": rng.randint(1, 4), "memory": 4 * 2**30}),)))
     model = load_model("ytsaurus", {})
     t0 = time.perf_counter()
-    rec = simulate(state, model, iter(jobs), options=SimOptions(horizon=1200.0), streamed=True)
+    rec = simulate(state, model, iter(jobs), options=SimOptions(horizon=600.0), streamed=True)
     wall = time.perf_counter() - t0
     started = sum(1 for _ in rec.first_start)
     return [figure("ytsaurus_cluster_tasks_per_s", ops * tasks_per_op / wall, "tasks/s", None, nodes=nodes,
