@@ -74,7 +74,8 @@ def bench_kueue_baseline(quick: bool) -> list[Figure]:
     for w, start in rec.first_start.items():
         waits.setdefault(w.rsplit("/", 1)[1].split("-")[0], []).append(start - rec.submit_t[w])
     extra = {f"avg_admission_s_{cls}": round(sum(v) / len(v), 3) for cls, v in sorted(waits.items())}
-    return [figure("kueue_baseline_wall_s", wall, "s", 2.0, workloads=len(workloads),
+    # the 2 s target is for the whole 15,000-workload scenario; a quick run is 5% of it
+    return [figure("kueue_baseline_wall_s", wall, "s", None if quick else 2.0, workloads=len(workloads),
                    finished=len(rec.finish_t), preemptions=rec.preemptions,
                    simulated_s=round(rec.last_t, 1), **extra)]
 
