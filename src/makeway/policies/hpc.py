@@ -32,7 +32,7 @@ from typing import Any, Iterable, Iterator, Mapping
 from makeway.core.decisions import Decision, Note, Start
 from makeway.core.model import Workload
 from makeway.core.policy import PreemptionModel
-from makeway.core.resources import Res, add_into
+from makeway.core.resources import Res, add_into, total_of
 from makeway.core.state import ClusterState
 from makeway.policies.default import first_fit, within_queue_max
 
@@ -145,13 +145,6 @@ def _free_total(state: ClusterState, capacity: Res, extra_used: Mapping[str, Res
         add_into(out, state.queue_usage[root], -1)
     for res in extra_used.values():
         add_into(out, res, -1)
-    return out
-
-
-def _sum(vectors: Iterable[Res]) -> Res:
-    out: Res = {}
-    for v in vectors:
-        add_into(out, v)
     return out
 
 
@@ -374,13 +367,13 @@ class EasyBackfill(StrictFifo):
         entries: list[tuple[float, int, Res, list[tuple[str, Res]]]] = []
         for seq, (wl_id, items) in enumerate(by_wl.items()):
             wl = state.workloads[wl_id]
-            total = wl.total() if len(items) == wl.task_count else _sum(r for _, r in items)
+            total = wl.total() if len(items) == wl.task_count else total_of(r for _, r in items)
             entries.append((max(now, first_start[wl_id] + requested_time(wl)), seq, total, items))
         base = len(entries)
         for seq, (wl_id, starts) in enumerate(started, base):
             wl = state.workloads[wl_id]
             items = [(st.node, state.task_resources(st.task)) for st in starts]
-            entries.append((now + requested_time(wl), seq, _sum(r for _, r in items), items))
+            entries.append((now + requested_time(wl), seq, total_of(r for _, r in items), items))
         entries.sort(key=lambda e: (e[0], e[1]))
         extra: dict[str, Res] = {n: dict(r) for n, r in promised.items()}
         applied = 0
