@@ -49,6 +49,10 @@ class FreeIndex:
                 t[j] = m
                 j >>= 1
 
+    def leaf(self, i: int) -> dict[str, float]:
+        """The free amounts the index holds for node ``i``."""
+        return {r: t[self.size + i] for r, t in self.trees.items()}
+
     def first_fit(self, request: Mapping[str, float], start: int = 0) -> int | None:
         """The smallest node index >= ``start`` whose free amounts cover ``request``, or None."""
         need = []

@@ -106,6 +106,10 @@ class ClusterState:
                 for name, n in self.nodes.items()])
         return self._free_index
 
+    def refresh_index(self, node: str) -> None:
+        """Reset a node's free-index entry to what the state holds (after a model's tentative edits)."""
+        self._index_node(node)
+
     def _index_node(self, node: str) -> None:
         if self._free_index is not None:
             n = self.nodes[node]

@@ -12,7 +12,7 @@ from typing import Iterable
 
 from makeway.core.decisions import Decision, Start
 from makeway.core.policy import PreemptionModel
-from makeway.core.resources import Res, add_into, fits_limit
+from makeway.core.resources import Res, add_into, fits_limit, sub
 from makeway.core.state import ClusterState
 
 
@@ -77,26 +77,36 @@ def _indexed_first_fit(state: ClusterState, tasks: list[str], extra_used: dict[s
     index = state.free_index()
     names = list(state.nodes)
     promised: dict[str, Res] = {n: dict(r) for n, r in (extra_used or {}).items()}
+    undo: dict[int, dict[str, float]] = {}
     out: list[Start] = []
     last_req: Res | None = None
     resume = 0
-    for tid in tasks:
-        req = state.task_resources(tid)
-        i = resume if req is last_req else 0
-        while True:
-            i = index.first_fit(req, i)
-            if i is None:
-                return None
-            n = names[i]
-            extra = promised.get(n)
-            if extra is None or all(v <= 0 or state.node_used[n].get(k, 0) + extra.get(k, 0) + v
-                                    <= state.nodes[n].capacity.get(k, 0) + 1e-9 for k, v in req.items()):
-                break
-            i += 1
-        add_into(promised.setdefault(n, {}), req)
-        out.append(Start(tid, n))
-        last_req, resume = req, i
-    return out
+    try:
+        for tid in tasks:
+            req = state.task_resources(tid)
+            i = resume if req is last_req else 0
+            while True:
+                i = index.first_fit(req, i)
+                if i is None:
+                    return None
+                n = names[i]
+                extra = promised.get(n)
+                if extra is None or all(v <= 0 or state.node_used[n].get(k, 0) + extra.get(k, 0) + v
+                                        <= state.nodes[n].capacity.get(k, 0) + 1e-9 for k, v in req.items()):
+                    break
+                i += 1
+            # this gang's own placements go into the index for its later tasks, undone on return
+            leaf = index.leaf(i)
+            undo.setdefault(i, dict(leaf))
+            index.set(i, {k: v - req.get(k, 0) for k, v in leaf.items()})
+            if n in promised:
+                add_into(promised[n], req)
+            out.append(Start(tid, n))
+            last_req, resume = req, i
+        return out
+    finally:
+        for i, leaf in undo.items():
+            index.set(i, leaf)
 
 
 def exceeds_free(state: ClusterState, need: Res, promised_total: Res | None = None) -> bool:
@@ -147,25 +157,38 @@ class PriorityFirstFit(PreemptionModel):
         candidates = [w for w in state.pending if w not in tried]
         if not candidates:
             return []
+        # What this step promises is written into the free index as it goes, so thousands of
+        # placements in one instant each cost a tree search, not a walk past every promised node;
+        # the touched entries are put back from the state before returning.
+        index = state.free_index()
+        order = state.node_order
         decisions: list[Decision] = []
         promised_nodes: dict[str, Res] = {}
         promised_queues: dict[str, Res] = {}
         promised_total: Res = {}
-        for wl_id in pending_order(state, candidates):
-            wl = state.workloads[wl_id]
-            need = state.pending_demand(wl_id)
-            if exceeds_free(state, need, promised_total) or not within_queue_max(state, wl.queue, need, promised_queues):
-                tried.add(wl_id)
-                continue
-            tasks = list(state.pending[wl_id])
-            starts = first_fit(state, tasks, promised_nodes)
-            if starts is None:
-                tried.add(wl_id)
-                continue
-            for st in starts:
-                add_into(promised_nodes.setdefault(st.node, {}), state.task_resources(st.task))
-            for q in state.path_to_root(wl.queue):
-                add_into(promised_queues.setdefault(q, {}), need)
-            add_into(promised_total, need)
-            decisions.extend(starts)
+        try:
+            for wl_id in pending_order(state, candidates):
+                wl = state.workloads[wl_id]
+                need = state.pending_demand(wl_id)
+                if exceeds_free(state, need, promised_total) or not within_queue_max(state, wl.queue, need, promised_queues):
+                    tried.add(wl_id)
+                    continue
+                tasks = list(state.pending[wl_id])
+                starts = first_fit(state, tasks)
+                if starts is None:
+                    tried.add(wl_id)
+                    continue
+                for st in starts:
+                    add_into(promised_nodes.setdefault(st.node, {}), state.task_resources(st.task))
+                for n in {st.node for st in starts}:
+                    node = state.nodes[n]
+                    free = sub(sub(node.capacity, state.node_used[n]), promised_nodes[n])
+                    index.set(order[n], free)
+                for q in state.path_to_root(wl.queue):
+                    add_into(promised_queues.setdefault(q, {}), need)
+                add_into(promised_total, need)
+                decisions.extend(starts)
+        finally:
+            for n in promised_nodes:
+                state.refresh_index(n)
         return decisions
