@@ -156,8 +156,6 @@ def is_empty(r: MaybeRes) -> bool:
     return r is None or len(r) == 0
 
 
-def min_each(a: MaybeRes, b: MaybeRes) -> Res | None:
-    return component_wise_min(a, b)
 
 
 def max_each(a: MaybeRes, b: MaybeRes) -> Res | None:
@@ -170,20 +168,8 @@ def max_each(a: MaybeRes, b: MaybeRes) -> Res | None:
     return out
 
 
-def clamp_nonnegative(a: MaybeRes) -> Res:
-    return {k: (v if v > 0 else 0) for k, v in (a or {}).items()}
 
 
-def dominant_share(usage: MaybeRes, total: MaybeRes) -> float:
-    """Largest usage/total ratio over the types the total names with a positive amount."""
-    best = 0.0
-    if not usage or not total:
-        return best
-    for k, v in usage.items():
-        t = total.get(k, 0)
-        if t > 0:
-            best = max(best, v / t)
-    return best
 
 
 def total_of(vectors: Iterable[MaybeRes]) -> Res:

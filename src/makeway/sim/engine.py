@@ -14,7 +14,6 @@ from typing import Any, Callable, Iterable
 from makeway.core.decisions import Decision, Note, Preempt, Start
 from makeway.core.model import Workload
 from makeway.core.policy import PreemptionModel
-from makeway.core.resources import Res, add_into
 from makeway.core.state import ClusterState
 from makeway.errors import MakewayError
 from makeway.sim.metrics import Recorder
@@ -290,9 +289,3 @@ def simulate(state: ClusterState, model: PreemptionModel, workloads: Iterable[Wo
     sim.add_changes(changes)
     return sim.run()
 
-
-def used_total(state: ClusterState) -> Res:
-    out: Res = {}
-    for used in state.node_used.values():
-        add_into(out, used)
-    return out
