@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from makeway.policies.ytsaurus import plf
+from makeway.policies.ytsaurus import batched, plf
 from makeway.policies.ytsaurus.plf import PLF, Vec
 from makeway.policies.ytsaurus.tree import ROOT, Tree
 
@@ -403,10 +403,11 @@ def _build(tree: Tree, attrs: dict[str, Attrs], dim: int, cache: CurveCache | No
             fsbs[n] = f
             if cache is not None:
                 tokens[n] = cache.put(keys[n], (None, None, f))
+    done = _leaf_level(tree, attrs, dim, curves, ffs, fsbs, orders, keys, tokens, cache) if BATCH else set()
     for name in tree.postorder():
         el = elements[name]
         a = attrs[name]
-        if el.is_op and name in fsbs:
+        if (el.is_op and name in fsbs) or name in done:
             continue
         if not el.is_op:
             kids = fifo_order(tree, name) if el.mode == "fifo" else list(el.children)
@@ -431,6 +432,52 @@ def _build(tree: Tree, attrs: dict[str, Attrs], dim: int, cache: CurveCache | No
         if cache is not None:
             tokens[name] = cache.put(keys[name], (curve, ff, fsbs[name]))
     return curves, ffs, fsbs, orders
+
+
+BATCH = True  # leaf-level pools through ``batched`` (False: every pool on the generic path, for tests)
+
+
+def _leaf_level(tree: Tree, attrs: dict[str, Attrs], dim: int, curves, ffs, fsbs, orders, keys, tokens,
+                cache: CurveCache | None) -> set[str]:
+    """Pools whose children are all operations with a known fair share by suggestion, computed
+    together (``batched.leaf_pools``); returns the pools done (cache hits included)."""
+    elements = tree.elements
+    names: list[str] = []
+    kids: list[list[PLF]] = []
+    for name in tree.postorder():
+        el = elements[name]
+        if el.is_op or not el.children or not all(elements[c].is_op and c in fsbs for c in el.children):
+            continue
+        order = fifo_order(tree, name) if el.mode == "fifo" else list(el.children)
+        if cache is not None:
+            key = keys[name] = ("pool", name == ROOT, el.mode, _op_key(attrs[name]),
+                                tuple((elements[c].weight, tokens[c]) for c in order))
+            hit = cache.get(key)
+            if hit is not None:
+                orders[name] = order
+                tokens[name], (curves[name], ffs[name], fsbs[name]) = hit
+                continue
+        names.append(name)
+        kids.append([fsbs[c] for c in order])
+        orders[name] = order
+    done = {n for n in orders if n in fsbs}
+    if len(names) < BATCH_MIN:
+        return done
+    g = np.array([[s + i for s, i in zip(attrs[n].strong_share, attrs[n].integral_share)] for n in names])
+    lim = np.array([attrs[n].limits_share if n != ROOT else [1.0] * dim for n in names])
+    results = batched.leaf_pools(kids, [elements[n].mode == "fifo" for n in names],
+                                 [[elements[c].weight for c in orders[n]] for n in names], g, lim, dim)
+    for name, res in zip(names, results):
+        if res is None:
+            continue
+        curves[name], ffs[name], fsbs[name] = res
+        done.add(name)
+        if cache is not None:
+            tokens[name] = cache.put(keys[name], res)
+    return done
+
+
+BATCH_MIN = 8  # fewer leaf pools than this are not worth the batch set-up
 
 
 def _closed_form_ok(a: Attrs) -> bool:

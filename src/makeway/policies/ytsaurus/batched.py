@@ -1,0 +1,292 @@
+"""Leaf-level pools (every child an operation) of the fair share update in a few numpy passes.
+
+A tree with thousands of small pools spends its time in per-pool Python work on curves of a few
+dozen points. Here all such pools are computed together as padded 2-D arrays (one row per pool):
+the pool curve as a sweep over the children's slope changes and jumps, then the fair share by
+suggestion read off the curve parametrically. The result is the same function as the generic path
+(``fairshare.pool_curve`` then ``fit_factor_fn`` and ``plf.compose``), point for point up to
+rounding; a pool whose shape falls outside what this handles (a span of 1 or more on some resource)
+is reported back and takes the generic path.
+
+The parametric view: with g' and L' the guarantee and limit clipped into the curve's range, the fit
+factor by suggestion of resource r is the inverse of F_r - g'_r on [0, L'_r - g'_r], then the right
+end of the plateau at L'_r. The pool's fit factor is the minimum over resources, so
+M(s) = inf{f : rho(f) >= s} with rho(f) = max(0, max_r F_r(f) - g'_r) below f* = min_r tail_r
+(where some resource reaches its limit for good), and 1 from f* on. The fair share by suggestion is
+then the curve F at M(s): the points (rho(f), F(f)) over F's knots and the points where the maximum
+switches resource or leaves 0, with the lower value kept at every jump (SEMANTICS §2.4).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from makeway.policies.ytsaurus.plf import PLF
+
+EPS = 1e-9
+
+
+def pad_points(fns: list[PLF], dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """Stack functions into (n, Q) x positions and (n, Q, dim) values, each padded with its last point
+    (a repeated point changes nothing: evaluation looks at the first and last point of a run)."""
+    lens = np.fromiter((len(f) for f in fns), dtype=np.int64, count=len(fns))
+    q = int(lens.max())
+    if (lens == q).all():
+        return np.stack([f.ax for f in fns]), np.stack([f.ay for f in fns]).reshape(len(fns), q, dim)
+    x = np.concatenate([f.ax for f in fns])
+    y = np.concatenate([f.ay for f in fns]).reshape(len(x), dim)
+    start = np.concatenate([[0], np.cumsum(lens)[:-1]])
+    idx = start[:, None] + np.minimum(np.arange(q)[None, :], lens[:, None] - 1)
+    return x[idx], y[idx]
+
+
+def _compact(x: np.ndarray, y: np.ndarray, keep: np.ndarray):
+    """Rows with the points where ``keep`` is False removed: flat arrays plus per-row offsets/counts."""
+    flat = np.flatnonzero(keep.ravel())
+    counts = keep.sum(axis=1)
+    offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    return x.reshape(-1)[flat], y.reshape(-1, *y.shape[2:])[flat], offsets, counts
+
+
+def _repad(fx: np.ndarray, fy: np.ndarray, offsets: np.ndarray, counts: np.ndarray):
+    w = int(counts.max())
+    idx = offsets[:, None] + np.minimum(np.arange(w)[None, :], counts[:, None] - 1)
+    return fx[idx], fy[idx]
+
+
+def _drop_repeats(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Mask of points that differ from their predecessor (x or any value)."""
+    keep = np.ones(x.shape, dtype=bool)
+    keep[:, 1:] = (x[:, 1:] != x[:, :-1]) | np.any(y[:, 1:] != y[:, :-1], axis=-1)
+    return keep
+
+
+def _run_ends(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Mask keeping, of every run of equal x, the first point and the last one if its value differs:
+    a jump is its lower and upper value only, as ``plf.np_clean`` leaves it (intermediate values
+    inside a jump would read as extra steps once the curve is inverted)."""
+    n = x.shape[1]
+    first = np.ones(x.shape, dtype=bool)
+    first[:, 1:] = x[:, 1:] != x[:, :-1]
+    last = np.ones(x.shape, dtype=bool)
+    last[:, :-1] = x[:, 1:] != x[:, :-1]
+    start = np.maximum.accumulate(np.where(first, np.arange(n)[None, :], 0), axis=1)
+    head = np.take_along_axis(y, start[:, :, None], axis=1)
+    return first | (last & np.any(y != head, axis=-1))
+
+
+def _count_below(xs: np.ndarray, q: np.ndarray, inclusive: bool = False) -> np.ndarray:
+    """Per row, how many of the ascending ``xs`` are < q (<= q with ``inclusive``): a row-wise bisect."""
+    return (xs <= q[:, None]).sum(axis=1) if inclusive else (xs < q[:, None]).sum(axis=1)
+
+
+def _left_at(xs: np.ndarray, ys: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Per row, the left-continuous value at q (as ``PLF.left``), values of shape (R, W, ...)."""
+    rows = np.arange(len(q))
+    w = xs.shape[1]
+    j = _count_below(xs, q)
+    jc = np.minimum(j, w - 1)
+    jp = np.maximum(j - 1, 0)
+    x0, x1 = xs[rows, jp], xs[rows, jc]
+    dx = np.where(x1 > x0, x1 - x0, 1.0)
+    t = np.where(x1 > x0, (q - x0) / dx, 0.0)
+    y0, y1 = ys[rows, jp], ys[rows, jc]
+    if ys.ndim == 3:
+        t = t[:, None]
+    interp = y0 + (y1 - y0) * t
+    exact = (j < w) & (xs[rows, jc] == q)
+    first = j == 0
+    last = j >= w
+    shape = (-1, 1) if ys.ndim == 3 else (-1,)
+    out = np.where(exact.reshape(shape) | first.reshape(shape), y1, interp)
+    return np.where(last.reshape(shape), ys[:, -1], out)
+
+
+# -- pool curves -------------------------------------------------------------------------------
+
+def _parts(cx, cy, kid, fifo, k, pos, n):
+    """Children's fair share by suggestion placed on the pool's fit factor axis (``pool_curve``):
+    fair share mode scales x by 1/k (k = weight / smallest weight), FIFO shifts child i to [i, i+1];
+    every part starts at 0 and is held constant to the pool's end. Missing children (padding) are 0."""
+    dummy = kid < 0
+    x = cx[np.where(dummy, 0, kid)]
+    y = cy[np.where(dummy, 0, kid)]
+    end = np.where(fifo, n, 1.0)
+    kpos = k > 0
+    scaled = np.where(kpos[:, :, None], x / np.where(kpos, k, 1.0)[:, :, None], 0.0)
+    y = np.where((~fifo[:, None] & ~kpos)[:, :, None, None], y[:, :, :1], y)
+    x = np.where(fifo[:, None, None], x + pos[:, :, None], scaled)
+    x = np.where(dummy[:, :, None], 0.0, x)
+    y = np.where(dummy[:, :, None, None], 0.0, y)
+    last_x = np.where(fifo[:, None], n[:, None], np.maximum(x[:, :, -1], 1.0))
+    last_x = np.where(dummy, end[:, None], last_x)
+    px = np.concatenate([np.zeros(x.shape[:2] + (1,)), x, last_x[:, :, None]], axis=2)
+    py = np.concatenate([y[:, :, :1], y, y[:, :, -1:]], axis=2)
+    return px, py
+
+
+def _sweep(px: np.ndarray, py: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row sums of parts (R, K, P) as curves (R, 2KP): slope changes and jumps of every part, sorted by
+    x within the row and accumulated; each event yields its value before and after its own jump, so
+    a run of equal x starts at the left value and ends at the right value."""
+    r, kk, p = px.shape
+    dim = py.shape[-1]
+    dx = px[:, :, 1:] - px[:, :, :-1]
+    dy = py[:, :, 1:] - py[:, :, :-1]
+    lin = dx > 0
+    slope = np.where(lin[..., None], dy / np.where(lin, dx, 1.0)[..., None], 0.0)
+    zero = np.zeros((r, kk, 1, dim))
+    s_ext = np.concatenate([zero, slope, zero], axis=2)
+    ds = s_ext[:, :, 1:] - s_ext[:, :, :-1]
+    jump = np.concatenate([zero, np.where(lin[..., None], 0.0, dy)], axis=2)
+    base = py[:, :, 0].sum(axis=1)
+    ex = px.reshape(r, kk * p)
+    order = np.argsort(ex, axis=1, kind="stable")
+    ex = np.take_along_axis(ex, order, axis=1)
+    ed = np.take_along_axis(ds.reshape(r, kk * p, dim), order[:, :, None], axis=1)
+    ej = np.take_along_axis(jump.reshape(r, kk * p, dim), order[:, :, None], axis=1)
+    cs = np.cumsum(ed, axis=1)
+    inc = cs[:, :-1] * (ex[:, 1:] - ex[:, :-1])[:, :, None] + ej[:, :-1]
+    acc = base[:, None] + np.concatenate([np.zeros((r, 1, dim)), np.cumsum(inc, axis=1)], axis=1)
+    xs = np.repeat(ex, 2, axis=1)
+    ys = np.stack([acc, acc + ej], axis=2).reshape(r, 2 * kk * p, dim)
+    return xs, ys
+
+
+# -- fair share by suggestion ------------------------------------------------------------------
+
+def _inv_right(xs: np.ndarray, yr: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Per row sup{f : F_r(f) <= w} of an ascending component (as ``plf._inv_right``)."""
+    rows = np.arange(len(w))
+    n = xs.shape[1]
+    i = _count_below(yr, w, inclusive=True) - 1
+    ic = np.clip(i, 0, n - 2)
+    y0, y1, x0, x1 = yr[rows, ic], yr[rows, ic + 1], xs[rows, ic], xs[rows, ic + 1]
+    same = y1 == y0
+    v = np.where(same, x0, x0 + (x1 - x0) * (w - y0) / np.where(same, 1.0, y1 - y0))
+    return np.where(i < 0, xs[:, 0], np.where(i >= n - 1, xs[:, -1], v))
+
+
+def _fsbs(fx: np.ndarray, fy: np.ndarray, g: np.ndarray, lim: np.ndarray):
+    """Fit factor by suggestion and fair share by suggestion of every row's curve, as padded points
+    (s, f, value); ``ok`` is False for rows this does not cover (a span of 1 or more)."""
+    r, w, dim = fy.shape
+    rows = np.arange(r)
+    yr = np.maximum.accumulate(fy, axis=1)
+    lo, hi = yr[:, 0], yr[:, -1]
+    lp = np.minimum(np.maximum(lim, lo), hi)
+    gp = np.minimum(np.maximum(g, lo), lp)
+    ok = np.all(lp - gp < 1.0, axis=1)
+    tails = np.stack([_inv_right(fx, yr[:, :, i], lp[:, i]) for i in range(dim)], axis=1)
+    fstar = tails.min(axis=1)
+    z = yr - gp[:, None, :]
+    # points where the maximum of (F_r - g'_r, 0) changes its piece inside a segment
+    a0, a1 = z[:, :-1], z[:, 1:]
+    cands = []
+    for i in range(dim):
+        cands.append((a0[:, :, i], a1[:, :, i]))
+        for j in range(i + 1, dim):
+            cands.append((a0[:, :, i] - a0[:, :, j], a1[:, :, i] - a1[:, :, j]))
+    d0 = np.stack([c[0] for c in cands], axis=2)
+    d1 = np.stack([c[1] for c in cands], axis=2)
+    seg = (fx[:, 1:] > fx[:, :-1])[:, :, None]
+    hit = seg & (d0 * d1 < 0)
+    t = np.where(hit, d0 / np.where(hit, d0 - d1, 1.0), np.where(seg, 1.0, 0.0))
+    t = np.sort(t, axis=2)
+    x0, x1 = fx[:, :-1, None], fx[:, 1:, None]
+    cx = x0 + (x1 - x0) * t
+    cx = np.where(t >= 1.0, x1, np.where(t <= 0.0, x0, cx))
+    cy = fy[:, :-1, None] + (fy[:, 1:, None] - fy[:, :-1, None]) * t[..., None]
+    cy = np.where((t >= 1.0)[..., None], fy[:, 1:, None], np.where((t <= 0.0)[..., None], fy[:, :-1, None], cy))
+    cz = z[:, :-1, None] + (z[:, 1:, None] - z[:, :-1, None]) * t[..., None]
+    cz = np.where((t >= 1.0)[..., None], z[:, 1:, None], np.where((t <= 0.0)[..., None], z[:, :-1, None], cz))
+    # the corner before a jump: the new rho with the old value (flat at the lower value, then the jump)
+    jmp = ~seg[:, :, 0]
+    kx = fx[:, 1:]
+    ky = np.where(jmp[..., None], fy[:, :-1], fy[:, 1:])
+    kz = z[:, 1:]
+    nc = d0.shape[2]
+    px = np.concatenate([fx[:, :-1, None], cx, kx[:, :, None]], axis=2).reshape(r, (w - 1) * (nc + 2))
+    py = np.concatenate([fy[:, :-1, None], cy, ky[:, :, None]], axis=2).reshape(r, (w - 1) * (nc + 2), dim)
+    pz = np.concatenate([z[:, :-1, None], cz, kz[:, :, None]], axis=2).reshape(r, (w - 1) * (nc + 2), dim)
+    px = np.concatenate([px, fx[:, -1:]], axis=1)
+    py = np.concatenate([py, fy[:, -1:]], axis=1)
+    pz = np.concatenate([pz, z[:, -1:]], axis=1)
+    # from f* on the pool is at its limit: one point (f*, F(f*-)) stands for all of them
+    ystar = _left_at(fx, fy, fstar)
+    zstar = _left_at(fx, yr, fstar) - gp
+    beyond = px >= fstar[:, None]
+    px = np.where(beyond, fstar[:, None], px)
+    py = np.where(beyond[..., None], ystar[:, None], py)
+    pz = np.where(beyond[..., None], zstar[:, None], pz)
+    rho = np.maximum.accumulate(np.maximum(pz.max(axis=2), 0.0), axis=1)
+    # at s = 0 the fit factor is the last f with rho = 0, and the value there the left value
+    nzero = (rho <= 0.0).sum(axis=1)
+    f0 = px[rows, nzero - 1]
+    y0 = _left_at(fx, fy, f0)
+    zmask = rho <= 0.0
+    px = np.where(zmask, f0[:, None], px)
+    py = np.where(zmask[..., None], y0[:, None], py)
+    s = np.concatenate([rho, np.ones((r, 1))], axis=1)
+    f = np.concatenate([px, fstar[:, None]], axis=1)
+    v = np.concatenate([py, ystar[:, None]], axis=1)
+    return s, f, v, ok
+
+
+# -- the level ---------------------------------------------------------------------------------
+
+def leaf_pools(kids: list[list[PLF]], fifo: list[bool], weights: list[list[float]],
+               g: np.ndarray, lim: np.ndarray, dim: int) -> list[tuple[PLF, tuple, PLF] | None]:
+    """(curve, fit factor by suggestion, fair share by suggestion) of every pool, None where the
+    pool must take the generic path. ``kids`` are the children's fair share by suggestion in the
+    pool's order (FIFO order for FIFO pools), ``g``/``lim`` (pools x dim) guarantee and limit shares."""
+    out: list[tuple[PLF, tuple, PLF] | None] = [None] * len(kids)
+    sizes = np.array([len(k) for k in kids])
+    buckets = np.where(sizes <= 1, 1, 2 ** np.ceil(np.log2(np.maximum(sizes, 1))).astype(int))
+    for b in np.unique(buckets):
+        members = np.flatnonzero(buckets == b)
+        for i, res in zip(members, _bucket(members, int(b), kids, fifo, weights, g, lim, dim)):
+            out[i] = res
+    return out
+
+
+def _bucket(members, kk, kids, fifo, weights, g, lim, dim):
+    flat = [fn for i in members for fn in kids[i]]
+    cx, cy = pad_points(flat, dim)
+    r = len(members)
+    kid = np.full((r, kk), -1, dtype=np.int64)
+    k = np.zeros((r, kk))
+    pos = np.zeros((r, kk))
+    n = np.zeros(r)
+    fmask = np.zeros(r, dtype=bool)
+    at = 0
+    for row, i in enumerate(members):
+        m = len(kids[i])
+        kid[row, :m] = np.arange(at, at + m)
+        at += m
+        n[row] = m
+        fmask[row] = fifo[i]
+        if fifo[i]:
+            pos[row, :m] = np.arange(m)
+        else:
+            ws = weights[i]
+            wmin = min((w for w in ws if w > EPS), default=1.0)
+            k[row, :m] = [w / wmin if w > EPS else 0.0 for w in ws]
+    px, py = _parts(cx, cy, kid, fmask, k, pos, n)
+    sx, sy = _sweep(px, py)
+    fx, fy, off, cnt = _compact(sx, sy, _run_ends(sx, sy))
+    pfx, pfy = _repad(fx, fy, off, cnt)
+    s, f, v, ok = _fsbs(pfx, pfy, g[members], lim[members])
+    keep = _drop_repeats(s, np.concatenate([f[:, :, None], v], axis=2))
+    ss, sv, soff, scnt = _compact(s, np.concatenate([f[:, :, None], v], axis=2), keep)
+    res = []
+    for row in range(r):
+        if not ok[row]:
+            res.append(None)
+            continue
+        a, c = off[row], cnt[row]
+        curve = PLF(fx[a:a + c], fy[a:a + c])
+        a, c = soff[row], scnt[row]
+        xs = ss[a:a + c]
+        res.append((curve, (xs, sv[a:a + c, 0]), PLF(xs, sv[a:a + c, 1:])))
+    return res
