@@ -167,6 +167,21 @@ def _inv_right(xs: np.ndarray, yr: np.ndarray, w: np.ndarray) -> np.ndarray:
     return np.where(i < 0, xs[:, 0], np.where(i >= n - 1, xs[:, -1], v))
 
 
+SNAP = 1e-13  # suggestions (shares, at most 1) closer than this are one suggestion
+
+
+def _snap(rho: np.ndarray) -> np.ndarray:
+    """Merge runs of suggestions that differ only by rounding into their first value. A crossing point
+    found by interpolation can land a few ulps off a plateau (or off 0) that the generic path has
+    exactly; left as is, that sliver is a near-vertical piece whose slope (about 1e16) ruins a
+    parent's curve sum, and a rho of 1e-19 instead of 0 moves the fit factor at suggestion 0."""
+    n = rho.shape[1]
+    near = np.zeros(rho.shape, dtype=bool)
+    near[:, 1:] = rho[:, 1:] - rho[:, :-1] <= SNAP
+    head = np.maximum.accumulate(np.where(near, 0, np.arange(n)[None, :]), axis=1)
+    return np.take_along_axis(rho, head, axis=1)
+
+
 def _fsbs(fx: np.ndarray, fy: np.ndarray, g: np.ndarray, lim: np.ndarray):
     """Fit factor by suggestion and fair share by suggestion of every row's curve, as padded points
     (s, f, value); ``ok`` is False for rows this does not cover (a span of 1 or more)."""
@@ -180,32 +195,44 @@ def _fsbs(fx: np.ndarray, fy: np.ndarray, g: np.ndarray, lim: np.ndarray):
     tails = np.stack([_inv_right(fx, yr[:, :, i], lp[:, i]) for i in range(dim)], axis=1)
     fstar = tails.min(axis=1)
     z = yr - gp[:, None, :]
-    # points where the maximum of (F_r - g'_r, 0) changes its piece inside a segment
-    a0, a1 = z[:, :-1], z[:, 1:]
-    cands = []
+    # points where the maximum of (F_r - g'_r, 0) changes its piece inside a segment: F_r meeting
+    # g'_r (placed by the same formula as ``plf._inv_right``, so that it is exactly the fit factor
+    # the generic path finds there) and two resources' lines crossing
+    x0, x1 = fx[:, :-1], fx[:, 1:]
+    seg = x1 > x0
+    y0, y1 = yr[:, :-1], yr[:, 1:]
+    cxs, snaps = [], []
     for i in range(dim):
-        cands.append((a0[:, :, i], a1[:, :, i]))
+        hit = seg & (y0[:, :, i] < gp[:, None, i]) & (y1[:, :, i] > gp[:, None, i])
+        dy = np.where(hit, y1[:, :, i] - y0[:, :, i], 1.0)
+        cxs.append(np.where(hit, x0 + (x1 - x0) * (gp[:, None, i] - y0[:, :, i]) / dy, np.inf))
+        snaps.append(np.full(x0.shape, i))
         for j in range(i + 1, dim):
-            cands.append((a0[:, :, i] - a0[:, :, j], a1[:, :, i] - a1[:, :, j]))
-    d0 = np.stack([c[0] for c in cands], axis=2)
-    d1 = np.stack([c[1] for c in cands], axis=2)
-    seg = (fx[:, 1:] > fx[:, :-1])[:, :, None]
-    hit = seg & (d0 * d1 < 0)
-    t = np.where(hit, d0 / np.where(hit, d0 - d1, 1.0), np.where(seg, 1.0, 0.0))
-    t = np.sort(t, axis=2)
-    x0, x1 = fx[:, :-1, None], fx[:, 1:, None]
-    cx = x0 + (x1 - x0) * t
-    cx = np.where(t >= 1.0, x1, np.where(t <= 0.0, x0, cx))
-    cy = fy[:, :-1, None] + (fy[:, 1:, None] - fy[:, :-1, None]) * t[..., None]
-    cy = np.where((t >= 1.0)[..., None], fy[:, 1:, None], np.where((t <= 0.0)[..., None], fy[:, :-1, None], cy))
-    cz = z[:, :-1, None] + (z[:, 1:, None] - z[:, :-1, None]) * t[..., None]
-    cz = np.where((t >= 1.0)[..., None], z[:, 1:, None], np.where((t <= 0.0)[..., None], z[:, :-1, None], cz))
+            d0 = z[:, :-1, i] - z[:, :-1, j]
+            d1 = z[:, 1:, i] - z[:, 1:, j]
+            hit = seg & (d0 * d1 < 0)
+            t = d0 / np.where(hit, d0 - d1, 1.0)
+            cxs.append(np.where(hit, x0 + (x1 - x0) * t, np.inf))
+            snaps.append(np.full(x0.shape, -1))
+    cx = np.stack(cxs, axis=2)
+    order = np.argsort(cx, axis=2)
+    cx = np.take_along_axis(cx, order, axis=2)
+    snap = np.take_along_axis(np.stack(snaps, axis=2), order, axis=2)
+    valid = np.isfinite(cx) & (cx > x0[..., None]) & (cx < x1[..., None])
+    # an unused slot repeats a neighbour: the segment's end, or its start inside a jump
+    cx = np.where(valid, cx, np.where(seg, x1, x0)[..., None])
+    t = np.where(valid, (cx - x0[..., None]) / np.where(seg, x1 - x0, 1.0)[..., None],
+                 np.where(seg, 1.0, 0.0)[..., None])[..., None]
+    cy = np.where(t >= 1.0, fy[:, 1:, None], fy[:, :-1, None] + (fy[:, 1:, None] - fy[:, :-1, None]) * t)
+    cz = np.where(t >= 1.0, z[:, 1:, None], z[:, :-1, None] + (z[:, 1:, None] - z[:, :-1, None]) * t)
+    cz = np.where(valid[..., None] & (snap[..., None] == np.arange(dim)), 0.0, cz)
+    seg = seg[:, :, None]
     # the corner before a jump: the new rho with the old value (flat at the lower value, then the jump)
     jmp = ~seg[:, :, 0]
     kx = fx[:, 1:]
     ky = np.where(jmp[..., None], fy[:, :-1], fy[:, 1:])
     kz = z[:, 1:]
-    nc = d0.shape[2]
+    nc = cx.shape[2]
     px = np.concatenate([fx[:, :-1, None], cx, kx[:, :, None]], axis=2).reshape(r, (w - 1) * (nc + 2))
     py = np.concatenate([fy[:, :-1, None], cy, ky[:, :, None]], axis=2).reshape(r, (w - 1) * (nc + 2), dim)
     pz = np.concatenate([z[:, :-1, None], cz, kz[:, :, None]], axis=2).reshape(r, (w - 1) * (nc + 2), dim)
@@ -219,7 +246,8 @@ def _fsbs(fx: np.ndarray, fy: np.ndarray, g: np.ndarray, lim: np.ndarray):
     px = np.where(beyond, fstar[:, None], px)
     py = np.where(beyond[..., None], ystar[:, None], py)
     pz = np.where(beyond[..., None], zstar[:, None], pz)
-    rho = np.maximum.accumulate(np.maximum(pz.max(axis=2), 0.0), axis=1)
+    pz = np.minimum(pz, (lp - gp)[:, None, :])  # below f* every resource is within its limit
+    rho = _snap(np.maximum.accumulate(np.maximum(pz.max(axis=2), 0.0), axis=1))
     # at s = 0 the fit factor is the last f with rho = 0, and the value there the left value
     nzero = (rho <= 0.0).sum(axis=1)
     f0 = px[rows, nzero - 1]
@@ -235,35 +263,43 @@ def _fsbs(fx: np.ndarray, fy: np.ndarray, g: np.ndarray, lim: np.ndarray):
 
 # -- the level ---------------------------------------------------------------------------------
 
-def leaf_pools(kids: list[list[PLF]], fifo: list[bool], weights: list[list[float]],
-               g: np.ndarray, lim: np.ndarray, dim: int) -> list[tuple[PLF, tuple, PLF] | None]:
+CHUNK = 1 << 14  # children per chunk: keeps the padded arrays in cache instead of in the page tables
+
+
+def leaf_pools(cx: np.ndarray, cy: np.ndarray, kids: list[list[int]], fifo: list[bool],
+               weights: list[list[float]], g: np.ndarray, lim: np.ndarray) -> list[tuple | None]:
     """(curve, fit factor by suggestion, fair share by suggestion) of every pool, None where the
-    pool must take the generic path. ``kids`` are the children's fair share by suggestion in the
-    pool's order (FIFO order for FIFO pools), ``g``/``lim`` (pools x dim) guarantee and limit shares."""
-    out: list[tuple[PLF, tuple, PLF] | None] = [None] * len(kids)
+    pool must take the generic path. ``cx``/``cy`` hold the children's fair share by suggestion as
+    padded rows (``pad_points``); ``kids`` the rows of each pool's children in the pool's order (FIFO
+    order for FIFO pools); ``g``/``lim`` (pools x dim) its guarantee and limit shares. Pools are taken
+    in order of size so that a chunk pads little."""
+    out: list[tuple | None] = [None] * len(kids)
     sizes = np.array([len(k) for k in kids])
-    buckets = np.where(sizes <= 1, 1, 2 ** np.ceil(np.log2(np.maximum(sizes, 1))).astype(int))
-    for b in np.unique(buckets):
-        members = np.flatnonzero(buckets == b)
-        for i, res in zip(members, _bucket(members, int(b), kids, fifo, weights, g, lim, dim)):
+    order = np.argsort(sizes, kind="stable")
+    at = 0
+    while at < len(order):
+        width = max(1, int(sizes[order[at]]))
+        end = at + 1
+        while end < len(order) and (end - at + 1) * max(width, int(sizes[order[end]])) <= CHUNK:
+            width = max(width, int(sizes[order[end]]))
+            end += 1
+        members = order[at:end]
+        for i, res in zip(members, _chunk(members, width, cx, cy, kids, fifo, weights, g, lim)):
             out[i] = res
+        at = end
     return out
 
 
-def _bucket(members, kk, kids, fifo, weights, g, lim, dim):
-    flat = [fn for i in members for fn in kids[i]]
-    cx, cy = pad_points(flat, dim)
+def _chunk(members, kk, cx, cy, kids, fifo, weights, g, lim):
     r = len(members)
     kid = np.full((r, kk), -1, dtype=np.int64)
     k = np.zeros((r, kk))
     pos = np.zeros((r, kk))
     n = np.zeros(r)
     fmask = np.zeros(r, dtype=bool)
-    at = 0
     for row, i in enumerate(members):
         m = len(kids[i])
-        kid[row, :m] = np.arange(at, at + m)
-        at += m
+        kid[row, :m] = kids[i]
         n[row] = m
         fmask[row] = fifo[i]
         if fifo[i]:
@@ -277,8 +313,8 @@ def _bucket(members, kk, kids, fifo, weights, g, lim, dim):
     fx, fy, off, cnt = _compact(sx, sy, _run_ends(sx, sy))
     pfx, pfy = _repad(fx, fy, off, cnt)
     s, f, v, ok = _fsbs(pfx, pfy, g[members], lim[members])
-    keep = _drop_repeats(s, np.concatenate([f[:, :, None], v], axis=2))
-    ss, sv, soff, scnt = _compact(s, np.concatenate([f[:, :, None], v], axis=2), keep)
+    fv = np.concatenate([f[:, :, None], v], axis=2)
+    ss, sv, soff, scnt = _compact(s, fv, _run_ends(s, fv))
     res = []
     for row in range(r):
         if not ok[row]:
@@ -288,5 +324,10 @@ def _bucket(members, kk, kids, fifo, weights, g, lim, dim):
         curve = PLF(fx[a:a + c], fy[a:a + c])
         a, c = soff[row], scnt[row]
         xs = ss[a:a + c]
-        res.append((curve, (xs, sv[a:a + c, 0]), PLF(xs, sv[a:a + c, 1:])))
+        res.append((curve, (xs.tolist(), sv[a:a + c, 0].tolist()), PLF(xs, sv[a:a + c, 1:])))
     return res
+
+
+def left_rows(xs: np.ndarray, ys: np.ndarray, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Left values of the padded functions ``rows`` at ``q`` (one query per row), as ``PLF.left``."""
+    return _left_at(xs[rows], ys[rows], q)

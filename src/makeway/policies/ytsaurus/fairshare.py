@@ -171,6 +171,12 @@ def op_curve(usage: Vec, demand: Vec) -> PLF:
 
 
 def op_fsbs_batch(usage: np.ndarray, demand: np.ndarray) -> list[PLF]:
+    """``op_fsbs_arrays`` as one function per operation."""
+    xs, ys = op_fsbs_arrays(usage, demand)
+    return [PLF(xs[i], ys[i]) for i in range(len(xs))]
+
+
+def op_fsbs_arrays(usage: np.ndarray, demand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Fair share by suggestion of many operations at once, in closed form.
 
     Valid for operations without guarantees whose limits do not bind below demand and whose usage
@@ -182,8 +188,6 @@ def op_fsbs_batch(usage: np.ndarray, demand: np.ndarray) -> list[PLF]:
     Cross-checked against the generic construction in tests.
     """
     n, dim = usage.shape
-    if n == 0:
-        return []
     U = usage.max(axis=1)
     a = demand - usage
     live = a > EPS * 0
@@ -207,7 +211,7 @@ def op_fsbs_batch(usage: np.ndarray, demand: np.ndarray) -> list[PLF]:
     ys = np.concatenate([va, vb], axis=1)
     xs = np.concatenate([xs, np.ones((n, 1))], axis=1)
     ys = np.concatenate([ys, ys[:, -1:, :]], axis=1)
-    return [PLF(xs[i], ys[i]) for i in range(n)]
+    return xs, ys
 
 
 def fit_factor_fn(curve: PLF, g: Vec, lim: Vec) -> tuple[list[float], list[float]]:
@@ -331,9 +335,14 @@ def compute(tree: Tree, node_caps: list[list[float]] | None = None,
         curves, ffs, fsbs, orders = _build(tree, attrs, dim, cache)
 
     sugg: dict[str, float] = {ROOT: 1.0}
+    rows = getattr(fsbs, "rows", {})
+    later: list[str] = []  # closed-form operations: evaluated together below
     for name in tree.preorder():
         el = tree.elements[name]
         s = sugg[name]
+        if el.is_op and name in rows:
+            later.append(name)
+            continue
         a = attrs[name]
         a.fair_share = [float(v) for v in fsbs[name].left(s)]
         if el.is_op or not el.children:
@@ -344,6 +353,12 @@ def compute(tree: Tree, node_caps: list[list[float]] | None = None,
         kids = orders[name]
         for c, cs in zip(kids, child_suggestion(el.mode, [tree.elements[c].weight for c in kids], f)):
             sugg[c] = cs
+    if later:
+        vals = batched.left_rows(fsbs.ax, fsbs.ay, np.fromiter((rows[n] for n in later), dtype=np.int64,
+                                                               count=len(later)),
+                                 np.fromiter((sugg[n] for n in later), dtype=float, count=len(later)))
+        for name, v in zip(later, vals.tolist()):
+            attrs[name].fair_share = v
     for name, el in tree.elements.items():
         if not el.is_op and el.settings.get("compute_promised_guarantee_fair_share"):
             _promised(tree, attrs, name, ffs, fsbs, orders)
@@ -380,7 +395,7 @@ def _build(tree: Tree, attrs: dict[str, Attrs], dim: int, cache: CurveCache | No
     """Bottom-up: each element's curve, fit factor by suggestion, and fair share by suggestion."""
     curves: dict[str, PLF] = {}
     ffs: dict[str, tuple[list[float], list[float]]] = {}
-    fsbs: dict[str, PLF] = {}
+    fsbs = _Fsbs()
     orders: dict[str, list[str]] = {}
     keys: dict[str, tuple] = {}
     tokens: dict[str, int] = {}
@@ -399,15 +414,15 @@ def _build(tree: Tree, attrs: dict[str, Attrs], dim: int, cache: CurveCache | No
     if fast:
         us = np.asarray([attrs[n].usage_share for n in fast], dtype=float).reshape(len(fast), dim)
         ds = np.asarray([attrs[n].demand_share for n in fast], dtype=float).reshape(len(fast), dim)
-        for n, f in zip(fast, op_fsbs_batch(us, ds)):
-            fsbs[n] = f
-            if cache is not None:
-                tokens[n] = cache.put(keys[n], (None, None, f))
+        fsbs.add_rows(fast, *op_fsbs_arrays(us, ds))
+        if cache is not None:
+            for n in fast:
+                tokens[n] = cache.put(keys[n], (None, None, fsbs[n]))
     done = _leaf_level(tree, attrs, dim, curves, ffs, fsbs, orders, keys, tokens, cache) if BATCH else set()
     for name in tree.postorder():
         el = elements[name]
         a = attrs[name]
-        if (el.is_op and name in fsbs) or name in done:
+        if (el.is_op and fsbs.has(name)) or name in done:
             continue
         if not el.is_op:
             kids = fifo_order(tree, name) if el.mode == "fifo" else list(el.children)
@@ -437,36 +452,35 @@ def _build(tree: Tree, attrs: dict[str, Attrs], dim: int, cache: CurveCache | No
 BATCH = True  # leaf-level pools through ``batched`` (False: every pool on the generic path, for tests)
 
 
-def _leaf_level(tree: Tree, attrs: dict[str, Attrs], dim: int, curves, ffs, fsbs, orders, keys, tokens,
-                cache: CurveCache | None) -> set[str]:
+def _leaf_level(tree: Tree, attrs: dict[str, Attrs], dim: int, curves, ffs, fsbs: "_Fsbs", orders, keys,
+                tokens, cache: CurveCache | None) -> set[str]:
     """Pools whose children are all operations with a known fair share by suggestion, computed
     together (``batched.leaf_pools``); returns the pools done (cache hits included)."""
     elements = tree.elements
     names: list[str] = []
-    kids: list[list[PLF]] = []
     for name in tree.postorder():
         el = elements[name]
-        if el.is_op or not el.children or not all(elements[c].is_op and c in fsbs for c in el.children):
+        if el.is_op or not el.children or not all(elements[c].is_op and fsbs.has(c) for c in el.children):
             continue
         order = fifo_order(tree, name) if el.mode == "fifo" else list(el.children)
+        orders[name] = order
         if cache is not None:
             key = keys[name] = ("pool", name == ROOT, el.mode, _op_key(attrs[name]),
                                 tuple((elements[c].weight, tokens[c]) for c in order))
             hit = cache.get(key)
             if hit is not None:
-                orders[name] = order
                 tokens[name], (curves[name], ffs[name], fsbs[name]) = hit
                 continue
         names.append(name)
-        kids.append([fsbs[c] for c in order])
-        orders[name] = order
     done = {n for n in orders if n in fsbs}
     if len(names) < BATCH_MIN:
         return done
+    cx, cy, index = fsbs.padded({c for n in names for c in orders[n]}, dim)
     g = np.array([[s + i for s, i in zip(attrs[n].strong_share, attrs[n].integral_share)] for n in names])
     lim = np.array([attrs[n].limits_share if n != ROOT else [1.0] * dim for n in names])
-    results = batched.leaf_pools(kids, [elements[n].mode == "fifo" for n in names],
-                                 [[elements[c].weight for c in orders[n]] for n in names], g, lim, dim)
+    results = batched.leaf_pools(cx, cy, [[index[c] for c in orders[n]] for n in names],
+                                 [elements[n].mode == "fifo" for n in names],
+                                 [[elements[c].weight for c in orders[n]] for n in names], g, lim)
     for name, res in zip(names, results):
         if res is None:
             continue
@@ -475,6 +489,50 @@ def _leaf_level(tree: Tree, attrs: dict[str, Attrs], dim: int, curves, ffs, fsbs
         if cache is not None:
             tokens[name] = cache.put(keys[name], res)
     return done
+
+
+class _Fsbs(dict):
+    """Fair share by suggestion by element. Closed-form operations are held as rows of two arrays
+    and become a PLF only when read by name, since most are only ever read through the arrays."""
+
+    def add_rows(self, names: list[str], xs: np.ndarray, ys: np.ndarray) -> None:
+        self.rows = {n: i for i, n in enumerate(names)}
+        self.ax, self.ay = xs, ys
+
+    def has(self, name: str) -> bool:
+        return name in self or name in getattr(self, "rows", ())
+
+    def __missing__(self, name: str) -> PLF:
+        i = getattr(self, "rows", {})[name]
+        f = self[name] = PLF(self.ax[i], self.ay[i])
+        return f
+
+    def padded(self, names: set[str], dim: int) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+        """Padded rows for ``names`` (the closed-form rows as they are, others appended) and each
+        name's row."""
+        rows = getattr(self, "rows", {})
+        others = sorted(n for n in names if n not in rows)
+        if not others:
+            return self.ax, self.ay, rows
+        ox, oy = batched.pad_points([self[n] for n in others], dim)
+        if not rows:
+            return ox, oy, {n: i for i, n in enumerate(others)}
+        q = max(ox.shape[1], self.ax.shape[1])
+        ax, ay = _widen(self.ax, self.ay, q)
+        ox, oy = _widen(ox, oy, q)
+        base = len(ax)
+        index = dict(rows)
+        index.update({n: base + i for i, n in enumerate(others)})
+        return np.concatenate([ax, ox]), np.concatenate([ay, oy]), index
+
+
+def _widen(x: np.ndarray, y: np.ndarray, q: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pad rows to q points by repeating the last one."""
+    extra = q - x.shape[1]
+    if extra <= 0:
+        return x, y
+    return (np.concatenate([x, np.repeat(x[:, -1:], extra, axis=1)], axis=1),
+            np.concatenate([y, np.repeat(y[:, -1:], extra, axis=1)], axis=1))
 
 
 BATCH_MIN = 8  # fewer leaf pools than this are not worth the batch set-up
