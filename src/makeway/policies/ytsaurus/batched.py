@@ -182,6 +182,64 @@ def _snap(rho: np.ndarray) -> np.ndarray:
     return np.take_along_axis(rho, head, axis=1)
 
 
+def _kinks(fx, fy, yr, z, gp):
+    """Points inside segments where rho = max(0, max_r F_r - g'_r) changes its piece: F_r meeting
+    g'_r (placed by the formula of ``plf._inv_right``, so exactly where the generic path puts the fit
+    factor at suggestion 0) and two resources' lines crossing. Only segments whose leading piece
+    differs at the two ends can hold one; returns (row, f, value, z) of each, or None."""
+    r, w, dim = fy.shape
+    top = np.argmax(np.concatenate([z, np.zeros((r, w, 1))], axis=2), axis=2)
+    rows, seg = np.nonzero((fx[:, 1:] > fx[:, :-1]) & (top[:, 1:] != top[:, :-1]))
+    if len(rows) == 0:
+        return None
+    x0, x1 = fx[rows, seg], fx[rows, seg + 1]
+    y0, y1 = yr[rows, seg], yr[rows, seg + 1]
+    z0, z1 = z[rows, seg], z[rows, seg + 1]
+    g = gp[rows]
+    cands, snaps = [], []
+    for i in range(dim):
+        hit = (y0[:, i] < g[:, i]) & (y1[:, i] > g[:, i])
+        dy = np.where(hit, y1[:, i] - y0[:, i], 1.0)
+        cands.append(np.where(hit, x0 + (x1 - x0) * (g[:, i] - y0[:, i]) / dy, np.nan))
+        snaps.append(i)
+        for j in range(i + 1, dim):
+            d0, d1 = z0[:, i] - z0[:, j], z1[:, i] - z1[:, j]
+            hit = d0 * d1 < 0
+            cands.append(np.where(hit, x0 + (x1 - x0) * (d0 / np.where(hit, d0 - d1, 1.0)), np.nan))
+            snaps.append(-1)
+    cx = np.stack(cands, axis=1)
+    valid = (cx > x0[:, None]) & (cx < x1[:, None])
+    k, c = np.nonzero(valid)
+    cx = cx[k, c]
+    t = ((cx - x0[k]) / (x1[k] - x0[k]))[:, None]
+    f0, f1 = fy[rows[k], seg[k]], fy[rows[k], seg[k] + 1]
+    cy = f0 + (f1 - f0) * t
+    cz = z0[k] + (z1[k] - z0[k]) * t
+    snap = np.array(snaps)[c]
+    cz[snap >= 0, snap[snap >= 0]] = 0.0
+    return rows[k], cx, cy, cz
+
+
+def _merge(px, py, pz, rows, cx, cy, cz):
+    """Insert the extra points into their rows, in f order (each lies strictly inside a segment, so
+    a stable sort keeps every knot's own order)."""
+    r, n = px.shape
+    counts = np.bincount(rows, minlength=r)
+    e = int(counts.max())
+    order = np.argsort(rows, kind="stable")
+    rows, cx, cy, cz = rows[order], cx[order], cy[order], cz[order]
+    slot = np.arange(len(rows)) - np.concatenate([[0], np.cumsum(counts)[:-1]])[rows]
+    ex = np.repeat(px[:, -1:], e, axis=1)
+    ey = np.repeat(py[:, -1:], e, axis=1)
+    ez = np.repeat(pz[:, -1:], e, axis=1)
+    ex[rows, slot], ey[rows, slot], ez[rows, slot] = cx, cy, cz
+    ax = np.concatenate([px, ex], axis=1)
+    order = np.argsort(ax, axis=1, kind="stable")
+    return (np.take_along_axis(ax, order, axis=1),
+            np.take_along_axis(np.concatenate([py, ey], axis=1), order[:, :, None], axis=1),
+            np.take_along_axis(np.concatenate([pz, ez], axis=1), order[:, :, None], axis=1))
+
+
 def _fsbs(fx: np.ndarray, fy: np.ndarray, g: np.ndarray, lim: np.ndarray):
     """Fit factor by suggestion and fair share by suggestion of every row's curve, as padded points
     (s, f, value); ``ok`` is False for rows this does not cover (a span of 1 or more)."""
@@ -195,50 +253,16 @@ def _fsbs(fx: np.ndarray, fy: np.ndarray, g: np.ndarray, lim: np.ndarray):
     tails = np.stack([_inv_right(fx, yr[:, :, i], lp[:, i]) for i in range(dim)], axis=1)
     fstar = tails.min(axis=1)
     z = yr - gp[:, None, :]
-    # points where the maximum of (F_r - g'_r, 0) changes its piece inside a segment: F_r meeting
-    # g'_r (placed by the same formula as ``plf._inv_right``, so that it is exactly the fit factor
-    # the generic path finds there) and two resources' lines crossing
-    x0, x1 = fx[:, :-1], fx[:, 1:]
-    seg = x1 > x0
-    y0, y1 = yr[:, :-1], yr[:, 1:]
-    cxs, snaps = [], []
-    for i in range(dim):
-        hit = seg & (y0[:, :, i] < gp[:, None, i]) & (y1[:, :, i] > gp[:, None, i])
-        dy = np.where(hit, y1[:, :, i] - y0[:, :, i], 1.0)
-        cxs.append(np.where(hit, x0 + (x1 - x0) * (gp[:, None, i] - y0[:, :, i]) / dy, np.inf))
-        snaps.append(np.full(x0.shape, i))
-        for j in range(i + 1, dim):
-            d0 = z[:, :-1, i] - z[:, :-1, j]
-            d1 = z[:, 1:, i] - z[:, 1:, j]
-            hit = seg & (d0 * d1 < 0)
-            t = d0 / np.where(hit, d0 - d1, 1.0)
-            cxs.append(np.where(hit, x0 + (x1 - x0) * t, np.inf))
-            snaps.append(np.full(x0.shape, -1))
-    cx = np.stack(cxs, axis=2)
-    order = np.argsort(cx, axis=2)
-    cx = np.take_along_axis(cx, order, axis=2)
-    snap = np.take_along_axis(np.stack(snaps, axis=2), order, axis=2)
-    valid = np.isfinite(cx) & (cx > x0[..., None]) & (cx < x1[..., None])
-    # an unused slot repeats a neighbour: the segment's end, or its start inside a jump
-    cx = np.where(valid, cx, np.where(seg, x1, x0)[..., None])
-    t = np.where(valid, (cx - x0[..., None]) / np.where(seg, x1 - x0, 1.0)[..., None],
-                 np.where(seg, 1.0, 0.0)[..., None])[..., None]
-    cy = np.where(t >= 1.0, fy[:, 1:, None], fy[:, :-1, None] + (fy[:, 1:, None] - fy[:, :-1, None]) * t)
-    cz = np.where(t >= 1.0, z[:, 1:, None], z[:, :-1, None] + (z[:, 1:, None] - z[:, :-1, None]) * t)
-    cz = np.where(valid[..., None] & (snap[..., None] == np.arange(dim)), 0.0, cz)
-    seg = seg[:, :, None]
-    # the corner before a jump: the new rho with the old value (flat at the lower value, then the jump)
-    jmp = ~seg[:, :, 0]
-    kx = fx[:, 1:]
+    # the knots, each followed by the corner of the jump that may start there: the new rho with the
+    # old value (flat at the lower value, then the jump); elsewhere the corner repeats the next knot
+    jmp = fx[:, 1:] == fx[:, :-1]
+    px = np.concatenate([np.stack([fx[:, :-1], fx[:, 1:]], axis=2).reshape(r, 2 * (w - 1)), fx[:, -1:]], axis=1)
     ky = np.where(jmp[..., None], fy[:, :-1], fy[:, 1:])
-    kz = z[:, 1:]
-    nc = cx.shape[2]
-    px = np.concatenate([fx[:, :-1, None], cx, kx[:, :, None]], axis=2).reshape(r, (w - 1) * (nc + 2))
-    py = np.concatenate([fy[:, :-1, None], cy, ky[:, :, None]], axis=2).reshape(r, (w - 1) * (nc + 2), dim)
-    pz = np.concatenate([z[:, :-1, None], cz, kz[:, :, None]], axis=2).reshape(r, (w - 1) * (nc + 2), dim)
-    px = np.concatenate([px, fx[:, -1:]], axis=1)
-    py = np.concatenate([py, fy[:, -1:]], axis=1)
-    pz = np.concatenate([pz, z[:, -1:]], axis=1)
+    py = np.concatenate([np.stack([fy[:, :-1], ky], axis=2).reshape(r, 2 * (w - 1), dim), fy[:, -1:]], axis=1)
+    pz = np.concatenate([np.stack([z[:, :-1], z[:, 1:]], axis=2).reshape(r, 2 * (w - 1), dim), z[:, -1:]], axis=1)
+    extra = _kinks(fx, fy, yr, z, gp)
+    if extra is not None:
+        px, py, pz = _merge(px, py, pz, *extra)
     # from f* on the pool is at its limit: one point (f*, F(f*-)) stands for all of them
     ystar = _left_at(fx, fy, fstar)
     zstar = _left_at(fx, yr, fstar) - gp
