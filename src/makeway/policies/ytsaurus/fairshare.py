@@ -454,13 +454,46 @@ BATCH = True  # leaf-level pools through ``batched`` (False: every pool on the g
 
 def _leaf_level(tree: Tree, attrs: dict[str, Attrs], dim: int, curves, ffs, fsbs: "_Fsbs", orders, keys,
                 tokens, cache: CurveCache | None) -> set[str]:
-    """Pools whose children are all operations with a known fair share by suggestion, computed
-    together (``batched.leaf_pools``); returns the pools done (cache hits included)."""
+    """Pools computed together (``batched.leaf_pools``), level by level from the bottom: first those
+    whose children are all operations with a known fair share by suggestion, then those whose
+    children are all done, and so on. Returns the pools done (cache hits included)."""
+    elements = tree.elements
+    done: set[str] = set()
+    while True:
+        names = _level(tree, attrs, curves, ffs, fsbs, orders, keys, tokens, cache, done)
+        kids = sum(len(orders[n]) for n in names)
+        if not names or (len(names) < BATCH_MIN and kids < BATCH_MIN_KIDS):
+            return done
+        cx, cy, index = fsbs.padded({c for n in names for c in orders[n]}, dim)
+        g = np.array([[s + i for s, i in zip(attrs[n].strong_share, attrs[n].integral_share)] for n in names])
+        lim = np.array([attrs[n].limits_share if n != ROOT else [1.0] * dim for n in names])
+        results = batched.leaf_pools(cx, cy, [[index[c] for c in orders[n]] for n in names],
+                                     [elements[n].mode == "fifo" for n in names],
+                                     [[elements[c].weight for c in orders[n]] for n in names], g, lim)
+        progress = False
+        for name, res in zip(names, results):
+            if res is None:
+                continue
+            curves[name], ffs[name], fsbs[name] = res
+            done.add(name)
+            progress = True
+            if cache is not None:
+                tokens[name] = cache.put(keys[name], res)
+        if not progress:
+            return done
+
+
+def _level(tree: Tree, attrs, curves, ffs, fsbs: "_Fsbs", orders, keys, tokens, cache, done: set[str]) -> list[str]:
+    """Pools not done yet whose children all are (operations with a known fair share by suggestion,
+    or pools in ``done``); cache hits are taken on the way and added to ``done``."""
     elements = tree.elements
     names: list[str] = []
+    hits: list[str] = []
     for name in tree.postorder():
         el = elements[name]
-        if el.is_op or not el.children or not all(elements[c].is_op and fsbs.has(c) for c in el.children):
+        if el.is_op or not el.children or name in done or name in orders:
+            continue
+        if not all((c in done) if not elements[c].is_op else fsbs.has(c) for c in el.children):
             continue
         order = fifo_order(tree, name) if el.mode == "fifo" else list(el.children)
         orders[name] = order
@@ -470,25 +503,13 @@ def _leaf_level(tree: Tree, attrs: dict[str, Attrs], dim: int, curves, ffs, fsbs
             hit = cache.get(key)
             if hit is not None:
                 tokens[name], (curves[name], ffs[name], fsbs[name]) = hit
+                hits.append(name)
                 continue
         names.append(name)
-    done = {n for n in orders if n in fsbs}
-    if len(names) < BATCH_MIN:
-        return done
-    cx, cy, index = fsbs.padded({c for n in names for c in orders[n]}, dim)
-    g = np.array([[s + i for s, i in zip(attrs[n].strong_share, attrs[n].integral_share)] for n in names])
-    lim = np.array([attrs[n].limits_share if n != ROOT else [1.0] * dim for n in names])
-    results = batched.leaf_pools(cx, cy, [[index[c] for c in orders[n]] for n in names],
-                                 [elements[n].mode == "fifo" for n in names],
-                                 [[elements[c].weight for c in orders[n]] for n in names], g, lim)
-    for name, res in zip(names, results):
-        if res is None:
-            continue
-        curves[name], ffs[name], fsbs[name] = res
-        done.add(name)
-        if cache is not None:
-            tokens[name] = cache.put(keys[name], res)
-    return done
+    done.update(hits)
+    if not names and hits:
+        return _level(tree, attrs, curves, ffs, fsbs, orders, keys, tokens, cache, done)
+    return names
 
 
 class _Fsbs(dict):
@@ -515,7 +536,7 @@ class _Fsbs(dict):
         if not others:
             return self.ax, self.ay, rows
         ox, oy = batched.pad_points([self[n] for n in others], dim)
-        if not rows:
+        if len(others) == len(names):
             return ox, oy, {n: i for i, n in enumerate(others)}
         q = max(ox.shape[1], self.ax.shape[1])
         ax, ay = _widen(self.ax, self.ay, q)
@@ -535,7 +556,8 @@ def _widen(x: np.ndarray, y: np.ndarray, q: int) -> tuple[np.ndarray, np.ndarray
             np.concatenate([y, np.repeat(y[:, -1:], extra, axis=1)], axis=1))
 
 
-BATCH_MIN = 8  # fewer leaf pools than this are not worth the batch set-up
+BATCH_MIN = 8  # a level with fewer pools than this, and fewer children than the next, stays generic
+BATCH_MIN_KIDS = 64
 
 
 def _closed_form_ok(a: Attrs) -> bool:
