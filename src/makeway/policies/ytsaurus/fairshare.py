@@ -318,10 +318,11 @@ def compute(tree: Tree, node_caps: list[list[float]] | None = None,
     dim = len(tree.resources)
     limits = limits_shares(tree, node_caps)
     strong = strong_shares(tree, limits)
+    prep = _Prep(tree, node_caps)
     attrs: dict[str, Attrs] = {}
-    for name, el in tree.elements.items():
-        attrs[name] = Attrs(limits[name], strong[name], tree.share(el.demand), tree.share(el.usage),
-                            [0.0] * dim)
+    zero = [0.0] * dim
+    for name, d, u in zip(prep.names, prep.ds.tolist(), prep.us.tolist()):
+        attrs[name] = Attrs(limits[name], strong[name], d, u, list(zero))
     if integral is not None:
         integral.scale_with_bursts(tree, strong)  # type: ignore[attr-defined]
     adjust_guarantees(tree, strong)
@@ -330,9 +331,9 @@ def compute(tree: Tree, node_caps: list[list[float]] | None = None,
         attrs[name].strong_share = strong[name]
     if cache is not None:
         cache.roll()
-    curves, ffs, fsbs, orders = _build(tree, attrs, dim, cache)
+    curves, ffs, fsbs, orders = _build(tree, attrs, dim, cache, prep)
     if integral is not None and integral.assign(tree, attrs, curves):  # type: ignore[attr-defined]
-        curves, ffs, fsbs, orders = _build(tree, attrs, dim, cache)
+        curves, ffs, fsbs, orders = _build(tree, attrs, dim, cache, prep)
 
     sugg: dict[str, float] = {ROOT: 1.0}
     rows = getattr(fsbs, "rows", {})
@@ -391,7 +392,47 @@ def _op_key(a: Attrs) -> tuple:
             tuple(a.limits_share))
 
 
-def _build(tree: Tree, attrs: dict[str, Attrs], dim: int, cache: CurveCache | None = None):
+class _Prep:
+    """Demand and usage shares of all elements as arrays (one division for the whole tree instead of
+    one list per element), and which operations may take the closed form."""
+
+    def __init__(self, tree: Tree, node_caps) -> None:
+        els = list(tree.elements.values())
+        self.names = [el.name for el in els]
+        n, dim = len(els), len(tree.resources)
+        total = np.asarray(tree.total, dtype=float)
+        pos = total > 0
+        div = np.where(pos, total, 1.0)
+        demand = np.array([el.demand for el in els], dtype=float).reshape(n, dim)
+        usage = np.array([el.usage for el in els], dtype=float).reshape(n, dim)
+        self.ds = np.where(pos, demand / div, 0.0)
+        self.us = np.where(pos, usage / div, 0.0)
+        self.is_op = np.fromiter((el.is_op for el in els), dtype=bool, count=n)
+        plain = np.fromiter((el.is_op and el.limits is None and el.max_share_ratio is None for el in els),
+                            dtype=bool, count=n)
+        if node_caps:
+            plain[:] = False
+        # without limits the limit share is 1 where the cluster has the resource (``limits_shares``)
+        self.plain_ok = plain & (self.us.max(axis=1, initial=0.0) < 1.0) & np.all(self.us <= self.ds, axis=1) \
+            & np.all(self.ds <= pos.astype(float), axis=1)
+        self.other = self.is_op & ~plain
+
+    def closed_form(self, attrs: dict[str, Attrs], skip) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """Operations (not in ``skip``) whose fair share by suggestion has the closed form, with their
+        usage and demand share rows; operations with limits are checked one by one."""
+        names = self.names
+        idx = [i for i in np.flatnonzero(self.plain_ok | self.other).tolist()
+               if names[i] not in skip and (_no_guarantee(attrs[names[i]]) if self.plain_ok[i]
+                                            else _closed_form_ok(attrs[names[i]]))]
+        return [names[i] for i in idx], self.us[idx], self.ds[idx]
+
+
+def _no_guarantee(a: Attrs) -> bool:
+    return not any(a.strong_share) and not any(a.integral_share)
+
+
+def _build(tree: Tree, attrs: dict[str, Attrs], dim: int, cache: CurveCache | None = None,
+           prep: _Prep | None = None):
     """Bottom-up: each element's curve, fit factor by suggestion, and fair share by suggestion."""
     curves: dict[str, PLF] = {}
     ffs: dict[str, tuple[list[float], list[float]]] = {}
@@ -410,10 +451,13 @@ def _build(tree: Tree, attrs: dict[str, Attrs], dim: int, cache: CurveCache | No
                     if curve is not None:
                         curves[name], ffs[name] = curve, ff
                     fsbs[name] = f
-    fast = [n for n, el in elements.items() if el.is_op and n not in fsbs and _closed_form_ok(attrs[n])]
-    if fast:
+    if prep is not None:
+        fast, us, ds = prep.closed_form(attrs, fsbs)
+    else:
+        fast = [n for n, el in elements.items() if el.is_op and n not in fsbs and _closed_form_ok(attrs[n])]
         us = np.asarray([attrs[n].usage_share for n in fast], dtype=float).reshape(len(fast), dim)
         ds = np.asarray([attrs[n].demand_share for n in fast], dtype=float).reshape(len(fast), dim)
+    if fast:
         fsbs.add_rows(fast, *op_fsbs_arrays(us, ds))
         if cache is not None:
             for n in fast:
