@@ -287,7 +287,7 @@ def _fsbs(fx: np.ndarray, fy: np.ndarray, g: np.ndarray, lim: np.ndarray):
 
 # -- the level ---------------------------------------------------------------------------------
 
-CHUNK = 1 << 14  # children per chunk: keeps the padded arrays in cache instead of in the page tables
+CHUNK = 1 << 15  # points per chunk: small arrays are reused by the allocator, large ones cost page faults
 
 
 def leaf_pools(cx: np.ndarray, cy: np.ndarray, kids: list[list[int]], fifo: list[bool],
@@ -300,11 +300,12 @@ def leaf_pools(cx: np.ndarray, cy: np.ndarray, kids: list[list[int]], fifo: list
     out: list[tuple | None] = [None] * len(kids)
     sizes = np.array([len(k) for k in kids])
     order = np.argsort(sizes, kind="stable")
+    budget = max(1, CHUNK // (cx.shape[1] + 2))
     at = 0
     while at < len(order):
         width = max(1, int(sizes[order[at]]))
         end = at + 1
-        while end < len(order) and (end - at + 1) * max(width, int(sizes[order[end]])) <= CHUNK:
+        while end < len(order) and (end - at + 1) * max(width, int(sizes[order[end]])) <= budget:
             width = max(width, int(sizes[order[end]]))
             end += 1
         members = order[at:end]

@@ -177,6 +177,15 @@ def op_fsbs_batch(usage: np.ndarray, demand: np.ndarray) -> list[PLF]:
 
 
 def op_fsbs_arrays(usage: np.ndarray, demand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``_op_fsbs_rows`` in chunks of a few thousand operations (small temporaries stay cached)."""
+    step = 4096
+    if len(usage) <= step:
+        return _op_fsbs_rows(usage, demand)
+    parts = [_op_fsbs_rows(usage[i:i + step], demand[i:i + step]) for i in range(0, len(usage), step)]
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+def _op_fsbs_rows(usage: np.ndarray, demand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Fair share by suggestion of many operations at once, in closed form.
 
     Valid for operations without guarantees whose limits do not bind below demand and whose usage
