@@ -69,7 +69,8 @@ def limits_shares(tree: Tree, node_caps: list[list[float]] | None = None) -> dic
         if el.limits is None and el.max_share_ratio is None and not (el.is_op and node_caps):
             out[name] = list(unlimited)
             continue
-        lim = [min(tree.vec(el.limits, float("inf"))[i], t) for i, t in enumerate(tree.total)]
+        given = tree.vec(el.limits, float("inf"))
+        lim = [min(given[i], t) for i, t in enumerate(tree.total)]
         share = [lv / t if t > 0 else 0.0 for lv, t in zip(lim, tree.total)]
         if el.max_share_ratio is not None:
             share = [min(s, el.max_share_ratio) if t > 0 else 0.0 for s, t in zip(share, tree.total)]
@@ -94,9 +95,19 @@ def strong_shares(tree: Tree, limits: dict[str, Vec]) -> dict[str, Vec]:
         if not el.children:
             continue
         parent_g = eff[name]
+        kids = el.children
+        if all(v < INF for v in parent_g) or main is None or not parent_g[main] > 0:
+            # a child without a guarantee gets none: explicit 0 and implicit ratio 0 (adds 0 below)
+            kids = [c for c in kids if tree.elements[c].guarantee]
+            if len(kids) < len(el.children):
+                for c in el.children:
+                    if not tree.elements[c].guarantee:
+                        eff[c] = zero
+            if not kids:
+                continue
         explicit: dict[str, Vec] = {}
         specified: dict[str, set[int]] = {}
-        for c in el.children:
+        for c in kids:
             g = tree.elements[c].guarantee
             if not g:
                 explicit[c] = zero
@@ -104,11 +115,11 @@ def strong_shares(tree: Tree, limits: dict[str, Vec]) -> dict[str, Vec]:
                 continue
             explicit[c] = tree.vec(g)
             specified[c] = {i for i, r in enumerate(res) if r in g and g[r] is not None}
-        residual = [max(0.0, parent_g[i] - sum(explicit[c][i] for c in el.children)) for i in range(dim)]
-        implicit: dict[str, Vec] = {c: [0.0] * dim for c in el.children}
+        residual = [max(0.0, parent_g[i] - sum(explicit[c][i] for c in kids)) for i in range(dim)]
+        implicit: dict[str, Vec] = {c: [0.0] * dim for c in kids}
         if main is not None and parent_g[main] > 0:
             finite = all(v < INF for v in parent_g)
-            for c in el.children:
+            for c in kids:
                 if explicit[c] is zero and finite:
                     continue  # ratio 0: the implicit guarantee stays 0
                 ratio = explicit[c][main] / parent_g[main]
@@ -117,22 +128,27 @@ def strong_shares(tree: Tree, limits: dict[str, Vec]) -> dict[str, Vec]:
                         implicit[c][i] = ratio * parent_g[i]
             if name != ROOT:
                 for i in range(dim):
-                    s = sum(implicit[c][i] for c in el.children)
+                    s = sum(implicit[c][i] for c in kids)
                     if s > residual[i] + EPS and s > 0:
                         k = residual[i] / s
-                        for c in el.children:
+                        for c in kids:
                             implicit[c][i] *= k
-        for c in el.children:
+        for c in kids:
             imp = implicit[c]
             if explicit[c] is zero and not any(imp):
                 eff[c] = zero  # no guarantee at all: its share is 0 (capped by its limits below)
             else:
                 eff[c] = [explicit[c][i] + imp[i] for i in range(dim)]
-    shares = {n: ([min(0.0, lim) for lim in limits[n]] if eff.get(n, zero) is zero
+    shares = {n: (_capped_zero(limits[n]) if eff.get(n, zero) is zero
                   else [min(s, lim) for s, lim in zip(tree.share(eff[n]), limits[n])])
               for n in tree.elements}
     shares[ROOT] = [1.0 if t > 0 else 0.0 for t in tree.total]
     return shares
+
+
+def _capped_zero(lim: Vec) -> Vec:
+    """min(0, limit) per resource: zeros unless a limit share is negative."""
+    return [0.0] * len(lim) if min(lim, default=0.0) >= 0.0 else [min(0.0, v) for v in lim]
 
 
 def adjust_guarantees(tree: Tree, shares: dict[str, Vec], extra: dict[str, Vec] | None = None) -> None:
@@ -144,13 +160,17 @@ def adjust_guarantees(tree: Tree, shares: dict[str, Vec], extra: dict[str, Vec] 
             continue
         cap = shares[name]
         dim = len(cap)
-        tot = [sum(shares[c][i] + extra.get(c, [0.0] * dim)[i] for c in el.children) for i in range(dim)]
+        kids = [c for c in el.children if c in extra or any(shares[c])]  # zeros add and scale to 0
+        if not kids:
+            continue
+        none = [0.0] * dim
+        tot = [sum(shares[c][i] + extra.get(c, none)[i] for c in kids) for i in range(dim)]
         k = 1.0
         for i in range(dim):
             if tot[i] > cap[i] + EPS:
                 k = min(k, cap[i] / tot[i])
         if k < 1.0:
-            for c in el.children:
+            for c in kids:
                 shares[c] = [v * k for v in shares[c]]
                 if c in extra:
                     extra[c] = [v * k for v in extra[c]]

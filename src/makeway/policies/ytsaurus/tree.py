@@ -67,16 +67,10 @@ class Tree:
             if not el.usage:
                 el.usage = [0.0] * dim
             if not el.is_op and el.children:
-                d = [0.0] * dim
-                u = [0.0] * dim
-                for c in el.children:
-                    ce = self.elements[c]
-                    for i in range(dim):
-                        d[i] += ce.demand[i]
-                        u[i] += ce.usage[i]
-                el.demand = d
+                kids = [self.elements[c] for c in el.children]
+                el.demand = _running_sum([k.demand for k in kids], dim)
                 if not el.settings.get("_fixed_usage"):
-                    el.usage = u
+                    el.usage = _running_sum([k.usage for k in kids], dim)
 
     def postorder(self) -> list[str]:
         """Children before parents; computed once per ``link`` (callers only iterate it)."""
@@ -125,3 +119,12 @@ class Tree:
             out.append(cur)
             cur = self.elements[cur].parent
         return out
+
+
+def _running_sum(vecs: list[list[float]], dim: int) -> list[float]:
+    """Element-wise sum, added left to right from 0.0 (plain float additions: ``sum`` rounds
+    differently from Python 3.12 on, and the result must not depend on the interpreter)."""
+    acc = [0.0] * dim
+    for v in vecs:
+        acc = [a + b for a, b in zip(acc, v)]
+    return acc
