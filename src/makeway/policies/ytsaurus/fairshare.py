@@ -532,8 +532,9 @@ def _leaf_level(tree: Tree, attrs: dict[str, Attrs], dim: int, curves, ffs, fsbs
     children are all done, and so on. Returns the pools done (cache hits included)."""
     elements = tree.elements
     done: set[str] = set()
+    pools = [n for n in tree.postorder() if not elements[n].is_op and elements[n].children]
     while True:
-        names = _level(tree, attrs, curves, ffs, fsbs, orders, keys, tokens, cache, done)
+        names = _level(tree, pools, attrs, curves, ffs, fsbs, orders, keys, tokens, cache, done)
         kids = sum(len(orders[n]) for n in names)
         if not names or (len(names) < BATCH_MIN and kids < BATCH_MIN_KIDS):
             return done
@@ -556,17 +557,19 @@ def _leaf_level(tree: Tree, attrs: dict[str, Attrs], dim: int, curves, ffs, fsbs
             return done
 
 
-def _level(tree: Tree, attrs, curves, ffs, fsbs: "_Fsbs", orders, keys, tokens, cache, done: set[str]) -> list[str]:
-    """Pools not done yet whose children all are (operations with a known fair share by suggestion,
-    or pools in ``done``); cache hits are taken on the way and added to ``done``."""
+def _level(tree: Tree, pools: list[str], attrs, curves, ffs, fsbs: "_Fsbs", orders, keys, tokens, cache,
+           done: set[str]) -> list[str]:
+    """Pools (of ``pools``) not done yet whose children all are: operations with a known fair share
+    by suggestion, or pools in ``done``. Cache hits are taken on the way and added to ``done``."""
     elements = tree.elements
     names: list[str] = []
     hits: list[str] = []
-    for name in tree.postorder():
-        el = elements[name]
-        if el.is_op or not el.children or name in done or name in orders:
+    rows = getattr(fsbs, "rows", {})
+    for name in pools:
+        if name in orders:
             continue
-        if not all((c in done) if not elements[c].is_op else fsbs.has(c) for c in el.children):
+        el = elements[name]
+        if not all(c in rows or c in fsbs or c in done for c in el.children):
             continue
         order = fifo_order(tree, name) if el.mode == "fifo" else list(el.children)
         orders[name] = order
@@ -581,7 +584,7 @@ def _level(tree: Tree, attrs, curves, ffs, fsbs: "_Fsbs", orders, keys, tokens, 
         names.append(name)
     done.update(hits)
     if not names and hits:
-        return _level(tree, attrs, curves, ffs, fsbs, orders, keys, tokens, cache, done)
+        return _level(tree, pools, attrs, curves, ffs, fsbs, orders, keys, tokens, cache, done)
     return names
 
 
