@@ -104,3 +104,19 @@ def test_leaf_pool_functions_match(ops, g, lim, fifo):
             continue  # a rounding sliver (1e-16 wide), which the batched path merges away (``_snap``)
         assert plf._eval1(ff1[0], ff1[1], s)[0] == pytest.approx(plf._eval1(ff0[0], ff0[1], s)[0], abs=1e-9), s
         assert fsbs1.left(s) == pytest.approx(fsbs0.left(s), abs=1e-9), s
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(["fair_share", "fifo"]), st.lists(op, min_size=1, max_size=30))
+def test_root_fit_factor_equals_generic(mode, ops):
+    """Operations straight under the root (FIFO or fair share, over- or under-demanded): the root's
+    fit factor found by bisection gives the generic path's shares."""
+    def make():
+        tree = Tree(RES, list(TOTAL))
+        tree.add(Element(ROOT, None, mode=mode))
+        for i, (_, cpu, mem, gpu, run, weight) in enumerate(ops):
+            demand = [cpu, cpu * mem, gpu]
+            tree.add(Element(f"o{i}", ROOT, is_op=True, weight=weight, demand=demand,
+                             usage=[d * run for d in demand], start_time=i % 4, order=i))
+        return tree
+    _assert_same(*_both(make))

@@ -353,6 +353,60 @@ def _chunk(members, kk, cx, cy, kids, fifo, weights, g, lim):
     return res
 
 
+def root_fit(cx: np.ndarray, cy: np.ndarray, kids: list[int], fifo: bool, weights: list[float],
+             g: np.ndarray, lim: np.ndarray) -> float:
+    """The fit factor of a pool at suggestion 1, without its curve or fair share by suggestion.
+
+    The root is only ever read there, and its curve is the largest of the tree. At s = 1 each
+    resource's fit factor is sup{f : F_r(f) <= L'_r} when its span L'_r - g'_r is below 1, else
+    inf{f : F_r(f) >= min(L'_r, g'_r + 1)} (``plf.mff_component``); the pool's is their minimum,
+    the first f where some resource passes its bound. F is the sum of the children's parts, read
+    at single points, and that first f is found by bisection (to the last bit; the left end is
+    kept, which is the left-continuous reading the generic path makes at a jump).
+    """
+    dim = cy.shape[-1]
+    m = len(kids)
+    k = np.zeros((1, m))
+    pos = np.zeros((1, m))
+    if fifo:
+        pos[0] = np.arange(m)
+    else:
+        wmin = min((w for w in weights if w > EPS), default=1.0)
+        k[0] = [w / wmin if w > EPS else 0.0 for w in weights]
+    px, py = _parts(cx, cy, np.array([kids]), np.array([fifo]), k, pos, np.array([float(m)]))
+    px, py = px[0], py[0]
+    end = float(m) if fifo else 1.0
+
+    def value(f: float) -> np.ndarray:
+        return _left_at(px, py, np.full(m, f)).sum(axis=0)
+
+    lo_v = py[:, 0].sum(axis=0)
+    hi_v = py[:, -1].sum(axis=0)
+    lp = np.minimum(np.maximum(lim, lo_v), hi_v)
+    gp = np.minimum(np.maximum(g, lo_v), lp)
+    span = lp - gp
+    strict = span < 1.0  # passes when F_r > L'_r; otherwise when F_r >= bound
+    bound = np.where(strict, lp, np.where(span == 1.0, lp, gp + 1.0))
+
+    def passed(v: np.ndarray) -> bool:
+        return bool(np.any(np.where(strict, v > bound, v >= bound)))
+
+    if not passed(value(end)):
+        return end
+    if passed(value(0.0)):
+        return 0.0
+    lo, hi = 0.0, end
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid <= lo or mid >= hi:
+            break
+        if passed(value(mid)):
+            hi = mid
+        else:
+            lo = mid
+    return lo
+
+
 def left_rows(xs: np.ndarray, ys: np.ndarray, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Left values of the padded functions ``rows`` at ``q`` (one query per row), as ``PLF.left``."""
     return _left_at(xs[rows], ys[rows], q)

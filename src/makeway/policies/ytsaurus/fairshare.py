@@ -374,7 +374,8 @@ def compute(tree: Tree, node_caps: list[list[float]] | None = None,
             later.append(name)
             continue
         a = attrs[name]
-        a.fair_share = [float(v) for v in fsbs[name].left(s)]
+        if name != ROOT or not getattr(fsbs, "root_only", False):
+            a.fair_share = [float(v) for v in fsbs[name].left(s)]  # the root's: its children's sum, below
         if el.is_op or not el.children:
             continue
         fx, fv = ffs[name]
@@ -536,11 +537,20 @@ def _leaf_level(tree: Tree, attrs: dict[str, Attrs], dim: int, curves, ffs, fsbs
     while True:
         names = _level(tree, pools, attrs, curves, ffs, fsbs, orders, keys, tokens, cache, done)
         kids = sum(len(orders[n]) for n in names)
-        if not names or (len(names) < BATCH_MIN and kids < BATCH_MIN_KIDS):
+        root_only = names == [ROOT] and _root_point_only(tree)
+        if not names or (len(names) < BATCH_MIN and kids < BATCH_MIN_KIDS and not root_only):
             return done
         cx, cy, index = fsbs.padded({c for n in names for c in orders[n]}, dim)
         g = np.array([[s + i for s, i in zip(attrs[n].strong_share, attrs[n].integral_share)] for n in names])
         lim = np.array([attrs[n].limits_share if n != ROOT else [1.0] * dim for n in names])
+        if root_only:
+            root = elements[ROOT]
+            f = batched.root_fit(cx, cy, [index[c] for c in orders[ROOT]], root.mode == "fifo",
+                                 [elements[c].weight for c in orders[ROOT]], g[0], lim[0])
+            ffs[ROOT] = ([0.0, 1.0], [f, f])
+            fsbs.root_only = True
+            done.add(ROOT)
+            return done
         results = batched.leaf_pools(cx, cy, [[index[c] for c in orders[n]] for n in names],
                                      [elements[n].mode == "fifo" for n in names],
                                      [[elements[c].weight for c in orders[n]] for n in names], g, lim)
@@ -555,6 +565,14 @@ def _leaf_level(tree: Tree, attrs: dict[str, Attrs], dim: int, curves, ffs, fsbs
                 tokens[name] = cache.put(keys[name], res)
         if not progress:
             return done
+
+
+def _root_point_only(tree: Tree) -> bool:
+    """The root is read at suggestion 1 only, unless it asks for its promised fair share (read at 0)
+    or takes part in integral guarantees (which read curves). Its own fair share is the sum of its
+    children's, so its fit factor there is all that is needed."""
+    root = tree.elements[ROOT]
+    return not root.settings.get("compute_promised_guarantee_fair_share") and not root.integral
 
 
 def _level(tree: Tree, pools: list[str], attrs, curves, ffs, fsbs: "_Fsbs", orders, keys, tokens, cache,
