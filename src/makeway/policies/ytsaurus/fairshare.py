@@ -10,6 +10,7 @@ piecewise-linear functions, so jumps are handled the way YTsaurus does (lower va
 from __future__ import annotations
 
 import gc
+from itertools import chain
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -380,17 +381,14 @@ def _compute(tree: Tree, node_caps, integral, cache: CurveCache | None) -> FairS
 
     sugg: dict[str, float] = {ROOT: 1.0}
     rows = getattr(fsbs, "rows", {})
-    later: list[str] = []  # closed-form operations: evaluated together below
-    for name in tree.preorder():
-        el = tree.elements[name]
+    elements = tree.elements
+    for name in tree.pool_preorder():
+        el = elements[name]
         s = sugg[name]
-        if el.is_op and name in rows:
-            later.append(name)
-            continue
         a = attrs[name]
         if name != ROOT or not getattr(fsbs, "root_only", False):
             a.fair_share = [float(v) for v in fsbs[name].left(s)]  # the root's: its children's sum, below
-        if el.is_op or not el.children:
+        if not el.children:
             continue
         fx, fv = ffs[name]
         f = plf._eval1(fx, fv, s)[0]
@@ -398,6 +396,10 @@ def _compute(tree: Tree, node_caps, integral, cache: CurveCache | None) -> FairS
         kids = orders[name]
         for c, cs in zip(kids, child_suggestion(el.mode, [tree.elements[c].weight for c in kids], f)):
             sugg[c] = cs
+    for name, el in elements.items():
+        if el.is_op and name not in rows:
+            attrs[name].fair_share = [float(v) for v in fsbs[name].left(sugg[name])]
+    later = list(rows)  # closed-form operations, evaluated together
     if later:
         vals = batched.left_rows(fsbs.ax, fsbs.ay, np.fromiter((rows[n] for n in later), dtype=np.int64,
                                                                count=len(later)),
@@ -507,11 +509,11 @@ def _build(tree: Tree, attrs: dict[str, Attrs], dim: int, cache: CurveCache | No
             for n in fast:
                 tokens[n] = cache.put(keys[n], (None, None, fsbs[n]))
     done = _leaf_level(tree, attrs, dim, curves, ffs, fsbs, orders, keys, tokens, cache) if BATCH else set()
-    for name in tree.postorder():
+    rows = getattr(fsbs, "rows", {})
+    generic_ops = [n for n, el in elements.items() if el.is_op and n not in fsbs and n not in rows]
+    for name in chain(generic_ops, [p for p in tree.pool_postorder() if p not in done]):
         el = elements[name]
         a = attrs[name]
-        if (el.is_op and fsbs.has(name)) or name in done:
-            continue
         if not el.is_op:
             kids = fifo_order(tree, name) if el.mode == "fifo" else list(el.children)
             orders[name] = kids

@@ -77,17 +77,30 @@ class Tree:
         out = self._orders.get("post")
         if out is not None:
             return out
+        # a preorder that takes the last child first, reversed, is a postorder in children order
         out = []
-        stack = [(ROOT, False)]
+        stack = [ROOT]
+        elements = self.elements
         while stack:
-            name, done = stack.pop()
-            if done:
-                out.append(name)
-                continue
-            stack.append((name, True))
-            for c in reversed(self.elements[name].children):
-                stack.append((c, False))
+            name = stack.pop()
+            out.append(name)
+            stack.extend(elements[name].children)
+        out.reverse()
         self._orders["post"] = out
+        return out
+
+    def pool_postorder(self) -> list[str]:
+        """``postorder`` without the operations."""
+        out = self._orders.get("pools_post")
+        if out is None:
+            out = self._orders["pools_post"] = [n for n in self.postorder() if not self.elements[n].is_op]
+        return out
+
+    def pool_preorder(self) -> list[str]:
+        """``preorder`` without the operations."""
+        out = self._orders.get("pools_pre")
+        if out is None:
+            out = self._orders["pools_pre"] = [n for n in self.preorder() if not self.elements[n].is_op]
         return out
 
     def preorder(self) -> list[str]:
