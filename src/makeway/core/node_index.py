@@ -17,7 +17,7 @@ _NEG = float("-inf")
 class FreeIndex:
     __slots__ = ("resources", "size", "trees", "n")
 
-    def __init__(self, resources: tuple[str, ...], free: list[Mapping[str, float]]):
+    def __init__(self, resources: tuple[str, ...], free: list[Mapping[str, float] | None]):
         self.resources = resources
         self.n = len(free)
         size = 1
@@ -28,7 +28,7 @@ class FreeIndex:
         for r in resources:
             t = [_NEG] * (2 * size)
             for i, f in enumerate(free):
-                t[size + i] = f.get(r, 0)
+                t[size + i] = _NEG if f is None else f.get(r, 0)
             for i in range(size - 1, 0, -1):
                 a, b = t[2 * i], t[2 * i + 1]
                 t[i] = a if a > b else b
@@ -52,6 +52,19 @@ class FreeIndex:
     def leaf(self, i: int) -> dict[str, float]:
         """The free amounts the index holds for node ``i``."""
         return {r: t[self.size + i] for r, t in self.trees.items()}
+
+    def fits_at(self, i: int, request: Mapping[str, float]) -> bool:
+        """Whether node ``i`` alone covers ``request``, by the same test ``first_fit`` applies."""
+        j = self.size + i
+        trees = self.trees
+        if not trees:
+            return False
+        for r, v in request.items():
+            if v > 0:
+                t = trees.get(r)
+                if t is None or t[j] < v - 1e-9:
+                    return False
+        return next(iter(trees.values()))[j] != _NEG  # unschedulable nodes hold -inf everywhere
 
     def first_fit(self, request: Mapping[str, float], start: int = 0) -> int | None:
         """The smallest node index >= ``start`` whose free amounts cover ``request``, or None."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator
 
+from makeway.core.journal import Journal
 from makeway.core.node_index import FreeIndex
 from makeway.core.model import Allocation, Node, Queue, Workload, split_task_id, task_id
 from makeway.core.resources import Res, add_into, fits, sub
@@ -26,7 +27,8 @@ class ClusterState:
                  "node_allocs", "queue_usage", "queue_allocs", "running", "finished_tasks",
                  "_seq", "_ancestors", "roots", "used_total", "freed_epoch", "config_epoch",
                  "_capacity", "pending_res", "node_order", "alloc_epoch", "submit_epoch",
-                 "_free_index")
+                 "_free_index", "freed_log", "pending_log", "node_names", "node_freed_epoch",
+                 "queue_freed_epoch")
 
     def __init__(self, resources: Iterable[str], queues: Iterable[Queue], nodes: Iterable[Node]):
         self.resources: tuple[str, ...] = tuple(resources)
@@ -59,6 +61,7 @@ class ClusterState:
                 raise StateError(f"duplicate node {n.name!r}")
             self.nodes[n.name] = n
         self.node_order: dict[str, int] = {n: i for i, n in enumerate(self.nodes)}
+        self.node_names: list[str] = list(self.nodes)
         self._free_index: FreeIndex | None = None
         self.workloads: dict[str, Workload] = {}
         self.pending: dict[str, dict[str, None]] = {}
@@ -80,6 +83,14 @@ class ClusterState:
         # "did anything change since I last looked?" checks for models that cache derived views.
         self.alloc_epoch = 0
         self.submit_epoch = 0
+        # What changed, not only that it did: (node, queue) for every release (queue None when a
+        # node became schedulable), and the workload id of every submission or requeue.
+        self.freed_log: Journal[tuple[str, str | None]] = Journal()
+        self.pending_log: Journal[str] = Journal()
+        # The same by node and by queue (the freed epoch of the latest release), for a reader whose
+        # journal position was trimmed away: one scan instead of starting over.
+        self.node_freed_epoch: list[int] = [0] * len(self.nodes)
+        self.queue_freed_epoch: dict[str, int] = dict.fromkeys(self.queues, 0)
         self._capacity: Res | None = None
 
     # -- queries ----------------------------------------------------------------------------
@@ -120,6 +131,8 @@ class ClusterState:
         self._index_node(node)
         if schedulable:
             self.freed_epoch += 1
+            self.freed_log.append((node, None))
+            self.node_freed_epoch[self.node_order[node]] = self.freed_epoch
 
     def fits_node(self, request: Res, node: str) -> bool:
         n = self.nodes[node]
@@ -168,6 +181,7 @@ class ClusterState:
         self.pending[wl.id] = dict.fromkeys(wl.task_ids())
         self.pending_res[wl.id] = wl.total()
         self.submit_epoch += 1
+        self.pending_log.append(wl.id)
         self.running[wl.id] = {}
 
     def start(self, tid: str, node: str, now: float) -> Allocation:
@@ -207,11 +221,14 @@ class ClusterState:
         add_into(self.node_used[alloc.node], alloc.resources, -1)
         add_into(self.used_total, alloc.resources, -1)
         self.freed_epoch += 1
+        self.freed_log.append((alloc.node, alloc.queue))
+        self.node_freed_epoch[self.node_order[alloc.node]] = self.freed_epoch
         self.alloc_epoch += 1
         self._index_node(alloc.node)
         del self.node_allocs[alloc.node][tid]
         for q in self._ancestors[alloc.queue]:
             add_into(self.queue_usage[q], alloc.resources, -1)
+            self.queue_freed_epoch[q] = self.freed_epoch
         del self.queue_allocs[alloc.queue][tid]
         del self.running[alloc.workload][tid]
         return alloc
@@ -226,6 +243,7 @@ class ClusterState:
         wl_id, _, _ = split_task_id(tid)
         self.pending.setdefault(wl_id, {})[tid] = None
         self.submit_epoch += 1
+        self.pending_log.append(wl_id)
         add_into(self.pending_res.setdefault(wl_id, {}), self.task_resources(tid))
 
     def mark_preempting(self, tid: str) -> None:

@@ -8,6 +8,8 @@ re-implements the allocator's fit logic drifts from it.
 
 from __future__ import annotations
 
+import heapq
+from bisect import bisect_left, bisect_right
 from typing import Iterable
 
 from makeway.core.decisions import Decision, Start
@@ -121,63 +123,260 @@ def exceeds_free(state: ClusterState, need: Res, promised_total: Res | None = No
 
 def within_queue_max(state: ClusterState, queue: str, request: Res, extra: dict[str, Res] | None = None) -> bool:
     """True when adding ``request`` keeps the queue and all its ancestors within their max."""
-    for q in state.path_to_root(queue):
-        limit = state.queues[q].max
-        if limit is None:
-            continue
-        usage = dict(state.queue_usage[q])
-        if extra and q in extra:
-            add_into(usage, extra[q])
-        add_into(usage, request)
-        if not fits_limit(usage, limit):
+    return _blocking_queue(state, queue, request, extra) is None
+
+
+def _shape(request: Res) -> tuple:
+    """A request as a hashable key (positive amounts only, by resource name)."""
+    return tuple(sorted((k, v) for k, v in request.items() if v > 0))
+
+
+def _within(shape: tuple, room: Res) -> bool:
+    """The shape fits ``room`` by the free index's 1e-9 tolerance."""
+    for k, v in shape:
+        if v - 1e-9 > room.get(k, _NEG):
             return False
     return True
+
+
+_NEG = float("-inf")
+
+
+class Backlog:
+    """Pending workloads that did not fit, filed under the reason, so that a later pass re-tries
+    only those a change could have helped.
+
+    Filing is sound because between passes free capacity only grows where something was released
+    and queue usage only shrinks where something ended: a single task that fit no node can fit only
+    on a node freed since (so only shapes no larger than the freed room are re-tried, and only
+    against the freed nodes); a gang only if one of its task shapes fits such a node; a workload a
+    queue's max blocked only once that queue's usage went down. Everything else would fail again,
+    and a failure has no effect, so skipping it changes no decision. A non-empty shape that is not
+    re-tried therefore fits no node, which also settles new workloads of that shape at once.
+    """
+
+    __slots__ = ("failed", "by_shape", "sorted_by", "gangs", "quota")
+
+    def __init__(self, resources: tuple[str, ...]):
+        self.failed: dict[str, tuple] = {}  # workload -> (kind, shape or queue, pending task count)
+        self.by_shape: dict[tuple, list] = {}  # shape -> heap of (pending order key, workload)
+        # per resource: (amounts ascending, shapes) so "shapes within this room" reads a prefix
+        self.sorted_by: dict[str, tuple[list[float], list[tuple]]] = {r: ([], []) for r in resources}
+        self.gangs: dict[str, list[tuple]] = {}
+        self.quota: dict[str, dict[str, None]] = {}
+
+    def file_shape(self, wl: str, key: tuple, shape: tuple, count: int) -> None:
+        self.failed[wl] = ("shape", shape, count)
+        heap = self.by_shape.get(shape)
+        if heap is None:
+            heap = self.by_shape[shape] = []
+            amounts = dict(shape)
+            for r, (keys, shapes) in self.sorted_by.items():
+                i = bisect_right(keys, amounts.get(r, 0.0))
+                keys.insert(i, amounts.get(r, 0.0))
+                shapes.insert(i, shape)
+        heapq.heappush(heap, (key, wl))
+
+    def file_gang(self, wl: str, shapes: list[tuple], count: int) -> None:
+        self.failed[wl] = ("gang", None, count)
+        self.gangs[wl] = shapes
+
+    def file_quota(self, wl: str, queue: str, count: int) -> None:
+        self.failed[wl] = ("quota", queue, count)
+        self.quota.setdefault(queue, {})[wl] = None
+
+    def forget(self, wl: str) -> None:
+        """Take a workload out of the backlog (its shape heap entry goes stale and is skipped)."""
+        entry = self.failed.pop(wl, None)
+        if entry is None:
+            return
+        kind, ref, _ = entry
+        if kind == "gang":
+            del self.gangs[wl]
+        elif kind == "quota":
+            self.quota[ref].pop(wl, None)
+
+    def head(self, shape: tuple) -> tuple | None:
+        """The first workload filed under ``shape`` (by pending order), dropping stale entries."""
+        heap = self.by_shape.get(shape)
+        while heap:
+            key, wl = heap[0]
+            entry = self.failed.get(wl)
+            if entry is not None and entry[0] == "shape" and entry[1] == shape:
+                return key, wl
+            heapq.heappop(heap)
+        if heap is not None:
+            del self.by_shape[shape]
+            amounts = dict(shape)
+            for r, (keys, shapes) in self.sorted_by.items():
+                i = bisect_left(keys, amounts.get(r, 0.0))
+                while shapes[i] != shape:
+                    i += 1
+                del keys[i]
+                del shapes[i]
+        return None
+
+    def pop_head(self, shape: tuple) -> None:
+        _, wl = heapq.heappop(self.by_shape[shape])
+        del self.failed[wl]
+
+    def shapes_within(self, room: Res) -> list[tuple]:
+        """Shapes no larger than ``room``, read from the shortest per-resource prefix."""
+        best: list[tuple] | None = None
+        for r, (keys, shapes) in self.sorted_by.items():
+            n = bisect_right(keys, room.get(r, _NEG) + 1e-9)
+            if best is None or n < len(best):
+                best = shapes[:n]
+                if n == 0:
+                    break
+        return [s for s in best or () if _within(s, room)]
 
 
 class PriorityFirstFit(PreemptionModel):
     """Priority, then FIFO, first fit, honouring queue max; never preempts.
 
-    A workload that did not fit is not tried again until resources are released or a limit
-    changes (the state's epochs say when), which keeps a long backlog cheap.
+    A workload that did not fit waits in a ``Backlog`` and is tried again only when a release or a
+    limit change could have made room for it (the state's change journals say which), so a backlog
+    of tens of thousands costs nothing per pass beyond what changed.
     """
 
     name = "none"
 
     def __init__(self, settings=None):
         super().__init__(settings)
-        self._tried: set[str] = set()
-        self._epochs = (-1, -1)
+        self._backlog: Backlog | None = None
+        self._seen: tuple = ()
+
+    def _candidates(self, state: ClusterState) -> tuple[list[str], list[tuple], list[int]]:
+        """Workloads to try in full, backlog shapes to try on freed nodes, and those nodes' indexes."""
+        seen = self._seen
+        self._seen = (state, state.config_epoch, state.freed_epoch, state.freed_log.position,
+                      state.pending_log.position)
+        b = self._backlog
+        if b is None or not seen or seen[0] is not state or seen[1] != state.config_epoch:
+            self._backlog = Backlog(state.resources)
+            return list(state.pending), [], []
+        fresh: dict[str, None] = {}
+        new = state.pending_log.since(seen[4])
+        if new is None:  # trimmed: compare pending counts instead (a requeue raises it)
+            new = [w for w, tasks in state.pending.items()
+                   if w not in b.failed or b.failed[w][2] != len(tasks)]
+        for wl in new:
+            if wl in state.pending:
+                b.forget(wl)
+                fresh[wl] = None
+        if state.freed_epoch == seen[2]:
+            return list(fresh), [], []
+        freed = state.freed_log.since(seen[3])
+        if freed is None:
+            nodes = [i for i, e in enumerate(state.node_freed_epoch) if e > seen[2]]
+            touched = {q for q, e in state.queue_freed_epoch.items() if e > seen[2]}
+        else:
+            order = state.node_order
+            nodes = sorted({order[n] for n, _ in freed})
+            touched = set()
+            for _, q in freed:
+                if q is not None:
+                    touched.update(state.path_to_root(q))
+        names = state.node_names
+        nodes = [i for i in nodes if state.nodes[names[i]].schedulable]
+        for q in touched & b.quota.keys():
+            for wl in list(b.quota[q]):
+                b.forget(wl)
+                fresh[wl] = None
+        if not nodes:
+            return list(fresh), [], []
+        room: Res = {}
+        for i in nodes:
+            for k, v in state.node_free(names[i]).items():
+                if v > room.get(k, _NEG):
+                    room[k] = v
+        for wl, shapes in list(b.gangs.items()):
+            if any(_within(s, room) for s in shapes):
+                b.forget(wl)
+                fresh[wl] = None
+        return list(fresh), b.shapes_within(room), nodes
 
     def schedule(self, state: ClusterState, now: float) -> list[Decision]:
-        epochs = (state.freed_epoch, state.config_epoch)
-        if epochs != self._epochs:
-            self._tried.clear()
-            self._epochs = epochs
-        tried = self._tried
-        candidates = [w for w in state.pending if w not in tried]
-        if not candidates:
+        fresh, shapes, freed_nodes = self._candidates(state)
+        if not fresh and not shapes:
             return []
+        b = self._backlog
+        wls = state.workloads
+        heap: list[tuple] = []
+        for wl_id in fresh:
+            w = wls[wl_id]
+            heap.append(((-w.priority, w.submit, wl_id), 0, wl_id))
+        retried = set()
+        for shape in shapes:
+            h = b.head(shape)
+            if h is not None:
+                heap.append((h[0], 1, shape))
+                retried.add(shape)
+        heapq.heapify(heap)
         # What this step promises is written into the free index as it goes, so thousands of
         # placements in one instant each cost a tree search, not a walk past every promised node;
         # the touched entries are put back from the state before returning.
         index = state.free_index()
         order = state.node_order
+        names = state.node_names
         decisions: list[Decision] = []
         promised_nodes: dict[str, Res] = {}
         promised_queues: dict[str, Res] = {}
         promised_total: Res = {}
+        dead: set[tuple] = set()  # shapes no node can hold any more in this pass
         try:
-            for wl_id in pending_order(state, candidates):
-                wl = state.workloads[wl_id]
-                need = state.pending_demand(wl_id)
-                if exceeds_free(state, need, promised_total) or not within_queue_max(state, wl.queue, need, promised_queues):
-                    tried.add(wl_id)
-                    continue
+            while heap:
+                key, kind, ref = heapq.heappop(heap)
+                if kind == 1:
+                    shape = ref
+                    if shape in dead:
+                        continue
+                    wl_id = b.head(shape)[1]
+                else:
+                    wl_id = ref
+                wl = wls[wl_id]
                 tasks = list(state.pending[wl_id])
-                starts = first_fit(state, tasks)
+                count = len(tasks)
+                req = state.task_resources(tasks[0]) if count == 1 else None
+                if kind == 0 and count == 1:
+                    shape = _shape(req)
+                    if shape in dead or (shape not in retried and b.head(shape) is not None):
+                        b.file_shape(wl_id, key, shape, 1)
+                        continue
+                need = state.pending_demand(wl_id)
+                starts = blocked = None
+                room = not exceeds_free(state, need, promised_total)
+                if room:
+                    blocked = _blocking_queue(state, wl.queue, need, promised_queues)
+                if room and blocked is None:
+                    if kind == 1 and len(freed_nodes) <= 32:  # else the index search is cheaper
+                        hit = next((i for i in freed_nodes if index.fits_at(i, req)), None)
+                        starts = None if hit is None else [Start(tasks[0], names[hit])]
+                    else:
+                        starts = first_fit(state, tasks)
                 if starts is None:
-                    tried.add(wl_id)
+                    if blocked is not None:
+                        if kind == 1:
+                            b.pop_head(shape)
+                        b.file_quota(wl_id, blocked, count)
+                    elif count == 1:
+                        dead.add(shape)
+                        if kind == 0:
+                            b.file_shape(wl_id, key, shape, 1)
+                        continue
+                    else:
+                        b.file_gang(wl_id, sorted({_shape(state.task_resources(t)) for t in tasks}), count)
+                    if kind == 1:
+                        h = b.head(shape)
+                        if h is not None:
+                            heapq.heappush(heap, (h[0], 1, shape))
                     continue
+                if kind == 1:
+                    b.pop_head(shape)
+                    h = b.head(shape)
+                    if h is not None:
+                        heapq.heappush(heap, (h[0], 1, shape))
                 for st in starts:
                     add_into(promised_nodes.setdefault(st.node, {}), state.task_resources(st.task))
                 for n in {st.node for st in starts}:
@@ -192,3 +391,18 @@ class PriorityFirstFit(PreemptionModel):
             for n in promised_nodes:
                 state.refresh_index(n)
         return decisions
+
+
+def _blocking_queue(state: ClusterState, queue: str, request: Res, extra: dict[str, Res] | None) -> str | None:
+    """The first queue on the path to the root whose max ``request`` would exceed, or None."""
+    for q in state.path_to_root(queue):
+        limit = state.queues[q].max
+        if limit is None:
+            continue
+        usage = dict(state.queue_usage[q])
+        if extra and q in extra:
+            add_into(usage, extra[q])
+        add_into(usage, request)
+        if not fits_limit(usage, limit):
+            return q
+    return None
