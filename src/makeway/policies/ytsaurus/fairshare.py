@@ -485,11 +485,24 @@ def _build(tree: Tree, attrs: dict[str, Attrs], dim: int, cache: CurveCache | No
     fsbs = _Fsbs()
     orders: dict[str, list[str]] = {}
     keys: dict[str, tuple] = {}
-    tokens: dict[str, int] = {}
+    tokens: dict[str, object] = {}
     elements = tree.elements
+    if prep is not None:
+        fast, us, ds = prep.closed_form(attrs, ())
+    else:
+        fast = [n for n, el in elements.items() if el.is_op and _closed_form_ok(attrs[n])]
+        us = np.asarray([attrs[n].usage_share for n in fast], dtype=float).reshape(len(fast), dim)
+        ds = np.asarray([attrs[n].demand_share for n in fast], dtype=float).reshape(len(fast), dim)
+    if fast:
+        # cheaper to recompute than to look up: not cached; a parent's key names them by content
+        fsbs.add_rows(fast, *op_fsbs_arrays(us, ds))
+        if cache is not None:
+            for n, u, d in zip(fast, us.tolist(), ds.tolist()):
+                tokens[n] = ("closed", tuple(u), tuple(d))
     if cache is not None:
+        rows = fsbs.rows if fast else {}
         for name, el in elements.items():
-            if el.is_op:
+            if el.is_op and name not in rows:
                 key = keys[name] = ("op", _op_key(attrs[name]))
                 hit = cache.get(key)
                 if hit is not None:
@@ -497,17 +510,6 @@ def _build(tree: Tree, attrs: dict[str, Attrs], dim: int, cache: CurveCache | No
                     if curve is not None:
                         curves[name], ffs[name] = curve, ff
                     fsbs[name] = f
-    if prep is not None:
-        fast, us, ds = prep.closed_form(attrs, fsbs)
-    else:
-        fast = [n for n, el in elements.items() if el.is_op and n not in fsbs and _closed_form_ok(attrs[n])]
-        us = np.asarray([attrs[n].usage_share for n in fast], dtype=float).reshape(len(fast), dim)
-        ds = np.asarray([attrs[n].demand_share for n in fast], dtype=float).reshape(len(fast), dim)
-    if fast:
-        fsbs.add_rows(fast, *op_fsbs_arrays(us, ds))
-        if cache is not None:
-            for n in fast:
-                tokens[n] = cache.put(keys[n], (None, None, fsbs[n]))
     done = _leaf_level(tree, attrs, dim, curves, ffs, fsbs, orders, keys, tokens, cache) if BATCH else set()
     rows = getattr(fsbs, "rows", {})
     generic_ops = [n for n, el in elements.items() if el.is_op and n not in fsbs and n not in rows]
