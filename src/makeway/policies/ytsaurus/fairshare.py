@@ -92,19 +92,17 @@ def strong_shares(tree: Tree, limits: dict[str, Vec]) -> dict[str, Vec]:
     main = res.index(tree.main_resource) if tree.main_resource in res else None
     zero = [0.0] * dim
     eff: dict[str, Vec] = {ROOT: list(tree.total)}
-    for name in tree.preorder():
-        el = tree.elements[name]
+    elements = tree.elements
+    for name in tree.pool_preorder():
+        el = elements[name]
         if not el.children:
             continue
-        parent_g = eff[name]
+        parent_g = eff.get(name, zero)
         kids = el.children
         if all(v < INF for v in parent_g) or main is None or not parent_g[main] > 0:
-            # a child without a guarantee gets none: explicit 0 and implicit ratio 0 (adds 0 below)
-            kids = [c for c in kids if tree.elements[c].guarantee]
-            if len(kids) < len(el.children):
-                for c in el.children:
-                    if not tree.elements[c].guarantee:
-                        eff[c] = zero
+            # a child without a guarantee gets none (``zero``, the default of ``eff``): explicit 0
+            # and implicit ratio 0, adding 0 to the sums below
+            kids = [c for c in kids if elements[c].guarantee]
             if not kids:
                 continue
         explicit: dict[str, Vec] = {}
