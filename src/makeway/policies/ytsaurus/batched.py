@@ -387,6 +387,8 @@ def root_fit(cx: np.ndarray, cy: np.ndarray, kids: list[int], fifo: bool, weight
     span = lp - gp
     strict = span < 1.0  # passes when F_r > L'_r; otherwise when F_r >= bound
     bound = np.where(strict, lp, np.where(span == 1.0, lp, gp + 1.0))
+    # at its top F_r never passes L'_r = F_r(end), whatever the rounding of a sum read mid-way says
+    bound = np.where(strict & (lp >= hi_v), np.inf, bound)
 
     def passed(v: np.ndarray) -> bool:
         return bool(np.any(np.where(strict, v > bound, v >= bound)))
