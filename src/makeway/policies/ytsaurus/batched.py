@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from makeway.policies.ytsaurus.plf import PLF
+from makeway.policies.ytsaurus.plf import PLF, SLIVER
 
 EPS = 1e-9
 
@@ -133,7 +133,7 @@ def _sweep(px: np.ndarray, py: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     dim = py.shape[-1]
     dx = px[:, :, 1:] - px[:, :, :-1]
     dy = py[:, :, 1:] - py[:, :, :-1]
-    lin = dx > 0
+    lin = dx > SLIVER  # narrower rises are summed as jumps (``plf.SLIVER``)
     slope = np.where(lin[..., None], dy / np.where(lin, dx, 1.0)[..., None], 0.0)
     zero = np.zeros((r, kk, 1, dim))
     s_ext = np.concatenate([zero, slope, zero], axis=2)

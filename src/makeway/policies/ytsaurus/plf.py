@@ -322,6 +322,11 @@ def compose(f: PLF, mx: list[float], mv: list[float]) -> PLF:
     return clean(out_x, out_y)
 
 
+SLIVER = 1e-13
+"""A rise over less than this much x is summed as a jump: rounding can leave a jump as a segment a
+few ulps wide, whose slope (1e15 and more) would wreck the running slope of the sweep."""
+
+
 def total_sum(parts: list[PLF], dim: int, end: float) -> PLF:
     """Sum of vector PL functions on [0, end] (each extended constantly at both ends).
 
@@ -349,8 +354,8 @@ def total_sum(parts: list[PLF], dim: int, end: float) -> PLF:
     valid = ~lastmask[:-1]
     dx = x[1:] - x[:-1]
     dy = y[1:] - y[:-1]
-    lin = valid & (dx > 0)
-    jmp = valid & (dx <= 0)
+    lin = valid & (dx > SLIVER)
+    jmp = valid & (dx <= SLIVER)
     slope = dy[lin] / dx[lin][:, None]
     ev_x = np.concatenate([x[:-1][lin], x[1:][lin], x[:-1][jmp], [0.0, end]])
     ev_s = np.concatenate([slope, -slope, np.zeros((int(jmp.sum()) + 2, dim))])
