@@ -5,6 +5,12 @@ of some resource is below the request cannot hold a fitting node and is skipped.
 maxima are a necessary condition only (the maxima may sit on different nodes), so the search
 descends and backtracks; on real clusters that is a handful of steps instead of a scan of every
 node. Updates cost O(resources x log nodes) per start or end.
+
+One more max tree holds each node's *balance*: its smallest free amount over all resources, each
+scaled by the largest initial free amount of that resource. A request that needs every resource
+needs at least its own smallest scaled amount there, so subtrees whose nodes are each nearly full in
+*some* resource (the usual way a busy cluster fragments: one node out of memory, the next out of
+CPU, which per-resource maxima cannot see) are skipped instead of searched.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ _NEG = float("-inf")
 
 
 class FreeIndex:
-    __slots__ = ("resources", "size", "trees", "n")
+    __slots__ = ("resources", "size", "trees", "n", "scales", "balance")
 
     def __init__(self, resources: tuple[str, ...], free: list[Mapping[str, float] | None]):
         self.resources = resources
@@ -33,6 +39,20 @@ class FreeIndex:
                 a, b = t[2 * i], t[2 * i + 1]
                 t[i] = a if a > b else b
             self.trees[r] = t
+        peak = {r: max((f.get(r, 0) for f in free if f is not None), default=0) for r in resources}
+        self.scales = {r: (v if v > 0 else 1.0) for r, v in peak.items()}
+        bal = [_NEG] * (2 * size)
+        for i, f in enumerate(free):
+            bal[size + i] = self._balance(f)
+        for i in range(size - 1, 0, -1):
+            a, b = bal[2 * i], bal[2 * i + 1]
+            bal[i] = a if a > b else b
+        self.balance = bal
+
+    def _balance(self, free: Mapping[str, float] | None) -> float:
+        if free is None or not self.scales:
+            return _NEG
+        return min(free.get(r, 0) / s for r, s in self.scales.items())
 
     def set(self, i: int, free: Mapping[str, float] | None) -> None:
         """Node ``i`` now has ``free`` resources (``None``: it takes nothing, e.g. unschedulable)."""
@@ -48,6 +68,17 @@ class FreeIndex:
                     break
                 t[j] = m
                 j >>= 1
+        t = self.balance
+        j = size + i
+        t[j] = self._balance(free)
+        j >>= 1
+        while j:
+            a, b = t[2 * j], t[2 * j + 1]
+            m = a if a > b else b
+            if t[j] == m:
+                break
+            t[j] = m
+            j >>= 1
 
     def leaf(self, i: int) -> dict[str, float]:
         """The free amounts the index holds for node ``i``."""
@@ -77,6 +108,8 @@ class FreeIndex:
                 need.append((t, v - 1e-9))
         if not need and self.trees:
             need.append((next(iter(self.trees.values())), -1e300))  # only excludes unschedulable nodes
+        elif len(need) == len(self.scales) and need:
+            need.insert(0, (self.balance, min((request[r] - 1e-9) / s for r, s in self.scales.items())))
         if start >= self.n:
             return None
         size = self.size
