@@ -75,6 +75,13 @@ def _run_ends(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return first | (last & np.any(y != head, axis=-1))
 
 
+def compact_rows(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Padded functions with every run of equal x cut to its ends, re-padded to the longest row
+    (an operation's closed form has 14 points of which 4 to 8 are distinct)."""
+    fx, fy, off, cnt = _compact(x, y, _run_ends(x, y))
+    return _repad(fx, fy, off, cnt)
+
+
 def _count_below(xs: np.ndarray, q: np.ndarray, inclusive: bool = False) -> np.ndarray:
     """Per row, how many of the ascending ``xs`` are < q (<= q with ``inclusive``): a row-wise bisect."""
     return (xs <= q[:, None]).sum(axis=1) if inclusive else (xs < q[:, None]).sum(axis=1)

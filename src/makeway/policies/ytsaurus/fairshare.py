@@ -493,7 +493,7 @@ def _build(tree: Tree, attrs: dict[str, Attrs], dim: int, cache: CurveCache | No
         ds = np.asarray([attrs[n].demand_share for n in fast], dtype=float).reshape(len(fast), dim)
     if fast:
         # cheaper to recompute than to look up: not cached; a parent's key names them by content
-        fsbs.add_rows(fast, *op_fsbs_arrays(us, ds))
+        fsbs.add_rows(fast, *batched.compact_rows(*op_fsbs_arrays(us, ds)))
         if cache is not None:
             for n, u, d in zip(fast, us.tolist(), ds.tolist()):
                 tokens[n] = ("closed", tuple(u), tuple(d))
