@@ -19,6 +19,8 @@ switches resource or leaves 0, with the lower value kept at every jump (SEMANTIC
 
 from __future__ import annotations
 
+from itertools import chain
+
 import numpy as np
 
 from makeway.policies.ytsaurus.plf import PLF, SLIVER
@@ -305,7 +307,8 @@ def leaf_pools(cx: np.ndarray, cy: np.ndarray, kids: list[list[int]], fifo: list
     order for FIFO pools); ``g``/``lim`` (pools x dim) its guarantee and limit shares. Pools are taken
     in order of size so that a chunk pads little."""
     out: list[tuple | None] = [None] * len(kids)
-    sizes = np.array([len(k) for k in kids])
+    lay = _Layout(kids, fifo, weights)
+    sizes = lay.sizes
     order = np.argsort(sizes, kind="stable")
     budget = max(1, CHUNK // (cx.shape[1] + 2))
     at = 0
@@ -316,30 +319,44 @@ def leaf_pools(cx: np.ndarray, cy: np.ndarray, kids: list[list[int]], fifo: list
             width = max(width, int(sizes[order[end]]))
             end += 1
         members = order[at:end]
-        for i, res in zip(members, _chunk(members, width, cx, cy, kids, fifo, weights, g, lim)):
+        for i, res in zip(members.tolist(), _chunk(members, width, cx, cy, lay, g, lim)):
             out[i] = res
         at = end
     return out
 
 
-def _chunk(members, kk, cx, cy, kids, fifo, weights, g, lim):
+class _Layout:
+    """The children of all pools as flat arrays: row in the children's arrays, the scale k = weight /
+    smallest weight (fair share mode) and the position (FIFO), with each pool's offset and size."""
+
+    def __init__(self, kids: list[list[int]], fifo: list[bool], weights: list[list[float]]) -> None:
+        self.sizes = np.fromiter(map(len, kids), dtype=np.int64, count=len(kids))
+        total = int(self.sizes.sum())
+        self.offsets = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(np.int64)
+        self.rows = np.fromiter(chain.from_iterable(kids), dtype=np.int64, count=total)
+        w = np.fromiter(chain.from_iterable(weights), dtype=float, count=total)
+        self.fifo = np.array(fifo, dtype=bool)
+        wmin = np.minimum.reduceat(np.where(w > EPS, w, np.inf), self.offsets)
+        wmin = np.where(np.isinf(wmin), 1.0, wmin)
+        self.k = np.where(w > EPS, w / np.repeat(wmin, self.sizes), 0.0)
+        self.pos = (np.arange(total) - np.repeat(self.offsets, self.sizes)).astype(float)
+
+    def block(self, members: np.ndarray, kk: int):
+        """(rows, k, pos, n, fifo) of ``members`` as (len(members), kk) blocks, -1 / 0 as padding."""
+        col = np.arange(kk)[None, :]
+        size = self.sizes[members][:, None]
+        valid = col < size
+        idx = np.where(valid, self.offsets[members][:, None] + col, 0)
+        fifo = self.fifo[members]
+        kid = np.where(valid, self.rows[idx], -1)
+        k = np.where(valid & ~fifo[:, None], self.k[idx], 0.0)
+        pos = np.where(valid & fifo[:, None], self.pos[idx], 0.0)
+        return kid, k, pos, size[:, 0].astype(float), fifo
+
+
+def _chunk(members, kk, cx, cy, lay: _Layout, g, lim):
     r = len(members)
-    kid = np.full((r, kk), -1, dtype=np.int64)
-    k = np.zeros((r, kk))
-    pos = np.zeros((r, kk))
-    n = np.zeros(r)
-    fmask = np.zeros(r, dtype=bool)
-    for row, i in enumerate(members):
-        m = len(kids[i])
-        kid[row, :m] = kids[i]
-        n[row] = m
-        fmask[row] = fifo[i]
-        if fifo[i]:
-            pos[row, :m] = np.arange(m)
-        else:
-            ws = weights[i]
-            wmin = min((w for w in ws if w > EPS), default=1.0)
-            k[row, :m] = [w / wmin if w > EPS else 0.0 for w in ws]
+    kid, k, pos, n, fmask = lay.block(members, kk)
     px, py = _parts(cx, cy, kid, fmask, k, pos, n)
     sx, sy = _sweep(px, py)
     fx, fy, off, cnt = _compact(sx, sy, _run_ends(sx, sy))
