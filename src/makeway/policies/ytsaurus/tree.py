@@ -7,6 +7,7 @@ plain lists in the order of ``Tree.resources``; a limit missing for a resource m
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import add
 from typing import Any
 
 ROOT = "<Root>"
@@ -54,20 +55,21 @@ class Tree:
     def link(self) -> None:
         """Fill ``children`` lists (tree order = insertion order) and sum pool demand/usage."""
         self._orders.clear()
-        for el in self.elements.values():
-            el.children = []
-        for el in self.elements.values():
-            if el.parent is not None:
-                self.elements[el.parent].children.append(el.name)
+        elements = self.elements
         dim = len(self.resources)
-        for name in self.postorder():
-            el = self.elements[name]
+        for el in elements.values():
+            el.children = []
             if not el.demand:
                 el.demand = [0.0] * dim
             if not el.usage:
                 el.usage = [0.0] * dim
-            if not el.is_op and el.children:
-                kids = [self.elements[c] for c in el.children]
+        for el in elements.values():
+            if el.parent is not None:
+                elements[el.parent].children.append(el.name)
+        for name in self.pool_postorder():
+            el = elements[name]
+            if el.children:
+                kids = [elements[c] for c in el.children]
                 el.demand = _running_sum([k.demand for k in kids], dim)
                 if not el.settings.get("_fixed_usage"):
                     el.usage = _running_sum([k.usage for k in kids], dim)
@@ -139,5 +141,5 @@ def _running_sum(vecs: list[list[float]], dim: int) -> list[float]:
     differently from Python 3.12 on, and the result must not depend on the interpreter)."""
     acc = [0.0] * dim
     for v in vecs:
-        acc = [a + b for a, b in zip(acc, v)]
+        acc = list(map(add, acc, v))
     return acc
