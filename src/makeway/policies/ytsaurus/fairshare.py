@@ -361,16 +361,14 @@ def _compute(tree: Tree, node_caps, integral, cache: CurveCache | None) -> FairS
     limits = limits_shares(tree, node_caps)
     strong = strong_shares(tree, limits)
     prep = _Prep(tree, node_caps)
-    attrs: dict[str, Attrs] = {}
-    zero = [0.0] * dim
-    for name, d, u in zip(prep.names, prep.ds.tolist(), prep.us.tolist()):
-        attrs[name] = Attrs(limits[name], strong[name], d, u, list(zero))
     if integral is not None:
         integral.scale_with_bursts(tree, strong)  # type: ignore[attr-defined]
     adjust_guarantees(tree, strong)
     strong[ROOT] = [sum(strong[c][i] for c in tree.elements[ROOT].children) for i in range(dim)]
-    for name in tree.elements:
-        attrs[name].strong_share = strong[name]
+    attrs: dict[str, Attrs] = {}
+    zero = [0.0] * dim
+    for name, d, u in zip(prep.names, prep.ds.tolist(), prep.us.tolist()):
+        attrs[name] = Attrs(limits[name], strong[name], d, u, list(zero))
     if cache is not None:
         cache.roll()
     curves, ffs, fsbs, orders = _build(tree, attrs, dim, cache, prep)
