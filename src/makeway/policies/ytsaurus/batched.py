@@ -68,13 +68,17 @@ def _run_ends(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     a jump is its lower and upper value only, as ``plf.np_clean`` leaves it (intermediate values
     inside a jump would read as extra steps once the curve is inverted)."""
     n = x.shape[1]
+    step = x[:, 1:] != x[:, :-1]
     first = np.ones(x.shape, dtype=bool)
-    first[:, 1:] = x[:, 1:] != x[:, :-1]
+    first[:, 1:] = step
     last = np.ones(x.shape, dtype=bool)
-    last[:, :-1] = x[:, 1:] != x[:, :-1]
-    start = np.maximum.accumulate(np.where(first, np.arange(n)[None, :], 0), axis=1)
-    head = np.take_along_axis(y, start[:, :, None], axis=1)
-    return first | (last & np.any(y != head, axis=-1))
+    last[:, :-1] = step
+    keep = first.copy()
+    rows, cols = np.nonzero(last & ~first)  # ends of runs of two or more points: compare with the head
+    if len(rows):
+        start = np.maximum.accumulate(np.where(first, np.arange(n)[None, :], 0), axis=1)[rows, cols]
+        keep[rows, cols] = np.any(y[rows, cols] != y[rows, start], axis=-1)
+    return keep
 
 
 def compact_rows(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
