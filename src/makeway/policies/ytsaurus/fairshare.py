@@ -450,27 +450,27 @@ class _Prep:
         self.ds = np.where(pos, demand / div, 0.0)
         self.us = np.where(pos, usage / div, 0.0)
         self.is_op = np.fromiter((el.is_op for el in els), dtype=bool, count=n)
-        plain = np.fromiter((el.is_op and el.limits is None and el.max_share_ratio is None for el in els),
-                            dtype=bool, count=n)
-        if node_caps:
+        # an operation with no limits and no guarantee of its own has limit share 1 where the cluster
+        # has the resource, strong share 0 (its implicit share follows its explicit one), and never
+        # an integral share (those go to integral pools and their ancestors)
+        plain = np.fromiter((el.is_op and el.limits is None and el.max_share_ratio is None and not el.guarantee
+                             for el in els), dtype=bool, count=n)
+        if node_caps or not np.all(np.isfinite(total)):
             plain[:] = False
         # without limits the limit share is 1 where the cluster has the resource (``limits_shares``)
         self.plain_ok = plain & (self.us.max(axis=1, initial=0.0) < 1.0) & np.all(self.us <= self.ds, axis=1) \
             & np.all(self.ds <= pos.astype(float), axis=1)
-        self.other = self.is_op & ~plain
+        self.other = self.is_op & ~plain  # checked one by one against their Attrs
 
     def closed_form(self, attrs: dict[str, Attrs], skip) -> tuple[list[str], np.ndarray, np.ndarray]:
         """Operations (not in ``skip``) whose fair share by suggestion has the closed form, with their
         usage and demand share rows; operations with limits are checked one by one."""
         names = self.names
-        idx = [i for i in np.flatnonzero(self.plain_ok | self.other).tolist()
-               if names[i] not in skip and (_no_guarantee(attrs[names[i]]) if self.plain_ok[i]
-                                            else _closed_form_ok(attrs[names[i]]))]
+        ok = self.plain_ok.copy()
+        for i in np.flatnonzero(self.other & ~self.plain_ok).tolist():
+            ok[i] = _closed_form_ok(attrs[names[i]])
+        idx = [i for i in np.flatnonzero(ok).tolist() if names[i] not in skip]
         return [names[i] for i in idx], self.us[idx], self.ds[idx]
-
-
-def _no_guarantee(a: Attrs) -> bool:
-    return not any(a.strong_share) and not any(a.integral_share)
 
 
 def _build(tree: Tree, attrs: dict[str, Attrs], dim: int, cache: CurveCache | None = None,
