@@ -154,7 +154,7 @@ def _capped_zero(lim: Vec) -> Vec:
 def adjust_guarantees(tree: Tree, shares: dict[str, Vec], extra: dict[str, Vec] | None = None) -> None:
     """Scale children's guarantees by one common factor wherever they overflow the parent's (§2.2)."""
     extra = extra or {}
-    for name in tree.preorder():
+    for name in tree.pool_preorder():
         el = tree.elements[name]
         if not el.children:
             continue
