@@ -1,12 +1,13 @@
-"""Leaf-level pools (every child an operation) of the fair share update in a few numpy passes.
+"""Pools of the fair share update computed together, level by level, in a few numpy passes.
 
 A tree with thousands of small pools spends its time in per-pool Python work on curves of a few
-dozen points. Here all such pools are computed together as padded 2-D arrays (one row per pool):
-the pool curve as a sweep over the children's slope changes and jumps, then the fair share by
-suggestion read off the curve parametrically. The result is the same function as the generic path
-(``fairshare.pool_curve`` then ``fit_factor_fn`` and ``plf.compose``), point for point up to
-rounding; a pool whose shape falls outside what this handles (a span of 1 or more on some resource)
-is reported back and takes the generic path.
+dozen points. Here pools whose children are all known are computed together as padded 2-D arrays
+(one row per pool): the pool curve as a sweep over the children's slope changes and jumps, then the
+fair share by suggestion read off the curve parametrically. The result is the same function as the
+generic path (``fairshare.pool_curve`` then ``fit_factor_fn`` and ``plf.compose``) up to rounding;
+a pool whose shape falls outside what this handles (a span of 1 or more on some resource) is
+reported back and takes the generic path. The root, read at suggestion 1 only, gets just its fit
+factor there (``root_fit``).
 
 The parametric view: with g' and L' the guarantee and limit clipped into the curve's range, the fit
 factor by suggestion of resource r is the inverse of F_r - g'_r on [0, L'_r - g'_r], then the right
@@ -51,16 +52,10 @@ def _compact(x: np.ndarray, y: np.ndarray, keep: np.ndarray):
 
 
 def _repad(fx: np.ndarray, fy: np.ndarray, offsets: np.ndarray, counts: np.ndarray):
+    """``_compact``'s rows back as padded arrays, as wide as the longest row."""
     w = int(counts.max())
     idx = offsets[:, None] + np.minimum(np.arange(w)[None, :], counts[:, None] - 1)
     return fx[idx], fy[idx]
-
-
-def _drop_repeats(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Mask of points that differ from their predecessor (x or any value)."""
-    keep = np.ones(x.shape, dtype=bool)
-    keep[:, 1:] = (x[:, 1:] != x[:, :-1]) | np.any(y[:, 1:] != y[:, :-1], axis=-1)
-    return keep
 
 
 def _run_ends(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -359,6 +354,8 @@ class _Layout:
 
 
 def _chunk(members, kk, cx, cy, lay: _Layout, g, lim):
+    """One chunk of pools (at most ``kk`` children each): curves, fit factors and fair shares by
+    suggestion, each pool's as PLFs (fit factor as lists, read one point at a time top-down)."""
     r = len(members)
     kid, k, pos, n, fmask = lay.block(members, kk)
     px, py = _parts(cx, cy, kid, fmask, k, pos, n)

@@ -457,20 +457,19 @@ class _Prep:
                              for el in els), dtype=bool, count=n)
         if node_caps or not np.all(np.isfinite(total)):
             plain[:] = False
-        # without limits the limit share is 1 where the cluster has the resource (``limits_shares``)
         self.plain_ok = plain & (self.us.max(axis=1, initial=0.0) < 1.0) & np.all(self.us <= self.ds, axis=1) \
             & np.all(self.ds <= pos.astype(float), axis=1)
         self.other = self.is_op & ~plain  # checked one by one against their Attrs
 
-    def closed_form(self, attrs: dict[str, Attrs], skip) -> tuple[list[str], np.ndarray, np.ndarray]:
-        """Operations (not in ``skip``) whose fair share by suggestion has the closed form, with their
-        usage and demand share rows; operations with limits are checked one by one."""
+    def closed_form(self, attrs: dict[str, Attrs]) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """Operations whose fair share by suggestion has the closed form, with their usage and demand
+        share rows; operations with limits or a guarantee are checked one by one."""
         names = self.names
         ok = self.plain_ok.copy()
-        for i in np.flatnonzero(self.other & ~self.plain_ok).tolist():
+        for i in np.flatnonzero(self.other).tolist():
             ok[i] = _closed_form_ok(attrs[names[i]])
-        idx = [i for i in np.flatnonzero(ok).tolist() if names[i] not in skip]
-        return [names[i] for i in idx], self.us[idx], self.ds[idx]
+        idx = np.flatnonzero(ok)
+        return [names[i] for i in idx.tolist()], self.us[idx], self.ds[idx]
 
 
 def _build(tree: Tree, attrs: dict[str, Attrs], dim: int, cache: CurveCache | None = None,
@@ -484,7 +483,7 @@ def _build(tree: Tree, attrs: dict[str, Attrs], dim: int, cache: CurveCache | No
     tokens: dict[str, object] = {}
     elements = tree.elements
     if prep is not None:
-        fast, us, ds = prep.closed_form(attrs, ())
+        fast, us, ds = prep.closed_form(attrs)
     else:
         fast = [n for n, el in elements.items() if el.is_op and _closed_form_ok(attrs[n])]
         us = np.asarray([attrs[n].usage_share for n in fast], dtype=float).reshape(len(fast), dim)
