@@ -88,8 +88,10 @@ def _count_below(xs: np.ndarray, q: np.ndarray, inclusive: bool = False) -> np.n
     return (xs <= q[:, None]).sum(axis=1) if inclusive else (xs < q[:, None]).sum(axis=1)
 
 
-def _left_at(xs: np.ndarray, ys: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Per row, the left-continuous value at q (as ``PLF.left``), values of shape (R, W, ...)."""
+def _left_at(xs: np.ndarray, ys: np.ndarray, q: np.ndarray, lerp1: bool = False) -> np.ndarray:
+    """Per row, the left-continuous value at q (as ``PLF.left``), values of shape (R, W, ...); with
+    ``lerp1`` (scalar values) rounded as ``plf._eval1`` on lists rounds, so that a pool read here
+    gets the very fit factor a cached copy of it gets on the generic path."""
     rows = np.arange(len(q))
     w = xs.shape[1]
     j = _count_below(xs, q)
@@ -102,6 +104,8 @@ def _left_at(xs: np.ndarray, ys: np.ndarray, q: np.ndarray) -> np.ndarray:
     if ys.ndim == 3:
         t = t[:, None]
     interp = y0 + (y1 - y0) * t
+    if lerp1:
+        interp = np.where(x1 > x0, y0 + (y1 - y0) * (q - x0) / dx, y0)
     exact = (j < w) & (xs[rows, jc] == q)
     first = j == 0
     last = j >= w
@@ -299,14 +303,18 @@ CHUNK = 1 << 15  # points per chunk: small arrays are reused by the allocator, l
 
 
 def leaf_pools(cx: np.ndarray, cy: np.ndarray, kids: list[list[int]], fifo: list[bool],
-               weights: list[list[float]], g: np.ndarray, lim: np.ndarray) -> list[tuple | None]:
+               weights: list[list[float]], g: np.ndarray, lim: np.ndarray,
+               view: "LevelView | None" = None) -> list[tuple | None]:
     """(curve, fit factor by suggestion, fair share by suggestion) of every pool, None where the
     pool must take the generic path. ``cx``/``cy`` hold the children's fair share by suggestion as
     padded rows (``pad_points``); ``kids`` the rows of each pool's children in the pool's order (FIFO
     order for FIFO pools); ``g``/``lim`` (pools x dim) its guarantee and limit shares. Pools are taken
-    in order of size so that a chunk pads little."""
+    in order of size so that a chunk pads little. ``view``, if given, keeps what a top-down read of
+    all these pools at once needs (``LevelView``)."""
     out: list[tuple | None] = [None] * len(kids)
     lay = _Layout(kids, fifo, weights)
+    if view is not None:
+        view.start(cx, cy, lay, len(kids))
     sizes = lay.sizes
     order = np.argsort(sizes, kind="stable")
     budget = max(1, CHUNK // (cx.shape[1] + 2))
@@ -318,10 +326,55 @@ def leaf_pools(cx: np.ndarray, cy: np.ndarray, kids: list[list[int]], fifo: list
             width = max(width, int(sizes[order[end]]))
             end += 1
         members = order[at:end]
-        for i, res in zip(members.tolist(), _chunk(members, width, cx, cy, lay, g, lim)):
+        for i, res in zip(members.tolist(), _chunk(members, width, cx, cy, lay, g, lim, view)):
             out[i] = res
         at = end
     return out
+
+
+class LevelView:
+    """One level's pools read top-down in one pass: each pool's fit factor and fair share at its
+    suggestion, and its children's suggestions and fair shares (children being rows of ``cx``/``cy``),
+    the arithmetic of ``child_suggestion`` and ``PLF.left`` on arrays."""
+
+    def start(self, cx, cy, lay: "_Layout", n: int) -> None:
+        self.cx, self.cy, self.lay = cx, cy, lay
+        self.chunks: list[tuple] = []
+        self.ok = np.zeros(n, dtype=bool)
+
+    def add(self, members, s, fv, ok, kk) -> None:
+        self.chunks.append((members, s, fv, kk))
+        self.ok[members] = ok
+
+    def read(self, sugg: np.ndarray):
+        """For suggestions ``sugg`` (one per pool of the level): fit factors, fair shares, and the
+        children as (pool index, position in the pool, fair share) arrays; pools not ``ok`` are
+        skipped (NaN)."""
+        n = len(self.ok)
+        dim = self.cy.shape[-1]
+        fit = np.full(n, np.nan)
+        fair = np.full((n, dim), np.nan)
+        kid_pool, kid_col, kid_fair = [], [], []
+        lay = self.lay
+        for members, s, fv, kk in self.chunks:
+            q = sugg[members]
+            f = _left_at(s, fv[:, :, 0], q, lerp1=True)
+            fit[members] = f
+            fair[members] = _left_at(s, fv[:, :, 1:], q)
+            kid, _, pos, _, fifo = lay.block(members, kk)
+            col = np.arange(kk)[None, :]
+            idx = np.where(kid >= 0, lay.offsets[members][:, None] + col, 0)
+            fs = f[:, None]
+            share = np.where(fifo[:, None], np.minimum(1.0, np.maximum(0.0, fs - pos)),
+                             np.minimum(1.0, fs * lay.w[idx] / lay.wmin[members][:, None]))
+            keep = (kid >= 0) & self.ok[members][:, None]
+            rows, cols = np.nonzero(keep)
+            kid_pool.append(members[rows])
+            kid_col.append(cols)
+            kid_fair.append(_left_at(self.cx[kid[rows, cols]], self.cy[kid[rows, cols]], share[rows, cols]))
+        if not kid_pool:
+            return fit, fair, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros((0, dim))
+        return fit, fair, np.concatenate(kid_pool), np.concatenate(kid_col), np.concatenate(kid_fair)
 
 
 class _Layout:
@@ -333,10 +386,10 @@ class _Layout:
         total = int(self.sizes.sum())
         self.offsets = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(np.int64)
         self.rows = np.fromiter(chain.from_iterable(kids), dtype=np.int64, count=total)
-        w = np.fromiter(chain.from_iterable(weights), dtype=float, count=total)
+        w = self.w = np.fromiter(chain.from_iterable(weights), dtype=float, count=total)
         self.fifo = np.array(fifo, dtype=bool)
         wmin = np.minimum.reduceat(np.where(w > EPS, w, np.inf), self.offsets)
-        wmin = np.where(np.isinf(wmin), 1.0, wmin)
+        wmin = self.wmin = np.where(np.isinf(wmin), 1.0, wmin)
         self.k = np.where(w > EPS, w / np.repeat(wmin, self.sizes), 0.0)
         self.pos = (np.arange(total) - np.repeat(self.offsets, self.sizes)).astype(float)
 
@@ -353,7 +406,7 @@ class _Layout:
         return kid, k, pos, size[:, 0].astype(float), fifo
 
 
-def _chunk(members, kk, cx, cy, lay: _Layout, g, lim):
+def _chunk(members, kk, cx, cy, lay: _Layout, g, lim, view: LevelView | None = None):
     """One chunk of pools (at most ``kk`` children each): curves, fit factors and fair shares by
     suggestion, each pool's as PLFs (fit factor as lists, read one point at a time top-down)."""
     r = len(members)
@@ -365,6 +418,8 @@ def _chunk(members, kk, cx, cy, lay: _Layout, g, lim):
     s, f, v, ok = _fsbs(pfx, pfy, g[members], lim[members])
     fv = np.concatenate([f[:, :, None], v], axis=2)
     ss, sv, soff, scnt = _compact(s, fv, _run_ends(s, fv))
+    if view is not None:
+        view.add(members, *_repad(ss, sv, soff, scnt), ok, kk)
     res = []
     for row in range(r):
         if not ok[row]:

@@ -378,7 +378,11 @@ def _compute(tree: Tree, node_caps, integral, cache: CurveCache | None) -> FairS
     sugg: dict[str, float] = {ROOT: 1.0}
     rows = getattr(fsbs, "rows", {})
     elements = tree.elements
+    view = getattr(fsbs, "view", None)
+    below = {n for n, ok in zip(view.names, view.ok.tolist()) if ok} if view is not None else set()
     for name in tree.pool_preorder():
+        if name in below:
+            continue  # read together with its operations below
         el = elements[name]
         s = sugg[name]
         a = attrs[name]
@@ -392,10 +396,13 @@ def _compute(tree: Tree, node_caps, integral, cache: CurveCache | None) -> FairS
         kids = orders[name]
         for c, cs in zip(kids, child_suggestion(el.mode, [tree.elements[c].weight for c in kids], f)):
             sugg[c] = cs
+    if below:
+        _read_level(view, sugg, attrs, orders)
     for name, el in elements.items():
-        if el.is_op and name not in rows:
+        if el.is_op and name not in rows and el.parent not in below:
             attrs[name].fair_share = [float(v) for v in fsbs[name].left(sugg[name])]
-    later = list(rows)  # closed-form operations, evaluated together
+    # the other closed-form operations, evaluated together
+    later = [n for n in rows if elements[n].parent not in below] if below else list(rows)
     if later:
         vals = batched.left_rows(fsbs.ax, fsbs.ay, np.fromiter((rows[n] for n in later), dtype=np.int64,
                                                                count=len(later)),
@@ -412,6 +419,22 @@ def _compute(tree: Tree, node_caps, integral, cache: CurveCache | None) -> FairS
     if integral is not None:
         integral.after_update(tree, attrs)  # type: ignore[attr-defined]
     return FairShareResult(attrs)
+
+
+def _read_level(view: batched.LevelView, sugg: dict[str, float], attrs: dict[str, Attrs], orders) -> None:
+    """Fit factors and fair shares of a batched level's pools and of their operations, from the
+    pools' suggestions, in one pass (``batched.LevelView.read``)."""
+    names = view.names
+    fit, fair, kid_pool, kid_col, kid_fair = view.read(
+        np.fromiter((sugg[n] for n in names), dtype=float, count=len(names)))
+    ok = view.ok
+    for name, f, v, good in zip(names, fit.tolist(), fair.tolist(), ok.tolist()):
+        if good:
+            a = attrs[name]
+            a.fit_factor = f
+            a.fair_share = v
+    for p, c, v in zip(kid_pool.tolist(), kid_col.tolist(), kid_fair.tolist()):
+        attrs[orders[names[p]][c]].fair_share = v
 
 
 def _promised(tree: Tree, attrs: dict[str, Attrs], top: str, ffs, fsbs, orders) -> None:
@@ -564,9 +587,14 @@ def _leaf_level(tree: Tree, attrs: dict[str, Attrs], dim: int, curves, ffs, fsbs
             fsbs.root_only = True
             done.add(ROOT)
             return done
+        ops_below = all(elements[c].is_op for n in names for c in orders[n])
+        view = batched.LevelView() if ops_below else None
         results = batched.leaf_pools(cx, cy, [[index[c] for c in orders[n]] for n in names],
                                      [elements[n].mode == "fifo" for n in names],
-                                     [[elements[c].weight for c in orders[n]] for n in names], g, lim)
+                                     [[elements[c].weight for c in orders[n]] for n in names], g, lim, view)
+        if view is not None:
+            view.names = names
+            fsbs.view = view
         progress = False
         for name, res in zip(names, results):
             if res is None:
