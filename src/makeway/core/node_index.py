@@ -52,7 +52,12 @@ class FreeIndex:
     def _balance(self, free: Mapping[str, float] | None) -> float:
         if free is None or not self.scales:
             return _NEG
-        return min(free.get(r, 0) / s for r, s in self.scales.items())
+        low = float("inf")
+        for r, s in self.scales.items():
+            v = free.get(r, 0) / s
+            if v < low:
+                low = v
+        return low
 
     def set(self, i: int, free: Mapping[str, float] | None) -> None:
         """Node ``i`` now has ``free`` resources (``None``: it takes nothing, e.g. unschedulable)."""

@@ -77,14 +77,15 @@ def _indexed_first_fit(state: ClusterState, tasks: list[str], extra_used: dict[s
     hand and, if the promise makes them too full, the search resumes after them.
     """
     index = state.free_index()
-    names = list(state.nodes)
+    names = state.node_names
     promised: dict[str, Res] = {n: dict(r) for n, r in (extra_used or {}).items()}
+    last = len(tasks) - 1
     undo: dict[int, dict[str, float]] = {}
     out: list[Start] = []
     last_req: Res | None = None
     resume = 0
     try:
-        for tid in tasks:
+        for k, tid in enumerate(tasks):
             req = state.task_resources(tid)
             i = resume if req is last_req else 0
             while True:
@@ -97,10 +98,10 @@ def _indexed_first_fit(state: ClusterState, tasks: list[str], extra_used: dict[s
                                         <= state.nodes[n].capacity.get(k, 0) + 1e-9 for k, v in req.items()):
                     break
                 i += 1
-            # this gang's own placements go into the index for its later tasks, undone on return
-            leaf = index.leaf(i)
-            undo.setdefault(i, dict(leaf))
-            index.set(i, {k: v - req.get(k, 0) for k, v in leaf.items()})
+            if k < last:  # this gang's own placements go into the index for its later tasks, undone on return
+                leaf = index.leaf(i)
+                undo.setdefault(i, dict(leaf))
+                index.set(i, {r: v - req.get(r, 0) for r, v in leaf.items()})
             if n in promised:
                 add_into(promised[n], req)
             out.append(Start(tid, n))
