@@ -453,6 +453,32 @@ class Preemptor:
             return None
         return best[1], best[2]
 
+    def _least_check(self, victims_for: dict[str, list[YAlloc]]) -> tuple[str, int] | None:
+        """What ``choose_node`` picks without an oracle, the least (start index, node name), found
+        without trying every node: an index of -1 comes only with an empty victim list (the node
+        fits as it is), any other index is at least 0, so once nodes are tried in name order the
+        first one with index 0 is the answer. Trying a node has no side effects, so skipping the
+        rest changes nothing but the time taken."""
+        assert self.by_node is not None
+        ask = self.ask.resources
+        if not self.nodes_tried:
+            fitting = [n for n, free in self.node_free.items() if fit_in(free, ask)]
+            if fitting:
+                best = min(fitting)
+                victims_for[best] = []
+                return best, -1
+        chosen: tuple[int, str] | None = None
+        for node_id in sorted(self.node_free):
+            idx, lst = self.victims_by_node(self.node_free[node_id], self.by_node.get(node_id, []))
+            if not lst:
+                continue
+            if chosen is None or idx < chosen[0]:
+                chosen = (idx, node_id)
+                victims_for[node_id] = lst
+                if idx <= 0:
+                    break
+        return None if chosen is None else (chosen[1], chosen[0])
+
     # -- queue-level victims (§2.10) ----------------------------------------------------------
 
     def additional_victims(self, node_victims: list[YAlloc]) -> tuple[list[YAlloc], bool]:
@@ -504,17 +530,20 @@ class Preemptor:
             return PreemptionResult(False)
         self.init_working_state()
         assert self.by_node is not None
-        checks: list[_Check] = []
         victims_for: dict[str, list[YAlloc]] = {}
-        for node_id, free in self.node_free.items():
-            idx, lst = self.victims_by_node(free, self.by_node.get(node_id, []))
-            if lst is None:
-                continue
-            if self.nodes_tried and not lst:
-                continue
-            checks.append(_Check(node_id, idx, lst))
-            victims_for[node_id] = lst
-        chosen = self.choose_node(checks)
+        if self.oracle is None:
+            chosen = self._least_check(victims_for)
+        else:
+            checks: list[_Check] = []
+            for node_id, free in self.node_free.items():
+                idx, lst = self.victims_by_node(free, self.by_node.get(node_id, []))
+                if lst is None:
+                    continue
+                if self.nodes_tried and not lst:
+                    continue
+                checks.append(_Check(node_id, idx, lst))
+                victims_for[node_id] = lst
+            chosen = self.choose_node(checks)
         if chosen is None:
             return PreemptionResult(False)
         node_id, index = chosen

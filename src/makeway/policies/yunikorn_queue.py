@@ -47,22 +47,68 @@ def queue_props(state: ClusterState) -> dict[str, QueueProps]:
 
 class StatePartition(Partition):
     """A partition built from a cluster state that answers per-leaf and per-node allocation lists
-    from the state's indexes (start order, as the allocation map) instead of scanning everything."""
+    from the state's indexes (start order, as the allocation map) instead of scanning everything.
 
-    def __init__(self, state: ClusterState, queues: list[YQueue], nodes: list[YNode], allocations: list[YAlloc]):
-        super().__init__(queues, nodes, allocations)
+    Its allocations live in ``ycache`` (task id -> (start sequence number, YAlloc)), kept by the
+    model between builds: an allocation's view is made once per start, not once per build. Only
+    the ``preempted`` flag changes during a pass; the model resets it (``marked``) at the next build.
+    """
+
+    def __init__(self, state: ClusterState, queues: list[YQueue], nodes: list[YNode],
+                 ycache: dict[str, tuple[int, YAlloc]]):
+        super().__init__(queues, nodes, ())
         self.state = state
+        self.ycache = ycache
+
+    def yalloc(self, k: str) -> YAlloc:
+        a = self.state.allocations[k]
+        hit = self.ycache.get(k)
+        if hit is None or hit[0] != a.seq:
+            hit = self.ycache[k] = (a.seq, YAlloc(*_alloc_fields(self.state, a), False))
+        return hit[1]
 
     def leaf_allocs(self, path: str) -> list[YAlloc]:
-        allocs = self.allocs
-        return [a for k in self.state.queue_allocs.get(path, ()) if (a := allocs[k]).tracked]
+        y = self.yalloc
+        return [a for k in self.state.queue_allocs.get(path, ()) if (a := y(k)).tracked]
 
     def node_allocs(self, node: str) -> list[YAlloc]:
-        allocs = self.allocs
-        return [a for k in self.state.node_allocs.get(node, ()) if (a := allocs[k]).tracked]
+        y = self.yalloc
+        return [a for k in self.state.node_allocs.get(node, ()) if (a := y(k)).tracked]
 
     def cluster_size(self) -> Res:
         return dict(self.state.total_capacity_cached())  # the same sum over the same nodes, kept
+
+
+def build_state_partition(state: ClusterState, skip: set[str], props: dict[str, QueueProps],
+                          ycache: dict[str, tuple[int, YAlloc]], marked: set[str]) -> StatePartition:
+    """``build_partition(indexed=True)`` with the allocation views kept in ``ycache``.
+
+    ``marked`` holds the ids whose cached view had ``preempted`` set by the previous pass; they are
+    reset first, then the allocations preempting now (state flag or ``skip``) are marked again.
+    """
+    queues = []
+    for root in state.roots:
+        for name in state.descendants(root):
+            q = state.queues[name]
+            queues.append(YQueue(name, q.parent, _nonzero(q.guaranteed), _nonzero(q.max), dict(state.queue_usage[name]),
+                                 {}, props[name], q.is_leaf))
+    nodes = [YNode(n.name, dict(n.capacity), dict(state.node_used[n.name]), n.schedulable) for n in state.nodes.values()]
+    if len(ycache) > 2 * len(state.allocations) + 64:
+        for k in [k for k in ycache if k not in state.allocations]:
+            del ycache[k]
+    for k in marked:
+        hit = ycache.get(k)
+        if hit is not None:
+            hit[1].preempted = False
+    marked.clear()
+    part = StatePartition(state, queues, nodes, ycache)
+    for a in state.allocations.values():
+        if a.preempting or a.id in skip:
+            y = part.yalloc(a.id)
+            y.preempted = True
+            marked.add(a.id)
+            part.add_preempting(a.queue, a.resources)
+    return part
 
 
 def _alloc_fields(state: ClusterState, a: Any) -> tuple:
@@ -76,14 +122,9 @@ def _alloc_fields(state: ClusterState, a: Any) -> tuple:
             str(s.get("requiredNode", "") or ""), False)
 
 
-def build_partition(state: ClusterState, skip: set[str] | None = None, indexed: bool = False,
-                    props: dict[str, QueueProps] | None = None,
-                    fields: dict[str, tuple[int, tuple]] | None = None) -> Partition:
-    """YuniKorn's view of the cluster state; allocations in ``skip`` count as already preempted.
-
-    ``fields`` caches the static part of each allocation between builds (keyed by task id and
-    checked against the allocation's start sequence number).
-    """
+def build_partition(state: ClusterState, skip: set[str] | None = None,
+                    props: dict[str, QueueProps] | None = None) -> Partition:
+    """YuniKorn's view of the cluster state; allocations in ``skip`` count as already preempted."""
     props = queue_props(state) if props is None else props
     queues = []
     for root in state.roots:
@@ -92,17 +133,9 @@ def build_partition(state: ClusterState, skip: set[str] | None = None, indexed: 
             queues.append(YQueue(name, q.parent, _nonzero(q.guaranteed), _nonzero(q.max), dict(state.queue_usage[name]),
                                  {}, props[name], q.is_leaf))
     nodes = [YNode(n.name, dict(n.capacity), dict(state.node_used[n.name]), n.schedulable) for n in state.nodes.values()]
-    allocs = []
-    for a in state.allocations.values():
-        if fields is None:
-            f = _alloc_fields(state, a)
-        else:
-            hit = fields.get(a.id)
-            if hit is None or hit[0] != a.seq:
-                hit = fields[a.id] = (a.seq, _alloc_fields(state, a))
-            f = hit[1]
-        allocs.append(YAlloc(*f, a.preempting or (skip is not None and a.id in skip)))
-    part = StatePartition(state, queues, nodes, allocs) if indexed else Partition(queues, nodes, allocs)
+    allocs = [YAlloc(*_alloc_fields(state, a), a.preempting or (skip is not None and a.id in skip))
+              for a in state.allocations.values()]
+    part = Partition(queues, nodes, allocs)
     for a in allocs:
         if a.preempted:
             part.add_preempting(a.queue, a.resources)
@@ -165,7 +198,8 @@ class YuniKornModel(PreemptionModel):
         self._heap_fresh: list[tuple[int, str]] = []
         self._heap_checked: list[tuple[int, str]] = []
         self._xmark: int | None = None
-        self._fields: dict[str, tuple[int, tuple]] = {}
+        self._ycache: dict[str, tuple[int, YAlloc]] = {}
+        self._ymarked: set[str] = set()
         self._names: list[str] = []
 
     def bind(self, state: ClusterState) -> None:
@@ -384,9 +418,7 @@ class _FastPass:
     def ensure_part(self) -> Partition:
         if self.part is None:
             m, state = self.m, self.state
-            if len(m._fields) > 2 * len(state.allocations) + 64:
-                m._fields = {k: v for k, v in m._fields.items() if k in state.allocations}
-            part = build_partition(state, self.taken, indexed=True, props=m._props, fields=m._fields)
+            part = build_state_partition(state, self.taken, m._props, m._ycache, m._ymarked)
             for ask_key, node in m.reservations.items():
                 if node in part.nodes:
                     part.nodes[node].reserved_for = ask_key
@@ -606,6 +638,7 @@ class _FastPass:
             return
         if r.victims:
             m.reserved_at.setdefault(tid, self.now_us)
+            m._ymarked.update(v.key for v in r.victims)
             for v in r.victims:
                 if v.key in self.taken or v.key not in state.allocations:
                     continue
