@@ -252,13 +252,10 @@ class _Check:
 
 
 def _sort_node_candidates(allocs: list[YAlloc]) -> list[YAlloc]:
-    def less(l: YAlloc, r: YAlloc) -> bool:
-        if l.allow_preemption != r.allow_preemption:
-            return l.allow_preemption
-        if l.originator != r.originator:
-            return not l.originator
-        return l.create_us > r.create_us
-    return go_slice_stable(allocs, less)
+    """Preemptible first, then non-originators, then newest first. The comparator answers "not
+    less" on full ties, so it is a strict weak order and a keyed stable sort gives what Go's
+    ``sort.SliceStable`` gives."""
+    return sorted(allocs, key=lambda a: (not a.allow_preemption, a.originator, -a.create_us))
 
 
 def _additional_score(a: YAlloc) -> int:
@@ -279,6 +276,7 @@ class Preemptor:
         self._search: VictimSearch | None = None
         self.by_node: dict[str, list[YAlloc]] | None = None
         self.node_free: dict[str, Res] = {}
+        self.usable: list[str] = []
         self.queue_of: dict[str, str] = {}
 
     # -- preconditions (§2.2) ---------------------------------------------------------------
@@ -341,16 +339,26 @@ class Preemptor:
         by_node: dict[str, list[YAlloc]] = {}
         for a in self._all_candidates():
             by_node.setdefault(a.node, []).append(a)
-        free: dict[str, Res] = {}
+        usable: list[str] = []
         for node in self.part.nodes.values():
-            usable = node.schedulable and (node.reserved_for is None or node.reserved_for == self.ask.key) \
-                and fit_in(node.capacity, self.ask.resources)
-            if usable:
-                free[node.id] = node.free
+            if node.schedulable and (node.reserved_for is None or node.reserved_for == self.ask.key) \
+                    and fit_in(node.capacity, self.ask.resources):
+                usable.append(node.id)
             else:
                 by_node.pop(node.id, None)
         self.by_node = {n: _sort_node_candidates(v) for n, v in by_node.items()}
-        self.node_free = free
+        self.usable = usable
+
+    def free_of_node(self, node_id: str) -> Res:
+        """A usable node's free resources, computed on first use (most nodes are never looked at)."""
+        free = self.node_free.get(node_id)
+        if free is None:
+            free = self.node_free[node_id] = self.part.nodes[node_id].free
+        return free
+
+    def all_free(self) -> dict[str, Res]:
+        """Free resources of every usable node, in node order."""
+        return {n: self.free_of_node(n) for n in self.usable}
 
     # -- victims per node (§2.8) --------------------------------------------------------------
 
@@ -462,14 +470,14 @@ class Preemptor:
         assert self.by_node is not None
         ask = self.ask.resources
         if not self.nodes_tried:
-            fitting = [n for n, free in self.node_free.items() if fit_in(free, ask)]
+            fitting = [n for n, free in self.all_free().items() if fit_in(free, ask)]
             if fitting:
                 best = min(fitting)
                 victims_for[best] = []
                 return best, -1
         chosen: tuple[int, str] | None = None
-        for node_id in sorted(self.node_free):
-            idx, lst = self.victims_by_node(self.node_free[node_id], self.by_node.get(node_id, []))
+        for node_id in sorted(self.usable):
+            idx, lst = self.victims_by_node(self.free_of_node(node_id), self.by_node.get(node_id, []))
             if not lst:
                 continue
             if chosen is None or idx < chosen[0]:
@@ -492,9 +500,8 @@ class Preemptor:
                 qs.remove_allocation(v.resources)
                 seen.add(v.key)
         rest = [a for a in self._all_candidates() if a.key not in seen]
-        rest = go_slice_stable(rest, lambda l, r: (l.create_us > r.create_us)
-                               if _additional_score(l) == _additional_score(r)
-                               else _additional_score(l) < _additional_score(r))
+        # a strict weak order (full ties answer "not less"): a keyed stable sort is Go's result
+        rest.sort(key=lambda a: (_additional_score(a), -a.create_us))
         out: list[YAlloc] = []
         for v in rest:
             qs = work.get(self.queue_of.get(v.key, ""))
@@ -535,7 +542,7 @@ class Preemptor:
             chosen = self._least_check(victims_for)
         else:
             checks: list[_Check] = []
-            for node_id, free in self.node_free.items():
+            for node_id, free in self.all_free().items():
                 idx, lst = self.victims_by_node(free, self.by_node.get(node_id, []))
                 if lst is None:
                     continue
@@ -555,7 +562,7 @@ class Preemptor:
         if not victims:
             return PreemptionResult(False)
         ask = self.ask.resources
-        fits = fit_in(self.node_free[node_id], ask)
+        fits = fit_in(self.free_of_node(node_id), ask)
         total: Res = {}
         final: list[YAlloc] = []
         for v in victims:

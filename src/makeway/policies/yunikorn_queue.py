@@ -67,13 +67,21 @@ class StatePartition(Partition):
             hit = self.ycache[k] = (a.seq, YAlloc(*_alloc_fields(self.state, a), False))
         return hit[1]
 
+    def _views(self, keys: Any) -> list[YAlloc]:
+        ycache, allocs, out = self.ycache, self.state.allocations, []
+        for k in keys:
+            hit = ycache.get(k)
+            if hit is None or hit[0] != allocs[k].seq:
+                out.append(self.yalloc(k))
+            else:
+                out.append(hit[1])
+        return [a for a in out if a.tracked]
+
     def leaf_allocs(self, path: str) -> list[YAlloc]:
-        y = self.yalloc
-        return [a for k in self.state.queue_allocs.get(path, ()) if (a := y(k)).tracked]
+        return self._views(self.state.queue_allocs.get(path, ()))
 
     def node_allocs(self, node: str) -> list[YAlloc]:
-        y = self.yalloc
-        return [a for k in self.state.node_allocs.get(node, ()) if (a := y(k)).tracked]
+        return self._views(self.state.node_allocs.get(node, ()))
 
     def cluster_size(self) -> Res:
         return dict(self.state.total_capacity_cached())  # the same sum over the same nodes, kept
