@@ -717,13 +717,16 @@ def _first_fit_node(part: Partition, res: Res, order: list[str]) -> str | None:
 
 def try_allocate(part: Partition, ask: YAsk, now_us: int, budget: list[int], reservations: dict[str, str],
                  oracle: PredicateOracle | None = None, preemption_enabled: bool = True,
-                 node_order: list[str] | None = None, headroom: Res | None = None) -> AllocateResult:
+                 node_order: list[str] | None = None, headroom: Res | None = None,
+                 known_no_fit: bool = False) -> AllocateResult:
     """One scheduling attempt for one ask: reserved node first, headroom, placement, preemption.
 
     ``reservations`` maps ask key -> reserved node and is updated in place (a successful
     preemption reserves the node; an allocation consumes the reservation). Placing the ask itself
     is left to the caller (it returns the node). ``headroom`` overrides the queue headroom the
     partition would compute (the caller may also count user/group limits or promised placements).
+    ``known_no_fit`` says the caller already knows no node it may use fits the ask (the simulator's
+    first-fit index said so), which skips the node scan before preemption.
     """
     order = list(part.nodes) if node_order is None else node_order
     res = ask.resources
@@ -761,10 +764,11 @@ def try_allocate(part: Partition, ask: YAsk, now_us: int, budget: list[int], res
             if victims:
                 return AllocateResult("Reserved", node_id, victims, "required-node-preemption")
         return AllocateResult(None)
-    free_order = [n for n in order if part.nodes[n].reserved_for in (None, ask.key)]
-    node = _first_fit_node(part, res, free_order)
-    if node is not None:
-        return AllocateResult("Allocated", node)
+    if not known_no_fit:
+        free_order = [n for n in order if part.nodes[n].reserved_for in (None, ask.key)]
+        node = _first_fit_node(part, res, free_order)
+        if node is not None:
+            return AllocateResult("Allocated", node)
     if preemption_enabled:
         r = attempt_preemption(part, ask, now_us, budget, headroom, True, oracle)
         if r.ok:

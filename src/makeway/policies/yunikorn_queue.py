@@ -11,6 +11,7 @@ successful preemption reserves the node for the ask; the ask is placed when the 
 from __future__ import annotations
 
 import heapq
+from itertools import islice
 from typing import Any, Mapping
 
 from makeway.core.decisions import Decision, Preempt, Reason, Start
@@ -55,10 +56,11 @@ class StatePartition(Partition):
     """
 
     def __init__(self, state: ClusterState, queues: list[YQueue], nodes: list[YNode],
-                 ycache: dict[str, tuple[int, YAlloc]]):
+                 ycache: dict[str, tuple[int, YAlloc]], leaves: dict[str, tuple[int, int, list[YAlloc]]]):
         super().__init__(queues, nodes, ())
         self.state = state
         self.ycache = ycache
+        self.leaves = leaves
 
     def yalloc(self, k: str) -> YAlloc:
         a = self.state.allocations[k]
@@ -78,7 +80,21 @@ class StatePartition(Partition):
         return [a for a in out if a.tracked]
 
     def leaf_allocs(self, path: str) -> list[YAlloc]:
-        return self._views(self.state.queue_allocs.get(path, ()))
+        """Kept between builds: a leaf's list only grows at its end until one of its allocations
+        ends (which moves the leaf's freed epoch), so only new starts are appended."""
+        keys = self.state.queue_allocs.get(path)
+        if keys is None:
+            return []
+        epoch = self.state.queue_freed_epoch[path]
+        hit = self.leaves.get(path)
+        if hit is not None and hit[0] == epoch and hit[1] <= len(keys):
+            views = hit[2]
+            if hit[1] < len(keys):
+                views = views + self._views(list(islice(reversed(keys), len(keys) - hit[1]))[::-1])
+        else:
+            views = self._views(keys)
+        self.leaves[path] = (epoch, len(keys), views)
+        return views
 
     def node_allocs(self, node: str) -> list[YAlloc]:
         return self._views(self.state.node_allocs.get(node, ()))
@@ -88,7 +104,8 @@ class StatePartition(Partition):
 
 
 def build_state_partition(state: ClusterState, skip: set[str], props: dict[str, QueueProps],
-                          ycache: dict[str, tuple[int, YAlloc]], marked: set[str]) -> StatePartition:
+                          ycache: dict[str, tuple[int, YAlloc]], marked: set[str],
+                          leaves: dict[str, tuple[int, int, list[YAlloc]]]) -> StatePartition:
     """``build_partition(indexed=True)`` with the allocation views kept in ``ycache``.
 
     ``marked`` holds the ids whose cached view had ``preempted`` set by the previous pass; they are
@@ -100,7 +117,9 @@ def build_state_partition(state: ClusterState, skip: set[str], props: dict[str, 
             q = state.queues[name]
             queues.append(YQueue(name, q.parent, _nonzero(q.guaranteed), _nonzero(q.max), dict(state.queue_usage[name]),
                                  {}, props[name], q.is_leaf))
-    nodes = [YNode(n.name, dict(n.capacity), dict(state.node_used[n.name]), n.schedulable) for n in state.nodes.values()]
+    # node usage dicts are shared, not copied: a pass replaces a node's ``used``, never edits it
+    used = state.node_used
+    nodes = [YNode(n.name, n.capacity, used[n.name], n.schedulable) for n in state.nodes.values()]
     if len(ycache) > 2 * len(state.allocations) + 64:
         for k in [k for k in ycache if k not in state.allocations]:
             del ycache[k]
@@ -109,7 +128,7 @@ def build_state_partition(state: ClusterState, skip: set[str], props: dict[str, 
         if hit is not None:
             hit[1].preempted = False
     marked.clear()
-    part = StatePartition(state, queues, nodes, ycache)
+    part = StatePartition(state, queues, nodes, ycache, leaves)
     for a in state.allocations.values():
         if a.preempting or a.id in skip:
             y = part.yalloc(a.id)
@@ -208,6 +227,7 @@ class YuniKornModel(PreemptionModel):
         self._xmark: int | None = None
         self._ycache: dict[str, tuple[int, YAlloc]] = {}
         self._ymarked: set[str] = set()
+        self._leaves: dict[str, tuple[int, int, list[YAlloc]]] = {}
         self._names: list[str] = []
 
     def bind(self, state: ClusterState) -> None:
@@ -426,7 +446,7 @@ class _FastPass:
     def ensure_part(self) -> Partition:
         if self.part is None:
             m, state = self.m, self.state
-            part = build_state_partition(state, self.taken, m._props, m._ycache, m._ymarked)
+            part = build_state_partition(state, self.taken, m._props, m._ycache, m._ymarked, m._leaves)
             for ask_key, node in m.reservations.items():
                 if node in part.nodes:
                     part.nodes[node].reserved_for = ask_key
@@ -637,7 +657,10 @@ class _FastPass:
         ask = m._ask(state, tid)
         budget = self.budgets.setdefault(ask.queue, [MAX_PREEMPTION_ATTEMPTS])
         before = set(m.reservations)
-        r = try_allocate(part, ask, self.now_us, budget, m.reservations, None, m.preemption_enabled)
+        # an unpinned ask without a reservation reaches here only after the first-fit index (or its
+        # cached verdict for this version) found no unreserved node, the scan try_allocate would redo
+        r = try_allocate(part, ask, self.now_us, budget, m.reservations, None, m.preemption_enabled,
+                         known_no_fit=not pinned and tid not in m.reservations)
         if before - set(m.reservations):
             m._resv_released += 1
         self.rmap = {n: a for a, n in m.reservations.items()}
