@@ -322,6 +322,9 @@ class Preemptor:
         work = self._dup()
         aq = work[self.ask.queue]
         aq.add_allocation(self.ask.resources)
+        fixed = self._ask_remaining_fixed(work, aq)
+        if fixed is not None:
+            return fixed
         for path in list(work):
             s = work[path]
             for a in s.victims:
@@ -330,6 +333,31 @@ class Preemptor:
                 if r is not None and ask_queue_under(self.ask.resources, r):
                     return True
         return False
+
+    def _ask_remaining_fixed(self, work: dict[str, Snap], aq: Snap) -> bool | None:
+        """The loop of ``check_queue_guarantees`` in closed form, when removing victims cannot move
+        the ask queue's remaining guarantee: no ancestor of the ask queue has a guarantee (so each
+        of them answers None whatever its usage) and no victim sits in the ask queue's subtree.
+        Then every step of the loop sees the same value, and the answer is whether there is a step
+        at all and that value passes. None when the shortcut does not apply."""
+        p = aq.parent
+        while p is not None:
+            if not is_empty(p.guaranteed):
+                return None
+            p = p.parent
+        any_victim = False
+        for s in work.values():
+            if s.victims:
+                any_victim = True
+                q: Snap | None = s
+                while q is not None:
+                    if q is aq:
+                        return None
+                    q = q.parent
+        if not any_victim:
+            return False
+        r = aq.remaining_guaranteed()
+        return r is not None and ask_queue_under(self.ask.resources, r)
 
     # -- node working state (§2.7) ------------------------------------------------------------
 
