@@ -215,15 +215,28 @@ def _leaf_candidates(part: Partition, ask: YAsk, path: str, t: int, fenced: bool
     allocs = part.leaf_allocs(path)
     if not allocs or probe.within_guarantee():
         return []
-    out = []
-    for a in allocs:
-        if not match_any(a.resources, ask.resources):
-            continue
-        if a.required_node or a.released or a.preempted:
-            continue
-        if fenced or a.priority <= t:
-            out.append(a)
-    return out
+    memo: dict | None = getattr(part, "cand_memo", None)
+    if memo is None:
+        out = []
+        for a in allocs:
+            if not match_any(a.resources, ask.resources):
+                continue
+            if a.required_node or a.released or a.preempted:
+                continue
+            if fenced or a.priority <= t:
+                out.append(a)
+        return out
+    # a partition whose allocation views never change but for ``preempted`` (the simulator's) keeps
+    # the rest of the filter per leaf list; the same leaf list object means the same allocations
+    key = (tuple(ask.resources), t, fenced)
+    hit = memo.get(path)
+    if hit is not None and hit[0] is allocs and hit[1] == key:
+        static = hit[2]
+    else:
+        static = [a for a in allocs if match_any(a.resources, ask.resources) and not a.required_node
+                  and not a.released and (fenced or a.priority <= t)]
+        memo[path] = (allocs, key, static)
+    return [a for a in static if not a.preempted]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -258,6 +271,26 @@ def _sort_node_candidates(allocs: list[YAlloc]) -> list[YAlloc]:
     return sorted(allocs, key=lambda a: (not a.allow_preemption, a.originator, -a.create_us))
 
 
+class _SortedOnUse:
+    """Candidates per node, each node's list sorted the first time it is asked for: the node
+    search usually stops long before it has looked at every node."""
+
+    __slots__ = ("raw", "done")
+
+    def __init__(self, raw: dict[str, list[YAlloc]]):
+        self.raw = raw
+        self.done: dict[str, list[YAlloc]] = {}
+
+    def get(self, node: str, default: list[YAlloc] | None = None) -> list[YAlloc] | None:
+        out = self.done.get(node)
+        if out is None:
+            raw = self.raw.get(node)
+            if raw is None:
+                return default
+            out = self.done[node] = _sort_node_candidates(raw)
+        return out
+
+
 def _additional_score(a: YAlloc) -> int:
     return (1 if a.originator else 0) + (2 if not a.allow_preemption else 0)
 
@@ -274,7 +307,7 @@ class Preemptor:
         self.oracle = oracle
         self.link_root = link_root
         self._search: VictimSearch | None = None
-        self.by_node: dict[str, list[YAlloc]] | None = None
+        self.by_node: _SortedOnUse | None = None
         self.node_free: dict[str, Res] = {}
         self.usable: list[str] = []
         self.queue_of: dict[str, str] = {}
@@ -374,7 +407,7 @@ class Preemptor:
                 usable.append(node.id)
             else:
                 by_node.pop(node.id, None)
-        self.by_node = {n: _sort_node_candidates(v) for n, v in by_node.items()}
+        self.by_node = _SortedOnUse(by_node)
         self.usable = usable
 
     def free_of_node(self, node_id: str) -> Res:

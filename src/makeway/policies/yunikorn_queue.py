@@ -56,11 +56,13 @@ class StatePartition(Partition):
     """
 
     def __init__(self, state: ClusterState, queues: list[YQueue], nodes: list[YNode],
-                 ycache: dict[str, tuple[int, YAlloc]], leaves: dict[str, tuple[int, int, list[YAlloc]]]):
+                 ycache: dict[str, tuple[int, YAlloc]], leaves: dict[str, tuple[int, int, list[YAlloc]]],
+                 cand_memo: dict[str, tuple]):
         super().__init__(queues, nodes, ())
         self.state = state
         self.ycache = ycache
         self.leaves = leaves
+        self.cand_memo = cand_memo
 
     def yalloc(self, k: str) -> YAlloc:
         a = self.state.allocations[k]
@@ -105,7 +107,8 @@ class StatePartition(Partition):
 
 def build_state_partition(state: ClusterState, skip: set[str], props: dict[str, QueueProps],
                           ycache: dict[str, tuple[int, YAlloc]], marked: set[str],
-                          leaves: dict[str, tuple[int, int, list[YAlloc]]]) -> StatePartition:
+                          leaves: dict[str, tuple[int, int, list[YAlloc]]],
+                          cand_memo: dict[str, tuple]) -> StatePartition:
     """``build_partition(indexed=True)`` with the allocation views kept in ``ycache``.
 
     ``marked`` holds the ids whose cached view had ``preempted`` set by the previous pass; they are
@@ -128,7 +131,7 @@ def build_state_partition(state: ClusterState, skip: set[str], props: dict[str, 
         if hit is not None:
             hit[1].preempted = False
     marked.clear()
-    part = StatePartition(state, queues, nodes, ycache, leaves)
+    part = StatePartition(state, queues, nodes, ycache, leaves, cand_memo)
     for a in state.allocations.values():
         if a.preempting or a.id in skip:
             y = part.yalloc(a.id)
@@ -228,6 +231,7 @@ class YuniKornModel(PreemptionModel):
         self._ycache: dict[str, tuple[int, YAlloc]] = {}
         self._ymarked: set[str] = set()
         self._leaves: dict[str, tuple[int, int, list[YAlloc]]] = {}
+        self._cands: dict[str, tuple] = {}
         self._names: list[str] = []
 
     def bind(self, state: ClusterState) -> None:
@@ -446,7 +450,7 @@ class _FastPass:
     def ensure_part(self) -> Partition:
         if self.part is None:
             m, state = self.m, self.state
-            part = build_state_partition(state, self.taken, m._props, m._ycache, m._ymarked, m._leaves)
+            part = build_state_partition(state, self.taken, m._props, m._ycache, m._ymarked, m._leaves, m._cands)
             for ask_key, node in m.reservations.items():
                 if node in part.nodes:
                     part.nodes[node].reserved_for = ask_key
