@@ -108,7 +108,7 @@ class StatePartition(Partition):
 def build_state_partition(state: ClusterState, skip: set[str], props: dict[str, QueueProps],
                           ycache: dict[str, tuple[int, YAlloc]], marked: set[str],
                           leaves: dict[str, tuple[int, int, list[YAlloc]]],
-                          cand_memo: dict[str, tuple]) -> StatePartition:
+                          cand_memo: dict[str, tuple], ynodes: dict[str, YNode]) -> StatePartition:
     """``build_partition(indexed=True)`` with the allocation views kept in ``ycache``.
 
     ``marked`` holds the ids whose cached view had ``preempted`` set by the previous pass; they are
@@ -120,9 +120,15 @@ def build_state_partition(state: ClusterState, skip: set[str], props: dict[str, 
             q = state.queues[name]
             queues.append(YQueue(name, q.parent, _nonzero(q.guaranteed), _nonzero(q.max), dict(state.queue_usage[name]),
                                  {}, props[name], q.is_leaf))
-    # node usage dicts are shared, not copied: a pass replaces a node's ``used``, never edits it
+    # node views are kept and reset; usage dicts are shared, not copied: a pass replaces a node's
+    # ``used``, never edits it
     used = state.node_used
-    nodes = [YNode(n.name, n.capacity, used[n.name], n.schedulable) for n in state.nodes.values()]
+    if len(ynodes) != len(state.nodes):
+        ynodes.clear()
+        ynodes.update((n.name, YNode(n.name, n.capacity)) for n in state.nodes.values())
+    for n in state.nodes.values():
+        y = ynodes[n.name]
+        y.used, y.schedulable, y.reserved_for = used[n.name], n.schedulable, None
     if len(ycache) > 2 * len(state.allocations) + 64:
         for k in [k for k in ycache if k not in state.allocations]:
             del ycache[k]
@@ -131,7 +137,8 @@ def build_state_partition(state: ClusterState, skip: set[str], props: dict[str, 
         if hit is not None:
             hit[1].preempted = False
     marked.clear()
-    part = StatePartition(state, queues, nodes, ycache, leaves, cand_memo)
+    part = StatePartition(state, queues, (), ycache, leaves, cand_memo)
+    part.nodes = ynodes
     for a in state.allocations.values():
         if a.preempting or a.id in skip:
             y = part.yalloc(a.id)
@@ -232,6 +239,7 @@ class YuniKornModel(PreemptionModel):
         self._ymarked: set[str] = set()
         self._leaves: dict[str, tuple[int, int, list[YAlloc]]] = {}
         self._cands: dict[str, tuple] = {}
+        self._ynodes: dict[str, YNode] = {}
         self._names: list[str] = []
 
     def bind(self, state: ClusterState) -> None:
@@ -450,7 +458,8 @@ class _FastPass:
     def ensure_part(self) -> Partition:
         if self.part is None:
             m, state = self.m, self.state
-            part = build_state_partition(state, self.taken, m._props, m._ycache, m._ymarked, m._leaves, m._cands)
+            part = build_state_partition(state, self.taken, m._props, m._ycache, m._ymarked, m._leaves, m._cands,
+                                         m._ynodes)
             for ask_key, node in m.reservations.items():
                 if node in part.nodes:
                     part.nodes[node].reserved_for = ask_key
