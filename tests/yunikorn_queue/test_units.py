@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from makeway.policies.yunikorn_common import (DEFAULT_PREEMPTION_DELAY_US, Partition, YAlloc, YAsk, YNode, YQueue,
                                               go_slice_stable, parse_go_duration_us, resolve_props)
-from makeway.policies.yunikorn_preemptor import (DOES_NOT_GUARANTEE, SHORTFALL, Preemptor, find_victims,
+from makeway.policies.yunikorn_preemptor import (DOES_NOT_GUARANTEE, SHORTFALL, Preemptor, _Check, find_victims,
                                                  required_node_preemption)
 
 
@@ -137,3 +137,39 @@ def test_required_node_preemption_takes_until_ask_covered_and_runs_once():
     assert [v.key for v in victims] == ["b3", "b2"]
     assert part.queues["root.b"].preempting == {"cpu": 4}
     assert required_node_preemption(part, ask) is None
+
+
+_node_names = [f"n{i}" for i in (1, 2, 10, 11, 3, 20)]  # name order differs from node order
+
+
+@given(st.lists(st.tuples(st.sampled_from(["root.a", "root.b", "root.c"]), st.integers(0, 5), st.integers(1, 2),
+                          st.integers(0, 3)), max_size=30),
+       st.integers(1, 4), st.sampled_from(["root.a", "root.b"]), st.booleans(), st.integers(4, 12), st.integers(2, 5))
+def test_node_search_and_guarantee_shortcut_match_full_enumeration(allocs, ask_cpu, ask_q, tried, guar, cap):
+    queues = [("root", None, None), ("root.a", {"cpu": guar}, None), ("root.b", {"cpu": 4}, None),
+              ("root.c", {"cpu": 2}, None)]
+    ys = [_alloc(f"x{i}", q, _node_names[n], c, t=t) for i, (q, n, c, t) in enumerate(allocs)]
+    part = _part(queues, ys, [(n, {"cpu": cap}) for n in _node_names])
+    ask = YAsk("ask", "app-x", ask_q, {"cpu": ask_cpu})
+    p = Preemptor(part, ask, nodes_tried=tried)
+    # the guarantee check: closed form (root has no guarantee) against the victim-by-victim loop
+    fast = p.check_queue_guarantees()
+    p._ask_remaining_fixed = lambda work, aq: None  # type: ignore[method-assign]
+    assert fast == p.check_queue_guarantees()
+    p.init_working_state()
+    checks = []
+    for node_id, free in p.all_free().items():
+        idx, lst = p.victims_by_node(free, p.by_node.get(node_id, []))
+        if lst is None or (tried and not lst):
+            continue
+        checks.append(_Check(node_id, idx, lst))
+    assert p._least_check({}) == p.choose_node(checks)
+
+
+def test_node_search_picks_least_name_not_first_in_node_order():
+    queues = [("root", None, None), ("root.a", {"cpu": 4}, None), ("root.b", {"cpu": 2}, None)]
+    ys = [_alloc("a1", "root.a", "n1", 2)]  # n1 full with the ask queue's own work: no victims there
+    ys += [_alloc(f"b-{n}", "root.b", n, 2, t=i) for i, n in enumerate(["n2", "n10", "n3"])]
+    part = _part(queues, ys, [(n, {"cpu": 2}) for n in ["n1", "n2", "n10", "n3"]])
+    r = Preemptor(part, YAsk("ask", "app-x", "root.a", {"cpu": 2}), nodes_tried=True).try_preemption()
+    assert r.ok and r.node == "n10" and [v.key for v in r.victims] == ["b-n10"]
