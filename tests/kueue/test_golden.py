@@ -122,3 +122,18 @@ def test_random_classic_golden():
 def test_grace_period_golden():
     assert digest(run_random(True, seed=4, grace=1.5)) == GOLDEN["grace_fair"]
     assert digest(run_random(False, seed=4, grace=1.5)) == GOLDEN["grace_classic"]
+
+
+class FullEvaluation(Recording):
+    """Every head evaluated: no twin's no-op outcome is reused (the ground truth for the memo)."""
+
+    def _known_noop(self, state, cq, wl_id):
+        return None
+
+
+@pytest.mark.parametrize("fair,seed", [(False, 3), (False, 5)])
+def test_noop_memo_decides_as_full_evaluation(fair, seed):
+    """Heads are skipped when a twin decided nothing under the same stamps; a deep backlog of mixed
+    pod shapes (2 pods x 1 cpu and 1 pod x 2 cpu are equal quota, not equal placement) must still
+    decide exactly as evaluating every head."""
+    assert run_random(fair, seed=seed, n=300) == run_random(fair, seed=seed, n=300, cls=FullEvaluation)

@@ -327,7 +327,8 @@ class KueueModel(PreemptionModel):
 
     def _head_key(self, state: ClusterState, cq: QNode, wl_id: str) -> tuple:
         """Everything ``_process`` reads of a head besides the tree, the node promises and the
-        victims: its queue, pod-set shape, priority and (only where the policy compares it) age."""
+        victims: its queue, pod-set totals (quota), pods (placement), priority and (only where the
+        policy compares it) age."""
         key = self._hkeys.get(wl_id)
         if key is not None and key[0] == cq.name:
             return key
@@ -336,7 +337,9 @@ class KueueModel(PreemptionModel):
             shape = tuple(tuple(sorted(ps.items())) for ps in self._pod_sets(state, wl_id))
             self._shapes[wl_id] = shape
         wl = state.workloads[wl_id]
-        key = (cq.name, shape, self.priority(wl),
+        # node placement reads pods, not totals: 2 pods of 1 cpu and 1 pod of 2 cpu are not twins
+        pods = tuple((g.count, tuple(sorted(g.resources.items()))) for g in wl.groups)
+        key = (cq.name, shape, pods, self.priority(wl),
                wl.submit if cq.policy.within_cluster_queue == "LowerOrNewerEqualPriority" else None)
         self._hkeys[wl_id] = key
         return key
@@ -384,6 +387,13 @@ class KueueModel(PreemptionModel):
 
     def _process(self, state: ClusterState, tree: QuotaTree, h: _Head, now: float, decisions: list[Decision],
                  promised: dict[str, Res], victims: set[str]) -> None:
+        # A twin's no-op outcome is valid at this very moment (the memo's stamps say nothing it reads
+        # changed), so the head would decide nothing: park it as the twin was parked, unevaluated.
+        known = self._known_noop(state, h.cq, h.wl)
+        if known is not None:
+            if known:
+                self._parked.add(h.wl)
+            return
         root = h.cq.root().name
         before = (len(decisions), self._version.get(root, 0), self._gversion, h.wl in self._waiting)
         self._probed_nodes = False
