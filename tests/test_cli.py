@@ -63,7 +63,7 @@ def test_bad_trace_line_is_named(tmp_path):
     where = "quickstart-trace.jsonl:3: tasks.0.resources.cpu: 'lots' is not a quantity"
     lenient = run("simulate", str(tmp_path / "quickstart.yaml"))
     assert lenient.returncode == 0  # skipped with a line-numbered warning and a count
-    assert where in lenient.stderr and "1 unreadable records skipped" in lenient.stderr
+    assert where in lenient.stderr and "1 unreadable record skipped" in lenient.stderr
     assert "jobs finished" in lenient.stdout and "4 of 4" in lenient.stdout
     strict = run("simulate", str(tmp_path / "quickstart.yaml"), "--strict")
     assert strict.returncode == 2 and where in strict.stderr and "Traceback" not in strict.stderr
@@ -83,3 +83,41 @@ def test_conformance_unknown_model_fails(tmp_path):
     p = run("conformance", str(tmp_path))
     assert p.returncode == 1
     assert "unknown model 'borg'" in p.stdout and p.stdout.strip().endswith("0 passed, 1 failed")
+
+
+@pytest.mark.parametrize("skipped, text", [
+    (0, None),
+    (1, "warning: 1 unreadable record skipped (use --strict to stop at the first)"),
+    (5, "warning: 5 unreadable records skipped (use --strict to stop at the first)"),
+])
+def test_skipped_count_is_singular_or_plural(capsys, skipped, text):
+    from makeway.cli import _warn_stats
+    from makeway.sim.importers import ImportStats
+
+    _warn_stats(ImportStats(skipped=skipped), strict=False)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ([text] if text else [])
+
+
+@pytest.mark.parametrize("too_big, warning", [
+    ([], None),
+    (["huge"], "warning: 1 workload can never start: a task asks for more than any node has "
+               "(first: huge asks memory 40Gi, largest node has 32Gi)"),
+    (["huge", "wide"], "warning: 2 workloads can never start: a task asks for more than any node has "
+                       "(first: huge asks memory 40Gi, largest node has 32Gi)"),
+])
+def test_unplaceable_workloads_are_warned_about(tmp_path, too_big, warning):
+    shutil.copy(EXAMPLES / "quickstart.yaml", tmp_path)
+    lines = (EXAMPLES / "quickstart-trace.jsonl").read_text().splitlines()
+    extra = {"huge": {"cpu": 1, "memory": "40Gi"}, "wide": {"cpu": 9}}
+    for i, wl in enumerate(too_big):
+        lines.append(json.dumps({"id": wl, "queue": "batch", "submit": 100 + i, "duration": 10,
+                                 "tasks": [{"count": 1, "resources": extra[wl]}]}))
+    (tmp_path / "quickstart-trace.jsonl").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "r.json"
+    p = run("simulate", str(tmp_path / "quickstart.yaml"), "--out", str(out), "--quiet")
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.strip().splitlines() == ([warning] if warning else [])
+    summary = json.loads(out.read_text())["summary"]
+    assert summary["unplaceable"] == len(too_big)
+    assert summary["jobs_finished"] == summary["jobs_submitted"] - len(too_big)

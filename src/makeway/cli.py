@@ -42,6 +42,10 @@ def conformance(paths: List[Path] = typer.Argument(..., help="case files or fold
     raise typer.Exit(1 if failed else 0)
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _warn_stats(stats, strict: bool) -> None:
     """Import problems go to stderr: the first few lines, then the count."""
     for w in stats.warnings[:10]:
@@ -49,7 +53,20 @@ def _warn_stats(stats, strict: bool) -> None:
     if stats.warning_count > 10:
         typer.echo(f"warning: ... {stats.warning_count - 10} more", err=True)
     if stats.skipped:
-        typer.echo(f"warning: {stats.skipped} unreadable records skipped (use --strict to stop at the first)", err=True)
+        typer.echo(f"warning: {_count(stats.skipped, 'unreadable record')} skipped "
+                   "(use --strict to stop at the first)", err=True)
+
+
+def _warn_unplaceable(rec) -> None:
+    """Workloads bigger than every node would otherwise hide among the unfinished ones."""
+    if not rec.unplaceable:
+        return
+    from makeway.core.resources import format_quantity
+
+    wl_id, res, asked, largest = rec.first_unplaceable
+    has = f"largest node has {format_quantity(largest)}" if largest else f"no node has {res}"
+    typer.echo(f"warning: {_count(rec.unplaceable, 'workload')} can never start: a task asks for more than "
+               f"any node has (first: {wl_id} asks {res} {format_quantity(asked)}, {has})", err=True)
 
 
 class _Progress:
@@ -196,6 +213,7 @@ def run_simulation(cfg, tpath: Optional[Path], trace_format: Optional[str], *, s
             sim.stream_workloads(_with_changes(items, sim, changes))
         rec = sim.run()
     _warn_stats(stats, strict)
+    _warn_unplaceable(rec)
     return rec
 
 

@@ -6,6 +6,7 @@ the exact line it broke.
 
 from __future__ import annotations
 
+import ast
 import gzip
 import json
 import shutil
@@ -13,9 +14,11 @@ from pathlib import Path
 
 import pytest
 
+import makeway.sim.importers as importers_package
 from makeway.config import parse_config
 from makeway.errors import TraceError
 from makeway.sim.importers import ImportStats, cluster_from_trace, detect_format, read_trace
+from makeway.sim.importers._common import wrong_width
 from makeway.sim.importers.philly import gang
 from makeway.sim.trace import parse_record
 
@@ -26,6 +29,7 @@ LCG = DATA / "swf" / "LCG-excerpt.swf"
 GOOGLE = DATA / "google2011"
 PHILLY = DATA / "philly" / "philly.csv"
 ALIBABA = DATA / "alibaba" / "openb_pod_list_default.csv"
+IMPORTERS = Path(importers_package.__file__).parent
 
 
 def records(path, fmt=None, **kw):
@@ -283,6 +287,78 @@ def test_alibaba_bad_qos_strict(tmp_path):
     assert len(recs) == 119 and "unknown qos 'VIP'" in stats.warnings[0] and stats.warnings[0].startswith(f"{bad}:3:")
     with pytest.raises(TraceError, match=":3: pod openb-pod-0001: unknown qos"):
         list(read_trace(bad, strict=True))
+
+
+@pytest.mark.parametrize("column, value, message", [
+    (1, "x12", "column cpu_milli: 'x12' is not a number"),
+    (2, "1.5", "column memory_mib: '1.5' is not a whole number"),
+    (4, "", "column gpu_milli: '' is not a number"),
+    (9, "soon", "column deletion_time: 'soon' is not a number"),
+    (10, "n/a", "column scheduled_time: 'n/a' is not a number"),
+])
+def test_alibaba_bad_number_names_column_and_value(tmp_path, column, value, message):
+    bad = tmp_path / "pods.csv"
+    lines = ALIBABA.read_text().splitlines()
+    cols = lines[4].split(",")
+    cols[column] = value
+    lines[4] = ",".join(cols)
+    bad.write_text("\n".join(lines) + "\n")
+    recs, stats = records(bad)
+    assert len(recs) == 119 and stats.warnings == [f"{bad}:5: {message}"]
+    with pytest.raises(TraceError, match=f":5: {message}"):
+        list(read_trace(bad, strict=True))
+
+
+# -- row width, shared by the CSV importers ------------------------------------------------------
+
+@pytest.mark.parametrize("source, fmt, line, change, message", [
+    (PHILLY, "philly", 3, lambda s: s + ",extra", "expected 5 columns, got 6 (extra columns?)"),
+    (PHILLY, "philly", 3, lambda s: s.rsplit(",", 1)[0], "expected 5 columns, got 4 (truncated line?)"),
+    (ALIBABA, "alibaba", 3, lambda s: s + ",x,y", "expected 11 columns, got 13 (extra columns?)"),
+    (ALIBABA, "alibaba", 3, lambda s: s.rsplit(",", 1)[0], "expected 11 columns, got 10 (truncated line?)"),
+])
+def test_row_width_hint_matches_direction(tmp_path, source, fmt, line, change, message):
+    bad = tmp_path / source.name
+    lines = source.read_text().splitlines()
+    lines[line - 1] = change(lines[line - 1])
+    bad.write_text("\n".join(lines) + "\n")
+    _, stats = records(bad, fmt)
+    assert stats.warnings == [f"{bad}:{line}: {message}"]
+
+
+@pytest.mark.parametrize("expected, got, unit, message", [
+    (18, 9, "fields", "expected 18 fields, got 9 (truncated line?)"),
+    (18, 20, "fields", "expected 18 fields, got 20 (extra fields?)"),
+    (13, 1, "columns", "expected 13 columns, got 1 (truncated line?)"),
+    (5, 6, "columns", "expected 5 columns, got 6 (extra columns?)"),
+])
+def test_wrong_width_message(expected, got, unit, message):
+    assert wrong_width(expected, got, unit) == message
+
+
+def _unreachable(path):
+    """Statements after a return/raise/continue/break in the same block."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(node, name, None)
+            if not isinstance(block, list):
+                continue
+            for stmt, after in zip(block, block[1:]):
+                if isinstance(stmt, (ast.Return, ast.Raise, ast.Continue, ast.Break)):
+                    found.append(after.lineno)
+    return found
+
+
+@pytest.mark.parametrize("path", sorted(IMPORTERS.glob("*.py")), ids=lambda p: p.name)
+def test_importers_have_no_unreachable_code(path):
+    assert _unreachable(path) == []
+
+
+def test_unreachable_check_sees_dead_code(tmp_path):
+    p = tmp_path / "x.py"
+    p.write_text("def f():\n    return 1\n    x = 2\n")
+    assert _unreachable(p) == [3]
 
 
 # -- makeway JSONL -----------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from typing import Any
 
 from makeway.core.decisions import Note, Reason
 from makeway.core.model import Allocation, Workload
-from makeway.core.resources import Res, add_into
+from makeway.core.resources import Number, Res, add_into
 from makeway.core.state import ClusterState
 
 RESULTS_SCHEMA = "makeway.results/1"
@@ -64,6 +64,13 @@ class Recorder:
         self.wasted: Res = {}
         self.preemptions = 0
         self.finished_in_grace = 0
+        self.largest_node: Res = {}
+        for node in state.nodes.values():
+            for k, v in node.capacity.items():
+                if v > self.largest_node.get(k, 0):
+                    self.largest_node[k] = v
+        self.unplaceable = 0
+        self.first_unplaceable: tuple[str, str, Number, Number] | None = None
 
     # -- feed ----------------------------------------------------------------------------------
 
@@ -126,6 +133,27 @@ class Recorder:
             self.first_t = now
         self.submit_t[wl.id] = now
         self.pending_tasks[wl.queue] += wl.task_count
+        too_big = self.beyond_every_node(wl)
+        if too_big is not None:
+            self.unplaceable += 1
+            if self.first_unplaceable is None:
+                self.first_unplaceable = (wl.id, *too_big)
+
+    def beyond_every_node(self, wl: Workload) -> tuple[str, Number, Number] | None:
+        """(resource, asked, largest node's) for a task bigger than every node, else None.
+
+        Such a workload stays pending for ever; saying so up front spares users a hunt through
+        unfinished jobs. Per-resource maxima make this one cheap pass; a task that fits each maximum
+        but no single node is not caught.
+        """
+        largest = self.largest_node
+        for grp in wl.groups:
+            if grp.count <= 0:
+                continue
+            for k, v in grp.resources.items():
+                if v > largest.get(k, 0) + 1e-9:
+                    return k, v, largest.get(k, 0)
+        return None
 
     def start(self, alloc: Allocation, now: float) -> None:
         add_into(self.used, alloc.resources)
@@ -275,6 +303,7 @@ class Recorder:
             "jobs_submitted": len(self.submit_t),
             "jobs_finished": len(self.finish_t),
             "jobs_unfinished": len(self.submit_t) - len(self.finish_t),
+            "unplaceable": self.unplaceable,
             "makespan_s": makespan,
             "wait_mean_s": sum(waits) / len(waits) if waits else 0.0,
             "wait_p50_s": percentile(waits, 50),

@@ -96,6 +96,13 @@ def numbered_lines(path: Path, rep: Reporter | None = None) -> Iterator[tuple[in
             rep.bad(lineno + 1, message)
 
 
+def wrong_width(expected: int, got: int, unit: str = "columns") -> str:
+    """The problem with a row of the wrong width; the hint differs because a short row is usually a
+    cut-off last line and a long one a stray separator."""
+    hint = "truncated line?" if got < expected else f"extra {unit}?"
+    return f"expected {expected} {unit}, got {got} ({hint})"
+
+
 def quiet(path: Path | str) -> Reporter:
     """A lenient reporter whose findings are thrown away (first passes that only peek)."""
     return Reporter(path, False, ImportStats())

@@ -26,7 +26,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from makeway.sim.importers._common import ImportStats, Reporter, numbered_lines, num, workload
+from makeway.sim.importers._common import ImportStats, Reporter, numbered_lines, num, workload, wrong_width
 
 POD_HEADER = ["name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "qos", "pod_phase",
               "creation_time", "deletion_time", "scheduled_time"]
@@ -47,14 +47,14 @@ def _rows(path: Path, rep: Reporter) -> Iterator[Row]:
             continue
         c = line.split(",")
         if len(c) != len(POD_HEADER):
-            rep.bad(lineno, f"expected {len(POD_HEADER)} columns, got {len(c)} (truncated line?)")
+            rep.bad(lineno, wrong_width(len(POD_HEADER), len(c)))
             continue
         try:
             cpu, mem, ngpu, gmilli = int(c[1]), int(c[2]), int(c[3]), int(c[4])
             created, deleted = float(c[8]), float(c[9])
             sched = float(c[10]) if c[10] else None
         except ValueError:
-            rep.bad(lineno, "a numeric column (cpu_milli, memory_mib, num_gpu, gpu_milli, times) is not a number")
+            rep.bad(lineno, _bad_number(c))
             continue
         if min(cpu, mem, ngpu, gmilli) < 0 or created < 0 or deleted < (sched if sched is not None else created):
             rep.bad(lineno, f"pod {c[0]}: negative request or deletion before creation/scheduling")
@@ -63,6 +63,28 @@ def _rows(path: Path, rep: Reporter) -> Iterator[Row]:
             rep.bad(lineno, f"pod {c[0]}: unknown qos {c[6]!r} (known: {', '.join(QOS_PRIORITY)})")
             continue
         yield created, lineno, c[0], cpu, mem, ngpu, gmilli, c[6], c[7], deleted, sched
+
+
+_WHOLE = (1, 2, 3, 4)  # cpu_milli, memory_mib, num_gpu, gpu_milli
+_TIMES = (8, 9, 10)  # creation, deletion, scheduled (may be empty)
+
+
+def _bad_number(c: list[str]) -> str:
+    """Which numeric column of a row failed to parse, and with what, so the user can find it."""
+    for i in _WHOLE + _TIMES:
+        value = c[i]
+        if i == 10 and not value:
+            continue
+        try:
+            float(value)
+        except ValueError:
+            return f"column {POD_HEADER[i]}: {value!r} is not a number"
+        if i in _WHOLE:
+            try:
+                int(value)
+            except ValueError:
+                return f"column {POD_HEADER[i]}: {value!r} is not a whole number"
+    return "a numeric column is not a number"
 
 
 def read(path: Path, *, strict: bool = False, stats: ImportStats | None = None) -> Iterator[dict[str, Any]]:

@@ -39,7 +39,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator
 
-from makeway.sim.importers._common import ImportStats, Reporter, num, numbered_lines, workload
+from makeway.sim.importers._common import ImportStats, Reporter, num, numbered_lines, workload, wrong_width
 
 SUBMIT, SCHEDULE, EVICT, FAIL, FINISH, KILL, LOST, UPDATE_PENDING, UPDATE_RUNNING = range(9)
 ENDS = {FAIL: "FAIL", FINISH: "FINISH", KILL: "KILL", LOST: "LOST"}
@@ -89,7 +89,6 @@ class _Open:
     @property
     def id(self) -> str:
         return f"{self.job}.{self.index}" + (f".{self.attempt}" if self.attempt else "")
-        self.lineno = lineno
 
 
 def read(path: Path, *, strict: bool = False, stats: ImportStats | None = None, queue_by: str = "band",
@@ -139,7 +138,7 @@ def read(path: Path, *, strict: bool = False, stats: ImportStats | None = None, 
                 continue
             cols = line.split(",")
             if len(cols) < 13:
-                rep.bad(lineno, f"expected 13 columns, got {len(cols)} (truncated line?)")
+                rep.bad(lineno, wrong_width(13, len(cols)))
                 continue
             try:
                 t = int(cols[0])

@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
-from makeway.sim.importers._common import ImportStats, Reporter, numbered_lines, open_text, workload
+from makeway.sim.importers._common import ImportStats, Reporter, numbered_lines, open_text, workload, wrong_width
 
 GPUS_PER_NODE = 8
 HEADER = ["timestamp", "duration", "num_gpus", "gpu_time", "cluster"]
@@ -45,7 +45,7 @@ def _rows(path: Path, rep: Reporter) -> Iterator[tuple[float, int, float, int, s
             continue
         cols = line.split(",")
         if len(cols) != len(HEADER):
-            rep.bad(lineno, f"expected {len(HEADER)} columns, got {len(cols)} (truncated line?)")
+            rep.bad(lineno, wrong_width(len(HEADER), len(cols)))
             continue
         try:
             ts = datetime.strptime(cols[0], "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc).timestamp()

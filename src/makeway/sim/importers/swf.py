@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from makeway.sim.importers._common import ImportStats, Reporter, numbered_lines, quiet, workload
+from makeway.sim.importers._common import ImportStats, Reporter, numbered_lines, quiet, workload, wrong_width
 
 FIELDS = 18
 QUEUE_BY = ("auto", "user", "group")
@@ -94,7 +94,7 @@ Row = tuple[float, int, int, float, float, int, float, int, int, int, int, int]
 def _parse(lineno: int, line: str, rep: Reporter) -> Row | None:
     parts = line.split()
     if len(parts) < FIELDS:
-        rep.bad(lineno, f"expected {FIELDS} fields, got {len(parts)} (truncated line?)")
+        rep.bad(lineno, wrong_width(FIELDS, len(parts), "fields"))
         return None
     if len(parts) > FIELDS:
         rep.note(lineno, f"{len(parts)} fields, using the first {FIELDS}")
