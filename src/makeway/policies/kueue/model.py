@@ -198,6 +198,8 @@ class KueueModel(PreemptionModel):
             for w, e in new.items():
                 h += hash((w, e[0].evicted))
             self._sig[root] = h & 0xFFFFFFFFFFFFFFFF
+            if old != new:
+                self._bump(tree.cqs[q])
             self._entries[q] = new
             self._counts[q] = len(state.queue_allocs.get(q, ()))
         if released:
@@ -225,8 +227,12 @@ class KueueModel(PreemptionModel):
     def _end_call(self, state: ClusterState, tree: QuotaTree, decisions: list[Decision]) -> None:
         """Take back the usage this call added to the tree (admissions and reservations live in
         the state once applied) and note which queues the decisions will change."""
+        # The stamps of cross-call memos are (admitted set, version): usage taken back here must
+        # bump the version, or a later call with the same admitted set would reuse an answer
+        # computed while this call's admissions were in the tree.
         for cq, usage in reversed(self._incall):
             tree.add_usage(cq, usage, -1)
+            self._bump(cq)
         self._incall = []
         starts = 0
         for d in decisions:

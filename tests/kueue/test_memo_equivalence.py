@@ -1,0 +1,59 @@
+"""The Kueue model's caches never change a decision (hypothesis).
+
+The model reuses work between heads and calls: a twin head's no-op outcome, GetTargets results
+and "no targets" stamps, flavor assignments, and whole calls skipped when nothing moved. Each is
+valid only while its stamps say that nothing it read has changed. On random clusters (nested
+cohorts, mixed pod shapes, grace periods, classic and fair sharing) the model and
+``FullEvaluation`` must decide exactly the same, at the same times, in the same order.
+"""
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from makeway.core.model import Node, Queue, TaskGroup, Workload
+from makeway.core.state import ClusterState
+from makeway.sim.engine import SimOptions, simulate
+from tests.kueue.test_golden import FullEvaluation, Recording
+
+
+@st.composite
+def clusters(draw):
+    within = draw(st.sampled_from(["LowerPriority", "LowerOrNewerEqualPriority", "Never"]))
+    reclaim = draw(st.sampled_from(["Any", "LowerPriority", "Never"]))
+    borrow = draw(st.sampled_from(["Never", "LowerPriority"])) if reclaim != "Never" else "Never"
+    queues = [Queue("org", settings={"kind": "Cohort"}), Queue("sub", "org", settings={"kind": "Cohort"})]
+    for i in range(draw(st.integers(2, 5))):
+        quota = {"name": "cpu", "nominalQuota": draw(st.integers(0, 6))}
+        if draw(st.booleans()):
+            quota["borrowingLimit"] = draw(st.integers(0, 6))
+        if draw(st.booleans()):
+            quota["lendingLimit"] = draw(st.integers(0, 6))
+        queues.append(Queue(f"q{i}", draw(st.sampled_from(["org", "sub"])), weight=draw(st.sampled_from([0.5, 1.0, 2.0])),
+                            settings={"kind": "ClusterQueue",
+                                      "resourceGroups": [{"coveredResources": ["cpu"],
+                                                          "flavors": [{"name": "f", "resources": [quota]}]}],
+                                      "preemption": {"withinClusterQueue": within, "reclaimWithinCohort": reclaim,
+                                                     "borrowWithinCohort": {"policy": borrow}}}))
+    nodes = [Node(f"n{i}", {"cpu": draw(st.integers(2, 6))}, {"flavor": "f"}) for i in range(draw(st.integers(1, 4)))]
+    cqs = [q.name for q in queues if q.settings["kind"] == "ClusterQueue"]
+    grace = draw(st.sampled_from([0.0, 0.0, 1.5]))
+    workloads, t = [], 0.0
+    for j in range(draw(st.integers(20, 70))):
+        t += draw(st.sampled_from([0.0, 0.0, 0.0, 0.5, 2.0]))
+        workloads.append(Workload(f"w{j}", draw(st.sampled_from(cqs)), t, draw(st.sampled_from([2.0, 10.0, 30.0])),
+                                  (TaskGroup(draw(st.integers(1, 3)), {"cpu": draw(st.integers(1, 3))}),),
+                                  draw(st.integers(0, 3)), grace=grace))
+    return queues, nodes, workloads, draw(st.booleans())
+
+
+def _run(cls, queues, nodes, workloads, fair):
+    model = cls({"fairSharing": {}} if fair else {})
+    simulate(ClusterState(["cpu"], queues, nodes), model, list(workloads), options=SimOptions(check_invariants=True))
+    return model.log
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters())
+def test_caches_decide_as_evaluating_every_head(case):
+    queues, nodes, workloads, fair = case
+    assert _run(Recording, queues, nodes, workloads, fair) == _run(FullEvaluation, queues, nodes, workloads, fair)
