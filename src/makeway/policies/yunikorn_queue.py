@@ -350,7 +350,11 @@ class YuniKornModel(PreemptionModel):
             self._nofit.clear()
             self._nohead.clear()
         run = _FastPass(self, state, now_us, taken, decisions)
-        run.walk()
+        try:
+            run.walk()
+        finally:
+            for n in run.pn:
+                state.refresh_index(n)
         self._bver = run.version()
         run.fold_heaps()
         self._wake = run.wake
@@ -529,6 +533,14 @@ class _FastPass:
         used = self.pn[node] if node in self.pn else state.node_used[node]
         used = plus(used, res)
         self.pn[node] = used
+        # The promise goes into the free index (only ever lowering it), so a burst of placements
+        # in one call costs a tree search each instead of a walk past every node filled before it.
+        # first_fit still checks ``pn`` itself, so it picks the same node; the walk's caller puts
+        # the touched entries back from the state.
+        index = self.index
+        i = state.node_order[node]
+        free = free_of(state.nodes[node].capacity, used)
+        index.set(i, {r: min(v, free.get(r, 0)) for r, v in index.leaf(i).items()})
         if self.part is not None:
             self.part.nodes[node].used = used
         self.m.asks.pop(tid, None)
