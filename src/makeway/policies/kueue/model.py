@@ -295,7 +295,6 @@ class KueueModel(PreemptionModel):
         queues = self._pending_by_queue(state)  # each list is reversed: the head is at the end
         self._outcomes = {}
         while True:
-            self._skip_noop_rounds(state, tree, queues)
             heads = []
             for q in sorted(queues):
                 if not queues[q]:
@@ -329,7 +328,7 @@ class KueueModel(PreemptionModel):
     def _epochs(state: ClusterState) -> tuple:
         return (id(state), state.alloc_epoch, state.freed_epoch, state.submit_epoch, state.config_epoch)
 
-    # -- rounds whose every head is a known no-op --------------------------------------------
+    # -- heads whose twin decided nothing --------------------------------------------
 
     def _head_key(self, state: ClusterState, cq: QNode, wl_id: str) -> tuple:
         """Everything ``_process`` reads of a head besides the tree, the node promises and the
@@ -364,32 +363,6 @@ class KueueModel(PreemptionModel):
         if global_v is not None and global_v != self._gversion:
             return None
         return parked
-
-    def _skip_noop_rounds(self, state: ClusterState, tree: QuotaTree, queues: dict[str, list[str]]) -> None:
-        """Head ``k`` of every queue is processed in round ``k``. While every head of a round is a
-        known no-op, the round changes nothing but the parked set, and its order does not matter:
-        such rounds are applied in one step instead of re-evaluating each head."""
-        k: int | None = None
-        for q, lst in queues.items():
-            if not lst:
-                continue
-            cq = tree.cqs.get(q)
-            limit = len(lst) if k is None else min(k, len(lst))
-            c = 0
-            while c < limit and self._known_noop(state, cq, lst[-1 - c]) is not None:
-                c += 1
-            if c < limit:  # a head at position c must be evaluated; stopping at k says nothing
-                k = c
-            if k == 0:
-                return
-        if k is None:
-            k = max((len(lst) for lst in queues.values()), default=0)
-        for q, lst in queues.items():
-            cq = tree.cqs.get(q)
-            for _ in range(min(k, len(lst))):
-                wl_id = lst.pop()
-                if self._known_noop(state, cq, wl_id):
-                    self._parked.add(wl_id)
 
     def _process(self, state: ClusterState, tree: QuotaTree, h: _Head, now: float, decisions: list[Decision],
                  promised: dict[str, Res], victims: set[str]) -> None:
