@@ -3,6 +3,8 @@
 ``makeway explain`` answers "why did my job wait / get killed?" without rerunning anything: every
 preemption carries a Reason (model, rule, preemptor, values), so the story is a merge of the events
 that name the workload, the notes about it, and the config changes to its queue while it waited.
+A workload evicted and started again has its restarts in its row (``restarts``); files written before
+that field existed still explain, without the restart lines.
 """
 
 from __future__ import annotations
@@ -60,6 +62,34 @@ def _lines_for_preempt(e: dict[str, Any]) -> list[str]:
     return out
 
 
+def _freed_at(results: dict[str, Any], workload_id: str, t: float) -> list[str]:
+    """Other workloads that finished exactly at ``t``: the usual reason a waiting workload could start then."""
+    return sorted(str(x.get("id")) for x in d.workloads(results)
+                  if x.get("finish") is not None and x.get("id") != workload_id and float(x["finish"]) == t)
+
+
+def _some(ids: list[str]) -> str:
+    return ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+
+
+def _lines_for_restarts(results: dict[str, Any], workload_id: str, t: float,
+                        starts: list[dict[str, Any]], made_way_at: set[str]) -> list[str]:
+    """Restarts at one instant: where each task went, how long it waited since its eviction, and why it
+    could start then (capacity freed by a finish, or victims it preempted itself), as for a first start."""
+    out = []
+    for r in starts:
+        ev = r.get("evicted_at")
+        waited = (f" (waited {d.fmt_seconds(t - float(ev))} since its eviction at {d.fmt_time(ev)})"
+                  if ev is not None else "")
+        out.append(f"restarted: allocation {r.get('allocation')} on node {r.get('node')}{waited}")
+    freed = _freed_at(results, workload_id, t)
+    if freed:
+        out.append(f"  it restarted when {_some(freed)} finished and freed capacity")
+    if made_way_at:
+        out.append(f"  it restarted after preempting {_some(sorted(made_way_at))}")
+    return out
+
+
 def explain(results: dict[str, Any], workload_id: str) -> str:
     """A plain-text timeline of one workload: submission, waits, preemptions (with who and why),
     work lost, config changes to its queue while it waited, and its finish."""
@@ -74,9 +104,16 @@ def explain(results: dict[str, Any], workload_id: str) -> str:
         timeline.append((float(submit), 0, [f"submitted to queue {queue} with priority {w.get('priority')}"]))
     if first is not None:
         timeline.append((float(first), 2, [f"first started (waited {d.fmt_seconds(w.get('wait'))})"]))
+    restarts = w.get("restarts")
+    by_time: dict[float, list[dict[str, Any]]] = {}
+    for r in restarts or []:
+        by_time.setdefault(float(r.get("time") or 0.0), []).append(r)
+    restarted = {(r.get("allocation"), t) for t, rs in by_time.items() for r in rs}
     made_way: dict[str, list[dict[str, Any]]] = {}
+    made_way_at: dict[float, set[str]] = {}
     lost_total: dict[str, float] = {}
     lost_seconds = 0.0
+    logged_starts = False
     for e in d.events(results):
         t = float(e.get("time") or 0.0)
         kind = e.get("kind")
@@ -84,6 +121,7 @@ def explain(results: dict[str, Any], workload_id: str) -> str:
             timeline.append((t, 1, _lines_for_preempt(e)))
         elif kind == "preempt" and (e.get("reason") or {}).get("preemptor") == workload_id:
             made_way.setdefault(e.get("workload") or "?", []).append(e)
+            made_way_at.setdefault(t, set()).add(e.get("workload") or "?")
         elif kind == "evicted" and e.get("workload") == workload_id:
             loss = losses.get((e.get("allocation"), e.get("time")))
             wasted = loss["wasted"] if loss else {}
@@ -101,9 +139,13 @@ def explain(results: dict[str, Any], workload_id: str) -> str:
             ch = e.get("changes") or {}
             timeline.append((t, 1, [f"queue {queue} config changed: "
                                     + ", ".join(f"{k} -> {d.fmt_value(v)}" for k, v in ch.items())]))
-        elif kind in ("start", "finish") and e.get("workload") == workload_id:
+        elif kind in ("start", "finish") and e.get("workload") == workload_id \
+                and (e.get("allocation"), t) not in restarted:
+            logged_starts |= kind == "start"
             timeline.append((t, 1, [f"{kind} of allocation {e.get('allocation')}"
                                     + (f" on node {e['node']}" if e.get("node") else "")]))
+    for t, rs in by_time.items():
+        timeline.append((t, 2, _lines_for_restarts(results, workload_id, t, rs, made_way_at.get(t, set()))))
     if finish is not None:
         timeline.append((float(finish), 3, ["finished"]))
 
@@ -117,12 +159,9 @@ def explain(results: dict[str, Any], workload_id: str) -> str:
         out.append("  never started" + (" (still pending when the simulation ended)" if finish is None else ""))
     elif w.get("wait"):
         out.append(f"  waited {d.fmt_seconds(w.get('wait'))} from submission to first start")
-        freed = sorted(str(x.get("id")) for x in d.workloads(results)
-                       if x.get("finish") is not None and x.get("id") != workload_id
-                       and float(x["finish"]) == float(first))
+        freed = _freed_at(results, workload_id, float(first))
         if freed:
-            shown = ", ".join(freed[:5]) + (f" and {len(freed) - 5} more" if len(freed) > 5 else "")
-            out.append(f"  it started when {shown} finished and freed capacity")
+            out.append(f"  it started when {_some(freed)} finished and freed capacity")
     else:
         out.append("  started as soon as it was submitted")
     mine = [e for e in d.events_of(results, "preempt") if e.get("workload") == workload_id]
@@ -130,6 +169,14 @@ def explain(results: dict[str, Any], workload_id: str) -> str:
     if n:
         by = sorted({(e.get("reason") or {}).get("preemptor") or "?" for e in mine}) or ["(not in the event log)"]
         out.append(f"  preempted {n} time(s) by {', '.join(by)}")
+    if by_time:
+        waits = [t - float(r["evicted_at"]) for t, rs in by_time.items() for r in rs
+                 if r.get("evicted_at") is not None]
+        n_starts = sum(len(rs) for rs in by_time.values())
+        out.append(f"  restarted {n_starts} time(s) after eviction, last at {d.fmt_time(max(by_time))}"
+                   + (f"; waited {d.fmt_seconds(sum(waits))} in all between eviction and restart" if waits else ""))
+    elif restarts is None and lost_seconds and not logged_starts:
+        out.append("  restart times are not in these results (written before workloads carried `restarts`)")
     if lost_seconds:
         out.append(f"  work lost: {d.fmt_seconds(lost_seconds)} of allocation time"
                    + (f" = {d.fmt_vector(lost_total, ' x s')}" if lost_total else ""))
@@ -139,8 +186,10 @@ def explain(results: dict[str, Any], workload_id: str) -> str:
         out.append(f"  made way by preempting {len(evs)} allocation(s) of {victim} ({', '.join(rules)})")
     if finish is not None:
         ran = float(finish) - float(first) if first is not None else None
+        since_restart = (f", {d.fmt_seconds(float(finish) - max(by_time))} after its last restart"
+                         if by_time and ran is not None else "")
         out.append(f"  finished at {d.fmt_time(finish)}" + (f", {d.fmt_seconds(ran)} after first start"
-                                                           if ran is not None else ""))
+                                                           if ran is not None else "") + since_restart)
     elif first is not None:
         out.append("  did not finish before the simulation ended")
     return "\n".join(out) + "\n"

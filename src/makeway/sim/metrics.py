@@ -2,7 +2,9 @@
 
 The recorder is fed by the simulator as things happen and keeps compact per-workload fields (submit,
 first start, finish, preemption count) plus the event log of every preemption, note and config change
-with its reason. Utilisation is integrated exactly: used resources x time between changes.
+with its reason. Restarts (a task starting again after its eviction) are kept only for the workloads
+that had one, so the common start-once workload pays nothing for them. Utilisation is integrated
+exactly: used resources x time between changes.
 """
 
 from __future__ import annotations
@@ -57,6 +59,9 @@ class Recorder:
         self.first_start: dict[str, float] = {}
         self.finish_t: dict[str, float] = {}
         self.preempt_count: dict[str, int] = {}
+        # Filled only on eviction, so a workload that starts once costs nothing here.
+        self.restarts: dict[str, list[tuple[float, str, str, float]]] = {}
+        self._evicted_at: dict[str, float] = {}
         self.killed: dict[str, int] = {}
         self.events: list[dict[str, Any]] = []
         self.by_rule: dict[str, int] = {}
@@ -159,6 +164,10 @@ class Recorder:
         add_into(self.used, alloc.resources)
         self.pending_tasks[alloc.queue] -= 1
         self.first_start.setdefault(alloc.workload, now)
+        if self._evicted_at:
+            evicted_at = self._evicted_at.pop(alloc.id, None)
+            if evicted_at is not None:
+                self.restarts.setdefault(alloc.workload, []).append((now, alloc.id, alloc.node, evicted_at))
         if self.record_starts:
             self.events.append({"time": now, "kind": "start", "allocation": alloc.id,
                                 "workload": alloc.workload, "node": alloc.node})
@@ -194,6 +203,7 @@ class Recorder:
         for k, v in alloc.resources.items():
             self.wasted[k] = self.wasted.get(k, 0) + v * lost
             qw[k] = qw.get(k, 0) + v * lost
+        self._evicted_at[alloc.id] = now
         self._check_convergence(now)
         self.events.append({"time": now, "kind": "evicted", "allocation": alloc.id, "workload": alloc.workload,
                             "queue": alloc.queue, "resources": dict(alloc.resources), "lost_seconds": lost})
@@ -324,13 +334,17 @@ class Recorder:
         }
 
     def workload_rows(self) -> list[dict[str, Any]]:
+        """One row per submitted workload. ``restarts`` is always written (empty when there were none)
+        so a reader can tell "never restarted" from a file recorded before restarts were kept."""
         rows = []
         for w, sub in self.submit_t.items():
             wl = self.state.workloads[w]
             fs = self.first_start.get(w)
             rows.append({"id": w, "queue": wl.queue, "priority": wl.priority, "submit": sub, "first_start": fs,
                          "finish": self.finish_t.get(w), "wait": (fs - sub) if fs is not None else None,
-                         "preemptions": self.preempt_count.get(w, 0)})
+                         "preemptions": self.preempt_count.get(w, 0),
+                         "restarts": [{"time": t, "allocation": a, "node": n, "evicted_at": ev}
+                                      for t, a, n, ev in self.restarts.get(w, ())]})
         return rows
 
     def results(self, meta: dict[str, Any] | None = None) -> dict[str, Any]:
