@@ -538,8 +538,7 @@ def _build(tree: Tree, attrs: dict[str, Attrs], dim: int, cache: CurveCache | No
             kids = fifo_order(tree, name) if el.mode == "fifo" else list(el.children)
             orders[name] = kids
             if cache is not None:
-                key = keys[name] = ("pool", name == ROOT, el.mode, _op_key(a),
-                                    tuple((elements[c].weight, tokens[c]) for c in kids))
+                key = keys[name] = _pool_key(tree, name, a, kids, tokens, False)
                 hit = cache.get(key)
                 if hit is not None:
                     tokens[name], (curves[name], ffs[name], fsbs[name]) = hit
@@ -571,11 +570,25 @@ def _leaf_level(tree: Tree, attrs: dict[str, Attrs], dim: int, curves, ffs, fsbs
     done: set[str] = set()
     pools = [n for n in tree.postorder() if not elements[n].is_op and elements[n].children]
     while True:
-        names = _level(tree, pools, attrs, curves, ffs, fsbs, orders, keys, tokens, cache, done)
-        kids = sum(len(orders[n]) for n in names)
-        root_only = names == [ROOT] and _root_point_only(tree)
-        if not names or (len(names) < BATCH_MIN and kids < BATCH_MIN_KIDS and not root_only):
+        level = _level(tree, pools, fsbs, orders, done)
+        kids = sum(len(orders[n]) for n in level)
+        root_only = level == [ROOT] and _root_point_only(tree)
+        if not level or (len(level) < BATCH_MIN and kids < BATCH_MIN_KIDS and not root_only):
             return done
+        names = level
+        if cache is not None and not root_only:
+            names = []
+            for name in level:
+                key = keys[name] = _pool_key(tree, name, attrs[name], orders[name], tokens, True)
+                hit = cache.get(key)
+                if hit is None:
+                    names.append(name)
+                    continue
+                tokens[name], (curves[name], ffs[name], fsbs[name]) = hit
+                done.add(name)
+        progress = len(names) < len(level)
+        if not names:
+            continue
         cx, cy, index = fsbs.padded({c for n in names for c in orders[n]}, dim)
         g = np.array([[s + i for s, i in zip(attrs[n].strong_share, attrs[n].integral_share)] for n in names])
         lim = np.array([attrs[n].limits_share if n != ROOT else [1.0] * dim for n in names])
@@ -595,7 +608,6 @@ def _leaf_level(tree: Tree, attrs: dict[str, Attrs], dim: int, curves, ffs, fsbs
         if view is not None:
             view.names = names
             fsbs.view = view
-        progress = False
         for name, res in zip(names, results):
             if res is None:
                 continue
@@ -616,35 +628,31 @@ def _root_point_only(tree: Tree) -> bool:
     return not root.settings.get("compute_promised_guarantee_fair_share") and not root.integral
 
 
-def _level(tree: Tree, pools: list[str], attrs, curves, ffs, fsbs: "_Fsbs", orders, keys, tokens, cache,
-           done: set[str]) -> list[str]:
-    """Pools (of ``pools``) not done yet whose children all are: operations with a known fair share
-    by suggestion, or pools in ``done``. Cache hits are taken on the way and added to ``done``."""
+def _level(tree: Tree, pools: list[str], fsbs: "_Fsbs", orders, done: set[str]) -> list[str]:
+    """Pools (of ``pools``) not taken yet whose children all are closed-form operations or pools in
+    ``done``, with their children's order set. Which pools form a level, and so which path computes
+    them, never depends on what the curve cache holds: a pool taken from the cache must be what a
+    fresh computation of it gives (the paths round differently)."""
     elements = tree.elements
     names: list[str] = []
-    hits: list[str] = []
     rows = getattr(fsbs, "rows", {})
     for name in pools:
         if name in orders:
             continue
         el = elements[name]
-        if not all(c in rows or c in fsbs or c in done for c in el.children):
+        if not all(c in rows or c in done for c in el.children):
             continue
-        order = fifo_order(tree, name) if el.mode == "fifo" else list(el.children)
-        orders[name] = order
-        if cache is not None:
-            key = keys[name] = ("pool", name == ROOT, el.mode, _op_key(attrs[name]),
-                                tuple((elements[c].weight, tokens[c]) for c in order))
-            hit = cache.get(key)
-            if hit is not None:
-                tokens[name], (curves[name], ffs[name], fsbs[name]) = hit
-                hits.append(name)
-                continue
+        orders[name] = fifo_order(tree, name) if el.mode == "fifo" else list(el.children)
         names.append(name)
-    done.update(hits)
-    if not names and hits:
-        return _level(tree, pools, attrs, curves, ffs, fsbs, orders, keys, tokens, cache, done)
     return names
+
+
+def _pool_key(tree: Tree, name: str, a: Attrs, kids: list[str], tokens, batched_path: bool) -> tuple:
+    """A pool's curve cache key: everything its curve, fit factor and fair share by suggestion are
+    computed from, and the path computing them (batched and generic results may differ in rounding)."""
+    elements = tree.elements
+    return ("pool", batched_path, name == ROOT, elements[name].mode, _op_key(a),
+            tuple((elements[c].weight, tokens[c]) for c in kids))
 
 
 class _Fsbs(dict):

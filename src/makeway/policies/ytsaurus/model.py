@@ -44,6 +44,9 @@ class YTsaurusModel(PreemptionModel):
     heartbeat_period: float | None = 5.0
     heartbeat_splay: float = 1.0
     tick_period: float | None = 0.2
+    # chooses whom to serve, pick after pick; a class attribute so that the cache equivalence test
+    # can put the reference ``schedule.pick_operation`` in its place
+    picker_class: type[Picker] = Picker
 
     def __init__(self, settings: Mapping[str, Any] | None = None):
         super().__init__(settings)
@@ -288,15 +291,14 @@ class YTsaurusModel(PreemptionModel):
         out.extend(self._graceful_stage(state, node))
         cap = self._vec(state.nodes[node].capacity)
         used = self._vec(state.node_used[node])
-        qusage = _LiveQueueUsage(self, state)
-        opusage = _LiveUsage(self, state)
+        qusage, opusage = self._live_usage(state)
         started: set[str] = set()
         # regular stage
         free = [c - u for c, u in zip(cap, used)]
         published = snap.published
         active = {w for w, p in state.pending.items() if p and w in published
                   and not (self._graceful(state, w) and snap.view.status.get(w) == "normal")}
-        picker = Picker(snap.tree, active, lambda w: self._sat(w, opusage), self._positions(snap.tree))
+        picker = self.picker_class(snap.tree, active, lambda w: self._sat(w, opusage), self._positions(snap.tree))
         while True:
             pick = picker.pick()
             if pick is None:
@@ -315,6 +317,12 @@ class YTsaurusModel(PreemptionModel):
         if any(f < -1e-9 for f in free):
             out.extend(self._overcommit(state, node))
         return out
+
+    def _live_usage(self, state: ClusterState) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+        """Pool and operation usage vectors for one heartbeat, converted from the state on first use
+        and then kept current by ``_account``. A method so that the cache equivalence test can
+        convert them all up front."""
+        return _LiveQueueUsage(self, state), _LiveUsage(self, state)
 
     def _overcommit(self, state: ClusterState, node: str) -> list[Decision]:
         """Node usage above its limits (capacity shrank): keep oldest non-preemptible first (§6.7)."""
@@ -392,7 +400,7 @@ class YTsaurusModel(PreemptionModel):
             disc = heartbeat.discount(cands, len(cap))
             room = [f + d for f, d in zip(free, disc)]
             chosen = None
-            picker = Picker(snap.tree, ops, lambda w: self._sat(w, opusage), self._positions(snap.tree))
+            picker = self.picker_class(snap.tree, ops, lambda w: self._sat(w, opusage), self._positions(snap.tree))
             while picker.active:
                 pick = picker.pick()
                 if pick is None:
