@@ -5,7 +5,6 @@ decision (time, kind, task/allocation, node, rule, preemptor, values). The diges
 before the model was optimised; a change here means a decision changed, not just its speed.
 """
 
-import hashlib
 import random
 from pathlib import Path
 
@@ -13,12 +12,12 @@ import pytest
 
 from makeway import benchmarks as B
 from makeway.config import build_state, load_config
-from makeway.core.decisions import Note, Preempt, Start
 from makeway.core.model import Node, Queue, TaskGroup, Workload
 from makeway.core.state import ClusterState
 from makeway.policies.kueue import KueueModel
 from makeway.sim.engine import SimOptions, simulate
 from makeway.sim.trace import load_jsonl
+from tests.decision_log import digest, record
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "kueue" / "cluster.yaml"
 
@@ -32,21 +31,6 @@ class Recording(KueueModel):
         out = super().schedule(state, now)
         record(self.log, out, now)
         return out
-
-
-def record(log: list[str], decisions, now: float) -> None:
-    for d in decisions:
-        if isinstance(d, Start):
-            log.append(f"{now!r} S {d.task} {d.node}")
-        elif isinstance(d, Preempt):
-            r = d.reason
-            log.append(f"{now!r} P {d.allocation} {r.rule} {r.preemptor} {sorted(r.values.items())!r} {r.detail}")
-        elif isinstance(d, Note):
-            log.append(f"{now!r} N {d.kind} {d.subject} {d.message} {sorted(d.values.items())!r}")
-
-
-def digest(log: list[str]) -> str:
-    return hashlib.sha256("\n".join(log).encode()).hexdigest()[:16]
 
 
 def run_example() -> list[str]:

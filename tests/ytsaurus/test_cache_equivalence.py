@@ -27,7 +27,7 @@ from makeway.policies.ytsaurus.model import YTsaurusModel
 from makeway.policies.ytsaurus.schedule import Picker, pick_operation
 from makeway.sim.engine import SimOptions, simulate
 from makeway.sim.trace import ConfigChange
-from tests.kueue.test_golden import record
+from tests.decision_log import record
 
 HORIZON = 80.0
 
