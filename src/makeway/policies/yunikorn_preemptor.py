@@ -5,6 +5,11 @@ asks a predicate oracle which node works, tops the ask queue up to its guarantee
 victims, then trims the list to the ask and commits (marks victims, bumps ``preempting``). All
 arithmetic uses the YuniKorn helpers of ``core.resources`` because their nil/empty and
 missing-type rules decide the outcomes.
+
+``SHORTCUTS`` exists for the cache-equivalence test (tests/yunikorn_queue/test_cache_equivalence.py):
+set to False, every shortcut here takes its general path (the guarantee check loops over victims,
+every usable node is tried and ``choose_node`` picks, sorts use Go's comparators, the per-leaf
+candidate memo is neither read nor written). Decisions must be the same either way.
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ NO_VICTIM_REQUIRED_NODE = "NoVictimForRequiredNode"
 SCORE_ORIGINATOR = 1 << 33
 SCORE_NO_PREEMPT = 1 << 34
 SCORE_UNFIT = 1 << 35
+
+SHORTCUTS = True
 
 
 def ask_queue_under(ask: Res, remaining: Res | None) -> bool:
@@ -215,7 +222,7 @@ def _leaf_candidates(part: Partition, ask: YAsk, path: str, t: int, fenced: bool
     allocs = part.leaf_allocs(path)
     if not allocs or probe.within_guarantee():
         return []
-    memo: dict | None = getattr(part, "cand_memo", None)
+    memo: dict | None = getattr(part, "cand_memo", None) if SHORTCUTS else None
     if memo is None:
         out = []
         for a in allocs:
@@ -268,6 +275,14 @@ def _sort_node_candidates(allocs: list[YAlloc]) -> list[YAlloc]:
     """Preemptible first, then non-originators, then newest first. The comparator answers "not
     less" on full ties, so it is a strict weak order and a keyed stable sort gives what Go's
     ``sort.SliceStable`` gives."""
+    if not SHORTCUTS:
+        def less(l: YAlloc, r: YAlloc) -> bool:
+            if l.allow_preemption != r.allow_preemption:
+                return l.allow_preemption
+            if l.originator != r.originator:
+                return not l.originator
+            return l.create_us > r.create_us
+        return go_slice_stable(allocs, less)
     return sorted(allocs, key=lambda a: (not a.allow_preemption, a.originator, -a.create_us))
 
 
@@ -355,7 +370,7 @@ class Preemptor:
         work = self._dup()
         aq = work[self.ask.queue]
         aq.add_allocation(self.ask.resources)
-        fixed = self._ask_remaining_fixed(work, aq)
+        fixed = self._ask_remaining_fixed(work, aq) if SHORTCUTS else None
         if fixed is not None:
             return fixed
         for path in list(work):
@@ -427,7 +442,7 @@ class Preemptor:
         ask = self.ask.resources
         if fit_in(free, ask):
             return -1, []
-        if not candidates:
+        if not candidates and SHORTCUTS:
             return -1, None  # what the two passes below come to with nothing to try
         work = self._dup()
         aq = work[self.ask.queue]
@@ -562,7 +577,12 @@ class Preemptor:
                 seen.add(v.key)
         rest = [a for a in self._all_candidates() if a.key not in seen]
         # a strict weak order (full ties answer "not less"): a keyed stable sort is Go's result
-        rest.sort(key=lambda a: (_additional_score(a), -a.create_us))
+        if SHORTCUTS:
+            rest.sort(key=lambda a: (_additional_score(a), -a.create_us))
+        else:
+            rest = go_slice_stable(rest, lambda l, r: (l.create_us > r.create_us)
+                                   if _additional_score(l) == _additional_score(r)
+                                   else _additional_score(l) < _additional_score(r))
         out: list[YAlloc] = []
         for v in rest:
             qs = work.get(self.queue_of.get(v.key, ""))
@@ -599,7 +619,7 @@ class Preemptor:
         self.init_working_state()
         assert self.by_node is not None
         victims_for: dict[str, list[YAlloc]] = {}
-        if self.oracle is None:
+        if self.oracle is None and SHORTCUTS:
             chosen = self._least_check(victims_for)
         else:
             checks: list[_Check] = []
