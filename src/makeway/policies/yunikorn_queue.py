@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import heapq
 from itertools import islice
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from makeway.core.decisions import Decision, Preempt, Reason, Start
 from makeway.core.resources import Res, add_into, component_wise_min, fit_in, fit_in_max_undef
@@ -571,11 +571,11 @@ class _FastPass:
                 res = state.task_resources(tid)
                 if tid in m.reservations and not pinned:
                     self.reserved(tid, wl.queue, res)
-                    self.check_release()
+                    self.check_release(wl_id, tid)
                     continue
                 if pinned:
                     self.slow(tid, wl_id, props, pinned)
-                    self.check_release()
+                    self.check_release(wl_id, tid)
                     continue
                 ver = self.version()
                 rkey = tuple(res.items())
@@ -602,7 +602,7 @@ class _FastPass:
                     budget = self.budgets.setdefault(wl.queue, [MAX_PREEMPTION_ATTEMPTS])
                     if due <= self.now_us and budget[0] > 0:
                         self.slow(tid, wl_id, props, pinned)
-                        self.check_release()
+                        self.check_release(wl_id, tid)
                         continue
                 if due is not None and due <= self.now_us:
                     self.due_min = min(self.due_min, self.now_us)
@@ -660,20 +660,46 @@ class _FastPass:
         self.rmap = {n: a for a, n in m.reservations.items()}
         self.started(tid, queue, res, found)
 
-    def check_release(self) -> None:
+    def check_release(self, wl_id: str, tid: str) -> None:
         if self.m._resv_released != self.start_resv:
             self.start_resv = self.m._resv_released
             self.released = True
-            self.fold_heaps()
+            self.fold_heaps((wl_id, tid))
             self.m._clear_blocked()
 
-    def fold_heaps(self) -> None:
-        """Count the timers of blocked asks (skipped so far in this walk) before forgetting them."""
+    def fold_heaps(self, at: tuple[str, str] | None = None) -> None:
+        """Count the timers of blocked asks the walk skipped before forgetting them: all of them at
+        the end of the walk; at a reservation release (``at``: the workload and task being walked)
+        only those the walk has passed. The others are walked again and count for themselves, if
+        they are still waiting: one placed in that walk must leave no wake-up behind, since an extra
+        call can decide something (an ask holding a reservation is placed at the next call)."""
+        passed = None if at is None else self._passed(*at)
         for heap, counts in ((self.m._heap_fresh, True), (self.m._heap_checked, self.running)):
-            if heap:
-                self.due_min = min(self.due_min, heap[0][0])
+            if passed is None:
+                due = heap[0][0] if heap else None
+            else:
+                due = min((d for d, tid in heap if passed(tid)), default=None)
+            if due is not None:
+                self.due_min = min(self.due_min, due)
                 if counts:
-                    self.wake = _min(self.wake, heap[0][0] / 1_000_000)
+                    self.wake = _min(self.wake, due / 1_000_000)
+
+    def _passed(self, wl_id: str, at: str) -> Callable[[str], bool]:
+        """Whether the walk, at task ``at`` of workload ``wl_id``, has gone past a task: workloads go
+        in ``pending_order``, tasks in pending order, as ``walk`` takes them."""
+        wls = self.state.workloads
+        cur = wls[wl_id]
+        key = (-cur.priority, cur.submit, wl_id)
+        tasks = list(self.state.pending.get(wl_id, ()))
+        here = tasks.index(at)
+
+        def passed(tid: str) -> bool:
+            w = split_task_id(tid)[0]
+            if w == wl_id:
+                return tasks.index(tid) <= here
+            wl = wls[w]
+            return (-wl.priority, wl.submit, w) < key
+        return passed
 
     def slow(self, tid: str, wl_id: str, props: QueueProps, pinned: str) -> None:
         """The reference step for one ask, on the partition view."""
