@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from makeway.policies.ytsaurus import batched, plf
+from makeway.policies.ytsaurus import arrays, batched, plf
 from makeway.policies.ytsaurus.plf import PLF, Vec
 from makeway.policies.ytsaurus.tree import ROOT, Tree
 
@@ -349,10 +349,18 @@ def compute(tree: Tree, node_caps: list[list[float]] | None = None,
     paused = gc.isenabled()
     gc.disable()
     try:
+        if KERNEL and arrays.supported(tree, integral):
+            res = arrays.compute_arrays(arrays.PoolArrays.from_tree(tree, node_caps))
+            return FairShareResult(arrays.LazyAttrs(res))  # type: ignore[arg-type]
         return _compute(tree, node_caps, integral, cache)
     finally:
         if paused:
             gc.enable()
+
+
+KERNEL = True
+"""The compiled update (``arrays``, ``kernel``) for trees it covers; False: the Python construction
+here, kept as the reference the kernel is tested against and for integral guarantees."""
 
 
 def _compute(tree: Tree, node_caps, integral, cache: CurveCache | None) -> FairShareResult:

@@ -1,0 +1,245 @@
+"""The pool tree as arrays, and the fair share update over it with the compiled kernel.
+
+``PoolArrays`` is a struct-of-arrays snapshot of a pool tree: one row per element (pools and
+operations), absolute demand and usage vectors, limit shares, given guarantees, and the children of
+each pool in both insertion and hand-out order. ``compute_arrays`` runs one whole update over it
+(pool sums, shares, effective guarantees and their adjustment, curves, the top-down read) and
+returns a result whose per-element ``Attrs`` are made only when asked for. A caller that keeps a
+``PoolArrays`` and writes usage rows in place between updates pays for nothing per element in
+Python; ``PoolArrays.from_tree`` converts the object ``Tree`` for callers that build one.
+
+Trees with integral guarantees or a promised fair share take the Python path in ``fairshare``
+(those read curves at other suggestions); everything else comes here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from makeway.policies.ytsaurus import kernel
+from makeway.policies.ytsaurus.tree import ROOT, Tree
+
+EPS = 1e-9
+
+
+@dataclass(slots=True)
+class PoolArrays:
+    resources: tuple[str, ...]
+    total: np.ndarray          # (dim,) cluster resources
+    main: int                  # index of the main resource, -1 if absent
+    names: list[str]
+    root: int
+    is_op: np.ndarray          # (n,) bool
+    fifo: np.ndarray           # (n,) bool: FIFO pool
+    weight: np.ndarray         # (n,)
+    kid_ptr: np.ndarray        # (n + 1,) children of i are kids[kid_ptr[i]:kid_ptr[i + 1]]
+    kids: np.ndarray           # children in hand-out order (FIFO order in FIFO pools)
+    kid_ins: np.ndarray        # the same children in insertion order
+    post: np.ndarray           # all rows, children before parents
+    pre_pools: np.ndarray      # pool rows, parents before children
+    has_g: np.ndarray          # (n,) bool: a strong guarantee is given
+    gabs: np.ndarray           # (n, dim) absolute guarantee, NaN where not given
+    limits: np.ndarray         # (n, dim) limit shares
+    demand: np.ndarray         # (n, dim) absolute; pools' rows are recomputed from their children
+    usage: np.ndarray          # (n, dim) absolute
+    fixed_usage: np.ndarray    # (n,) bool: a pool whose usage is given, not summed
+    truncate: list[tuple[int, list[int]]]  # FIFO pools that truncate, with their gang children
+
+    @property
+    def index(self) -> dict[str, int]:
+        return {n: i for i, n in enumerate(self.names)}
+
+    @classmethod
+    def from_tree(cls, tree: Tree, node_caps: list[list[float]] | None = None) -> "PoolArrays":
+        """The tree's current state as arrays. Leaves the tree as ``Tree.link`` does (children lists
+        filled, pools' demand and usage summed), so callers that read it afterwards see the same."""
+        from makeway.policies.ytsaurus import fairshare
+
+        els = list(tree.elements.values())
+        n = len(els)
+        dim = len(tree.resources)
+        names = [el.name for el in els]
+        index = {name: i for i, name in enumerate(names)}
+        for el in els:
+            el.children = []
+        parent = np.full(n, -1, dtype=np.int64)
+        for i, el in enumerate(els):
+            if el.parent is not None:
+                tree.elements[el.parent].children.append(el.name)
+                parent[i] = index[el.parent]
+        tree._orders.clear()
+        is_op = np.fromiter((el.is_op for el in els), dtype=bool, count=n)
+        zero = [0.0] * dim
+        demand = np.array([el.demand or zero for el in els], dtype=float).reshape(n, dim)
+        usage = np.array([el.usage or zero for el in els], dtype=float).reshape(n, dim)
+        weight = np.fromiter((el.weight for el in els), dtype=float, count=n)
+        fifo = np.fromiter((el.mode == "fifo" and not el.is_op for el in els), dtype=bool, count=n)
+        fixed = np.fromiter((bool(el.settings.get("_fixed_usage")) for el in els), dtype=bool, count=n)
+        has_g = np.fromiter((bool(el.guarantee) for el in els), dtype=bool, count=n)
+        gabs = np.full((n, dim), np.nan)
+        for i in np.flatnonzero(has_g).tolist():
+            g = els[i].guarantee
+            for r, res in enumerate(tree.resources):
+                if res in g and g[res] is not None:
+                    gabs[i, r] = float(g[res])
+        limits = np.tile(np.where(np.asarray(tree.total, dtype=float) > 0, 1.0, 0.0), (n, 1))
+        special = [i for i, el in enumerate(els)
+                   if el.limits is not None or el.max_share_ratio is not None or (el.is_op and node_caps)]
+        if special:
+            sub = fairshare.limits_shares(_Subset(tree, [els[i] for i in special]), node_caps)
+            for i in special:
+                limits[i] = sub[els[i].name]
+        # children rows, insertion order, then hand-out order
+        counts = np.bincount(parent[parent >= 0], minlength=n)
+        kid_ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(counts, out=kid_ptr[1:])
+        kid_ins = np.argsort(np.where(parent >= 0, parent, n), kind="stable")[: int(counts.sum())].astype(np.int64)
+        kids = kid_ins.copy()
+        truncate: list[tuple[int, list[int]]] = []
+        for p in np.flatnonzero(fifo).tolist():
+            a, b = int(kid_ptr[p]), int(kid_ptr[p + 1])
+            if b > a:
+                order = fairshare.fifo_order(tree, names[p])
+                kids[a:b] = [index[c] for c in order]
+            if els[p].truncate_fifo:
+                truncate.append((p, [index[c] for c in els[p].children if tree.elements[c].gang]))
+        root = index[ROOT]
+        post = np.fromiter((index[x] for x in tree.postorder()), dtype=np.int64, count=n)
+        pre_pools = np.fromiter((index[x] for x in tree.pool_preorder()), dtype=np.int64)
+        main = tree.resources.index(tree.main_resource) if tree.main_resource in tree.resources else -1
+        pa = cls(tuple(tree.resources), np.asarray(tree.total, dtype=float), main, names, root, is_op, fifo, weight,
+                 kid_ptr, kids, kid_ins, post, pre_pools, has_g, gabs, limits, demand, usage, fixed, truncate)
+        # pools' demand and usage, as Tree.link leaves them
+        d, u = pa.pool_sums()
+        for i in np.flatnonzero(~is_op & (counts > 0)).tolist():
+            el = els[i]
+            el.demand = d[i].tolist()
+            if not fixed[i]:
+                el.usage = u[i].tolist()
+        return pa
+
+    def pool_sums(self) -> tuple[np.ndarray, np.ndarray]:
+        """Demand and usage with every pool's row its children's sum (added in insertion order)."""
+        d = self.demand.copy()
+        u = self.usage.copy()
+        kernel.sums(self.post, self.is_op, self.kid_ptr, self.kid_ins, self.fixed_usage, d, u)
+        return d, u
+
+
+class _Subset:
+    """A view of a tree with only some elements, for computing their limit shares alone."""
+
+    def __init__(self, tree: Tree, els) -> None:
+        self.resources = tree.resources
+        self.total = tree.total
+        self.elements = {el.name: el for el in els}
+        self.vec = tree.vec
+
+
+def supported(tree: Tree, integral: object | None) -> bool:
+    """Whether the compiled update covers this tree: no integral guarantees, no promised fair share,
+    a finite cluster."""
+    if not all(np.isfinite(tree.total)):
+        return False
+    for el in tree.elements.values():
+        if el.is_op:
+            continue
+        if el.integral and (el.integral or {}).get("type", "none") not in (None, "none"):
+            return False
+        if el.settings.get("compute_promised_guarantee_fair_share"):
+            return False
+    return True
+
+
+@dataclass(slots=True)
+class ArrayResult:
+    """Shares of every element as arrays, rows as in ``PoolArrays.names``."""
+
+    names: list[str]
+    limits: np.ndarray
+    strong: np.ndarray
+    demand_share: np.ndarray
+    usage_share: np.ndarray
+    fair: np.ndarray
+    fit: np.ndarray
+
+
+def compute_arrays(pa: PoolArrays, param: bool = True) -> ArrayResult:
+    """One fair share update (SEMANTICS §2 without integral guarantees) over a pool tree as arrays.
+    ``param=False`` builds every pool's functions the generic way (tests compare the two)."""
+    demand, usage = pa.pool_sums()
+    total = pa.total
+    pos = total > 0
+    div = np.where(pos, total, 1.0)
+    D = np.where(pos, demand / div, 0.0)
+    U = np.where(pos, usage / div, 0.0)
+    strong = kernel.strong_shares(pa.pre_pools, pa.kid_ptr, pa.kid_ins, pa.has_g, pa.gabs, total, pa.main,
+                                  pa.limits, pa.root)
+    kernel.adjust(pa.pre_pools, pa.kid_ptr, pa.kid_ins, strong, pa.root)
+    lim = pa.limits.copy()
+    lim[pa.root] = 1.0
+    n, dim = U.shape
+    pointwise = np.zeros(n, dtype=bool)
+    pointwise[pa.kids[pa.kid_ptr[pa.root]:pa.kid_ptr[pa.root + 1]]] = True
+    fs_x, fs_y, fs_at, fs_len, mf_x, mf_v, mf_at, mf_len, cm_y = kernel.build(
+        pa.post, pa.is_op, pa.fifo, pa.weight, pa.kid_ptr, pa.kids, U, D, strong, lim, pa.root, pointwise, param)
+    root_f = kernel.root_fit(fs_x, fs_y, cm_y, fs_at, fs_len, pa.kid_ptr, pa.kids, pa.weight,
+                             bool(pa.fifo[pa.root]), strong, lim, pa.root)
+    fair = np.zeros((n, dim))
+    fit = np.zeros(n)
+    kernel.read_down(pa.pre_pools, pa.is_op, pa.fifo, pa.weight, pa.kid_ptr, pa.kids, fs_x, fs_y, cm_y, fs_at,
+                     fs_len, mf_x, mf_v, mf_at, mf_len, strong, lim, pa.root, root_f, fair, fit)
+    _truncate_fifo(pa, D, fair)
+    return ArrayResult(pa.names, pa.limits, strong, D, U, fair, fit)
+
+
+def _truncate_fifo(pa: PoolArrays, D: np.ndarray, fair: np.ndarray) -> None:
+    """A gang operation of a truncating FIFO pool below its demand gets nothing, and its ancestors
+    lose what it had (``fairshare._truncate_fifo``)."""
+    if not pa.truncate:
+        return
+    parent = np.full(len(pa.names), -1, dtype=np.int64)
+    for p in range(len(pa.names)):
+        parent[pa.kid_ins[pa.kid_ptr[p]:pa.kid_ptr[p + 1]]] = p
+    for pool, gangs in pa.truncate:
+        for c in gangs:
+            if np.any(fair[c] < D[c] - EPS):
+                cut = fair[c].copy()
+                a = pool
+                while a >= 0:
+                    fair[a] = fair[a] - cut
+                    a = int(parent[a])
+                fair[c] = 0.0
+
+
+class LazyAttrs(Mapping):
+    """name -> ``fairshare.Attrs``, each made from the arrays on first access."""
+
+    def __init__(self, res: ArrayResult) -> None:
+        self._res = res
+        self._index = {n: i for i, n in enumerate(res.names)}
+        self._made: dict = {}
+
+    def __getitem__(self, name: str):
+        a = self._made.get(name)
+        if a is None:
+            from makeway.policies.ytsaurus.fairshare import Attrs
+
+            i = self._index[name]
+            r = self._res
+            a = self._made[name] = Attrs(r.limits[i].tolist(), r.strong[i].tolist(), r.demand_share[i].tolist(),
+                                         r.usage_share[i].tolist(), [0.0] * r.fair.shape[1], r.fair[i].tolist(),
+                                         float(r.fit[i]))
+        return a
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._index
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._res.names)
+
+    def __len__(self) -> int:
+        return len(self._res.names)

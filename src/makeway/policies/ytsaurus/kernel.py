@@ -1,0 +1,1664 @@
+"""Compiled fair share update (SEMANTICS §2) over a struct-of-arrays pool tree.
+
+The same construction as ``fairshare`` on its generic path (``plf``'s list code): every element's
+curve, each resource's fit factor by suggestion, their minimum, the fair share by suggestion as the
+curve composed with it, then the root at suggestion 1 and the suggestions flowing down. It is
+written once more here, as loops over flat arrays compiled with numba, because a tree of 10,000
+pools and 100,000 operations spends its time in per-element work that Python and numpy cannot make
+cheap enough for a 200 ms update period. ``tests/ytsaurus/test_kernel.py`` holds it to the Python
+construction on random trees.
+
+Layout: elements are rows; ``post`` lists them children first; a pool's children are
+``kids[kid_ptr[i]:kid_ptr[i + 1]]`` in the order the pool hands out its share (FIFO order for FIFO
+pools). Every element's fair share by suggestion goes to one growing buffer (``fs_x``/``fs_y`` with
+offsets), every pool's fit factor by suggestion to another; scratch space is reused between elements
+so that an operation costs no allocation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+EPS = 1e-9
+SLIVER = 1e-13  # as plf.SLIVER: a rise over less x than this is summed as a jump
+INF = np.inf
+
+
+# -- small searches and reads --------------------------------------------------------------------
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _bl(a, n, x):
+    """First i < n with a[i] >= x (bisect_left)."""
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _br(a, n, x):
+    """First i < n with a[i] > x (bisect_right)."""
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if x < a[mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _bl2(a, o, n, x):
+    """First i < n with a[o + i] >= x."""
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[o + mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _br2(a, o, n, x):
+    """First i < n with a[o + i] > x."""
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if x < a[o + mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _lerp1(x0, y0, x1, y1, x):
+    if x1 == x0:
+        return y0
+    return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+
+
+@njit(cache=True, error_model="numpy")
+def _left(xs, ys, a, n, x, out, oi):
+    """Vector value at x of the function in rows a..a+n, left-continuous, clamped to the domain
+    (``PLF.left``), written to out[oi]."""
+    dim = ys.shape[1]
+    j = _bl2(xs, a, n, x)
+    if j == 0:
+        for r in range(dim):
+            out[oi, r] = ys[a, r]
+        return
+    if j >= n:
+        for r in range(dim):
+            out[oi, r] = ys[a + n - 1, r]
+        return
+    if xs[a + j] == x:
+        for r in range(dim):
+            out[oi, r] = ys[a + j, r]
+        return
+    x0 = xs[a + j - 1]
+    x1 = xs[a + j]
+    if x1 == x0:
+        for r in range(dim):
+            out[oi, r] = ys[a + j - 1, r]
+        return
+    t = (x - x0) / (x1 - x0)
+    for r in range(dim):
+        out[oi, r] = ys[a + j - 1, r] + (ys[a + j, r] - ys[a + j - 1, r]) * t
+
+
+@njit(cache=True, error_model="numpy")
+def _right(xs, ys, a, n, x, out, oi):
+    """Limit from the right at x (``PLF.right``), written to out[oi]."""
+    dim = ys.shape[1]
+    j = _br2(xs, a, n, x)
+    if j >= n:
+        for r in range(dim):
+            out[oi, r] = ys[a + n - 1, r]
+        return
+    if j == 0:
+        for r in range(dim):
+            out[oi, r] = ys[a, r]
+        return
+    if xs[a + j - 1] == x:
+        for r in range(dim):
+            out[oi, r] = ys[a + j - 1, r]
+        return
+    x0 = xs[a + j - 1]
+    x1 = xs[a + j]
+    if x1 == x0:
+        for r in range(dim):
+            out[oi, r] = ys[a + j - 1, r]
+        return
+    t = (x - x0) / (x1 - x0)
+    for r in range(dim):
+        out[oi, r] = ys[a + j - 1, r] + (ys[a + j, r] - ys[a + j - 1, r]) * t
+
+
+@njit(cache=True, error_model="numpy")
+def _eval_left(xs, vs, n, x):
+    """Left value of a scalar function with jumps (``plf._eval1``'s first value)."""
+    j = _bl(xs, n, x)
+    if j >= n:
+        return vs[n - 1]
+    k = _br(xs, n, x)
+    if j < k:
+        return vs[j]
+    if j == 0:
+        return vs[0]
+    return _lerp1(xs[j - 1], vs[j - 1], xs[j], vs[j], x)
+
+
+# -- fit factor by suggestion ----------------------------------------------------------------------
+
+@njit(cache=True, error_model="numpy")
+def _inv_left(xs, yr, n, w):
+    """inf{f : F_r(f) >= w}."""
+    i = _bl(yr, n, w)
+    if i == 0:
+        return xs[0]
+    if i >= n:
+        return xs[n - 1]
+    return _lerp1(yr[i - 1], xs[i - 1], yr[i], xs[i], w)
+
+
+@njit(cache=True, error_model="numpy")
+def _inv_right(xs, yr, n, w):
+    """sup{f : F_r(f) <= w}."""
+    i = _br(yr, n, w) - 1
+    if i < 0:
+        return xs[0]
+    if i >= n - 1:
+        return xs[n - 1]
+    return _lerp1(yr[i], xs[i], yr[i + 1], xs[i + 1], w)
+
+
+@njit(cache=True, error_model="numpy")
+def _mff(xs, yr, n, g, lim, out_s, out_v, q):
+    """Fit factor by suggestion of one resource (``plf.mff_component``); ``yr`` already monotone.
+    Returns the number of points written."""
+    lo = yr[0]
+    hi = yr[n - 1]
+    lp = min(max(lim, lo), hi)
+    gp = min(max(g, lo), lp)
+    if lp - gp <= 0.0:
+        v = _inv_right(xs, yr, n, lp)
+        out_s[q, 0] = 0.0
+        out_v[q, 0] = v
+        out_s[q, 1] = 1.0
+        out_v[q, 1] = v
+        return 2
+    out_s[q, 0] = 0.0
+    out_v[q, 0] = _inv_right(xs, yr, n, gp)
+    c = 1
+    for i in range(n):
+        y = yr[i]
+        if gp < y and y < lp:
+            out_s[q, c] = y - gp
+            out_v[q, c] = xs[i]
+            c += 1
+    span = lp - gp
+    out_s[q, c] = span
+    out_v[q, c] = _inv_left(xs, yr, n, lp)
+    c += 1
+    if span < 1.0:
+        tail = _inv_right(xs, yr, n, lp)
+        out_s[q, c] = span
+        out_v[q, c] = tail
+        out_s[q, c + 1] = 1.0
+        out_v[q, c + 1] = tail
+        c += 2
+    return c
+
+
+@njit(cache=True, error_model="numpy")
+def _min_scalar(ss, vs, cnt, pos, lv, rv, heads, ts, out_x, out_v):
+    """Pointwise minimum of the scalar functions ``ss[i, :cnt[i]] -> vs[i, :cnt[i]]`` with jumps
+    (``plf.min_scalar``): values at every knot, the lower after a jump, and crossings in between."""
+    m = ss.shape[0]
+    if m == 1:
+        n0 = cnt[0]
+        for z in range(n0):
+            out_x[z] = ss[0, z]
+            out_v[z] = vs[0, z]
+        return n0
+    # sorted union of knots (each function's knots are sorted)
+    for i in range(m):
+        heads[i] = 0
+    p = 0
+    while True:
+        best = INF
+        found = False
+        for i in range(m):
+            if heads[i] < cnt[i]:
+                x = ss[i, heads[i]]
+                if not found or x < best:
+                    best = x
+                    found = True
+        if not found:
+            break
+        if p == 0 or pos[p - 1] != best:
+            pos[p] = best
+            p += 1
+        for i in range(m):
+            while heads[i] < cnt[i] and ss[i, heads[i]] == best:
+                heads[i] += 1
+    # left and right values of every function at every knot, one forward pass each
+    for i in range(m):
+        n = cnt[i]
+        j = 0
+        k = 0
+        for q in range(p):
+            x = pos[q]
+            while j < n and ss[i, j] < x:
+                j += 1
+            if k < j:
+                k = j
+            while k < n and ss[i, k] <= x:
+                k += 1
+            if j >= n:
+                lv[i, q] = vs[i, n - 1]
+                rv[i, q] = vs[i, n - 1]
+            elif j < k:
+                lv[i, q] = vs[i, j]
+                rv[i, q] = vs[i, k - 1]
+            elif j == 0:
+                lv[i, q] = vs[i, 0]
+                rv[i, q] = vs[i, 0]
+            else:
+                x0 = ss[i, j - 1]
+                x1 = ss[i, j]
+                if x1 == x0:
+                    v = vs[i, j - 1]
+                else:
+                    v = vs[i, j - 1] + (vs[i, j] - vs[i, j - 1]) * (x - x0) / (x1 - x0)
+                lv[i, q] = v
+                rv[i, q] = v
+    c = 0
+    for q in range(p):
+        x = pos[q]
+        ml = lv[0, q]
+        mr = rv[0, q]
+        for i in range(1, m):
+            if lv[i, q] < ml:
+                ml = lv[i, q]
+            if rv[i, q] < mr:
+                mr = rv[i, q]
+        out_x[c] = x
+        out_v[c] = ml
+        c += 1
+        if mr != ml:
+            out_x[c] = x
+            out_v[c] = mr
+            c += 1
+        if q + 1 < p:
+            x1 = pos[q + 1]
+            nt = 0
+            for i in range(m):
+                for j in range(i + 1, m):
+                    d0 = rv[i, q] - rv[j, q]
+                    d1 = lv[i, q + 1] - lv[j, q + 1]
+                    if d0 * d1 < 0:
+                        t = d0 / (d0 - d1)
+                        # insertion keeps them sorted
+                        z = nt
+                        while z > 0 and ts[z - 1] > t:
+                            ts[z] = ts[z - 1]
+                            z -= 1
+                        ts[z] = t
+                        nt += 1
+            for z in range(nt):
+                t = ts[z]
+                cx = x + (x1 - x) * t
+                if x < cx and cx < x1:
+                    best = INF
+                    for i in range(m):
+                        v = rv[i, q] + (lv[i, q + 1] - rv[i, q]) * t
+                        if i == 0 or v < best:
+                            best = v
+                    out_x[c] = cx
+                    out_v[c] = best
+                    c += 1
+    return c
+
+
+@njit(cache=True, error_model="numpy")
+def _compose(cx, cy, nc, mx, mv, nm, ox, oy):
+    """s -> F(M(s)) for the curve F and fit factor by suggestion M (``plf.compose`` before
+    ``clean``). Returns the number of points written."""
+    dim = cy.shape[1]
+    ox[0] = mx[0]
+    _left(cx, cy, 0, nc, mv[0], oy, 0)
+    c = 1
+    for k in range(nm - 1):
+        s0 = mx[k]
+        s1 = mx[k + 1]
+        m0 = mv[k]
+        m1 = mv[k + 1]
+        if s1 == s0:
+            continue
+        if m1 == m0:
+            _left(cx, cy, 0, nc, m0, oy, c)
+            for r in range(dim):
+                oy[c + 1, r] = oy[c, r]
+            ox[c] = s0
+            ox[c + 1] = s1
+            c += 2
+            continue
+        ox[c] = s0
+        _right(cx, cy, 0, nc, m0, oy, c)
+        c += 1
+        i = _br(cx, nc, m0)
+        while i < nc and cx[i] < m1:
+            x = cx[i]
+            s = s0 + (x - m0) / (m1 - m0) * (s1 - s0)
+            e = i + 1
+            while e < nc and cx[e] == x:
+                e += 1
+            ox[c] = s
+            ox[c + 1] = s
+            for r in range(dim):
+                oy[c, r] = cy[i, r]
+                oy[c + 1, r] = cy[e - 1, r]
+            c += 2
+            i = e
+        ox[c] = s1
+        _left(cx, cy, 0, nc, m1, oy, c)
+        c += 1
+    return c
+
+
+@njit(cache=True, error_model="numpy")
+def _same_row(a, i, b, j):
+    for r in range(a.shape[1]):
+        if a[i, r] != b[j, r]:
+            return False
+    return True
+
+
+@njit(cache=True, error_model="numpy")
+def _clean_into(xs, ys, n, dx, dy, at):
+    """Consecutive duplicates dropped, a run of one x kept as its first and last point
+    (``plf.clean``), written at ``dx[at:]``. Returns the number of points written."""
+    dim = ys.shape[1]
+    dx[at] = xs[0]
+    for r in range(dim):
+        dy[at, r] = ys[0, r]
+    c = 1
+    for i in range(1, n):
+        x = xs[i]
+        last = at + c - 1
+        if x == dx[last] and _same_row(ys, i, dy, last):
+            continue
+        if c >= 2 and x == dx[last] and x == dx[last - 1]:
+            for r in range(dim):
+                dy[last, r] = ys[i, r]
+            continue
+        dx[at + c] = x
+        for r in range(dim):
+            dy[at + c, r] = ys[i, r]
+        c += 1
+    if c == 1:
+        dx[at + 1] = dx[at]
+        for r in range(dim):
+            dy[at + 1, r] = dy[at, r]
+        c = 2
+    return c
+
+
+# -- growing buffers ---------------------------------------------------------------------------------
+
+@njit(cache=True, error_model="numpy")
+def _grow1(a, need):
+    if need <= a.shape[0]:
+        return a
+    b = np.empty(max(need, 2 * a.shape[0]))
+    b[:a.shape[0]] = a
+    return b
+
+
+@njit(cache=True, error_model="numpy")
+def _grow2(a, need):
+    if need <= a.shape[0]:
+        return a
+    b = np.empty((max(need, 2 * a.shape[0]), a.shape[1]))
+    b[:a.shape[0]] = a
+    return b
+
+
+# -- pool curves ---------------------------------------------------------------------------------------
+
+@njit(cache=True, error_model="numpy")
+def _part_len(fs_x, a, b, fifo, k):
+    """Points of a child's part on the pool's axis (``fairshare.pool_curve``)."""
+    n = b - a
+    if fifo:
+        return n + 2
+    if k <= 0.0:
+        return 2
+    if fs_x[b - 1] / k < 1.0:
+        return n + 1
+    return n
+
+
+@njit(cache=True, error_model="numpy")
+def _part(fs_x, fs_y, a, b, fifo, k, pos, end, px, py, o):
+    """Write a child's part at px[o:]: FIFO shifts the child to [pos, pos + 1] and holds it to
+    ``end``; fair share mode scales x by 1/k and holds the last value to 1."""
+    n = b - a
+    dim = fs_y.shape[1]
+    if fifo:
+        px[o] = 0.0
+        for r in range(dim):
+            py[o, r] = fs_y[a, r]
+        for i in range(n):
+            px[o + 1 + i] = fs_x[a + i] + pos
+            for r in range(dim):
+                py[o + 1 + i, r] = fs_y[a + i, r]
+        px[o + n + 1] = end
+        for r in range(dim):
+            py[o + n + 1, r] = fs_y[b - 1, r]
+        return n + 2
+    if k <= 0.0:
+        px[o] = 0.0
+        px[o + 1] = 1.0
+        for r in range(dim):
+            py[o, r] = fs_y[a, r]
+            py[o + 1, r] = fs_y[a, r]
+        return 2
+    for i in range(n):
+        px[o + i] = fs_x[a + i] / k
+        for r in range(dim):
+            py[o + i, r] = fs_y[a + i, r]
+    if px[o + n - 1] < 1.0:
+        px[o + n] = 1.0
+        for r in range(dim):
+            py[o + n, r] = fs_y[b - 1, r]
+        return n + 1
+    return n
+
+
+@njit(cache=True, error_model="numpy")
+def _radix_events(ev_x, ne, order, tmp):
+    """Stable sort of non-negative keys by their bit patterns (which order as the numbers do), least
+    significant 11 bits first; a pass whose digit is the same for every key is skipped."""
+    bits = ev_x[:ne].view(np.uint64)
+    cnt = np.zeros(2049, dtype=np.int64)
+    for e in range(ne):
+        order[e] = e
+    for shift in range(0, 64, 11):
+        cnt[:] = 0
+        sh = np.uint64(shift)
+        for e in range(ne):
+            cnt[((bits[order[e]] >> sh) & np.uint64(2047)) + 1] += 1
+        if cnt.max() == ne:
+            continue
+        for b in range(2048):
+            cnt[b + 1] += cnt[b]
+        for e in range(ne):
+            o = order[e]
+            b = (bits[o] >> sh) & np.uint64(2047)
+            tmp[cnt[b]] = o
+            cnt[b] += 1
+        for e in range(ne):
+            order[e] = tmp[e]
+
+
+@njit(cache=True, error_model="numpy")
+def _sort_events(ev_x, ne, order, cnt, tmp):
+    """Indices 0..ne-1 in ascending ev_x, equal keys in index order (a stable sort): counting sort
+    into ne buckets over the range of x, then insertion sort inside each bucket (a crowded bucket,
+    which only clustered points make, takes numpy's stable sort)."""
+    lo = INF
+    hi = -INF
+    for e in range(ne):
+        x = ev_x[e]
+        if x < lo:
+            lo = x
+        if x > hi:
+            hi = x
+    if ne > 512 and lo >= 0.0:
+        for e in range(ne):
+            if ev_x[e] == 0.0:
+                ev_x[e] = 0.0  # -0.0 would sort last by its bits
+        _radix_events(ev_x, ne, order, tmp)
+        return
+    nb = ne
+    for b in range(nb + 1):
+        cnt[b] = 0
+    width = hi - lo
+    scale = (nb - 1) / width if width > 0 else 0.0
+    for e in range(ne):
+        b = int((ev_x[e] - lo) * scale)
+        if b >= nb:
+            b = nb - 1
+        tmp[e] = b
+        cnt[b + 1] += 1
+    for b in range(nb):
+        cnt[b + 1] += cnt[b]
+    for e in range(ne):
+        b = tmp[e]
+        order[cnt[b]] = e
+        cnt[b] += 1
+    start = 0
+    for b in range(nb):
+        end = cnt[b]
+        if end - start > 48:
+            sub = order[start:end].copy()
+            keys = np.empty(end - start)
+            for q in range(end - start):
+                keys[q] = ev_x[sub[q]]
+            o = np.argsort(keys, kind="mergesort")
+            for q in range(end - start):
+                order[start + q] = sub[o[q]]
+        else:
+            for q in range(start + 1, end):
+                e = order[q]
+                x = ev_x[e]
+                z = q
+                while z > start and ev_x[order[z - 1]] > x:
+                    order[z] = order[z - 1]
+                    z -= 1
+                order[z] = e
+        start = end
+
+
+@njit(cache=True, error_model="numpy")
+def _total_sum(px, py, plen, nparts, end, cx, cy, sw):
+    """Sum of the parts on [0, end], each held constant at both ends (``plf.total_sum``): a sweep
+    over slope changes and jumps. ``px``/``py`` hold the parts back to back; ``sw`` is scratch.
+    Returns the number of curve points written."""
+    dim = py.shape[1]
+    if nparts == 1:
+        n = plen[0]
+        c = 0
+        if px[0] > 0.0:
+            cx[0] = 0.0
+            for r in range(dim):
+                cy[0, r] = py[0, r]
+            c = 1
+        for i in range(n):
+            cx[c] = px[i]
+            for r in range(dim):
+                cy[c, r] = py[i, r]
+            c += 1
+        if px[n - 1] < end:
+            cx[c] = end
+            for r in range(dim):
+                cy[c, r] = py[n - 1, r]
+            c += 1
+        return _clean_into(cx.copy(), cy.copy(), c, cx, cy, 0)
+    ev_x, ev_i, order, cnt, tmp, vec = sw
+    # events in the order plf.total_sum lists them: segment starts, segment ends, jumps, 0, end;
+    # ev_i names the segment (its first point), -1 for the two markers
+    nlin = 0
+    njmp = 0
+    off = 0
+    for p in range(nparts):
+        for i in range(off, off + plen[p] - 1):
+            if px[i + 1] - px[i] > SLIVER:
+                nlin += 1
+            else:
+                njmp += 1
+        off += plen[p]
+    ne = 2 * nlin + njmp + 2
+    a = 0
+    b = nlin
+    j = 2 * nlin
+    off = 0
+    for p in range(nparts):
+        for i in range(off, off + plen[p] - 1):
+            if px[i + 1] - px[i] > SLIVER:
+                ev_x[a] = px[i]
+                ev_i[a] = i
+                ev_x[b] = px[i + 1]
+                ev_i[b] = i
+                a += 1
+                b += 1
+            else:
+                ev_x[j] = px[i]
+                ev_i[j] = i
+                j += 1
+        off += plen[p]
+    ev_x[ne - 2] = 0.0
+    ev_i[ne - 2] = -1
+    ev_x[ne - 1] = end
+    ev_i[ne - 1] = -1
+    _sort_events(ev_x, ne, order, cnt, tmp)
+    base = vec[0]
+    S = vec[1]
+    J = vec[2]
+    after = vec[3]
+    acc = vec[4]
+    Jp = vec[5]
+    for r in range(dim):
+        base[r] = 0.0
+        after[r] = 0.0
+        acc[r] = 0.0
+        Jp[r] = 0.0
+    off = 0
+    for p in range(nparts):
+        for r in range(dim):
+            base[r] += py[off, r]
+        off += plen[p]
+    prev_u = 0.0
+    c = 0
+    q = 0
+    first_group = True
+    while q < ne:
+        u = ev_x[order[q]]
+        for r in range(dim):
+            S[r] = 0.0
+            J[r] = 0.0
+        first = True
+        while q < ne and ev_x[order[q]] == u:
+            e = order[q]
+            i = ev_i[e]
+            if i >= 0:
+                if e < nlin or (e >= nlin and e < 2 * nlin):
+                    d = px[i + 1] - px[i]
+                    sign = 1.0 if e < nlin else -1.0
+                    for r in range(dim):
+                        v = (py[i + 1, r] - py[i, r]) / d
+                        S[r] = sign * v if first else S[r] + sign * v
+                    for r in range(dim):
+                        J[r] = 0.0 if first else J[r] + 0.0
+                else:
+                    for r in range(dim):
+                        v = py[i + 1, r] - py[i, r]
+                        J[r] = v if first else J[r] + v
+                    for r in range(dim):
+                        S[r] = 0.0 if first else S[r] + 0.0
+            else:
+                for r in range(dim):
+                    S[r] = 0.0 if first else S[r] + 0.0
+                    J[r] = 0.0 if first else J[r] + 0.0
+            first = False
+            q += 1
+        if not first_group:
+            for r in range(dim):
+                acc[r] += Jp[r] + after[r] * (u - prev_u)
+        first_group = False
+        jump = False
+        for r in range(dim):
+            after[r] += S[r]
+            if J[r] != 0.0:
+                jump = True
+        cx[c] = u
+        for r in range(dim):
+            cy[c, r] = base[r] + acc[r]
+        c += 1
+        if jump:
+            cx[c] = u
+            for r in range(dim):
+                cy[c, r] = cy[c - 1, r] + J[r]
+            c += 1
+        for r in range(dim):
+            Jp[r] = J[r]
+        prev_u = u
+    # drop exact repeats (a run of one x has at most two points here)
+    w = 1
+    for i in range(1, c):
+        if cx[i] == cx[w - 1] and _same_row(cy, i, cy, w - 1):
+            continue
+        cx[w] = cx[i]
+        for r in range(dim):
+            cy[w, r] = cy[i, r]
+        w += 1
+    if w == 1:
+        cx[1] = cx[0]
+        for r in range(dim):
+            cy[1, r] = cy[0, r]
+        w = 2
+    return w
+
+
+@njit(cache=True, error_model="numpy")
+def _sweep_space(dim, ne):
+    return (np.empty(ne), np.empty(ne, dtype=np.int64), np.empty(ne, dtype=np.int64),
+            np.empty(ne + 1, dtype=np.int64), np.empty(ne, dtype=np.int64), np.empty((6, dim)))
+
+
+# -- one element: curve -> fit factor by suggestion -> fair share by suggestion ---------------------
+
+@njit(cache=True, error_model="numpy")
+def _op_curve(u, d, cx, cy):
+    """Usage-first path on [0, 1], then linearly to demand on [1, 2] (§2.3)."""
+    dim = u.shape[0]
+    umax = u[0]
+    for r in range(1, dim):
+        if u[r] > umax:
+            umax = u[r]
+    if not umax > 0:
+        cx[0] = 0.0
+        cx[1] = 1.0
+        cx[2] = 2.0
+        for r in range(dim):
+            cy[0, r] = 0.0
+            cy[1, r] = 0.0
+            cy[2, r] = d[r]
+        return 3
+    cx[0] = 0.0
+    n = 1
+    for r in range(dim):  # distinct ratios strictly inside (0, 1), sorted
+        f = u[r] / umax
+        if 0 < f and f < 1:
+            z = n
+            dup = False
+            for q in range(1, n):
+                if cx[q] == f:
+                    dup = True
+            if dup:
+                continue
+            while z > 1 and cx[z - 1] > f:
+                cx[z] = cx[z - 1]
+                z -= 1
+            cx[z] = f
+            n += 1
+    cx[n] = 1.0
+    n += 1
+    for i in range(n):
+        f = cx[i]
+        for r in range(dim):
+            cy[i, r] = min(u[r], f * umax)
+    cx[n] = 2.0
+    for r in range(dim):
+        cy[n, r] = d[r]
+    return n + 1
+
+
+@njit(cache=True, error_model="numpy")
+def _fsbs(cx, cy, nc, g, lim, ws):
+    """Fit factor by suggestion (min over resources) into ws.mx/ws.mv, and the fair share by
+    suggestion composed from it into ws.ox/ws.oy (not yet cleaned). Returns (points of the fit
+    factor function, points of the composition)."""
+    ss, vs, cnt, yr, pos, lv, rv, heads, mx, mv, ox, oy, ts = ws
+    dim = cy.shape[1]
+    for r in range(dim):
+        acc = cy[0, r]
+        for i in range(nc):
+            v = cy[i, r]
+            if v < acc:
+                v = acc
+            yr[i] = v
+            acc = v
+        cnt[r] = _mff(cx, yr, nc, g[r], lim[r], ss, vs, r)
+    nm = _min_scalar(ss, vs, cnt, pos, lv, rv, heads, ts, mx, mv)
+    no = _compose(cx, cy, nc, mx, mv, nm, ox, oy)
+    return nm, no
+
+
+@njit(cache=True, error_model="numpy")
+def _workspace(dim, nc):
+    """Scratch sized for a curve of nc points (bounds of what each step can write)."""
+    per = nc + 6
+    npos = dim * per
+    nmin = npos * (2 + dim * (dim - 1) // 2) + 2
+    nout = 2 * nmin + 2 * nc + 4
+    return (np.empty((dim, per)), np.empty((dim, per)), np.zeros(dim, dtype=np.int64), np.empty(per),
+            np.empty(npos), np.empty((dim, npos)), np.empty((dim, npos)), np.zeros(dim, dtype=np.int64),
+            np.empty(nmin), np.empty(nmin), np.empty(nout), np.empty((nout, dim)), np.empty(dim * dim + 1))
+
+
+# -- the update ------------------------------------------------------------------------------------------
+
+@njit(cache=True, error_model="numpy")
+def _closed_ok(u, d, g, lim):
+    """An operation whose fair share by suggestion has the closed form (``fairshare._closed_form_ok``):
+    no guarantee, limits not below demand, usage within demand and below the whole cluster."""
+    dim = u.shape[0]
+    for r in range(dim):
+        if u[r] >= 1.0 or g[r] != 0.0 or lim[r] < d[r] or u[r] > d[r]:
+            return False
+    return True
+
+
+@njit(cache=True, error_model="numpy")
+def _op_closed(u, d, ox, oy):
+    """Fair share by suggestion of an operation in closed form (``fairshare._op_fsbs_rows``): up to
+    U = max usage the usage-first path min(usage, s); beyond, usage + t(s) x (demand - usage) with
+    t(s) = min(1, min_r (s - u_r) / (d_r - u_r)), whose kinks are the lines' pairwise crossings and
+    the points where they reach 1. Returns the number of points written (not yet cleaned)."""
+    dim = u.shape[0]
+    U = u[0]
+    for r in range(1, dim):
+        if u[r] > U:
+            U = u[r]
+    # usage-first part: knots 0, min(u_r, U), U
+    c = 0
+    ox[c] = 0.0
+    c += 1
+    for r in range(dim):
+        v = min(u[r], U)
+        z = c
+        while z > 0 and ox[z - 1] > v:
+            ox[z] = ox[z - 1]
+            z -= 1
+        ox[z] = v
+        c += 1
+    z = c
+    while z > 0 and ox[z - 1] > U:
+        ox[z] = ox[z - 1]
+        z -= 1
+    ox[z] = U
+    c += 1
+    for k in range(c):
+        for r in range(dim):
+            oy[k, r] = min(u[r], ox[k])
+    # toward demand: candidates clipped into [U, 1] and sorted
+    b0 = c
+    nb = 0
+
+    def put(v, at, nb):
+        v = min(max(v, U), 1.0)
+        z = at + nb
+        while z > at and ox[z - 1] > v:
+            ox[z] = ox[z - 1]
+            z -= 1
+        ox[z] = v
+        return nb + 1
+
+    nb = put(U, b0, nb)
+    for r in range(dim):
+        nb = put(d[r], b0, nb)
+    nb = put(1.0, b0, nb)
+    for i in range(dim):
+        for j in range(i + 1, dim):
+            ai = d[i] - u[i]
+            aj = d[j] - u[j]
+            if ai > 0 and aj > 0 and ai != aj:
+                nb = put((u[i] * aj - u[j] * ai) / (aj - ai), b0, nb)
+            else:
+                nb = put(1.0, b0, nb)
+    for k in range(b0, b0 + nb):
+        sx = ox[k]
+        t = INF
+        for r in range(dim):
+            ar = d[r] - u[r]
+            if ar > 0:
+                v = (sx - u[r]) * (1.0 / ar)
+                if v < t:
+                    t = v
+        t = min(1.0, t)
+        t = min(max(t, 0.0), 1.0)
+        for r in range(dim):
+            oy[k, r] = u[r] + t * (d[r] - u[r])
+    c = b0 + nb
+    ox[c] = 1.0
+    for r in range(dim):
+        oy[c, r] = oy[c - 1, r]
+    return c + 1
+
+
+SNAP = 1e-13  # suggestions closer than this are one suggestion (as batched.SNAP)
+
+
+@njit(cache=True, error_model="numpy")
+def _top(z, k):
+    """Index of the largest of z[k, :] and 0 (the first on ties; dim when 0 leads)."""
+    dim = z.shape[1]
+    best = z[k, 0]
+    arg = 0
+    for r in range(1, dim):
+        if z[k, r] > best:
+            best = z[k, r]
+            arg = r
+    if 0.0 > best:
+        arg = dim
+    return arg
+
+
+@njit(cache=True, error_model="numpy")
+def _param_fsbs(cx, cy, nc, g, lim, pw):
+    """Fit factor by suggestion and fair share by suggestion of a pool read off its curve
+    parametrically (``batched._fsbs``): with rho(f) = max(0, max_r F_r(f) - g'_r), the points
+    (rho(f), f, F(f)) at the curve's knots, at the corners of its jumps and where the leading
+    resource changes, cut at f* where some resource reaches its limit for good. Writes the points
+    (s, f, value) to pw's out arrays and returns their number; -1 for a pool this does not cover
+    (a span L' - g' of 1 or more), which takes ``_fsbs``."""
+    yr, z, PX, PY, PZ, rho, lp, gp, tmp, tmp2, cand, cidx, os_, of_, ov_ = pw
+    dim = cy.shape[1]
+    for r in range(dim):
+        acc = cy[0, r]
+        for i in range(nc):
+            v = cy[i, r]
+            if v < acc:
+                v = acc
+            yr[i, r] = v
+            acc = v
+    for r in range(dim):
+        lo = yr[0, r]
+        hi = yr[nc - 1, r]
+        lp[r] = min(max(lim[r], lo), hi)
+        gp[r] = min(max(g[r], lo), lp[r])
+        if not lp[r] - gp[r] < 1.0:
+            return -1
+    fstar = INF
+    for r in range(dim):
+        t = _inv_right2(cx, yr, 0, nc, r, lp[r])
+        if r == 0 or t < fstar:
+            fstar = t
+    for i in range(nc):
+        for r in range(dim):
+            z[i, r] = yr[i, r] - gp[r]
+    P = 0
+    for k in range(nc):
+        PX[P] = cx[k]
+        for r in range(dim):
+            PY[P, r] = cy[k, r]
+            PZ[P, r] = z[k, r]
+        P += 1
+        if k == nc - 1:
+            break
+        x0 = cx[k]
+        x1 = cx[k + 1]
+        if x1 > x0 and _top(z, k) != _top(z, k + 1):
+            nq = 0
+            for i in range(dim):
+                y0 = yr[k, i]
+                y1 = yr[k + 1, i]
+                if y0 < gp[i] and y1 > gp[i]:
+                    v = x0 + (x1 - x0) * (gp[i] - y0) / (y1 - y0)
+                    if v > x0 and v < x1:
+                        cand[nq] = v
+                        cidx[nq] = i
+                        nq += 1
+                for j in range(i + 1, dim):
+                    d0 = z[k, i] - z[k, j]
+                    d1 = z[k + 1, i] - z[k + 1, j]
+                    if d0 * d1 < 0:
+                        v = x0 + (x1 - x0) * (d0 / (d0 - d1))
+                        if v > x0 and v < x1:
+                            cand[nq] = v
+                            cidx[nq] = -1
+                            nq += 1
+            # in x order, candidates at one x in the order found (a stable insertion sort)
+            for q in range(1, nq):
+                v = cand[q]
+                w = cidx[q]
+                e = q
+                while e > 0 and cand[e - 1] > v:
+                    cand[e] = cand[e - 1]
+                    cidx[e] = cidx[e - 1]
+                    e -= 1
+                cand[e] = v
+                cidx[e] = w
+            for q in range(nq):
+                v = cand[q]
+                t = (v - x0) / (x1 - x0)
+                PX[P] = v
+                for r in range(dim):
+                    PY[P, r] = cy[k, r] + (cy[k + 1, r] - cy[k, r]) * t
+                    PZ[P, r] = z[k, r] + (z[k + 1, r] - z[k, r]) * t
+                if cidx[q] >= 0:
+                    PZ[P, cidx[q]] = 0.0
+                P += 1
+        # the corner: at a jump the new rho with the old value
+        PX[P] = x1
+        src = k if x1 == x0 else k + 1
+        for r in range(dim):
+            PY[P, r] = cy[src, r]
+            PZ[P, r] = z[k + 1, r]
+        P += 1
+    # from f* on the pool is at its limit: one point (f*, F(f*-)) stands for all of them
+    _left(cx, cy, 0, nc, fstar, tmp, 0)
+    _left(cx, yr, 0, nc, fstar, tmp2, 0)
+    for r in range(dim):
+        tmp2[0, r] -= gp[r]
+    for k in range(P):
+        if PX[k] >= fstar:
+            PX[k] = fstar
+            for r in range(dim):
+                PY[k, r] = tmp[0, r]
+                PZ[k, r] = tmp2[0, r]
+    run = 0.0
+    for k in range(P):
+        m = 0.0
+        for r in range(dim):
+            v = min(PZ[k, r], lp[r] - gp[r])
+            if r == 0 or v > m:
+                m = v
+        m = max(m, 0.0)
+        if k == 0 or m > run:
+            run = m
+        rho[k] = run
+    # snap: runs of suggestions within SNAP of the previous one take the run's first value
+    head = rho[0]
+    prev = rho[0]
+    nzero = 1 if rho[0] <= 0.0 else 0
+    for k in range(1, P):
+        cur = rho[k]
+        if cur - prev <= SNAP:
+            rho[k] = head
+        else:
+            head = cur
+        prev = cur
+        if rho[k] <= 0.0:
+            nzero += 1
+    if nzero > 0:
+        f0 = PX[nzero - 1]
+        _left(cx, cy, 0, nc, f0, tmp, 0)
+        for k in range(P):
+            if rho[k] <= 0.0:
+                PX[k] = f0
+                for r in range(dim):
+                    PY[k, r] = tmp[0, r]
+    rho[P] = 1.0
+    PX[P] = fstar
+    _left(cx, cy, 0, nc, fstar, PY, P)
+    P += 1
+    # of every run of equal s: the first point, and the last if it differs from the first
+    c = 0
+    k = 0
+    while k < P:
+        e = k
+        while e + 1 < P and rho[e + 1] == rho[k]:
+            e += 1
+        os_[c] = rho[k]
+        of_[c] = PX[k]
+        for r in range(dim):
+            ov_[c, r] = PY[k, r]
+        c += 1
+        if e > k:
+            diff = PX[e] != PX[k]
+            for r in range(dim):
+                if PY[e, r] != PY[k, r]:
+                    diff = True
+            if diff:
+                os_[c] = rho[e]
+                of_[c] = PX[e]
+                for r in range(dim):
+                    ov_[c, r] = PY[e, r]
+                c += 1
+        k = e + 1
+    if c == 1:
+        os_[1] = os_[0]
+        of_[1] = of_[0]
+        for r in range(dim):
+            ov_[1, r] = ov_[0, r]
+        c = 2
+    return c
+
+
+@njit(cache=True, error_model="numpy")
+def _param_space(dim, nc):
+    npts = 2 * nc + (nc + 1) * (dim + dim * (dim - 1) // 2) + 4
+    nk = dim + dim * (dim - 1) // 2 + 1
+    return (np.empty((nc, dim)), np.empty((nc, dim)), np.empty(npts), np.empty((npts, dim)),
+            np.empty((npts, dim)), np.empty(npts + 1), np.empty(dim), np.empty(dim), np.empty((1, dim)),
+            np.empty((1, dim)), np.empty(nk), np.empty(nk, dtype=np.int64), np.empty(npts + 1),
+            np.empty(npts + 1), np.empty((npts + 1, dim)))
+
+
+@njit(cache=True, error_model="numpy")
+def _store(fs_x, fs_y, used, ox, oy, no):
+    fs_x = _grow1(fs_x, used + no + 2)
+    fs_y = _grow2(fs_y, used + no + 2)
+    w = _clean_into(ox, oy, no, fs_x, fs_y, used)
+    return fs_x, fs_y, w
+
+
+@njit(cache=True, error_model="numpy")
+def build(post, is_op, fifo, weight, kid_ptr, kids, U, D, G, L, root, pointwise, param):
+    """Bottom-up: every element's fair share by suggestion and every pool's fit factor by
+    suggestion; for ``pointwise`` elements (the root's children, read at single suggestions only)
+    the curve itself, with its components made monotone in ``cm_y``. ``param``: pools are read off
+    their curves parametrically where that covers them (False: all through ``_fsbs``, for tests)."""
+    n = U.shape[0]
+    dim = U.shape[1]
+    fs_at = np.full(n, -1, dtype=np.int64)
+    fs_len = np.zeros(n, dtype=np.int64)
+    mf_at = np.full(n, -1, dtype=np.int64)
+    mf_len = np.zeros(n, dtype=np.int64)
+    fs_x = np.empty(12 * n + 64)
+    fs_y = np.empty((12 * n + 64, dim))
+    mf_x = np.empty(4 * n + 64)
+    mf_v = np.empty(4 * n + 64)
+    used = 0
+    mused = 0
+    small = 2 * dim + 8
+    ws_small = _workspace(dim, small)
+    big = 256
+    ws_big = _workspace(dim, big)
+    pbig = 256
+    pws = _param_space(dim, pbig)
+    cx = np.empty(small + dim * dim + 8)
+    cy = np.empty((small + dim * dim + 8, dim))
+    px = np.empty(256)
+    py = np.empty((256, dim))
+    pcx = np.empty(1024)
+    pcy = np.empty((1024, dim))
+    sw = _sweep_space(dim, 1024)
+    plen = np.empty(16, dtype=np.int64)
+    for t in range(post.shape[0]):
+        i = post[t]
+        if i == root:
+            continue
+        if is_op[i]:
+            if not pointwise[i] and _closed_ok(U[i], D[i], G[i], L[i]):
+                no = _op_closed(U[i], D[i], cx, cy)
+                fs_x, fs_y, w = _store(fs_x, fs_y, used, cx, cy, no)
+            else:
+                nc = _op_curve(U[i], D[i], cx, cy)
+                if pointwise[i]:
+                    fs_x, fs_y, w = _store(fs_x, fs_y, used, cx, cy, nc)
+                else:
+                    nm, no = _fsbs(cx, cy, nc, G[i], L[i], ws_small)
+                    fs_x, fs_y, w = _store(fs_x, fs_y, used, ws_small[10], ws_small[11], no)
+            fs_at[i] = used
+            fs_len[i] = w
+            used += w
+            continue
+        a0 = kid_ptr[i]
+        a1 = kid_ptr[i + 1]
+        m = a1 - a0
+        if m == 0:
+            pcx[0] = 0.0
+            pcx[1] = 1.0
+            for r in range(dim):
+                pcy[0, r] = 0.0
+                pcy[1, r] = 0.0
+            nc = 2
+        else:
+            wmin = INF
+            for z in range(a0, a1):
+                wz = weight[kids[z]]
+                if wz > EPS and wz < wmin:
+                    wmin = wz
+            if wmin == INF:
+                wmin = 1.0
+            tot = 0
+            if plen.shape[0] < m:
+                plen = np.empty(2 * m, dtype=np.int64)
+            for z in range(a0, a1):
+                c = kids[z]
+                kz = weight[c] / wmin if weight[c] > EPS else 0.0
+                ln = _part_len(fs_x, fs_at[c], fs_at[c] + fs_len[c], fifo[i], kz)
+                plen[z - a0] = ln
+                tot += ln
+            px = _grow1(px, tot)
+            py = _grow2(py, tot)
+            end = float(m) if fifo[i] else 1.0
+            off = 0
+            for z in range(a0, a1):
+                c = kids[z]
+                kz = weight[c] / wmin if weight[c] > EPS else 0.0
+                off += _part(fs_x, fs_y, fs_at[c], fs_at[c] + fs_len[c], fifo[i], kz, float(z - a0), end,
+                             px, py, off)
+            need = 2 * (2 * tot + 2) + 2
+            if pcx.shape[0] < need:
+                pcx = np.empty(2 * need)
+                pcy = np.empty((2 * need, dim))
+            if sw[0].shape[0] < 2 * tot + 2:
+                sw = _sweep_space(dim, 2 * (2 * tot + 2))
+            nc = _total_sum(px, py, plen, m, end, pcx, pcy, sw)
+        if pointwise[i]:
+            fs_x, fs_y, w = _store(fs_x, fs_y, used, pcx, pcy, nc)
+            fs_at[i] = used
+            fs_len[i] = w
+            used += w
+            continue
+        if param:
+            if nc > pbig:
+                pbig = 2 * nc
+                pws = _param_space(dim, pbig)
+            npt = _param_fsbs(pcx, pcy, nc, G[i], L[i], pws)
+        else:
+            npt = -1
+        if npt >= 0:
+            os_ = pws[12]
+            of_ = pws[13]
+            ov_ = pws[14]
+            mf_x = _grow1(mf_x, mused + npt)
+            mf_v = _grow1(mf_v, mused + npt)
+            fs_x = _grow1(fs_x, used + npt)
+            fs_y = _grow2(fs_y, used + npt)
+            for z in range(npt):
+                mf_x[mused + z] = os_[z]
+                mf_v[mused + z] = of_[z]
+                fs_x[used + z] = os_[z]
+                for r in range(dim):
+                    fs_y[used + z, r] = ov_[z, r]
+            mf_at[i] = mused
+            mf_len[i] = npt
+            mused += npt
+            fs_at[i] = used
+            fs_len[i] = npt
+            used += npt
+            continue
+        if nc <= small:
+            ws = ws_small
+        else:
+            if nc > big:
+                big = 2 * nc
+                ws_big = _workspace(dim, big)
+            ws = ws_big
+        nm, no = _fsbs(pcx, pcy, nc, G[i], L[i], ws)
+        mf_x = _grow1(mf_x, mused + nm)
+        mf_v = _grow1(mf_v, mused + nm)
+        mx = ws[8]
+        mv = ws[9]
+        for z in range(nm):
+            mf_x[mused + z] = mx[z]
+            mf_v[mused + z] = mv[z]
+        mf_at[i] = mused
+        mf_len[i] = nm
+        mused += nm
+        fs_x, fs_y, w = _store(fs_x, fs_y, used, ws[10], ws[11], no)
+        fs_at[i] = used
+        fs_len[i] = w
+        used += w
+    # the pointwise curves' components made monotone (as plf.mff_component reads them)
+    cm_y = np.empty((used, dim))
+    for i in range(n):
+        if pointwise[i] and fs_at[i] >= 0:
+            a = fs_at[i]
+            for r in range(dim):
+                acc = fs_y[a, r]
+                for z in range(a, a + fs_len[i]):
+                    v = fs_y[z, r]
+                    if v < acc:
+                        v = acc
+                    cm_y[z, r] = v
+                    acc = v
+    return fs_x, fs_y, fs_at, fs_len, mf_x, mf_v, mf_at, mf_len, cm_y
+
+
+@njit(cache=True, error_model="numpy")
+def _fit_at(xs, ym, a, n, g, lim, s):
+    """A pointwise element's fit factor at suggestion s, the left value of min over resources of
+    ``plf.mff_component``'s function, read off its curve directly."""
+    dim = ym.shape[1]
+    best = INF
+    for r in range(dim):
+        lo = ym[a, r]
+        hi = ym[a + n - 1, r]
+        lp = min(max(lim[r], lo), hi)
+        gp = min(max(g[r], lo), lp)
+        span = lp - gp
+        if span <= 0.0:
+            m = _inv_right2(xs, ym, a, n, r, lp)
+        elif s == 0.0:
+            m = _inv_right2(xs, ym, a, n, r, gp)
+        elif s < span:
+            m = _inv_left2(xs, ym, a, n, r, gp + s)
+        elif s == span:
+            m = _inv_left2(xs, ym, a, n, r, lp)
+        else:
+            m = _inv_right2(xs, ym, a, n, r, lp)
+        if m < best:
+            best = m
+    return best
+
+
+@njit(cache=True, error_model="numpy")
+def _inv_left2(xs, ym, a, n, r, w):
+    """inf{f : F_r(f) >= w} over rows a..a+n of a monotone component."""
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if ym[a + mid, r] < w:
+            lo = mid + 1
+        else:
+            hi = mid
+    i = lo
+    if i == 0:
+        return xs[a]
+    if i >= n:
+        return xs[a + n - 1]
+    return _lerp1(ym[a + i - 1, r], xs[a + i - 1], ym[a + i, r], xs[a + i], w)
+
+
+@njit(cache=True, error_model="numpy")
+def _inv_right2(xs, ym, a, n, r, w):
+    """sup{f : F_r(f) <= w} over rows a..a+n of a monotone component."""
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if w < ym[a + mid, r]:
+            hi = mid
+        else:
+            lo = mid + 1
+    i = lo - 1
+    if i < 0:
+        return xs[a]
+    if i >= n - 1:
+        return xs[a + n - 1]
+    return _lerp1(ym[a + i, r], xs[a + i], ym[a + i + 1, r], xs[a + i + 1], w)
+
+
+@njit(cache=True, error_model="numpy")
+def _child_value(fs_x, fs_y, cm_y, fs_at, fs_len, G, L, c, s, out, oi):
+    """A root child's fair share at suggestion s: its curve read left-continuously at its fit factor
+    there (what its fair share by suggestion gives, without building it). Returns the fit factor."""
+    a = fs_at[c]
+    n = fs_len[c]
+    f = _fit_at(fs_x, cm_y, a, n, G[c], L[c], s)
+    _left(fs_x, fs_y, a, n, f, out, oi)
+    return f
+
+
+@njit(cache=True, error_model="numpy")
+def _root_suggestions(kid_ptr, kids, weight, fifo_root, root, f, sugg):
+    a0 = kid_ptr[root]
+    a1 = kid_ptr[root + 1]
+    if fifo_root:
+        for z in range(a0, a1):
+            sugg[z - a0] = min(1.0, max(0.0, f - (z - a0)))
+        return
+    wmin = INF
+    for z in range(a0, a1):
+        wz = weight[kids[z]]
+        if wz > EPS and wz < wmin:
+            wmin = wz
+    if wmin == INF:
+        wmin = 1.0
+    for z in range(a0, a1):
+        sugg[z - a0] = min(1.0, f * weight[kids[z]] / wmin)
+
+
+@njit(cache=True, error_model="numpy")
+def root_fit(fs_x, fs_y, cm_y, fs_at, fs_len, kid_ptr, kids, weight, fifo_root, G, L, root):
+    """The root's fit factor at suggestion 1, found by bisection over its children read at single
+    suggestions (``batched.root_fit``): the first f where some resource passes its bound."""
+    dim = fs_y.shape[1]
+    a0 = kid_ptr[root]
+    a1 = kid_ptr[root + 1]
+    m = a1 - a0
+    if m == 0:
+        return 1.0
+    end = float(m) if fifo_root else 1.0
+    g = G[root]
+    lim = L[root]
+    vals = np.zeros((m, dim))
+    sugg = np.zeros(m)
+    lo_v = np.zeros(dim)
+    hi_v = np.zeros(dim)
+
+    def total(f, out):
+        _root_suggestions(kid_ptr, kids, weight, fifo_root, root, f, sugg)
+        for z in range(m):
+            _child_value(fs_x, fs_y, cm_y, fs_at, fs_len, G, L, kids[a0 + z], sugg[z], vals, z)
+        for r in range(dim):
+            out[r] = 0.0
+        for z in range(m):
+            for r in range(dim):
+                out[r] += vals[z, r]
+
+    total(0.0, lo_v)
+    total(end, hi_v)
+    strict = np.zeros(dim, dtype=np.bool_)
+    bound = np.zeros(dim)
+    for r in range(dim):
+        lp = min(max(lim[r], lo_v[r]), hi_v[r])
+        gp = min(max(g[r], lo_v[r]), lp)
+        span = lp - gp
+        strict[r] = span < 1.0
+        if strict[r] or span == 1.0:
+            bound[r] = lp
+        else:
+            bound[r] = gp + 1.0
+        if strict[r] and lp >= hi_v[r]:
+            bound[r] = INF
+    val = np.zeros(dim)
+
+    def passed(v):
+        for r in range(dim):
+            if strict[r]:
+                if v[r] > bound[r]:
+                    return True
+            elif v[r] >= bound[r]:
+                return True
+        return False
+
+    if not passed(hi_v):
+        return end
+    if passed(lo_v):
+        return 0.0
+    lo = 0.0
+    hi = end
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid <= lo or mid >= hi:
+            break
+        total(mid, val)
+        if passed(val):
+            hi = mid
+        else:
+            lo = mid
+    return lo
+
+
+@njit(cache=True, error_model="numpy")
+def read_down(pre, is_op, fifo, weight, kid_ptr, kids, fs_x, fs_y, cm_y, fs_at, fs_len, mf_x, mf_v, mf_at,
+              mf_len, G, L, root, root_f, fair, fit):
+    """Top-down from the root's fit factor: each pool's fair share and fit factor at its suggestion,
+    its children's suggestions (§2.5), and the operations' fair shares. ``pre`` lists pools, parents
+    first; the root's children are read pointwise."""
+    n = fair.shape[0]
+    dim = fair.shape[1]
+    sugg = np.zeros(n)
+    sugg[root] = 1.0
+    a0 = kid_ptr[root]
+    a1 = kid_ptr[root + 1]
+    rs = np.zeros(a1 - a0)
+    _root_suggestions(kid_ptr, kids, weight, fifo[root], root, root_f, rs)
+    fit[root] = root_f
+    for z in range(a0, a1):
+        c = kids[z]
+        sugg[c] = rs[z - a0]
+        f = _child_value(fs_x, fs_y, cm_y, fs_at, fs_len, G, L, c, rs[z - a0], fair, c)
+        if not is_op[c] and kid_ptr[c + 1] > kid_ptr[c]:
+            fit[c] = f
+    for t in range(pre.shape[0]):
+        i = pre[t]
+        if i == root or is_op[i]:
+            continue
+        b0 = kid_ptr[i]
+        b1 = kid_ptr[i + 1]
+        if b1 == b0:
+            if sugg[i] >= 0 and fs_at[i] >= 0 and mf_at[i] >= 0:
+                _left(fs_x, fs_y, fs_at[i], fs_len[i], sugg[i], fair, i)
+            continue
+        if mf_at[i] >= 0:
+            s = sugg[i]
+            _left(fs_x, fs_y, fs_at[i], fs_len[i], s, fair, i)
+            b = mf_at[i]
+            f = _eval_left(mf_x[b:], mf_v[b:], mf_len[i], s)
+            fit[i] = f
+        else:
+            f = fit[i]
+        if fifo[i]:
+            for z in range(b0, b1):
+                v = f - (z - b0)
+                sugg[kids[z]] = min(1.0, max(0.0, v))
+        else:
+            wmin = INF
+            for z in range(b0, b1):
+                wz = weight[kids[z]]
+                if wz > EPS and wz < wmin:
+                    wmin = wz
+            if wmin == INF:
+                wmin = 1.0
+            for z in range(b0, b1):
+                sugg[kids[z]] = min(1.0, f * weight[kids[z]] / wmin)
+        for z in range(b0, b1):
+            c = kids[z]
+            if is_op[c]:
+                _left(fs_x, fs_y, fs_at[c], fs_len[c], sugg[c], fair, c)
+    # the root's fair share is its children's sum
+    for r in range(dim):
+        fair[root, r] = 0.0
+    for z in range(a0, a1):
+        for r in range(dim):
+            fair[root, r] += fair[kids[z], r]
+    return sugg
+
+
+# -- guarantees and sums (SEMANTICS §2.1-2.2) ---------------------------------------------------------
+
+@njit(cache=True, error_model="numpy")
+def sums(post, is_op, kid_ptr, kid_ins, fixed_usage, demand, usage):
+    """Pools' demand and usage: their children's, added left to right in insertion order."""
+    dim = demand.shape[1]
+    for t in range(post.shape[0]):
+        i = post[t]
+        a0 = kid_ptr[i]
+        a1 = kid_ptr[i + 1]
+        if is_op[i] or a1 == a0:
+            continue
+        for r in range(dim):
+            acc = 0.0
+            for z in range(a0, a1):
+                acc = acc + demand[kid_ins[z], r]
+            demand[i, r] = acc
+            if not fixed_usage[i]:
+                acc = 0.0
+                for z in range(a0, a1):
+                    acc = acc + usage[kid_ins[z], r]
+                usage[i, r] = acc
+
+
+@njit(cache=True, error_model="numpy")
+def strong_shares(pre, kid_ptr, kid_ins, has_g, gabs, total, main, L, root):
+    """Explicit + implicit guarantees as shares, capped by limits (``fairshare.strong_shares``);
+    ``gabs`` holds NaN where a resource is not given."""
+    n = L.shape[0]
+    dim = L.shape[1]
+    eff = np.zeros((n, dim))
+    effset = np.zeros(n, dtype=np.bool_)
+    eff[root] = total
+    effset[root] = True
+    zero = np.zeros(dim)
+    explicit = np.zeros((0, dim))
+    implicit = np.zeros((0, dim))
+    for t in range(pre.shape[0]):
+        p = pre[t]
+        a0 = kid_ptr[p]
+        a1 = kid_ptr[p + 1]
+        if a1 == a0:
+            continue
+        parent_g = eff[p] if effset[p] else zero
+        finite = True
+        for r in range(dim):
+            if not parent_g[r] < INF:
+                finite = False
+        pm = parent_g[main] if main >= 0 else 0.0
+        restrict = finite or main < 0 or not pm > 0
+        nk = 0
+        for z in range(a0, a1):
+            if not restrict or has_g[kid_ins[z]]:
+                nk += 1
+        if nk == 0:
+            continue
+        kl = np.empty(nk, dtype=np.int64)
+        q = 0
+        for z in range(a0, a1):
+            if not restrict or has_g[kid_ins[z]]:
+                kl[q] = kid_ins[z]
+                q += 1
+        if explicit.shape[0] < nk:
+            explicit = np.zeros((2 * nk, dim))
+            implicit = np.zeros((2 * nk, dim))
+        for q in range(nk):
+            c = kl[q]
+            for r in range(dim):
+                v = gabs[c, r]
+                explicit[q, r] = v if has_g[c] and v == v else 0.0
+                implicit[q, r] = 0.0
+        residual = np.zeros(dim)
+        for r in range(dim):
+            s = 0.0
+            for q in range(nk):
+                s = s + explicit[q, r]
+            residual[r] = max(0.0, parent_g[r] - s)
+        if main >= 0 and pm > 0:
+            for q in range(nk):
+                c = kl[q]
+                if not has_g[c] and finite:
+                    continue
+                ratio = explicit[q, main] / pm
+                for r in range(dim):
+                    if r != main and not (has_g[c] and gabs[c, r] == gabs[c, r]):
+                        implicit[q, r] = ratio * parent_g[r]
+            if p != root:
+                for r in range(dim):
+                    s = 0.0
+                    for q in range(nk):
+                        s = s + implicit[q, r]
+                    if s > residual[r] + EPS and s > 0:
+                        k = residual[r] / s
+                        for q in range(nk):
+                            implicit[q, r] *= k
+        for q in range(nk):
+            c = kl[q]
+            anyimp = False
+            for r in range(dim):
+                if implicit[q, r] != 0.0:
+                    anyimp = True
+            if not has_g[c] and not anyimp:
+                effset[c] = False
+            else:
+                effset[c] = True
+                for r in range(dim):
+                    eff[c, r] = explicit[q, r] + implicit[q, r]
+    out = np.zeros((n, dim))
+    for i in range(n):
+        if effset[i] and i != root:
+            for r in range(dim):
+                sh = eff[i, r] / total[r] if total[r] > 0 else 0.0
+                out[i, r] = min(sh, L[i, r])
+        else:
+            neg = False
+            for r in range(dim):
+                if L[i, r] < 0.0:
+                    neg = True
+            if neg:
+                for r in range(dim):
+                    out[i, r] = min(0.0, L[i, r])
+    for r in range(dim):
+        out[root, r] = 1.0 if total[r] > 0 else 0.0
+    return out
+
+
+@njit(cache=True, error_model="numpy")
+def adjust(pre, kid_ptr, kid_ins, shares, root):
+    """Children's guarantees scaled by one common factor wherever they overflow the parent's (§2.2);
+    then the root's guarantee is its children's sum."""
+    dim = shares.shape[1]
+    tot = np.zeros(dim)
+    for t in range(pre.shape[0]):
+        p = pre[t]
+        a0 = kid_ptr[p]
+        a1 = kid_ptr[p + 1]
+        if a1 == a0:
+            continue
+        tot[:] = 0.0
+        for z in range(a0, a1):
+            c = kid_ins[z]
+            for r in range(dim):
+                tot[r] = tot[r] + shares[c, r]
+        k = 1.0
+        for r in range(dim):
+            if tot[r] > shares[p, r] + EPS:
+                k = min(k, shares[p, r] / tot[r])
+        if k < 1.0:
+            for z in range(a0, a1):
+                c = kid_ins[z]
+                for r in range(dim):
+                    shares[c, r] = shares[c, r] * k
+    a0 = kid_ptr[root]
+    a1 = kid_ptr[root + 1]
+    for r in range(dim):
+        s = 0.0
+        for z in range(a0, a1):
+            s = s + shares[kid_ins[z], r]
+        shares[root, r] = s
