@@ -86,7 +86,7 @@ def _lerp1(x0, y0, x1, y1, x):
     return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def _left(xs, ys, a, n, x, out, oi):
     """Vector value at x of the function in rows a..a+n, left-continuous, clamped to the domain
     (``PLF.left``), written to out[oi]."""
@@ -115,7 +115,7 @@ def _left(xs, ys, a, n, x, out, oi):
         out[oi, r] = ys[a + j - 1, r] + (ys[a + j, r] - ys[a + j - 1, r]) * t
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def _right(xs, ys, a, n, x, out, oi):
     """Limit from the right at x (``PLF.right``), written to out[oi]."""
     dim = ys.shape[1]
@@ -143,7 +143,7 @@ def _right(xs, ys, a, n, x, out, oi):
         out[oi, r] = ys[a + j - 1, r] + (ys[a + j, r] - ys[a + j - 1, r]) * t
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def _eval_left(xs, vs, n, x):
     """Left value of a scalar function with jumps (``plf._eval1``'s first value)."""
     j = _bl(xs, n, x)
@@ -159,7 +159,7 @@ def _eval_left(xs, vs, n, x):
 
 # -- fit factor by suggestion ----------------------------------------------------------------------
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def _inv_left(xs, yr, n, w):
     """inf{f : F_r(f) >= w}."""
     i = _bl(yr, n, w)
@@ -170,7 +170,7 @@ def _inv_left(xs, yr, n, w):
     return _lerp1(yr[i - 1], xs[i - 1], yr[i], xs[i], w)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def _inv_right(xs, yr, n, w):
     """sup{f : F_r(f) <= w}."""
     i = _br(yr, n, w) - 1
@@ -376,7 +376,7 @@ def _compose(cx, cy, nc, mx, mv, nm, ox, oy):
     return c
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def _same_row(a, i, b, j):
     for r in range(a.shape[1]):
         if a[i, r] != b[j, r]:
@@ -416,7 +416,7 @@ def _clean_into(xs, ys, n, dx, dy, at):
 
 # -- growing buffers ---------------------------------------------------------------------------------
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def _grow1(a, need):
     if need <= a.shape[0]:
         return a
@@ -425,7 +425,7 @@ def _grow1(a, need):
     return b
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def _grow2(a, need):
     if need <= a.shape[0]:
         return a
@@ -436,7 +436,7 @@ def _grow2(a, need):
 
 # -- pool curves ---------------------------------------------------------------------------------------
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def _part_len(fs_x, a, b, fifo, k):
     """Points of a child's part on the pool's axis (``fairshare.pool_curve``)."""
     n = b - a
@@ -449,7 +449,7 @@ def _part_len(fs_x, a, b, fifo, k):
     return n
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def _part(fs_x, fs_y, a, b, fifo, k, pos, end, px, py, o):
     """Write a child's part at px[o:]: FIFO shifts the child to [pos, pos + 1] and holds it to
     ``end``; fair share mode scales x by 1/k and holds the last value to 1."""
@@ -487,95 +487,65 @@ def _part(fs_x, fs_y, a, b, fifo, k, pos, end, px, py, o):
 
 
 @njit(cache=True, error_model="numpy")
-def _radix_events(ev_x, ne, order, tmp):
-    """Stable sort of non-negative keys by their bit patterns (which order as the numbers do), least
-    significant 11 bits first; a pass whose digit is the same for every key is skipped."""
-    bits = ev_x[:ne].view(np.uint64)
-    cnt = np.zeros(2049, dtype=np.int64)
-    for e in range(ne):
-        order[e] = e
-    for shift in range(0, 64, 11):
-        cnt[:] = 0
-        sh = np.uint64(shift)
-        for e in range(ne):
-            cnt[((bits[order[e]] >> sh) & np.uint64(2047)) + 1] += 1
-        if cnt.max() == ne:
-            continue
-        for b in range(2048):
-            cnt[b + 1] += cnt[b]
-        for e in range(ne):
-            o = order[e]
-            b = (bits[o] >> sh) & np.uint64(2047)
-            tmp[cnt[b]] = o
-            cnt[b] += 1
-        for e in range(ne):
-            order[e] = tmp[e]
-
-
-@njit(cache=True, error_model="numpy")
-def _sort_events(ev_x, ne, order, cnt, tmp):
-    """Indices 0..ne-1 in ascending ev_x, equal keys in index order (a stable sort): counting sort
-    into ne buckets over the range of x, then insertion sort inside each bucket (a crowded bucket,
-    which only clustered points make, takes numpy's stable sort)."""
-    lo = INF
-    hi = -INF
-    for e in range(ne):
-        x = ev_x[e]
-        if x < lo:
-            lo = x
-        if x > hi:
-            hi = x
-    if ne > 512 and lo >= 0.0:
-        for e in range(ne):
-            if ev_x[e] == 0.0:
-                ev_x[e] = 0.0  # -0.0 would sort last by its bits
-        _radix_events(ev_x, ne, order, tmp)
-        return
-    nb = ne
-    for b in range(nb + 1):
-        cnt[b] = 0
-    width = hi - lo
-    scale = (nb - 1) / width if width > 0 else 0.0
-    for e in range(ne):
-        b = int((ev_x[e] - lo) * scale)
-        if b >= nb:
-            b = nb - 1
-        tmp[e] = b
-        cnt[b + 1] += 1
-    for b in range(nb):
-        cnt[b + 1] += cnt[b]
-    for e in range(ne):
-        b = tmp[e]
-        order[cnt[b]] = e
-        cnt[b] += 1
-    start = 0
-    for b in range(nb):
-        end = cnt[b]
-        if end - start > 48:
-            sub = order[start:end].copy()
-            keys = np.empty(end - start)
-            for q in range(end - start):
-                keys[q] = ev_x[sub[q]]
-            o = np.argsort(keys, kind="mergesort")
-            for q in range(end - start):
-                order[start + q] = sub[o[q]]
-        else:
-            for q in range(start + 1, end):
-                e = order[q]
-                x = ev_x[e]
-                z = q
-                while z > start and ev_x[order[z - 1]] > x:
-                    order[z] = order[z - 1]
-                    z -= 1
-                order[z] = e
-        start = end
+def _merge_runs(kx, ki, runs, nruns, tx, ti):
+    """Stable sort of keys ``kx`` (with their indices ``ki`` alongside), given as ``nruns``
+    ascending runs starting at ``runs[0..nruns]`` (``runs[nruns]`` is the end): runs merged pairwise
+    until one is left, without branches on the comparisons. Returns the arrays holding the result."""
+    n = runs[nruns]
+    sx, si, dx, di = kx, ki, tx, ti
+    while nruns > 1:
+        k = 0
+        w = 0
+        while k < nruns:
+            lo = runs[k]
+            if k + 1 >= nruns:
+                for e in range(lo, runs[k + 1]):
+                    dx[e] = sx[e]
+                    di[e] = si[e]
+                runs[w] = lo
+                w += 1
+                k += 1
+                continue
+            mid = runs[k + 1]
+            hi = runs[k + 2]
+            i = lo
+            j = mid
+            o = lo
+            while i < mid and j < hi:
+                a = sx[i]
+                b = sx[j]
+                tj = b < a
+                dx[o] = b if tj else a
+                di[o] = si[j] if tj else si[i]
+                j += tj
+                i += 1 - tj
+                o += 1
+            while i < mid:
+                dx[o] = sx[i]
+                di[o] = si[i]
+                i += 1
+                o += 1
+            while j < hi:
+                dx[o] = sx[j]
+                di[o] = si[j]
+                j += 1
+                o += 1
+            runs[w] = lo
+            w += 1
+            k += 2
+        runs[w] = n
+        nruns = w
+        sx, si, dx, di = dx, di, sx, si
+    return sx, si
 
 
 @njit(cache=True, error_model="numpy")
 def _total_sum(px, py, plen, nparts, end, cx, cy, sw):
     """Sum of the parts on [0, end], each held constant at both ends (``plf.total_sum``): a sweep
-    over slope changes and jumps. ``px``/``py`` hold the parts back to back; ``sw`` is scratch.
-    Returns the number of curve points written."""
+    over the parts' points in x order, each point changing the running slope (the slope of the
+    segment it starts minus that of the one it ends) or adding a jump (a rise over less than
+    ``SLIVER`` of x). ``px``/``py`` hold the parts back to back, each sorted, so ordering them is a
+    merge of runs. Returns the number of curve points written."""
     dim = py.shape[1]
     if nparts == 1:
         n = plen[0]
@@ -596,43 +566,47 @@ def _total_sum(px, py, plen, nparts, end, cx, cy, sw):
                 cy[c, r] = py[n - 1, r]
             c += 1
         return _clean_into(cx.copy(), cy.copy(), c, cx, cy, 0)
-    ev_x, ev_i, order, cnt, tmp, vec = sw
-    # events in the order plf.total_sum lists them: segment starts, segment ends, jumps, 0, end;
-    # ev_i names the segment (its first point), -1 for the two markers
-    nlin = 0
-    njmp = 0
-    off = 0
+    kx, ki, tx, ti, runs, dS, dJ, vec = sw
+    tot = 0
     for p in range(nparts):
-        for i in range(off, off + plen[p] - 1):
-            if px[i + 1] - px[i] > SLIVER:
-                nlin += 1
+        runs[p] = tot
+        e = tot + plen[p]
+        prev_s = vec[0]
+        for r in range(dim):
+            prev_s[r] = 0.0
+        for i in range(tot, e):
+            kx[i] = px[i]
+            ki[i] = i
+            if i + 1 < e:
+                d = px[i + 1] - px[i]
+                if d > SLIVER:
+                    for r in range(dim):
+                        sl = (py[i + 1, r] - py[i, r]) / d
+                        dS[i, r] = sl - prev_s[r]
+                        dJ[i, r] = 0.0
+                        prev_s[r] = sl
+                else:
+                    for r in range(dim):
+                        dS[i, r] = -prev_s[r]
+                        dJ[i, r] = py[i + 1, r] - py[i, r]
+                        prev_s[r] = 0.0
             else:
-                njmp += 1
-        off += plen[p]
-    ne = 2 * nlin + njmp + 2
-    a = 0
-    b = nlin
-    j = 2 * nlin
-    off = 0
-    for p in range(nparts):
-        for i in range(off, off + plen[p] - 1):
-            if px[i + 1] - px[i] > SLIVER:
-                ev_x[a] = px[i]
-                ev_i[a] = i
-                ev_x[b] = px[i + 1]
-                ev_i[b] = i
-                a += 1
-                b += 1
-            else:
-                ev_x[j] = px[i]
-                ev_i[j] = i
-                j += 1
-        off += plen[p]
-    ev_x[ne - 2] = 0.0
-    ev_i[ne - 2] = -1
-    ev_x[ne - 1] = end
-    ev_i[ne - 1] = -1
-    _sort_events(ev_x, ne, order, cnt, tmp)
+                for r in range(dim):
+                    dS[i, r] = -prev_s[r]
+                    dJ[i, r] = 0.0
+        tot = e
+    # the domain's ends are points of the sum even where no part has one
+    runs[nparts] = tot
+    kx[tot] = 0.0
+    kx[tot + 1] = end
+    ki[tot] = tot
+    ki[tot + 1] = tot
+    for r in range(dim):
+        dS[tot, r] = 0.0
+        dJ[tot, r] = 0.0
+    runs[nparts + 1] = tot + 2
+    ox, oi = _merge_runs(kx, ki, runs, nparts + 1, tx, ti)
+    ne = tot + 2
     base = vec[0]
     S = vec[1]
     J = vec[2]
@@ -654,34 +628,15 @@ def _total_sum(px, py, plen, nparts, end, cx, cy, sw):
     q = 0
     first_group = True
     while q < ne:
-        u = ev_x[order[q]]
+        u = ox[q]
         for r in range(dim):
             S[r] = 0.0
             J[r] = 0.0
-        first = True
-        while q < ne and ev_x[order[q]] == u:
-            e = order[q]
-            i = ev_i[e]
-            if i >= 0:
-                if e < nlin or (e >= nlin and e < 2 * nlin):
-                    d = px[i + 1] - px[i]
-                    sign = 1.0 if e < nlin else -1.0
-                    for r in range(dim):
-                        v = (py[i + 1, r] - py[i, r]) / d
-                        S[r] = sign * v if first else S[r] + sign * v
-                    for r in range(dim):
-                        J[r] = 0.0 if first else J[r] + 0.0
-                else:
-                    for r in range(dim):
-                        v = py[i + 1, r] - py[i, r]
-                        J[r] = v if first else J[r] + v
-                    for r in range(dim):
-                        S[r] = 0.0 if first else S[r] + 0.0
-            else:
-                for r in range(dim):
-                    S[r] = 0.0 if first else S[r] + 0.0
-                    J[r] = 0.0 if first else J[r] + 0.0
-            first = False
+        while q < ne and ox[q] == u:
+            i = oi[q]
+            for r in range(dim):
+                S[r] += dS[i, r]
+                J[r] += dJ[i, r]
             q += 1
         if not first_group:
             for r in range(dim):
@@ -723,8 +678,9 @@ def _total_sum(px, py, plen, nparts, end, cx, cy, sw):
 
 @njit(cache=True, error_model="numpy")
 def _sweep_space(dim, ne):
-    return (np.empty(ne), np.empty(ne, dtype=np.int64), np.empty(ne, dtype=np.int64),
-            np.empty(ne + 1, dtype=np.int64), np.empty(ne, dtype=np.int64), np.empty((6, dim)))
+    """Scratch for ``_total_sum`` over up to ne - 2 points (and as many parts)."""
+    return (np.empty(ne), np.empty(ne, dtype=np.int64), np.empty(ne), np.empty(ne, dtype=np.int64),
+            np.empty(ne + 2, dtype=np.int64), np.empty((ne, dim)), np.empty((ne, dim)), np.empty((6, dim)))
 
 
 # -- one element: curve -> fit factor by suggestion -> fair share by suggestion ---------------------
@@ -810,7 +766,7 @@ def _workspace(dim, nc):
 
 # -- the update ------------------------------------------------------------------------------------------
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def _closed_ok(u, d, g, lim):
     """An operation whose fair share by suggestion has the closed form (``fairshare._closed_form_ok``):
     no guarantee, limits not below demand, usage within demand and below the whole cluster."""
@@ -856,35 +812,47 @@ def _op_closed(u, d, ox, oy):
     # toward demand: candidates clipped into [U, 1] and sorted
     b0 = c
     nb = 0
-
-    def put(v, at, nb):
+    for q in range(3 + dim + dim * (dim - 1) // 2):
+        if q == 0:
+            v = U
+        elif q <= dim:
+            v = d[q - 1]
+        elif q == dim + 1:
+            v = 1.0
+        else:
+            continue
         v = min(max(v, U), 1.0)
-        z = at + nb
-        while z > at and ox[z - 1] > v:
+        z = b0 + nb
+        while z > b0 and ox[z - 1] > v:
             ox[z] = ox[z - 1]
             z -= 1
         ox[z] = v
-        return nb + 1
-
-    nb = put(U, b0, nb)
-    for r in range(dim):
-        nb = put(d[r], b0, nb)
-    nb = put(1.0, b0, nb)
+        nb += 1
     for i in range(dim):
         for j in range(i + 1, dim):
             ai = d[i] - u[i]
             aj = d[j] - u[j]
             if ai > 0 and aj > 0 and ai != aj:
-                nb = put((u[i] * aj - u[j] * ai) / (aj - ai), b0, nb)
+                v = (u[i] * aj - u[j] * ai) / (aj - ai)
             else:
-                nb = put(1.0, b0, nb)
+                v = 1.0
+            v = min(max(v, U), 1.0)
+            z = b0 + nb
+            while z > b0 and ox[z - 1] > v:
+                ox[z] = ox[z - 1]
+                z -= 1
+            ox[z] = v
+            nb += 1
+    inv = np.empty(dim)
+    for r in range(dim):
+        ar = d[r] - u[r]
+        inv[r] = 1.0 / ar if ar > 0 else 0.0
     for k in range(b0, b0 + nb):
         sx = ox[k]
         t = INF
         for r in range(dim):
-            ar = d[r] - u[r]
-            if ar > 0:
-                v = (sx - u[r]) * (1.0 / ar)
+            if d[r] - u[r] > 0:
+                v = (sx - u[r]) * inv[r]
                 if v < t:
                     t = v
         t = min(1.0, t)
@@ -901,7 +869,7 @@ def _op_closed(u, d, ox, oy):
 SNAP = 1e-13  # suggestions closer than this are one suggestion (as batched.SNAP)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def _top(z, k):
     """Index of the largest of z[k, :] and 0 (the first on ties; dim when 0 leads)."""
     dim = z.shape[1]
@@ -943,7 +911,7 @@ def _param_fsbs(cx, cy, nc, g, lim, pw):
             return -1
     fstar = INF
     for r in range(dim):
-        t = _inv_right2(cx, yr, 0, nc, r, lp[r])
+        t = _inv_right2(cx, yr, 0, 0, nc, r, lp[r])
         if r == 0 or t < fstar:
             fstar = t
     for i in range(nc):
@@ -1098,7 +1066,7 @@ def _param_space(dim, nc):
             np.empty(npts + 1), np.empty((npts + 1, dim)))
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def _store(fs_x, fs_y, used, ox, oy, no):
     fs_x = _grow1(fs_x, used + no + 2)
     fs_y = _grow2(fs_y, used + no + 2)
@@ -1107,21 +1075,19 @@ def _store(fs_x, fs_y, used, ox, oy, no):
 
 
 @njit(cache=True, error_model="numpy")
-def build(post, is_op, fifo, weight, kid_ptr, kids, U, D, G, L, root, pointwise, param):
+def build(post, is_op, fifo, weight, kid_ptr, kids, U, D, G, L, root, pointwise, param, fs_x, fs_y, mf_x, mf_v):
     """Bottom-up: every element's fair share by suggestion and every pool's fit factor by
     suggestion; for ``pointwise`` elements (the root's children, read at single suggestions only)
     the curve itself, with its components made monotone in ``cm_y``. ``param``: pools are read off
-    their curves parametrically where that covers them (False: all through ``_fsbs``, for tests)."""
+    their curves parametrically where that covers them (False: all through ``_fsbs``, for tests).
+    ``fs_x``..``mf_v`` are buffers from an earlier update (grown here when short): reusing them
+    spares the page faults of fresh memory every update."""
     n = U.shape[0]
     dim = U.shape[1]
     fs_at = np.full(n, -1, dtype=np.int64)
     fs_len = np.zeros(n, dtype=np.int64)
     mf_at = np.full(n, -1, dtype=np.int64)
     mf_len = np.zeros(n, dtype=np.int64)
-    fs_x = np.empty(12 * n + 64)
-    fs_y = np.empty((12 * n + 64, dim))
-    mf_x = np.empty(4 * n + 64)
-    mf_v = np.empty(4 * n + 64)
     used = 0
     mused = 0
     small = 2 * dim + 8
@@ -1197,8 +1163,8 @@ def build(post, is_op, fifo, weight, kid_ptr, kids, U, D, G, L, root, pointwise,
             if pcx.shape[0] < need:
                 pcx = np.empty(2 * need)
                 pcy = np.empty((2 * need, dim))
-            if sw[0].shape[0] < 2 * tot + 2:
-                sw = _sweep_space(dim, 2 * (2 * tot + 2))
+            if sw[0].shape[0] < tot + 2:
+                sw = _sweep_space(dim, 2 * (tot + 2))
             nc = _total_sum(px, py, plen, m, end, pcx, pcy, sw)
         if pointwise[i]:
             fs_x, fs_y, w = _store(fs_x, fs_y, used, pcx, pcy, nc)
@@ -1256,56 +1222,63 @@ def build(post, is_op, fifo, weight, kid_ptr, kids, U, D, G, L, root, pointwise,
         fs_at[i] = used
         fs_len[i] = w
         used += w
-    # the pointwise curves' components made monotone (as plf.mff_component reads them)
-    cm_y = np.empty((used, dim))
+    # the pointwise curves' components made monotone (as plf.mff_component reads them), packed
+    cm_at = np.full(n, -1, dtype=np.int64)
+    tot = 0
     for i in range(n):
         if pointwise[i] and fs_at[i] >= 0:
+            cm_at[i] = tot
+            tot += fs_len[i]
+    cm_y = np.empty((tot, dim))
+    for i in range(n):
+        if cm_at[i] >= 0:
             a = fs_at[i]
+            o = cm_at[i] - a
             for r in range(dim):
                 acc = fs_y[a, r]
                 for z in range(a, a + fs_len[i]):
                     v = fs_y[z, r]
                     if v < acc:
                         v = acc
-                    cm_y[z, r] = v
+                    cm_y[o + z, r] = v
                     acc = v
-    return fs_x, fs_y, fs_at, fs_len, mf_x, mf_v, mf_at, mf_len, cm_y
+    return fs_x, fs_y, fs_at, fs_len, mf_x, mf_v, mf_at, mf_len, cm_y, cm_at
 
 
 @njit(cache=True, error_model="numpy")
-def _fit_at(xs, ym, a, n, g, lim, s):
+def _fit_at(xs, ym, a, o, n, g, lim, s):
     """A pointwise element's fit factor at suggestion s, the left value of min over resources of
     ``plf.mff_component``'s function, read off its curve directly."""
     dim = ym.shape[1]
     best = INF
     for r in range(dim):
-        lo = ym[a, r]
-        hi = ym[a + n - 1, r]
+        lo = ym[o, r]
+        hi = ym[o + n - 1, r]
         lp = min(max(lim[r], lo), hi)
         gp = min(max(g[r], lo), lp)
         span = lp - gp
         if span <= 0.0:
-            m = _inv_right2(xs, ym, a, n, r, lp)
+            m = _inv_right2(xs, ym, a, o, n, r, lp)
         elif s == 0.0:
-            m = _inv_right2(xs, ym, a, n, r, gp)
+            m = _inv_right2(xs, ym, a, o, n, r, gp)
         elif s < span:
-            m = _inv_left2(xs, ym, a, n, r, gp + s)
+            m = _inv_left2(xs, ym, a, o, n, r, gp + s)
         elif s == span:
-            m = _inv_left2(xs, ym, a, n, r, lp)
+            m = _inv_left2(xs, ym, a, o, n, r, lp)
         else:
-            m = _inv_right2(xs, ym, a, n, r, lp)
+            m = _inv_right2(xs, ym, a, o, n, r, lp)
         if m < best:
             best = m
     return best
 
 
-@njit(cache=True, error_model="numpy")
-def _inv_left2(xs, ym, a, n, r, w):
-    """inf{f : F_r(f) >= w} over rows a..a+n of a monotone component."""
+@njit(cache=True, inline="always", error_model="numpy")
+def _inv_left2(xs, ym, a, o, n, r, w):
+    """inf{f : F_r(f) >= w} over n rows of a monotone component (x from a, values from o)."""
     lo, hi = 0, n
     while lo < hi:
         mid = (lo + hi) >> 1
-        if ym[a + mid, r] < w:
+        if ym[o + mid, r] < w:
             lo = mid + 1
         else:
             hi = mid
@@ -1314,16 +1287,16 @@ def _inv_left2(xs, ym, a, n, r, w):
         return xs[a]
     if i >= n:
         return xs[a + n - 1]
-    return _lerp1(ym[a + i - 1, r], xs[a + i - 1], ym[a + i, r], xs[a + i], w)
+    return _lerp1(ym[o + i - 1, r], xs[a + i - 1], ym[o + i, r], xs[a + i], w)
 
 
-@njit(cache=True, error_model="numpy")
-def _inv_right2(xs, ym, a, n, r, w):
-    """sup{f : F_r(f) <= w} over rows a..a+n of a monotone component."""
+@njit(cache=True, inline="always", error_model="numpy")
+def _inv_right2(xs, ym, a, o, n, r, w):
+    """sup{f : F_r(f) <= w} over n rows of a monotone component (x from a, values from o)."""
     lo, hi = 0, n
     while lo < hi:
         mid = (lo + hi) >> 1
-        if w < ym[a + mid, r]:
+        if w < ym[o + mid, r]:
             hi = mid
         else:
             lo = mid + 1
@@ -1332,16 +1305,16 @@ def _inv_right2(xs, ym, a, n, r, w):
         return xs[a]
     if i >= n - 1:
         return xs[a + n - 1]
-    return _lerp1(ym[a + i, r], xs[a + i], ym[a + i + 1, r], xs[a + i + 1], w)
+    return _lerp1(ym[o + i, r], xs[a + i], ym[o + i + 1, r], xs[a + i + 1], w)
 
 
 @njit(cache=True, error_model="numpy")
-def _child_value(fs_x, fs_y, cm_y, fs_at, fs_len, G, L, c, s, out, oi):
+def _child_value(fs_x, fs_y, cm_y, cm_at, fs_at, fs_len, G, L, c, s, out, oi):
     """A root child's fair share at suggestion s: its curve read left-continuously at its fit factor
     there (what its fair share by suggestion gives, without building it). Returns the fit factor."""
     a = fs_at[c]
     n = fs_len[c]
-    f = _fit_at(fs_x, cm_y, a, n, G[c], L[c], s)
+    f = _fit_at(fs_x, cm_y, a, cm_at[c], n, G[c], L[c], s)
     _left(fs_x, fs_y, a, n, f, out, oi)
     return f
 
@@ -1366,7 +1339,7 @@ def _root_suggestions(kid_ptr, kids, weight, fifo_root, root, f, sugg):
 
 
 @njit(cache=True, error_model="numpy")
-def root_fit(fs_x, fs_y, cm_y, fs_at, fs_len, kid_ptr, kids, weight, fifo_root, G, L, root):
+def root_fit(fs_x, fs_y, cm_y, cm_at, fs_at, fs_len, kid_ptr, kids, weight, fifo_root, G, L, root):
     """The root's fit factor at suggestion 1, found by bisection over its children read at single
     suggestions (``batched.root_fit``): the first f where some resource passes its bound."""
     dim = fs_y.shape[1]
@@ -1386,7 +1359,7 @@ def root_fit(fs_x, fs_y, cm_y, fs_at, fs_len, kid_ptr, kids, weight, fifo_root, 
     def total(f, out):
         _root_suggestions(kid_ptr, kids, weight, fifo_root, root, f, sugg)
         for z in range(m):
-            _child_value(fs_x, fs_y, cm_y, fs_at, fs_len, G, L, kids[a0 + z], sugg[z], vals, z)
+            _child_value(fs_x, fs_y, cm_y, cm_at, fs_at, fs_len, G, L, kids[a0 + z], sugg[z], vals, z)
         for r in range(dim):
             out[r] = 0.0
         for z in range(m):
@@ -1438,7 +1411,7 @@ def root_fit(fs_x, fs_y, cm_y, fs_at, fs_len, kid_ptr, kids, weight, fifo_root, 
 
 
 @njit(cache=True, error_model="numpy")
-def read_down(pre, is_op, fifo, weight, kid_ptr, kids, fs_x, fs_y, cm_y, fs_at, fs_len, mf_x, mf_v, mf_at,
+def read_down(pre, is_op, fifo, weight, kid_ptr, kids, fs_x, fs_y, cm_y, cm_at, fs_at, fs_len, mf_x, mf_v, mf_at,
               mf_len, G, L, root, root_f, fair, fit):
     """Top-down from the root's fit factor: each pool's fair share and fit factor at its suggestion,
     its children's suggestions (§2.5), and the operations' fair shares. ``pre`` lists pools, parents
@@ -1455,7 +1428,7 @@ def read_down(pre, is_op, fifo, weight, kid_ptr, kids, fs_x, fs_y, cm_y, fs_at, 
     for z in range(a0, a1):
         c = kids[z]
         sugg[c] = rs[z - a0]
-        f = _child_value(fs_x, fs_y, cm_y, fs_at, fs_len, G, L, c, rs[z - a0], fair, c)
+        f = _child_value(fs_x, fs_y, cm_y, cm_at, fs_at, fs_len, G, L, c, rs[z - a0], fair, c)
         if not is_op[c] and kid_ptr[c + 1] > kid_ptr[c]:
             fit[c] = f
     for t in range(pre.shape[0]):
