@@ -24,7 +24,7 @@ from itertools import chain
 
 import numpy as np
 
-from makeway.policies.ytsaurus.plf import PLF, SLIVER
+from makeway.policies.ytsaurus.plf import LIMIT_SNAP, PLF, SLIVER
 
 EPS = 1e-9
 
@@ -167,6 +167,11 @@ def _sweep(px: np.ndarray, py: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 # -- fair share by suggestion ------------------------------------------------------------------
 
+def _snap_limit(lim: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """``plf.snap_limit`` on arrays."""
+    return np.where((hi >= lim) & (hi <= lim + LIMIT_SNAP), hi, lim)
+
+
 def _inv_right(xs: np.ndarray, yr: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Per row sup{f : F_r(f) <= w} of an ascending component (as ``plf._inv_right``)."""
     rows = np.arange(len(w))
@@ -259,7 +264,7 @@ def _fsbs(fx: np.ndarray, fy: np.ndarray, g: np.ndarray, lim: np.ndarray):
     rows = np.arange(r)
     yr = np.maximum.accumulate(fy, axis=1)
     lo, hi = yr[:, 0], yr[:, -1]
-    lp = np.minimum(np.maximum(lim, lo), hi)
+    lp = np.minimum(np.maximum(_snap_limit(lim, hi), lo), hi)
     gp = np.minimum(np.maximum(g, lo), lp)
     ok = np.all(lp - gp < 1.0, axis=1)
     tails = np.stack([_inv_right(fx, yr[:, :, i], lp[:, i]) for i in range(dim)], axis=1)
@@ -462,7 +467,7 @@ def root_fit(cx: np.ndarray, cy: np.ndarray, kids: list[int], fifo: bool, weight
 
     lo_v = py[:, 0].sum(axis=0)
     hi_v = py[:, -1].sum(axis=0)
-    lp = np.minimum(np.maximum(lim, lo_v), hi_v)
+    lp = np.minimum(np.maximum(_snap_limit(lim, hi_v), lo_v), hi_v)
     gp = np.minimum(np.maximum(g, lo_v), lp)
     span = lp - gp
     strict = span < 1.0  # passes when F_r > L'_r; otherwise when F_r >= bound

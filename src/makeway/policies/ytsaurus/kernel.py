@@ -23,6 +23,13 @@ from numba import njit
 EPS = 1e-9
 SLIVER = 1e-13  # as plf.SLIVER: a rise over less x than this is summed as a jump
 INF = np.inf
+LIMIT_SNAP = 1e-13  # as plf.LIMIT_SNAP: a top above a limit by rounding only does not meet it
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _snap_limit(lim, hi):
+    return hi if lim <= hi and hi <= lim + LIMIT_SNAP else lim
+
 
 
 # -- small searches and reads --------------------------------------------------------------------
@@ -187,7 +194,7 @@ def _mff(xs, yr, n, g, lim, out_s, out_v, q):
     Returns the number of points written."""
     lo = yr[0]
     hi = yr[n - 1]
-    lp = min(max(lim, lo), hi)
+    lp = min(max(_snap_limit(lim, hi), lo), hi)
     gp = min(max(g, lo), lp)
     if lp - gp <= 0.0:
         v = _inv_right(xs, yr, n, lp)
@@ -905,7 +912,7 @@ def _param_fsbs(cx, cy, nc, g, lim, pw):
     for r in range(dim):
         lo = yr[0, r]
         hi = yr[nc - 1, r]
-        lp[r] = min(max(lim[r], lo), hi)
+        lp[r] = min(max(_snap_limit(lim[r], hi), lo), hi)
         gp[r] = min(max(g[r], lo), lp[r])
         if not lp[r] - gp[r] < 1.0:
             return -1
@@ -1254,7 +1261,7 @@ def _fit_at(xs, ym, a, o, n, g, lim, s):
     for r in range(dim):
         lo = ym[o, r]
         hi = ym[o + n - 1, r]
-        lp = min(max(lim[r], lo), hi)
+        lp = min(max(_snap_limit(lim[r], hi), lo), hi)
         gp = min(max(g[r], lo), lp)
         span = lp - gp
         if span <= 0.0:
@@ -1371,7 +1378,7 @@ def root_fit(fs_x, fs_y, cm_y, cm_at, fs_at, fs_len, kid_ptr, kids, weight, fifo
     strict = np.zeros(dim, dtype=np.bool_)
     bound = np.zeros(dim)
     for r in range(dim):
-        lp = min(max(lim[r], lo_v[r]), hi_v[r])
+        lp = min(max(_snap_limit(lim[r], hi_v[r]), lo_v[r]), hi_v[r])
         gp = min(max(g[r], lo_v[r]), lp)
         span = lp - gp
         strict[r] = span < 1.0

@@ -138,6 +138,16 @@ def clean(xs: list[float], ys: list[Vec]) -> PLF:
 
 # -- inverse of one component, as a fit factor by suggestion -----------------------------------
 
+LIMIT_SNAP = 1e-13
+"""A curve whose top passes a limit by no more than this meets it only by rounding: sums of the same
+shares added in different orders differ in their last bits, and a limit met exactly would otherwise
+stop the fit factor at the left end of the top plateau in one order and not in another."""
+
+
+def snap_limit(lim: float, hi: float) -> float:
+    return hi if lim <= hi <= lim + LIMIT_SNAP else lim
+
+
 def _inv_left(xs: list[float], yr: list[float], w: float) -> float:
     """inf{f : F_r(f) >= w}."""
     i = bisect_left(yr, w)
@@ -173,7 +183,7 @@ def mff_component(f: PLF, r: int, g: float, lim: float) -> tuple[list[float], li
         if yr[i] < yr[i - 1]:
             yr[i] = yr[i - 1]
     lo, hi = yr[0], yr[-1]
-    lp = min(max(lim, lo), hi)
+    lp = min(max(snap_limit(lim, hi), lo), hi)
     gp = min(max(g, lo), lp)
     if lp - gp <= 0.0:
         v = _inv_right(xs, yr, lp)
@@ -433,7 +443,7 @@ def np_clean(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _np_mff(xs: np.ndarray, yr: np.ndarray, g: float, lim: float) -> tuple[list[float], list[float]]:
     yr = np.maximum.accumulate(yr)
     lo, hi = float(yr[0]), float(yr[-1])
-    lp = min(max(lim, lo), hi)
+    lp = min(max(snap_limit(lim, hi), lo), hi)
     gp = min(max(g, lo), lp)
     n = len(xs)
 
