@@ -164,6 +164,20 @@ def _eval_left(xs, vs, n, x):
     return _lerp1(xs[j - 1], vs[j - 1], xs[j], vs[j], x)
 
 
+@njit(cache=True, inline="always", error_model="numpy")
+def _eval_left_at(xs, vs, a, n, x):
+    """``_eval_left`` of the function in xs[a:a + n], vs[a:a + n]."""
+    j = _bl2(xs, a, n, x)
+    if j >= n:
+        return vs[a + n - 1]
+    k = _br2(xs, a, n, x)
+    if j < k:
+        return vs[a + j]
+    if j == 0:
+        return vs[a]
+    return _lerp1(xs[a + j - 1], vs[a + j - 1], xs[a + j], vs[a + j], x)
+
+
 # -- fit factor by suggestion ----------------------------------------------------------------------
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -442,19 +456,6 @@ def _grow2(a, need):
 
 
 # -- pool curves ---------------------------------------------------------------------------------------
-
-@njit(cache=True, inline="always", error_model="numpy")
-def _part_len(fs_x, a, b, fifo, k):
-    """Points of a child's part on the pool's axis (``fairshare.pool_curve``)."""
-    n = b - a
-    if fifo:
-        return n + 2
-    if k <= 0.0:
-        return 2
-    if fs_x[b - 1] / k < 1.0:
-        return n + 1
-    return n
-
 
 @njit(cache=True, inline="always", error_model="numpy")
 def _part(fs_x, fs_y, a, b, fifo, k, pos, end, px, py, o):
@@ -774,23 +775,24 @@ def _workspace(dim, nc):
 # -- the update ------------------------------------------------------------------------------------------
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _closed_ok(u, d, g, lim):
+def _closed_ok(U, D, G, L, i):
     """An operation whose fair share by suggestion has the closed form (``fairshare._closed_form_ok``):
     no guarantee, limits not below demand, usage within demand and below the whole cluster."""
-    dim = u.shape[0]
-    for r in range(dim):
-        if u[r] >= 1.0 or g[r] != 0.0 or lim[r] < d[r] or u[r] > d[r]:
+    for r in range(U.shape[1]):
+        if U[i, r] >= 1.0 or G[i, r] != 0.0 or L[i, r] < D[i, r] or U[i, r] > D[i, r]:
             return False
     return True
 
 
 @njit(cache=True, error_model="numpy")
-def _op_closed(u, d, ox, oy):
+def _op_closed(Ua, Da, i, ox, oy, inv):
     """Fair share by suggestion of an operation in closed form (``fairshare._op_fsbs_rows``): up to
     U = max usage the usage-first path min(usage, s); beyond, usage + t(s) x (demand - usage) with
     t(s) = min(1, min_r (s - u_r) / (d_r - u_r)), whose kinks are the lines' pairwise crossings and
     the points where they reach 1. Returns the number of points written (not yet cleaned)."""
-    dim = u.shape[0]
+    dim = Ua.shape[1]
+    u = Ua[i]
+    d = Da[i]
     U = u[0]
     for r in range(1, dim):
         if u[r] > U:
@@ -850,7 +852,6 @@ def _op_closed(u, d, ox, oy):
                 z -= 1
             ox[z] = v
             nb += 1
-    inv = np.empty(dim)
     for r in range(dim):
         ar = d[r] - u[r]
         inv[r] = 1.0 / ar if ar > 0 else 0.0
@@ -1111,14 +1112,19 @@ def build(post, is_op, fifo, weight, kid_ptr, kids, U, D, G, L, root, pointwise,
     pcy = np.empty((1024, dim))
     sw = _sweep_space(dim, 1024)
     plen = np.empty(16, dtype=np.int64)
+    inv = np.empty(dim)
+    opcap = cx.shape[0] + 2
     for t in range(post.shape[0]):
         i = post[t]
         if i == root:
             continue
         if is_op[i]:
-            if not pointwise[i] and _closed_ok(U[i], D[i], G[i], L[i]):
-                no = _op_closed(U[i], D[i], cx, cy)
-                fs_x, fs_y, w = _store(fs_x, fs_y, used, cx, cy, no)
+            if used + opcap > fs_x.shape[0]:
+                fs_x = _grow1(fs_x, used + opcap)
+                fs_y = _grow2(fs_y, used + opcap)
+            if not pointwise[i] and _closed_ok(U, D, G, L, i):
+                no = _op_closed(U, D, i, cx, cy, inv)
+                w = _clean_into(cx, cy, no, fs_x, fs_y, used)
             else:
                 nc = _op_curve(U[i], D[i], cx, cy)
                 if pointwise[i]:
@@ -1148,24 +1154,21 @@ def build(post, is_op, fifo, weight, kid_ptr, kids, U, D, G, L, root, pointwise,
                     wmin = wz
             if wmin == INF:
                 wmin = 1.0
-            tot = 0
             if plen.shape[0] < m:
                 plen = np.empty(2 * m, dtype=np.int64)
+            bound = 0
+            for z in range(a0, a1):
+                bound += fs_len[kids[z]] + 2
+            px = _grow1(px, bound)
+            py = _grow2(py, bound)
+            end = float(m) if fifo[i] else 1.0
+            tot = 0
             for z in range(a0, a1):
                 c = kids[z]
                 kz = weight[c] / wmin if weight[c] > EPS else 0.0
-                ln = _part_len(fs_x, fs_at[c], fs_at[c] + fs_len[c], fifo[i], kz)
+                ln = _part(fs_x, fs_y, fs_at[c], fs_at[c] + fs_len[c], fifo[i], kz, float(z - a0), end, px, py, tot)
                 plen[z - a0] = ln
                 tot += ln
-            px = _grow1(px, tot)
-            py = _grow2(py, tot)
-            end = float(m) if fifo[i] else 1.0
-            off = 0
-            for z in range(a0, a1):
-                c = kids[z]
-                kz = weight[c] / wmin if weight[c] > EPS else 0.0
-                off += _part(fs_x, fs_y, fs_at[c], fs_at[c] + fs_len[c], fifo[i], kz, float(z - a0), end,
-                             px, py, off)
             need = 2 * (2 * tot + 2) + 2
             if pcx.shape[0] < need:
                 pcx = np.empty(2 * need)
@@ -1452,7 +1455,7 @@ def read_down(pre, is_op, fifo, weight, kid_ptr, kids, fs_x, fs_y, cm_y, cm_at, 
             s = sugg[i]
             _left(fs_x, fs_y, fs_at[i], fs_len[i], s, fair, i)
             b = mf_at[i]
-            f = _eval_left(mf_x[b:], mf_v[b:], mf_len[i], s)
+            f = _eval_left_at(mf_x, mf_v, b, mf_len[i], s)
             fit[i] = f
         else:
             f = fit[i]
