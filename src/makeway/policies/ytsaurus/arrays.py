@@ -189,14 +189,14 @@ def compute_arrays(pa: PoolArrays, param: bool = True) -> ArrayResult:
         pa.buffers = (np.empty(12 * n + 64), np.empty((12 * n + 64, dim)), np.empty(4 * n + 64), np.empty(4 * n + 64))
     fs_x, fs_y, fs_at, fs_len, mf_x, mf_v, mf_at, mf_len, cm_y, cm_at = kernel.build(
         pa.post, pa.is_op, pa.fifo, pa.weight, pa.kid_ptr, pa.kids, U, D, strong, lim, pa.root, pointwise, param,
-        *pa.buffers)
+        *pa.buffers, (0.0,) * dim)
     pa.buffers = (fs_x, fs_y, mf_x, mf_v)
     root_f = kernel.root_fit(fs_x, fs_y, cm_y, cm_at, fs_at, fs_len, pa.kid_ptr, pa.kids, pa.weight,
-                             bool(pa.fifo[pa.root]), strong, lim, pa.root)
+                             bool(pa.fifo[pa.root]), strong, lim, pa.root, (0.0,) * dim)
     fair = np.zeros((n, dim))
     fit = np.zeros(n)
     kernel.read_down(pa.pre_pools, pa.is_op, pa.fifo, pa.weight, pa.kid_ptr, pa.kids, fs_x, fs_y, cm_y, cm_at, fs_at,
-                     fs_len, mf_x, mf_v, mf_at, mf_len, strong, lim, pa.root, root_f, fair, fit)
+                     fs_len, mf_x, mf_v, mf_at, mf_len, strong, lim, pa.root, root_f, fair, fit, (0.0,) * dim)
     _truncate_fifo(pa, D, fair)
     return ArrayResult(pa.names, pa.limits, strong, D, U, fair, fit)
 

@@ -94,10 +94,10 @@ def _lerp1(x0, y0, x1, y1, x):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _left(xs, ys, a, n, x, out, oi):
+def _left(xs, ys, a, n, x, out, oi, tok):
     """Vector value at x of the function in rows a..a+n, left-continuous, clamped to the domain
     (``PLF.left``), written to out[oi]."""
-    dim = ys.shape[1]
+    dim = len(tok)
     j = _bl2(xs, a, n, x)
     if j == 0:
         for r in range(dim):
@@ -123,9 +123,9 @@ def _left(xs, ys, a, n, x, out, oi):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _right(xs, ys, a, n, x, out, oi):
+def _right(xs, ys, a, n, x, out, oi, tok):
     """Limit from the right at x (``PLF.right``), written to out[oi]."""
-    dim = ys.shape[1]
+    dim = len(tok)
     j = _br2(xs, a, n, x)
     if j >= n:
         for r in range(dim):
@@ -352,12 +352,12 @@ def _min_scalar(ss, vs, cnt, pos, lv, rv, heads, ts, out_x, out_v):
 
 
 @njit(cache=True, error_model="numpy")
-def _compose(cx, cy, nc, mx, mv, nm, ox, oy):
+def _compose(cx, cy, nc, mx, mv, nm, ox, oy, tok):
     """s -> F(M(s)) for the curve F and fit factor by suggestion M (``plf.compose`` before
     ``clean``). Returns the number of points written."""
-    dim = cy.shape[1]
+    dim = len(tok)
     ox[0] = mx[0]
-    _left(cx, cy, 0, nc, mv[0], oy, 0)
+    _left(cx, cy, 0, nc, mv[0], oy, 0, tok)
     c = 1
     for k in range(nm - 1):
         s0 = mx[k]
@@ -367,7 +367,7 @@ def _compose(cx, cy, nc, mx, mv, nm, ox, oy):
         if s1 == s0:
             continue
         if m1 == m0:
-            _left(cx, cy, 0, nc, m0, oy, c)
+            _left(cx, cy, 0, nc, m0, oy, c, tok)
             for r in range(dim):
                 oy[c + 1, r] = oy[c, r]
             ox[c] = s0
@@ -375,7 +375,7 @@ def _compose(cx, cy, nc, mx, mv, nm, ox, oy):
             c += 2
             continue
         ox[c] = s0
-        _right(cx, cy, 0, nc, m0, oy, c)
+        _right(cx, cy, 0, nc, m0, oy, c, tok)
         c += 1
         i = _br(cx, nc, m0)
         while i < nc and cx[i] < m1:
@@ -392,24 +392,25 @@ def _compose(cx, cy, nc, mx, mv, nm, ox, oy):
             c += 2
             i = e
         ox[c] = s1
-        _left(cx, cy, 0, nc, m1, oy, c)
+        _left(cx, cy, 0, nc, m1, oy, c, tok)
         c += 1
     return c
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _same_row(a, i, b, j):
-    for r in range(a.shape[1]):
+def _same_row(a, i, b, j, tok):
+    dim = len(tok)
+    for r in range(dim):
         if a[i, r] != b[j, r]:
             return False
     return True
 
 
 @njit(cache=True, error_model="numpy")
-def _clean_into(xs, ys, n, dx, dy, at):
+def _clean_into(xs, ys, n, dx, dy, at, tok):
     """Consecutive duplicates dropped, a run of one x kept as its first and last point
     (``plf.clean``), written at ``dx[at:]``. Returns the number of points written."""
-    dim = ys.shape[1]
+    dim = len(tok)
     dx[at] = xs[0]
     for r in range(dim):
         dy[at, r] = ys[0, r]
@@ -417,7 +418,7 @@ def _clean_into(xs, ys, n, dx, dy, at):
     for i in range(1, n):
         x = xs[i]
         last = at + c - 1
-        if x == dx[last] and _same_row(ys, i, dy, last):
+        if x == dx[last] and _same_row(ys, i, dy, last, tok):
             continue
         if c >= 2 and x == dx[last] and x == dx[last - 1]:
             for r in range(dim):
@@ -458,11 +459,11 @@ def _grow2(a, need):
 # -- pool curves ---------------------------------------------------------------------------------------
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _part(fs_x, fs_y, a, b, fifo, k, pos, end, px, py, o):
+def _part(fs_x, fs_y, a, b, fifo, k, pos, end, px, py, o, tok):
     """Write a child's part at px[o:]: FIFO shifts the child to [pos, pos + 1] and holds it to
     ``end``; fair share mode scales x by 1/k and holds the last value to 1."""
+    dim = len(tok)
     n = b - a
-    dim = fs_y.shape[1]
     if fifo:
         px[o] = 0.0
         for r in range(dim):
@@ -548,13 +549,13 @@ def _merge_runs(kx, ki, runs, nruns, tx, ti):
 
 
 @njit(cache=True, error_model="numpy")
-def _total_sum(px, py, plen, nparts, end, cx, cy, sw):
+def _total_sum(px, py, plen, nparts, end, cx, cy, sw, tok):
     """Sum of the parts on [0, end], each held constant at both ends (``plf.total_sum``): a sweep
     over the parts' points in x order, each point changing the running slope (the slope of the
     segment it starts minus that of the one it ends) or adding a jump (a rise over less than
     ``SLIVER`` of x). ``px``/``py`` hold the parts back to back, each sorted, so ordering them is a
     merge of runs. Returns the number of curve points written."""
-    dim = py.shape[1]
+    dim = len(tok)
     if nparts == 1:
         n = plen[0]
         c = 0
@@ -573,7 +574,7 @@ def _total_sum(px, py, plen, nparts, end, cx, cy, sw):
             for r in range(dim):
                 cy[c, r] = py[n - 1, r]
             c += 1
-        return _clean_into(cx.copy(), cy.copy(), c, cx, cy, 0)
+        return _clean_into(cx.copy(), cy.copy(), c, cx, cy, 0, tok)
     kx, ki, tx, ti, runs, dS, dJ, vec = sw
     tot = 0
     for p in range(nparts):
@@ -670,7 +671,7 @@ def _total_sum(px, py, plen, nparts, end, cx, cy, sw):
     # drop exact repeats (a run of one x has at most two points here)
     w = 1
     for i in range(1, c):
-        if cx[i] == cx[w - 1] and _same_row(cy, i, cy, w - 1):
+        if cx[i] == cx[w - 1] and _same_row(cy, i, cy, w - 1, tok):
             continue
         cx[w] = cx[i]
         for r in range(dim):
@@ -694,9 +695,9 @@ def _sweep_space(dim, ne):
 # -- one element: curve -> fit factor by suggestion -> fair share by suggestion ---------------------
 
 @njit(cache=True, error_model="numpy")
-def _op_curve(u, d, cx, cy):
+def _op_curve(u, d, cx, cy, tok):
     """Usage-first path on [0, 1], then linearly to demand on [1, 2] (§2.3)."""
-    dim = u.shape[0]
+    dim = len(tok)
     umax = u[0]
     for r in range(1, dim):
         if u[r] > umax:
@@ -740,12 +741,12 @@ def _op_curve(u, d, cx, cy):
 
 
 @njit(cache=True, error_model="numpy")
-def _fsbs(cx, cy, nc, g, lim, ws):
+def _fsbs(cx, cy, nc, g, lim, ws, tok):
     """Fit factor by suggestion (min over resources) into ws.mx/ws.mv, and the fair share by
     suggestion composed from it into ws.ox/ws.oy (not yet cleaned). Returns (points of the fit
     factor function, points of the composition)."""
+    dim = len(tok)
     ss, vs, cnt, yr, pos, lv, rv, heads, mx, mv, ox, oy, ts = ws
-    dim = cy.shape[1]
     for r in range(dim):
         acc = cy[0, r]
         for i in range(nc):
@@ -756,7 +757,7 @@ def _fsbs(cx, cy, nc, g, lim, ws):
             acc = v
         cnt[r] = _mff(cx, yr, nc, g[r], lim[r], ss, vs, r)
     nm = _min_scalar(ss, vs, cnt, pos, lv, rv, heads, ts, mx, mv)
-    no = _compose(cx, cy, nc, mx, mv, nm, ox, oy)
+    no = _compose(cx, cy, nc, mx, mv, nm, ox, oy, tok)
     return nm, no
 
 
@@ -775,22 +776,23 @@ def _workspace(dim, nc):
 # -- the update ------------------------------------------------------------------------------------------
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _closed_ok(U, D, G, L, i):
+def _closed_ok(U, D, G, L, i, tok):
     """An operation whose fair share by suggestion has the closed form (``fairshare._closed_form_ok``):
     no guarantee, limits not below demand, usage within demand and below the whole cluster."""
-    for r in range(U.shape[1]):
+    dim = len(tok)
+    for r in range(dim):
         if U[i, r] >= 1.0 or G[i, r] != 0.0 or L[i, r] < D[i, r] or U[i, r] > D[i, r]:
             return False
     return True
 
 
 @njit(cache=True, error_model="numpy")
-def _op_closed(Ua, Da, i, ox, oy, inv):
+def _op_closed(Ua, Da, i, ox, oy, inv, tok):
     """Fair share by suggestion of an operation in closed form (``fairshare._op_fsbs_rows``): up to
     U = max usage the usage-first path min(usage, s); beyond, usage + t(s) x (demand - usage) with
     t(s) = min(1, min_r (s - u_r) / (d_r - u_r)), whose kinks are the lines' pairwise crossings and
     the points where they reach 1. Returns the number of points written (not yet cleaned)."""
-    dim = Ua.shape[1]
+    dim = len(tok)
     u = Ua[i]
     d = Da[i]
     U = u[0]
@@ -878,9 +880,9 @@ SNAP = 1e-13  # suggestions closer than this are one suggestion (as batched.SNAP
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _top(z, k):
+def _top(z, k, tok):
     """Index of the largest of z[k, :] and 0 (the first on ties; dim when 0 leads)."""
-    dim = z.shape[1]
+    dim = len(tok)
     best = z[k, 0]
     arg = 0
     for r in range(1, dim):
@@ -893,15 +895,15 @@ def _top(z, k):
 
 
 @njit(cache=True, error_model="numpy")
-def _param_fsbs(cx, cy, nc, g, lim, pw):
+def _param_fsbs(cx, cy, nc, g, lim, pw, tok):
     """Fit factor by suggestion and fair share by suggestion of a pool read off its curve
     parametrically (``batched._fsbs``): with rho(f) = max(0, max_r F_r(f) - g'_r), the points
     (rho(f), f, F(f)) at the curve's knots, at the corners of its jumps and where the leading
     resource changes, cut at f* where some resource reaches its limit for good. Writes the points
     (s, f, value) to pw's out arrays and returns their number; -1 for a pool this does not cover
     (a span L' - g' of 1 or more), which takes ``_fsbs``."""
+    dim = len(tok)
     yr, z, PX, PY, PZ, rho, lp, gp, tmp, tmp2, cand, cidx, os_, of_, ov_ = pw
-    dim = cy.shape[1]
     for r in range(dim):
         acc = cy[0, r]
         for i in range(nc):
@@ -936,7 +938,7 @@ def _param_fsbs(cx, cy, nc, g, lim, pw):
             break
         x0 = cx[k]
         x1 = cx[k + 1]
-        if x1 > x0 and _top(z, k) != _top(z, k + 1):
+        if x1 > x0 and _top(z, k, tok) != _top(z, k + 1, tok):
             nq = 0
             for i in range(dim):
                 y0 = yr[k, i]
@@ -977,16 +979,17 @@ def _param_fsbs(cx, cy, nc, g, lim, pw):
                 if cidx[q] >= 0:
                     PZ[P, cidx[q]] = 0.0
                 P += 1
-        # the corner: at a jump the new rho with the old value
-        PX[P] = x1
-        src = k if x1 == x0 else k + 1
-        for r in range(dim):
-            PY[P, r] = cy[src, r]
-            PZ[P, r] = z[k + 1, r]
-        P += 1
+        # the corner: at a jump the new rho with the old value (elsewhere it would repeat the next
+        # knot exactly, which the compaction below drops anyway)
+        if x1 == x0:
+            PX[P] = x1
+            for r in range(dim):
+                PY[P, r] = cy[k, r]
+                PZ[P, r] = z[k + 1, r]
+            P += 1
     # from f* on the pool is at its limit: one point (f*, F(f*-)) stands for all of them
-    _left(cx, cy, 0, nc, fstar, tmp, 0)
-    _left(cx, yr, 0, nc, fstar, tmp2, 0)
+    _left(cx, cy, 0, nc, fstar, tmp, 0, tok)
+    _left(cx, yr, 0, nc, fstar, tmp2, 0, tok)
     for r in range(dim):
         tmp2[0, r] -= gp[r]
     for k in range(P):
@@ -1021,7 +1024,7 @@ def _param_fsbs(cx, cy, nc, g, lim, pw):
             nzero += 1
     if nzero > 0:
         f0 = PX[nzero - 1]
-        _left(cx, cy, 0, nc, f0, tmp, 0)
+        _left(cx, cy, 0, nc, f0, tmp, 0, tok)
         for k in range(P):
             if rho[k] <= 0.0:
                 PX[k] = f0
@@ -1029,7 +1032,7 @@ def _param_fsbs(cx, cy, nc, g, lim, pw):
                     PY[k, r] = tmp[0, r]
     rho[P] = 1.0
     PX[P] = fstar
-    _left(cx, cy, 0, nc, fstar, PY, P)
+    _left(cx, cy, 0, nc, fstar, PY, P, tok)
     P += 1
     # of every run of equal s: the first point, and the last if it differs from the first
     c = 0
@@ -1075,23 +1078,24 @@ def _param_space(dim, nc):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _store(fs_x, fs_y, used, ox, oy, no):
+def _store(fs_x, fs_y, used, ox, oy, no, tok):
+    dim = len(tok)
     fs_x = _grow1(fs_x, used + no + 2)
     fs_y = _grow2(fs_y, used + no + 2)
-    w = _clean_into(ox, oy, no, fs_x, fs_y, used)
+    w = _clean_into(ox, oy, no, fs_x, fs_y, used, tok)
     return fs_x, fs_y, w
 
 
 @njit(cache=True, error_model="numpy")
-def build(post, is_op, fifo, weight, kid_ptr, kids, U, D, G, L, root, pointwise, param, fs_x, fs_y, mf_x, mf_v):
+def build(post, is_op, fifo, weight, kid_ptr, kids, U, D, G, L, root, pointwise, param, fs_x, fs_y, mf_x, mf_v, tok):
     """Bottom-up: every element's fair share by suggestion and every pool's fit factor by
     suggestion; for ``pointwise`` elements (the root's children, read at single suggestions only)
     the curve itself, with its components made monotone in ``cm_y``. ``param``: pools are read off
     their curves parametrically where that covers them (False: all through ``_fsbs``, for tests).
     ``fs_x``..``mf_v`` are buffers from an earlier update (grown here when short): reusing them
     spares the page faults of fresh memory every update."""
+    dim = len(tok)
     n = U.shape[0]
-    dim = U.shape[1]
     fs_at = np.full(n, -1, dtype=np.int64)
     fs_len = np.zeros(n, dtype=np.int64)
     mf_at = np.full(n, -1, dtype=np.int64)
@@ -1122,16 +1126,16 @@ def build(post, is_op, fifo, weight, kid_ptr, kids, U, D, G, L, root, pointwise,
             if used + opcap > fs_x.shape[0]:
                 fs_x = _grow1(fs_x, used + opcap)
                 fs_y = _grow2(fs_y, used + opcap)
-            if not pointwise[i] and _closed_ok(U, D, G, L, i):
-                no = _op_closed(U, D, i, cx, cy, inv)
-                w = _clean_into(cx, cy, no, fs_x, fs_y, used)
+            if not pointwise[i] and _closed_ok(U, D, G, L, i, tok):
+                no = _op_closed(U, D, i, cx, cy, inv, tok)
+                w = _clean_into(cx, cy, no, fs_x, fs_y, used, tok)
             else:
-                nc = _op_curve(U[i], D[i], cx, cy)
+                nc = _op_curve(U[i], D[i], cx, cy, tok)
                 if pointwise[i]:
-                    fs_x, fs_y, w = _store(fs_x, fs_y, used, cx, cy, nc)
+                    fs_x, fs_y, w = _store(fs_x, fs_y, used, cx, cy, nc, tok)
                 else:
-                    nm, no = _fsbs(cx, cy, nc, G[i], L[i], ws_small)
-                    fs_x, fs_y, w = _store(fs_x, fs_y, used, ws_small[10], ws_small[11], no)
+                    nm, no = _fsbs(cx, cy, nc, G[i], L[i], ws_small, tok)
+                    fs_x, fs_y, w = _store(fs_x, fs_y, used, ws_small[10], ws_small[11], no, tok)
             fs_at[i] = used
             fs_len[i] = w
             used += w
@@ -1166,7 +1170,7 @@ def build(post, is_op, fifo, weight, kid_ptr, kids, U, D, G, L, root, pointwise,
             for z in range(a0, a1):
                 c = kids[z]
                 kz = weight[c] / wmin if weight[c] > EPS else 0.0
-                ln = _part(fs_x, fs_y, fs_at[c], fs_at[c] + fs_len[c], fifo[i], kz, float(z - a0), end, px, py, tot)
+                ln = _part(fs_x, fs_y, fs_at[c], fs_at[c] + fs_len[c], fifo[i], kz, float(z - a0), end, px, py, tot, tok)
                 plen[z - a0] = ln
                 tot += ln
             need = 2 * (2 * tot + 2) + 2
@@ -1175,9 +1179,9 @@ def build(post, is_op, fifo, weight, kid_ptr, kids, U, D, G, L, root, pointwise,
                 pcy = np.empty((2 * need, dim))
             if sw[0].shape[0] < tot + 2:
                 sw = _sweep_space(dim, 2 * (tot + 2))
-            nc = _total_sum(px, py, plen, m, end, pcx, pcy, sw)
+            nc = _total_sum(px, py, plen, m, end, pcx, pcy, sw, tok)
         if pointwise[i]:
-            fs_x, fs_y, w = _store(fs_x, fs_y, used, pcx, pcy, nc)
+            fs_x, fs_y, w = _store(fs_x, fs_y, used, pcx, pcy, nc, tok)
             fs_at[i] = used
             fs_len[i] = w
             used += w
@@ -1186,7 +1190,7 @@ def build(post, is_op, fifo, weight, kid_ptr, kids, U, D, G, L, root, pointwise,
             if nc > pbig:
                 pbig = 2 * nc
                 pws = _param_space(dim, pbig)
-            npt = _param_fsbs(pcx, pcy, nc, G[i], L[i], pws)
+            npt = _param_fsbs(pcx, pcy, nc, G[i], L[i], pws, tok)
         else:
             npt = -1
         if npt >= 0:
@@ -1217,7 +1221,7 @@ def build(post, is_op, fifo, weight, kid_ptr, kids, U, D, G, L, root, pointwise,
                 big = 2 * nc
                 ws_big = _workspace(dim, big)
             ws = ws_big
-        nm, no = _fsbs(pcx, pcy, nc, G[i], L[i], ws)
+        nm, no = _fsbs(pcx, pcy, nc, G[i], L[i], ws, tok)
         mf_x = _grow1(mf_x, mused + nm)
         mf_v = _grow1(mf_v, mused + nm)
         mx = ws[8]
@@ -1228,7 +1232,7 @@ def build(post, is_op, fifo, weight, kid_ptr, kids, U, D, G, L, root, pointwise,
         mf_at[i] = mused
         mf_len[i] = nm
         mused += nm
-        fs_x, fs_y, w = _store(fs_x, fs_y, used, ws[10], ws[11], no)
+        fs_x, fs_y, w = _store(fs_x, fs_y, used, ws[10], ws[11], no, tok)
         fs_at[i] = used
         fs_len[i] = w
         used += w
@@ -1256,10 +1260,10 @@ def build(post, is_op, fifo, weight, kid_ptr, kids, U, D, G, L, root, pointwise,
 
 
 @njit(cache=True, error_model="numpy")
-def _fit_at(xs, ym, a, o, n, g, lim, s):
+def _fit_at(xs, ym, a, o, n, g, lim, s, tok):
     """A pointwise element's fit factor at suggestion s, the left value of min over resources of
     ``plf.mff_component``'s function, read off its curve directly."""
-    dim = ym.shape[1]
+    dim = len(tok)
     best = INF
     for r in range(dim):
         lo = ym[o, r]
@@ -1319,13 +1323,14 @@ def _inv_right2(xs, ym, a, o, n, r, w):
 
 
 @njit(cache=True, error_model="numpy")
-def _child_value(fs_x, fs_y, cm_y, cm_at, fs_at, fs_len, G, L, c, s, out, oi):
+def _child_value(fs_x, fs_y, cm_y, cm_at, fs_at, fs_len, G, L, c, s, out, oi, tok):
     """A root child's fair share at suggestion s: its curve read left-continuously at its fit factor
     there (what its fair share by suggestion gives, without building it). Returns the fit factor."""
+    dim = len(tok)
     a = fs_at[c]
     n = fs_len[c]
-    f = _fit_at(fs_x, cm_y, a, cm_at[c], n, G[c], L[c], s)
-    _left(fs_x, fs_y, a, n, f, out, oi)
+    f = _fit_at(fs_x, cm_y, a, cm_at[c], n, G[c], L[c], s, tok)
+    _left(fs_x, fs_y, a, n, f, out, oi, tok)
     return f
 
 
@@ -1349,10 +1354,10 @@ def _root_suggestions(kid_ptr, kids, weight, fifo_root, root, f, sugg):
 
 
 @njit(cache=True, error_model="numpy")
-def root_fit(fs_x, fs_y, cm_y, cm_at, fs_at, fs_len, kid_ptr, kids, weight, fifo_root, G, L, root):
+def root_fit(fs_x, fs_y, cm_y, cm_at, fs_at, fs_len, kid_ptr, kids, weight, fifo_root, G, L, root, tok):
     """The root's fit factor at suggestion 1, found by bisection over its children read at single
     suggestions (``batched.root_fit``): the first f where some resource passes its bound."""
-    dim = fs_y.shape[1]
+    dim = len(tok)
     a0 = kid_ptr[root]
     a1 = kid_ptr[root + 1]
     m = a1 - a0
@@ -1369,7 +1374,7 @@ def root_fit(fs_x, fs_y, cm_y, cm_at, fs_at, fs_len, kid_ptr, kids, weight, fifo
     def total(f, out):
         _root_suggestions(kid_ptr, kids, weight, fifo_root, root, f, sugg)
         for z in range(m):
-            _child_value(fs_x, fs_y, cm_y, cm_at, fs_at, fs_len, G, L, kids[a0 + z], sugg[z], vals, z)
+            _child_value(fs_x, fs_y, cm_y, cm_at, fs_at, fs_len, G, L, kids[a0 + z], sugg[z], vals, z, tok)
         for r in range(dim):
             out[r] = 0.0
         for z in range(m):
@@ -1422,12 +1427,12 @@ def root_fit(fs_x, fs_y, cm_y, cm_at, fs_at, fs_len, kid_ptr, kids, weight, fifo
 
 @njit(cache=True, error_model="numpy")
 def read_down(pre, is_op, fifo, weight, kid_ptr, kids, fs_x, fs_y, cm_y, cm_at, fs_at, fs_len, mf_x, mf_v, mf_at,
-              mf_len, G, L, root, root_f, fair, fit):
+              mf_len, G, L, root, root_f, fair, fit, tok):
     """Top-down from the root's fit factor: each pool's fair share and fit factor at its suggestion,
     its children's suggestions (§2.5), and the operations' fair shares. ``pre`` lists pools, parents
     first; the root's children are read pointwise."""
+    dim = len(tok)
     n = fair.shape[0]
-    dim = fair.shape[1]
     sugg = np.zeros(n)
     sugg[root] = 1.0
     a0 = kid_ptr[root]
@@ -1438,7 +1443,7 @@ def read_down(pre, is_op, fifo, weight, kid_ptr, kids, fs_x, fs_y, cm_y, cm_at, 
     for z in range(a0, a1):
         c = kids[z]
         sugg[c] = rs[z - a0]
-        f = _child_value(fs_x, fs_y, cm_y, cm_at, fs_at, fs_len, G, L, c, rs[z - a0], fair, c)
+        f = _child_value(fs_x, fs_y, cm_y, cm_at, fs_at, fs_len, G, L, c, rs[z - a0], fair, c, tok)
         if not is_op[c] and kid_ptr[c + 1] > kid_ptr[c]:
             fit[c] = f
     for t in range(pre.shape[0]):
@@ -1449,11 +1454,11 @@ def read_down(pre, is_op, fifo, weight, kid_ptr, kids, fs_x, fs_y, cm_y, cm_at, 
         b1 = kid_ptr[i + 1]
         if b1 == b0:
             if sugg[i] >= 0 and fs_at[i] >= 0 and mf_at[i] >= 0:
-                _left(fs_x, fs_y, fs_at[i], fs_len[i], sugg[i], fair, i)
+                _left(fs_x, fs_y, fs_at[i], fs_len[i], sugg[i], fair, i, tok)
             continue
         if mf_at[i] >= 0:
             s = sugg[i]
-            _left(fs_x, fs_y, fs_at[i], fs_len[i], s, fair, i)
+            _left(fs_x, fs_y, fs_at[i], fs_len[i], s, fair, i, tok)
             b = mf_at[i]
             f = _eval_left_at(mf_x, mf_v, b, mf_len[i], s)
             fit[i] = f
@@ -1476,7 +1481,7 @@ def read_down(pre, is_op, fifo, weight, kid_ptr, kids, fs_x, fs_y, cm_y, cm_at, 
         for z in range(b0, b1):
             c = kids[z]
             if is_op[c]:
-                _left(fs_x, fs_y, fs_at[c], fs_len[c], sugg[c], fair, c)
+                _left(fs_x, fs_y, fs_at[c], fs_len[c], sugg[c], fair, c, tok)
     # the root's fair share is its children's sum
     for r in range(dim):
         fair[root, r] = 0.0
