@@ -48,6 +48,7 @@ class PoolArrays:
     fixed_usage: np.ndarray    # (n,) bool: a pool whose usage is given, not summed
     truncate: list[tuple[int, list[int]]]  # FIFO pools that truncate, with their gang children
     buffers: tuple | None = None  # the kernel's function buffers, kept from one update to the next
+    listing: list[str] | None = None  # names in the order results are listed (the tree's insertion order)
 
     @property
     def index(self) -> dict[str, int]:
@@ -59,19 +60,21 @@ class PoolArrays:
         filled, pools' demand and usage summed), so callers that read it afterwards see the same."""
         from makeway.policies.ytsaurus import fairshare
 
-        els = list(tree.elements.values())
-        n = len(els)
-        dim = len(tree.resources)
-        names = [el.name for el in els]
-        index = {name: i for i, name in enumerate(names)}
-        for el in els:
+        listing = list(tree.elements)
+        for el in tree.elements.values():
             el.children = []
-        parent = np.full(n, -1, dtype=np.int64)
-        for i, el in enumerate(els):
+        for el in tree.elements.values():
             if el.parent is not None:
                 tree.elements[el.parent].children.append(el.name)
-                parent[i] = index[el.parent]
         tree._orders.clear()
+        # rows in postorder: a pool's subtree is the rows just before it, so the update walks memory
+        # forward; siblings keep their insertion order
+        names = tree.postorder()
+        els = [tree.elements[name] for name in names]
+        n = len(els)
+        dim = len(tree.resources)
+        index = {name: i for i, name in enumerate(names)}
+        parent = np.fromiter((-1 if el.parent is None else index[el.parent] for el in els), dtype=np.int64, count=n)
         is_op = np.fromiter((el.is_op for el in els), dtype=bool, count=n)
         zero = [0.0] * dim
         demand = np.array([el.demand or zero for el in els], dtype=float).reshape(n, dim)
@@ -108,11 +111,12 @@ class PoolArrays:
             if els[p].truncate_fifo:
                 truncate.append((p, [index[c] for c in els[p].children if tree.elements[c].gang]))
         root = index[ROOT]
-        post = np.fromiter((index[x] for x in tree.postorder()), dtype=np.int64, count=n)
-        pre_pools = np.fromiter((index[x] for x in tree.pool_preorder()), dtype=np.int64)
+        post = np.arange(n, dtype=np.int64)
+        pre_pools = np.flatnonzero(~is_op)[::-1].astype(np.int64)  # a parent's row is above its subtree's
         main = tree.resources.index(tree.main_resource) if tree.main_resource in tree.resources else -1
         pa = cls(tuple(tree.resources), np.asarray(tree.total, dtype=float), main, names, root, is_op, fifo, weight,
-                 kid_ptr, kids, kid_ins, post, pre_pools, has_g, gabs, limits, demand, usage, fixed, truncate)
+                 kid_ptr, kids, kid_ins, post, pre_pools, has_g, gabs, limits, demand, usage, fixed, truncate,
+                 listing=listing)
         # pools' demand and usage, as Tree.link leaves them
         d, u = pa.pool_sums()
         for i in np.flatnonzero(~is_op & (counts > 0)).tolist():
@@ -160,6 +164,7 @@ class ArrayResult:
     """Shares of every element as arrays, rows as in ``PoolArrays.names``."""
 
     names: list[str]
+    listing: list[str]
     limits: np.ndarray
     strong: np.ndarray
     demand_share: np.ndarray
@@ -198,7 +203,7 @@ def compute_arrays(pa: PoolArrays, param: bool = True) -> ArrayResult:
     kernel.read_down(pa.pre_pools, pa.is_op, pa.fifo, pa.weight, pa.kid_ptr, pa.kids, fs_x, fs_y, cm_y, cm_at, fs_at,
                      fs_len, mf_x, mf_v, mf_at, mf_len, strong, lim, pa.root, root_f, fair, fit, (0.0,) * dim)
     _truncate_fifo(pa, D, fair)
-    return ArrayResult(pa.names, pa.limits, strong, D, U, fair, fit)
+    return ArrayResult(pa.names, pa.listing or pa.names, pa.limits, strong, D, U, fair, fit)
 
 
 def _truncate_fifo(pa: PoolArrays, D: np.ndarray, fair: np.ndarray) -> None:
@@ -244,7 +249,7 @@ class LazyAttrs(Mapping):
         return name in self._index
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._res.names)
+        return iter(self._res.listing)
 
     def __len__(self) -> int:
         return len(self._res.names)
