@@ -34,7 +34,7 @@ def _snap_limit(lim, hi):
 
 # -- small searches and reads --------------------------------------------------------------------
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _bl(a, n, x):
     """First i < n with a[i] >= x (bisect_left)."""
     lo, hi = 0, n
@@ -47,7 +47,7 @@ def _bl(a, n, x):
     return lo
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _br(a, n, x):
     """First i < n with a[i] > x (bisect_right)."""
     lo, hi = 0, n
@@ -60,7 +60,7 @@ def _br(a, n, x):
     return lo
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _bl2(a, o, n, x):
     """First i < n with a[o + i] >= x."""
     lo, hi = 0, n
@@ -73,7 +73,7 @@ def _bl2(a, o, n, x):
     return lo
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _br2(a, o, n, x):
     """First i < n with a[o + i] > x."""
     lo, hi = 0, n
@@ -93,7 +93,7 @@ def _lerp1(x0, y0, x1, y1, x):
     return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _left(xs, ys, a, n, x, out, oi, tok):
     """Vector value at x of the function in rows a..a+n, left-continuous, clamped to the domain
     (``PLF.left``), written to out[oi]."""
@@ -122,7 +122,7 @@ def _left(xs, ys, a, n, x, out, oi, tok):
         out[oi, r] = ys[a + j - 1, r] + (ys[a + j, r] - ys[a + j - 1, r]) * t
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _right(xs, ys, a, n, x, out, oi, tok):
     """Limit from the right at x (``PLF.right``), written to out[oi]."""
     dim = len(tok)
@@ -150,7 +150,7 @@ def _right(xs, ys, a, n, x, out, oi, tok):
         out[oi, r] = ys[a + j - 1, r] + (ys[a + j, r] - ys[a + j - 1, r]) * t
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _eval_left(xs, vs, n, x):
     """Left value of a scalar function with jumps (``plf._eval1``'s first value)."""
     j = _bl(xs, n, x)
@@ -164,7 +164,7 @@ def _eval_left(xs, vs, n, x):
     return _lerp1(xs[j - 1], vs[j - 1], xs[j], vs[j], x)
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _eval_left_at(xs, vs, a, n, x):
     """``_eval_left`` of the function in xs[a:a + n], vs[a:a + n]."""
     j = _bl2(xs, a, n, x)
@@ -180,7 +180,7 @@ def _eval_left_at(xs, vs, a, n, x):
 
 # -- fit factor by suggestion ----------------------------------------------------------------------
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _inv_left(xs, yr, n, w):
     """inf{f : F_r(f) >= w}."""
     i = _bl(yr, n, w)
@@ -191,7 +191,7 @@ def _inv_left(xs, yr, n, w):
     return _lerp1(yr[i - 1], xs[i - 1], yr[i], xs[i], w)
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _inv_right(xs, yr, n, w):
     """sup{f : F_r(f) <= w}."""
     i = _br(yr, n, w) - 1
@@ -397,7 +397,7 @@ def _compose(cx, cy, nc, mx, mv, nm, ox, oy, tok):
     return c
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _same_row(a, i, b, j, tok):
     dim = len(tok)
     for r in range(dim):
@@ -438,7 +438,7 @@ def _clean_into(xs, ys, n, dx, dy, at, tok):
 
 # -- growing buffers ---------------------------------------------------------------------------------
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _grow1(a, need):
     if need <= a.shape[0]:
         return a
@@ -447,7 +447,7 @@ def _grow1(a, need):
     return b
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _grow2(a, need):
     if need <= a.shape[0]:
         return a
@@ -458,7 +458,7 @@ def _grow2(a, need):
 
 # -- pool curves ---------------------------------------------------------------------------------------
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _part(fs_x, fs_y, a, b, fifo, k, pos, end, px, py, o, tok):
     """Write a child's part at px[o:]: FIFO shifts the child to [pos, pos + 1] and holds it to
     ``end``; fair share mode scales x by 1/k and holds the last value to 1."""
@@ -775,7 +775,7 @@ def _workspace(dim, nc):
 
 # -- the update ------------------------------------------------------------------------------------------
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _closed_ok(U, D, G, L, i, tok):
     """An operation whose fair share by suggestion has the closed form (``fairshare._closed_form_ok``):
     no guarantee, limits not below demand, usage within demand and below the whole cluster."""
@@ -879,7 +879,7 @@ def _op_closed(Ua, Da, i, ox, oy, inv, tok):
 SNAP = 1e-13  # suggestions closer than this are one suggestion (as batched.SNAP)
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _top(z, k, tok):
     """Index of the largest of z[k, :] and 0 (the first on ties; dim when 0 leads)."""
     dim = len(tok)
@@ -1077,13 +1077,129 @@ def _param_space(dim, nc):
             np.empty(npts + 1), np.empty((npts + 1, dim)))
 
 
-@njit(cache=True, inline="always", error_model="numpy")
-def _store(fs_x, fs_y, used, ox, oy, no, tok):
+@njit(cache=True, error_model="numpy")
+def _room(i, is_op, kid_ptr, kids, fs_len, dim):
+    """Room a pool's construction may take: (children, points of its parts, most curve points, most
+    function points written); (0, 0, 0, most points) for an operation."""
+    if is_op[i]:
+        nc = dim + 3
+        return 0, 0, 0, (2 * dim + 8) * 4 * (2 + dim * dim) + 64
+    a0 = kid_ptr[i]
+    a1 = kid_ptr[i + 1]
+    bound = 2
+    for z in range(a0, a1):
+        bound += fs_len[kids[z]] + 2
+    nc = 2 * bound + 6
+    npos = dim * (nc + 6)
+    nmin = npos * (2 + dim * (dim - 1) // 2) + 2
+    out = 2 * nmin + 2 * nc + 4
+    out2 = 2 * nc + (nc + 1) * (dim + dim * (dim - 1) // 2) + 6
+    return a1 - a0, bound, nc, max(out, out2, 2 * nc + 8)
+
+
+@njit(cache=True, error_model="numpy")
+def _build_run(t0, post, is_op, fifo, weight, kid_ptr, kids, U, D, G, L, root, pointwise, param, fs_x, fs_y, mf_x,
+               mf_v, fs_at, fs_len, mf_at, mf_len, used, mused, cx, cy, inv, ws_small, ws_big, pws, px, py, pcx, pcy,
+               sw, plen, tok):
+    """Elements from post[t0] on, until one finds a buffer short (``_room``): returns where it
+    stopped and the buffers' fill. No buffer is replaced in here, so none is reference-counted per
+    element."""
     dim = len(tok)
-    fs_x = _grow1(fs_x, used + no + 2)
-    fs_y = _grow2(fs_y, used + no + 2)
-    w = _clean_into(ox, oy, no, fs_x, fs_y, used, tok)
-    return fs_x, fs_y, w
+    small = 2 * dim + 8
+    for t in range(t0, post.shape[0]):
+        i = post[t]
+        if i == root:
+            continue
+        m, bound, ncmax, outmax = _room(i, is_op, kid_ptr, kids, fs_len, dim)
+        if pointwise[i] and not is_op[i]:
+            outmax = 2 * ncmax + 8
+        if used + outmax > fs_x.shape[0] or mused + outmax > mf_x.shape[0]:
+            return t, used, mused
+        if is_op[i]:
+            if not pointwise[i] and _closed_ok(U, D, G, L, i, tok):
+                no = _op_closed(U, D, i, cx, cy, inv, tok)
+                w = _clean_into(cx, cy, no, fs_x, fs_y, used, tok)
+            else:
+                nc = _op_curve(U[i], D[i], cx, cy, tok)
+                if pointwise[i]:
+                    w = _clean_into(cx, cy, nc, fs_x, fs_y, used, tok)
+                else:
+                    nm, no = _fsbs(cx, cy, nc, G[i], L[i], ws_small, tok)
+                    w = _clean_into(ws_small[10], ws_small[11], no, fs_x, fs_y, used, tok)
+            fs_at[i] = used
+            fs_len[i] = w
+            used += w
+            continue
+        if plen.shape[0] < m or px.shape[0] < bound or pcx.shape[0] < 2 * ncmax + 8 or sw[0].shape[0] < bound + 2:
+            return t, used, mused
+        if not pointwise[i] and (pws[0].shape[0] < ncmax or ws_big[3].shape[0] < ncmax + 6):
+            return t, used, mused
+        a0 = kid_ptr[i]
+        a1 = kid_ptr[i + 1]
+        if m == 0:
+            pcx[0] = 0.0
+            pcx[1] = 1.0
+            for r in range(dim):
+                pcy[0, r] = 0.0
+                pcy[1, r] = 0.0
+            nc = 2
+        else:
+            wmin = INF
+            for z in range(a0, a1):
+                wz = weight[kids[z]]
+                if wz > EPS and wz < wmin:
+                    wmin = wz
+            if wmin == INF:
+                wmin = 1.0
+            end = float(m) if fifo[i] else 1.0
+            tot = 0
+            for z in range(a0, a1):
+                c = kids[z]
+                kz = weight[c] / wmin if weight[c] > EPS else 0.0
+                ln = _part(fs_x, fs_y, fs_at[c], fs_at[c] + fs_len[c], fifo[i], kz, float(z - a0), end, px, py, tot,
+                           tok)
+                plen[z - a0] = ln
+                tot += ln
+            nc = _total_sum(px, py, plen, m, end, pcx, pcy, sw, tok)
+        if pointwise[i]:
+            w = _clean_into(pcx, pcy, nc, fs_x, fs_y, used, tok)
+            fs_at[i] = used
+            fs_len[i] = w
+            used += w
+            continue
+        npt = _param_fsbs(pcx, pcy, nc, G[i], L[i], pws, tok) if param else -1
+        if npt >= 0:
+            os_ = pws[12]
+            of_ = pws[13]
+            ov_ = pws[14]
+            for z in range(npt):
+                mf_x[mused + z] = os_[z]
+                mf_v[mused + z] = of_[z]
+                fs_x[used + z] = os_[z]
+                for r in range(dim):
+                    fs_y[used + z, r] = ov_[z, r]
+            mf_at[i] = mused
+            mf_len[i] = npt
+            mused += npt
+            fs_at[i] = used
+            fs_len[i] = npt
+            used += npt
+            continue
+        ws = ws_small if nc <= small else ws_big
+        nm, no = _fsbs(pcx, pcy, nc, G[i], L[i], ws, tok)
+        mx = ws[8]
+        mv = ws[9]
+        for z in range(nm):
+            mf_x[mused + z] = mx[z]
+            mf_v[mused + z] = mv[z]
+        mf_at[i] = mused
+        mf_len[i] = nm
+        mused += nm
+        w = _clean_into(ws[10], ws[11], no, fs_x, fs_y, used, tok)
+        fs_at[i] = used
+        fs_len[i] = w
+        used += w
+    return post.shape[0], used, mused
 
 
 @njit(cache=True, error_model="numpy")
@@ -1100,14 +1216,10 @@ def build(post, is_op, fifo, weight, kid_ptr, kids, U, D, G, L, root, pointwise,
     fs_len = np.zeros(n, dtype=np.int64)
     mf_at = np.full(n, -1, dtype=np.int64)
     mf_len = np.zeros(n, dtype=np.int64)
-    used = 0
-    mused = 0
     small = 2 * dim + 8
     ws_small = _workspace(dim, small)
-    big = 256
-    ws_big = _workspace(dim, big)
-    pbig = 256
-    pws = _param_space(dim, pbig)
+    ws_big = _workspace(dim, 256)
+    pws = _param_space(dim, 256)
     cx = np.empty(small + dim * dim + 8)
     cy = np.empty((small + dim * dim + 8, dim))
     px = np.empty(256)
@@ -1117,125 +1229,39 @@ def build(post, is_op, fifo, weight, kid_ptr, kids, U, D, G, L, root, pointwise,
     sw = _sweep_space(dim, 1024)
     plen = np.empty(16, dtype=np.int64)
     inv = np.empty(dim)
-    opcap = cx.shape[0] + 2
-    for t in range(post.shape[0]):
-        i = post[t]
-        if i == root:
-            continue
-        if is_op[i]:
-            if used + opcap > fs_x.shape[0]:
-                fs_x = _grow1(fs_x, used + opcap)
-                fs_y = _grow2(fs_y, used + opcap)
-            if not pointwise[i] and _closed_ok(U, D, G, L, i, tok):
-                no = _op_closed(U, D, i, cx, cy, inv, tok)
-                w = _clean_into(cx, cy, no, fs_x, fs_y, used, tok)
-            else:
-                nc = _op_curve(U[i], D[i], cx, cy, tok)
-                if pointwise[i]:
-                    fs_x, fs_y, w = _store(fs_x, fs_y, used, cx, cy, nc, tok)
-                else:
-                    nm, no = _fsbs(cx, cy, nc, G[i], L[i], ws_small, tok)
-                    fs_x, fs_y, w = _store(fs_x, fs_y, used, ws_small[10], ws_small[11], no, tok)
-            fs_at[i] = used
-            fs_len[i] = w
-            used += w
-            continue
-        a0 = kid_ptr[i]
-        a1 = kid_ptr[i + 1]
-        m = a1 - a0
-        if m == 0:
-            pcx[0] = 0.0
-            pcx[1] = 1.0
-            for r in range(dim):
-                pcy[0, r] = 0.0
-                pcy[1, r] = 0.0
-            nc = 2
-        else:
-            wmin = INF
-            for z in range(a0, a1):
-                wz = weight[kids[z]]
-                if wz > EPS and wz < wmin:
-                    wmin = wz
-            if wmin == INF:
-                wmin = 1.0
-            if plen.shape[0] < m:
-                plen = np.empty(2 * m, dtype=np.int64)
-            bound = 0
-            for z in range(a0, a1):
-                bound += fs_len[kids[z]] + 2
-            px = _grow1(px, bound)
-            py = _grow2(py, bound)
-            end = float(m) if fifo[i] else 1.0
-            tot = 0
-            for z in range(a0, a1):
-                c = kids[z]
-                kz = weight[c] / wmin if weight[c] > EPS else 0.0
-                ln = _part(fs_x, fs_y, fs_at[c], fs_at[c] + fs_len[c], fifo[i], kz, float(z - a0), end, px, py, tot, tok)
-                plen[z - a0] = ln
-                tot += ln
-            need = 2 * (2 * tot + 2) + 2
-            if pcx.shape[0] < need:
-                pcx = np.empty(2 * need)
-                pcy = np.empty((2 * need, dim))
-            if sw[0].shape[0] < tot + 2:
-                sw = _sweep_space(dim, 2 * (tot + 2))
-            nc = _total_sum(px, py, plen, m, end, pcx, pcy, sw, tok)
-        if pointwise[i]:
-            fs_x, fs_y, w = _store(fs_x, fs_y, used, pcx, pcy, nc, tok)
-            fs_at[i] = used
-            fs_len[i] = w
-            used += w
-            continue
-        if param:
-            if nc > pbig:
-                pbig = 2 * nc
-                pws = _param_space(dim, pbig)
-            npt = _param_fsbs(pcx, pcy, nc, G[i], L[i], pws, tok)
-        else:
-            npt = -1
-        if npt >= 0:
-            os_ = pws[12]
-            of_ = pws[13]
-            ov_ = pws[14]
-            mf_x = _grow1(mf_x, mused + npt)
-            mf_v = _grow1(mf_v, mused + npt)
-            fs_x = _grow1(fs_x, used + npt)
-            fs_y = _grow2(fs_y, used + npt)
-            for z in range(npt):
-                mf_x[mused + z] = os_[z]
-                mf_v[mused + z] = of_[z]
-                fs_x[used + z] = os_[z]
-                for r in range(dim):
-                    fs_y[used + z, r] = ov_[z, r]
-            mf_at[i] = mused
-            mf_len[i] = npt
-            mused += npt
-            fs_at[i] = used
-            fs_len[i] = npt
-            used += npt
-            continue
-        if nc <= small:
-            ws = ws_small
-        else:
-            if nc > big:
-                big = 2 * nc
-                ws_big = _workspace(dim, big)
-            ws = ws_big
-        nm, no = _fsbs(pcx, pcy, nc, G[i], L[i], ws, tok)
-        mf_x = _grow1(mf_x, mused + nm)
-        mf_v = _grow1(mf_v, mused + nm)
-        mx = ws[8]
-        mv = ws[9]
-        for z in range(nm):
-            mf_x[mused + z] = mx[z]
-            mf_v[mused + z] = mv[z]
-        mf_at[i] = mused
-        mf_len[i] = nm
-        mused += nm
-        fs_x, fs_y, w = _store(fs_x, fs_y, used, ws[10], ws[11], no, tok)
-        fs_at[i] = used
-        fs_len[i] = w
-        used += w
+    t = 0
+    used = 0
+    mused = 0
+    while True:
+        t, used, mused = _build_run(t, post, is_op, fifo, weight, kid_ptr, kids, U, D, G, L, root, pointwise, param,
+                                    fs_x, fs_y, mf_x, mf_v, fs_at, fs_len, mf_at, mf_len, used, mused, cx, cy, inv,
+                                    ws_small, ws_big, pws, px, py, pcx, pcy, sw, plen, tok)
+        if t >= post.shape[0]:
+            break
+        m, bound, ncmax, outmax = _room(post[t], is_op, kid_ptr, kids, fs_len, dim)
+        if pointwise[post[t]] and not is_op[post[t]]:
+            outmax = 2 * ncmax + 8
+        if used + outmax > fs_x.shape[0]:
+            fs_x = _grow1(fs_x, 2 * (used + outmax))
+            fs_y = _grow2(fs_y, 2 * (used + outmax))
+        if mused + outmax > mf_x.shape[0]:
+            mf_x = _grow1(mf_x, 2 * (mused + outmax))
+            mf_v = _grow1(mf_v, 2 * (mused + outmax))
+        if plen.shape[0] < m:
+            plen = np.empty(2 * m, dtype=np.int64)
+        if px.shape[0] < bound:
+            px = np.empty(2 * bound)
+            py = np.empty((2 * bound, dim))
+        if pcx.shape[0] < 2 * ncmax + 8:
+            pcx = np.empty(4 * ncmax + 16)
+            pcy = np.empty((4 * ncmax + 16, dim))
+        if sw[0].shape[0] < bound + 2:
+            sw = _sweep_space(dim, 2 * (bound + 2))
+        if not pointwise[post[t]]:
+            if pws[0].shape[0] < ncmax:
+                pws = _param_space(dim, 2 * ncmax)
+            if ws_big[3].shape[0] < ncmax + 6:
+                ws_big = _workspace(dim, 2 * ncmax)
     # the pointwise curves' components made monotone (as plf.mff_component reads them), packed
     cm_at = np.full(n, -1, dtype=np.int64)
     tot = 0
@@ -1286,7 +1312,7 @@ def _fit_at(xs, ym, a, o, n, g, lim, s, tok):
     return best
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _inv_left2(xs, ym, a, o, n, r, w):
     """inf{f : F_r(f) >= w} over n rows of a monotone component (x from a, values from o)."""
     lo, hi = 0, n
@@ -1304,7 +1330,7 @@ def _inv_left2(xs, ym, a, o, n, r, w):
     return _lerp1(ym[o + i - 1, r], xs[a + i - 1], ym[o + i, r], xs[a + i], w)
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _inv_right2(xs, ym, a, o, n, r, w):
     """sup{f : F_r(f) <= w} over n rows of a monotone component (x from a, values from o)."""
     lo, hi = 0, n
