@@ -34,7 +34,7 @@ def _snap_limit(lim, hi):
 
 # -- small searches and reads --------------------------------------------------------------------
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _bl(a, n, x):
     """First i < n with a[i] >= x (bisect_left)."""
     lo, hi = 0, n
@@ -47,7 +47,7 @@ def _bl(a, n, x):
     return lo
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _br(a, n, x):
     """First i < n with a[i] > x (bisect_right)."""
     lo, hi = 0, n
@@ -60,7 +60,7 @@ def _br(a, n, x):
     return lo
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _bl2(a, o, n, x):
     """First i < n with a[o + i] >= x."""
     lo, hi = 0, n
@@ -73,7 +73,7 @@ def _bl2(a, o, n, x):
     return lo
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _br2(a, o, n, x):
     """First i < n with a[o + i] > x."""
     lo, hi = 0, n
@@ -93,7 +93,7 @@ def _lerp1(x0, y0, x1, y1, x):
     return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _left(xs, ys, a, n, x, out, oi, tok):
     """Vector value at x of the function in rows a..a+n, left-continuous, clamped to the domain
     (``PLF.left``), written to out[oi]."""
@@ -122,7 +122,7 @@ def _left(xs, ys, a, n, x, out, oi, tok):
         out[oi, r] = ys[a + j - 1, r] + (ys[a + j, r] - ys[a + j - 1, r]) * t
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _right(xs, ys, a, n, x, out, oi, tok):
     """Limit from the right at x (``PLF.right``), written to out[oi]."""
     dim = len(tok)
@@ -150,7 +150,7 @@ def _right(xs, ys, a, n, x, out, oi, tok):
         out[oi, r] = ys[a + j - 1, r] + (ys[a + j, r] - ys[a + j - 1, r]) * t
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _eval_left(xs, vs, n, x):
     """Left value of a scalar function with jumps (``plf._eval1``'s first value)."""
     j = _bl(xs, n, x)
@@ -164,7 +164,7 @@ def _eval_left(xs, vs, n, x):
     return _lerp1(xs[j - 1], vs[j - 1], xs[j], vs[j], x)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _eval_left_at(xs, vs, a, n, x):
     """``_eval_left`` of the function in xs[a:a + n], vs[a:a + n]."""
     j = _bl2(xs, a, n, x)
@@ -180,7 +180,7 @@ def _eval_left_at(xs, vs, a, n, x):
 
 # -- fit factor by suggestion ----------------------------------------------------------------------
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _inv_left(xs, yr, n, w):
     """inf{f : F_r(f) >= w}."""
     i = _bl(yr, n, w)
@@ -191,7 +191,7 @@ def _inv_left(xs, yr, n, w):
     return _lerp1(yr[i - 1], xs[i - 1], yr[i], xs[i], w)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _inv_right(xs, yr, n, w):
     """sup{f : F_r(f) <= w}."""
     i = _br(yr, n, w) - 1
@@ -202,7 +202,7 @@ def _inv_right(xs, yr, n, w):
     return _lerp1(yr[i], xs[i], yr[i + 1], xs[i + 1], w)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _mff(xs, yr, n, g, lim, out_s, out_v, q):
     """Fit factor by suggestion of one resource (``plf.mff_component``); ``yr`` already monotone.
     Returns the number of points written."""
@@ -240,7 +240,7 @@ def _mff(xs, yr, n, g, lim, out_s, out_v, q):
     return c
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _min_scalar(ss, vs, cnt, pos, lv, rv, heads, ts, out_x, out_v):
     """Pointwise minimum of the scalar functions ``ss[i, :cnt[i]] -> vs[i, :cnt[i]]`` with jumps
     (``plf.min_scalar``): values at every knot, the lower after a jump, and crossings in between."""
@@ -351,7 +351,7 @@ def _min_scalar(ss, vs, cnt, pos, lv, rv, heads, ts, out_x, out_v):
     return c
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _compose(cx, cy, nc, mx, mv, nm, ox, oy, tok):
     """s -> F(M(s)) for the curve F and fit factor by suggestion M (``plf.compose`` before
     ``clean``). Returns the number of points written."""
@@ -397,7 +397,7 @@ def _compose(cx, cy, nc, mx, mv, nm, ox, oy, tok):
     return c
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _same_row(a, i, b, j, tok):
     dim = len(tok)
     for r in range(dim):
@@ -406,7 +406,7 @@ def _same_row(a, i, b, j, tok):
     return True
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _clean_into(xs, ys, n, dx, dy, at, tok):
     """Consecutive duplicates dropped, a run of one x kept as its first and last point
     (``plf.clean``), written at ``dx[at:]``. Returns the number of points written."""
@@ -458,7 +458,7 @@ def _grow2(a, need):
 
 # -- pool curves ---------------------------------------------------------------------------------------
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _part(fs_x, fs_y, a, b, fifo, k, pos, end, px, py, o, tok):
     """Write a child's part at px[o:]: FIFO shifts the child to [pos, pos + 1] and holds it to
     ``end``; fair share mode scales x by 1/k and holds the last value to 1."""
@@ -495,14 +495,18 @@ def _part(fs_x, fs_y, a, b, fifo, k, pos, end, px, py, o, tok):
     return n
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _merge_runs(kx, ki, runs, nruns, tx, ti):
     """Stable sort of keys ``kx`` (with their indices ``ki`` alongside), given as ``nruns``
     ascending runs starting at ``runs[0..nruns]`` (``runs[nruns]`` is the end): runs merged pairwise
     until one is left, without branches on the comparisons. Returns the arrays holding the result."""
     n = runs[nruns]
-    sx, si, dx, di = kx, ki, tx, ti
+    flip = 0
     while nruns > 1:
+        if flip == 0:
+            sx, si, dx, di = kx, ki, tx, ti
+        else:
+            sx, si, dx, di = tx, ti, kx, ki
         k = 0
         w = 0
         while k < nruns:
@@ -544,11 +548,11 @@ def _merge_runs(kx, ki, runs, nruns, tx, ti):
             k += 2
         runs[w] = n
         nruns = w
-        sx, si, dx, di = dx, di, sx, si
-    return sx, si
+        flip = 1 - flip
+    return flip
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _total_sum(px, py, plen, nparts, end, cx, cy, sw, tok):
     """Sum of the parts on [0, end], each held constant at both ends (``plf.total_sum``): a sweep
     over the parts' points in x order, each point changing the running slope (the slope of the
@@ -574,7 +578,13 @@ def _total_sum(px, py, plen, nparts, end, cx, cy, sw, tok):
             for r in range(dim):
                 cy[c, r] = py[n - 1, r]
             c += 1
-        return _clean_into(cx.copy(), cy.copy(), c, cx, cy, 0, tok)
+        kx = sw[0]
+        dS = sw[5]
+        for q in range(c):
+            kx[q] = cx[q]
+            for r in range(dim):
+                dS[q, r] = cy[q, r]
+        return _clean_into(kx, dS, c, cx, cy, 0, tok)
     kx, ki, tx, ti, runs, dS, dJ, vec = sw
     tot = 0
     for p in range(nparts):
@@ -614,7 +624,12 @@ def _total_sum(px, py, plen, nparts, end, cx, cy, sw, tok):
         dS[tot, r] = 0.0
         dJ[tot, r] = 0.0
     runs[nparts + 1] = tot + 2
-    ox, oi = _merge_runs(kx, ki, runs, nparts + 1, tx, ti)
+    if _merge_runs(kx, ki, runs, nparts + 1, tx, ti) == 0:
+        ox = kx
+        oi = ki
+    else:
+        ox = tx
+        oi = ti
     ne = tot + 2
     base = vec[0]
     S = vec[1]
@@ -694,7 +709,7 @@ def _sweep_space(dim, ne):
 
 # -- one element: curve -> fit factor by suggestion -> fair share by suggestion ---------------------
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _op_curve(u, d, cx, cy, tok):
     """Usage-first path on [0, 1], then linearly to demand on [1, 2] (§2.3)."""
     dim = len(tok)
@@ -740,7 +755,7 @@ def _op_curve(u, d, cx, cy, tok):
     return n + 1
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _fsbs(cx, cy, nc, g, lim, ws, tok):
     """Fit factor by suggestion (min over resources) into ws.mx/ws.mv, and the fair share by
     suggestion composed from it into ws.ox/ws.oy (not yet cleaned). Returns (points of the fit
@@ -775,7 +790,7 @@ def _workspace(dim, nc):
 
 # -- the update ------------------------------------------------------------------------------------------
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _closed_ok(U, D, G, L, i, tok):
     """An operation whose fair share by suggestion has the closed form (``fairshare._closed_form_ok``):
     no guarantee, limits not below demand, usage within demand and below the whole cluster."""
@@ -786,7 +801,7 @@ def _closed_ok(U, D, G, L, i, tok):
     return True
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _op_closed(Ua, Da, i, ox, oy, inv, tok):
     """Fair share by suggestion of an operation in closed form (``fairshare._op_fsbs_rows``): up to
     U = max usage the usage-first path min(usage, s); beyond, usage + t(s) x (demand - usage) with
@@ -879,7 +894,7 @@ def _op_closed(Ua, Da, i, ox, oy, inv, tok):
 SNAP = 1e-13  # suggestions closer than this are one suggestion (as batched.SNAP)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _top(z, k, tok):
     """Index of the largest of z[k, :] and 0 (the first on ties; dim when 0 leads)."""
     dim = len(tok)
@@ -894,7 +909,7 @@ def _top(z, k, tok):
     return arg
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _param_fsbs(cx, cy, nc, g, lim, pw, tok):
     """Fit factor by suggestion and fair share by suggestion of a pool read off its curve
     parametrically (``batched._fsbs``): with rho(f) = max(0, max_r F_r(f) - g'_r), the points
@@ -1285,7 +1300,7 @@ def build(post, is_op, fifo, weight, kid_ptr, kids, U, D, G, L, root, pointwise,
     return fs_x, fs_y, fs_at, fs_len, mf_x, mf_v, mf_at, mf_len, cm_y, cm_at
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _fit_at(xs, ym, a, o, n, g, lim, s, tok):
     """A pointwise element's fit factor at suggestion s, the left value of min over resources of
     ``plf.mff_component``'s function, read off its curve directly."""
@@ -1312,7 +1327,7 @@ def _fit_at(xs, ym, a, o, n, g, lim, s, tok):
     return best
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _inv_left2(xs, ym, a, o, n, r, w):
     """inf{f : F_r(f) >= w} over n rows of a monotone component (x from a, values from o)."""
     lo, hi = 0, n
@@ -1330,7 +1345,7 @@ def _inv_left2(xs, ym, a, o, n, r, w):
     return _lerp1(ym[o + i - 1, r], xs[a + i - 1], ym[o + i, r], xs[a + i], w)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _inv_right2(xs, ym, a, o, n, r, w):
     """sup{f : F_r(f) <= w} over n rows of a monotone component (x from a, values from o)."""
     lo, hi = 0, n
@@ -1348,7 +1363,7 @@ def _inv_right2(xs, ym, a, o, n, r, w):
     return _lerp1(ym[o + i, r], xs[a + i], ym[o + i + 1, r], xs[a + i + 1], w)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _child_value(fs_x, fs_y, cm_y, cm_at, fs_at, fs_len, G, L, c, s, out, oi, tok):
     """A root child's fair share at suggestion s: its curve read left-continuously at its fit factor
     there (what its fair share by suggestion gives, without building it). Returns the fit factor."""
@@ -1360,7 +1375,7 @@ def _child_value(fs_x, fs_y, cm_y, cm_at, fs_at, fs_len, G, L, c, s, out, oi, to
     return f
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _root_suggestions(kid_ptr, kids, weight, fifo_root, root, f, sugg):
     a0 = kid_ptr[root]
     a1 = kid_ptr[root + 1]
