@@ -499,7 +499,7 @@ def _part(fs_x, fs_y, a, b, fifo, k, pos, end, px, py, o, tok):
 def _merge_runs(kx, ki, runs, nruns, tx, ti):
     """Stable sort of keys ``kx`` (with their indices ``ki`` alongside), given as ``nruns``
     ascending runs starting at ``runs[0..nruns]`` (``runs[nruns]`` is the end): runs merged pairwise
-    until one is left, without branches on the comparisons. Returns the arrays holding the result."""
+    until one is left. Returns 0 when the result is in ``kx``/``ki``, 1 when in ``tx``/``ti``."""
     n = runs[nruns]
     flip = 0
     while nruns > 1:
@@ -521,28 +521,41 @@ def _merge_runs(kx, ki, runs, nruns, tx, ti):
                 continue
             mid = runs[k + 1]
             hi = runs[k + 2]
+            # from both ends at once: two independent chains of loads keep the processor busy
             i = lo
             j = mid
-            o = lo
-            while i < mid and j < hi:
-                a = sx[i]
-                b = sx[j]
-                tj = b < a
-                dx[o] = b if tj else a
-                di[o] = si[j] if tj else si[i]
+            ie = mid - 1
+            je = hi - 1
+            of = lo
+            ob = hi - 1
+            # selections by arithmetic on clamped indices: the outcome of a comparison of real
+            # keys is unpredictable, and a mispredicted branch per point was most of the cost
+            for _ in range((hi - lo) // 2):
+                ii = min(i, mid - 1)
+                jj = min(j, hi - 1)
+                tj = np.int64((i >= mid) | ((j < hi) & (sx[jj] < sx[ii])))
+                q = i + (jj - i) * tj
+                dx[of] = sx[q]
+                di[of] = si[q]
+                of += 1
                 j += tj
                 i += 1 - tj
-                o += 1
-            while i < mid:
-                dx[o] = sx[i]
-                di[o] = si[i]
-                i += 1
-                o += 1
-            while j < hi:
-                dx[o] = sx[j]
-                di[o] = si[j]
-                j += 1
-                o += 1
+                ie2 = max(ie, lo)
+                je2 = max(je, mid)
+                tl = np.int64((je < mid) | ((ie >= lo) & (sx[ie2] > sx[je2])))
+                q = je2 + (ie2 - je2) * tl
+                dx[ob] = sx[q]
+                di[ob] = si[q]
+                ob -= 1
+                ie -= tl
+                je -= 1 - tl
+            if (hi - lo) % 2 == 1:
+                ii = min(i, mid - 1)
+                jj = min(j, hi - 1)
+                tj = np.int64((i >= mid) | ((j < hi) & (sx[jj] < sx[ii])))
+                q = i + (jj - i) * tj
+                dx[of] = sx[q]
+                di[of] = si[q]
             runs[w] = lo
             w += 1
             k += 2
