@@ -22,6 +22,14 @@ from makeway.policies.ytsaurus.tree import ROOT, Element, Tree
 RES = ("cpu", "memory", "gpu")
 TOTAL = [400.0, 1600.0, 16.0]
 
+
+@pytest.fixture(autouse=True, scope="module")
+def _kernel_for_every_size():
+    """The trees here are small; they take the kernel all the same."""
+    saved, fairshare.KERNEL_MIN = fairshare.KERNEL_MIN, 0
+    yield
+    fairshare.KERNEL_MIN = saved
+
 # fractional amounts: a total demand exactly equal to the cluster puts a jump on a tie that the two
 # summation orders may resolve by the last bit differently (not a difference of semantics)
 amount = st.one_of(st.just(0.0), st.floats(0.3, 40.0).map(lambda v: round(v, 3) + 0.0001))
@@ -126,6 +134,30 @@ def test_unsupported_trees_take_the_python_path():
     res = fairshare.compute(tree)
     assert not isinstance(res.attrs, arrays.LazyAttrs)
     assert res.attrs["p0"].promised is not None
+
+
+def test_small_trees_take_the_python_construction(monkeypatch):
+    monkeypatch.setattr(fairshare, "KERNEL_MIN", 512)
+    tree = _tree([("fair_share", 1.0, None, None, None)], [("fair_share", 1.0, None, None, None)],
+                 [(0, 2.0001, 2.0, 0.0, 0.5, 1.0, None, None)])
+    assert not isinstance(fairshare.compute(tree).attrs, arrays.LazyAttrs)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.floats(0.0, 1.0).map(lambda v: round(v, 2)), min_size=1, max_size=12), min_size=1,
+                max_size=40))
+def test_run_merge_is_a_stable_sort(runs):
+    """``_merge_runs`` (from both ends, selections by arithmetic) orders as a stable sort does."""
+    from makeway.policies.ytsaurus import kernel
+    runs = [sorted(r) for r in runs]
+    keys = np.array([x for r in runs for x in r])
+    starts = np.zeros(len(runs) + 2, dtype=np.int64)
+    starts[1:len(runs) + 1] = np.cumsum([len(r) for r in runs])
+    kx, ki = keys.copy(), np.arange(len(keys), dtype=np.int64)
+    tx, ti = np.empty_like(kx), np.empty_like(ki)
+    where = kernel._merge_runs(kx, ki, starts, len(runs), tx, ti)
+    got = ti if where else ki
+    assert got.tolist() == np.argsort(keys, kind="stable").tolist()
 
 
 def test_arrays_updated_in_place_give_a_fresh_update():

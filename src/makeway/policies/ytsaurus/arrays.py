@@ -201,7 +201,7 @@ def compute_arrays(pa: PoolArrays, param: bool = True) -> ArrayResult:
     fair = np.zeros((n, dim))
     fit = np.zeros(n)
     kernel.read_down(pa.pre_pools, pa.is_op, pa.fifo, pa.weight, pa.kid_ptr, pa.kids, fs_x, fs_y, cm_y, cm_at, fs_at,
-                     fs_len, mf_x, mf_v, mf_at, mf_len, strong, lim, pa.root, root_f, fair, fit, (0.0,) * dim)
+                     fs_len, mf_x, mf_v, mf_at, mf_len, strong, lim, pa.root, root_f, fair, fit, pointwise, (0.0,) * dim)
     _truncate_fifo(pa, D, fair)
     return ArrayResult(pa.names, pa.listing or pa.names, pa.limits, strong, D, U, fair, fit)
 

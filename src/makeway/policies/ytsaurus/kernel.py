@@ -1481,10 +1481,11 @@ def root_fit(fs_x, fs_y, cm_y, cm_at, fs_at, fs_len, kid_ptr, kids, weight, fifo
 
 @njit(cache=True, error_model="numpy")
 def read_down(pre, is_op, fifo, weight, kid_ptr, kids, fs_x, fs_y, cm_y, cm_at, fs_at, fs_len, mf_x, mf_v, mf_at,
-              mf_len, G, L, root, root_f, fair, fit, tok):
+              mf_len, G, L, root, root_f, fair, fit, pointwise, tok):
     """Top-down from the root's fit factor: each pool's fair share and fit factor at its suggestion,
-    its children's suggestions (§2.5), and the operations' fair shares. ``pre`` lists pools, parents
-    first; the root's children are read pointwise."""
+    its children's suggestions (§2.5), and then the operations' fair shares in one pass over the
+    rows (in memory order). ``pre`` lists pools, parents first; the root's children are read
+    pointwise."""
     dim = len(tok)
     n = fair.shape[0]
     sugg = np.zeros(n)
@@ -1532,10 +1533,9 @@ def read_down(pre, is_op, fifo, weight, kid_ptr, kids, fs_x, fs_y, cm_y, cm_at, 
                 wmin = 1.0
             for z in range(b0, b1):
                 sugg[kids[z]] = min(1.0, f * weight[kids[z]] / wmin)
-        for z in range(b0, b1):
-            c = kids[z]
-            if is_op[c]:
-                _left(fs_x, fs_y, fs_at[c], fs_len[c], sugg[c], fair, c, tok)
+    for i in range(n):
+        if is_op[i] and not pointwise[i]:
+            _left(fs_x, fs_y, fs_at[i], fs_len[i], sugg[i], fair, i, tok)
     # the root's fair share is its children's sum
     for r in range(dim):
         fair[root, r] = 0.0
