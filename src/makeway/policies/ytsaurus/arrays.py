@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -77,8 +78,10 @@ class PoolArrays:
         parent = np.fromiter((-1 if el.parent is None else index[el.parent] for el in els), dtype=np.int64, count=n)
         is_op = np.fromiter((el.is_op for el in els), dtype=bool, count=n)
         zero = [0.0] * dim
-        demand = np.array([el.demand or zero for el in els], dtype=float).reshape(n, dim)
-        usage = np.array([el.usage or zero for el in els], dtype=float).reshape(n, dim)
+        demand = np.fromiter(chain.from_iterable(el.demand or zero for el in els), dtype=float,
+                             count=n * dim).reshape(n, dim)
+        usage = np.fromiter(chain.from_iterable(el.usage or zero for el in els), dtype=float,
+                            count=n * dim).reshape(n, dim)
         weight = np.fromiter((el.weight for el in els), dtype=float, count=n)
         fifo = np.fromiter((el.mode == "fifo" and not el.is_op for el in els), dtype=bool, count=n)
         fixed = np.fromiter((bool(el.settings.get("_fixed_usage")) for el in els), dtype=bool, count=n)
