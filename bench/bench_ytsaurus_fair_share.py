@@ -90,13 +90,14 @@ def run(quick: bool = False) -> list[dict]:
     rows = [("ytsaurus_fair_share_update_ms", measure(pools, ops)),
             ("ytsaurus_fair_share_update_1pct_changed_ms", measure_incremental(pools, ops)),
             ("ytsaurus_fair_share_update_from_object_tree_ms", measure_from_objects(pools, ops))]
-    return [{"metric": m, "value": round(v, 1), "unit": "ms", "target": 100, "pools": pools, "operations": ops}
-            for m, v in rows]
+    # the conversion from objects is reported, not held to the update's target
+    return [{"metric": m, "value": round(v, 1), "unit": "ms", "target": None if "object" in m else 100,
+             "pools": pools, "operations": ops} for m, v in rows]
 
 
 if __name__ == "__main__":
     rows = run(quick="--quick" in sys.argv)
     for r in rows:
         print(f"{r['metric']}: {r['value']} ms for {r['pools']} pools / {r['operations']} operations "
-              f"(target {r['target']} ms)", file=sys.stderr)
+              f"(target {r['target'] or '-'} ms)", file=sys.stderr)
         print(json.dumps({k: r[k] for k in ("metric", "value", "unit", "target")}))
