@@ -245,3 +245,21 @@ def test_batched_level_with_warm_curve_cache_decides_as_full_evaluation():
     log = run(Recording, case)
     assert sum(" P " in line for line in log) > 0
     assert log == full(case)
+
+
+@contextmanager
+def kernel_for_every_size():
+    saved, fairshare.KERNEL_MIN = fairshare.KERNEL_MIN, 0
+    try:
+        yield
+    finally:
+        fairshare.KERNEL_MIN = saved
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters())
+def test_caches_decide_as_full_evaluation_with_the_kernel(case):
+    """The same with the compiled update, which large trees take (its result is arrays, read
+    lazily, and the model's own caches must not care)."""
+    with kernel_for_every_size():
+        assert run(Recording, case) == full(case)
