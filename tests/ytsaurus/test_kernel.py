@@ -137,7 +137,7 @@ def test_unsupported_trees_take_the_python_path():
 
 
 def test_small_trees_take_the_python_construction(monkeypatch):
-    monkeypatch.setattr(fairshare, "KERNEL_MIN", 512)
+    monkeypatch.setattr(fairshare, "KERNEL_MIN", 128)
     tree = _tree([("fair_share", 1.0, None, None, None)], [("fair_share", 1.0, None, None, None)],
                  [(0, 2.0001, 2.0, 0.0, 0.5, 1.0, None, None)])
     assert not isinstance(fairshare.compute(tree).attrs, arrays.LazyAttrs)

@@ -361,7 +361,7 @@ def compute(tree: Tree, node_caps: list[list[float]] | None = None,
 KERNEL = True
 """The compiled update (``arrays``, ``kernel``) for trees it covers; False: the Python construction
 here, kept as the reference the kernel is tested against and for integral guarantees."""
-KERNEL_MIN = 512
+KERNEL_MIN = 128
 """Trees with fewer elements take the Python construction: it costs little there, and it is the
 path every conformance case was checked on (the kernel agrees with it to 1e-9, not to the bit)."""
 
