@@ -175,3 +175,66 @@ def test_arrays_updated_in_place_give_a_fresh_update():
     fresh = arrays.compute_arrays(arrays.PoolArrays.from_tree(tree))
     assert np.array_equal(again.fair, fresh.fair)
     assert np.array_equal(again.fit, fresh.fit)
+
+
+@pytest.mark.parametrize("resources", [("cpu",), ("user_slots", "cpu", "gpu", "memory", "network")])
+def test_other_resource_counts(resources):
+    """One resource, and the five of YTsaurus's vector (two the cluster does not have)."""
+    import random
+    rng = random.Random(5)
+    total = {"cpu": 400.0, "user_slots": 400.0, "gpu": 0.0, "memory": 1600.0, "network": 0.0}
+
+    def make():
+        tree = Tree(resources, [total[r] for r in resources])
+        tree.add(Element(ROOT, None))
+        for d in range(3):
+            tree.add(Element(f"d{d}", ROOT, weight=1.0 + d, guarantee={"cpu": 60.0} if d == 0 else None))
+        for p in range(9):
+            tree.add(Element(f"p{p}", f"d{p % 3}", mode="fifo" if p == 4 else "fair_share",
+                             limits={"cpu": 30.0} if p == 2 else None))
+        for i in range(60):
+            cpu = rng.randint(1, 20) + 0.0001
+            vec = {"cpu": cpu, "user_slots": cpu, "gpu": 0.0, "memory": cpu * rng.choice([1.0, 4.0]), "network": 0.0}
+            run = rng.choice([0.0, 0.5, 1.0])
+            tree.add(Element(f"o{i}", f"p{i % 9}", is_op=True, demand=[vec[r] for r in resources],
+                             usage=[vec[r] * run for r in resources], start_time=i, order=i))
+        return tree
+
+    state = rng.getstate()
+    ref = _reference(make)
+    rng.setstate(state)
+    tree = make()
+    _assert_close(ref, fairshare.compute(tree), list(tree.elements))
+
+
+def test_fifo_truncation_and_packed_memory_limits():
+    """Gang operations of a truncating FIFO pool, and memory limits packed onto nodes
+    (best allocation share): both are applied around the kernel as the Python path applies them."""
+    res = ("user_slots", "cpu", "memory")
+
+    def make():
+        tree = Tree(res, [40.0, 40.0, 100.0])
+        tree.add(Element(ROOT, None))
+        tree.add(Element("gpu", ROOT, mode="fifo", truncate_fifo=True))
+        tree.add(Element("other", ROOT))
+        for i in range(6):
+            tree.add(Element(f"g{i}", "gpu", is_op=True, gang=i % 2 == 0, demand=[10.0, 10.0, 30.0],
+                             usage=[0.0, 0.0, 0.0], start_time=i, order=i))
+            tree.add(Element(f"o{i}", "other", is_op=True, demand=[4.0, 4.0, 14.0], usage=[2.0, 2.0, 7.0],
+                             start_time=i, order=10 + i))
+        return tree
+
+    caps = [[20.0, 20.0, 50.0], [20.0, 20.0, 50.0]]
+    saved_k, saved_b = fairshare.KERNEL, fairshare.BATCH
+    fairshare.KERNEL, fairshare.BATCH = False, False
+    try:
+        ref = fairshare.compute(make(), caps)
+    finally:
+        fairshare.KERNEL, fairshare.BATCH = saved_k, saved_b
+    tree = make()
+    got = fairshare.compute(tree, caps)
+    assert isinstance(got.attrs, arrays.LazyAttrs)
+    assert any(ref.attrs[f"g{i}"].fair_share == [0.0, 0.0, 0.0] for i in range(0, 6, 2))  # some gang truncated
+    _assert_close(ref, got, list(tree.elements))
+    for name in tree.elements:
+        assert got.attrs[name].limits_share == pytest.approx(ref.attrs[name].limits_share, abs=1e-12), name
