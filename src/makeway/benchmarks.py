@@ -151,7 +151,9 @@ def bench_throughput_preemption(quick: bool) -> list[Figure]:
     state = synthetic_cluster(1000, 10)
     for q in state.queues.values():
         if q.parent:
-            q.settings = {"properties": {"preemption.delay": "0s"}}
+            # an ask preempts after waiting a second ("0s" is not a delay to YuniKorn: values of 0 or
+            # less fall back to its 30 s default)
+            q.settings = {"properties": {"preemption.delay": "1s"}}
     jobs = preemption_jobs(n, 1000, 10)
     model = load_model("yunikorn", {})
     gc.collect()

@@ -690,13 +690,13 @@ class _FastPass:
         wls = self.state.workloads
         cur = wls[wl_id]
         key = (-cur.priority, cur.submit, wl_id)
-        tasks = list(self.state.pending.get(wl_id, ()))
-        here = tasks.index(at)
+        pos = {t: i for i, t in enumerate(self.state.pending.get(wl_id, ()))}
+        here = pos[at]
 
         def passed(tid: str) -> bool:
             w = split_task_id(tid)[0]
             if w == wl_id:
-                return tasks.index(tid) <= here
+                return pos[tid] <= here
             wl = wls[w]
             return (-wl.priority, wl.submit, w) < key
         return passed
