@@ -35,32 +35,6 @@ def _snap_limit(lim, hi):
 # -- small searches and reads --------------------------------------------------------------------
 
 @njit(cache=True, error_model="numpy", _nrt=False)
-def _bl(a, n, x):
-    """First i < n with a[i] >= x (bisect_left)."""
-    lo, hi = 0, n
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if a[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@njit(cache=True, error_model="numpy", _nrt=False)
-def _br(a, n, x):
-    """First i < n with a[i] > x (bisect_right)."""
-    lo, hi = 0, n
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if x < a[mid]:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
-
-
-@njit(cache=True, error_model="numpy", _nrt=False)
 def _bl2(a, o, n, x):
     """First i < n with a[o + i] >= x."""
     lo, hi = 0, n
@@ -94,69 +68,47 @@ def _lerp1(x0, y0, x1, y1, x):
 
 
 @njit(cache=True, error_model="numpy", _nrt=False)
-def _left(xs, ys, a, n, x, out, oi, tok):
-    """Vector value at x of the function in rows a..a+n, left-continuous, clamped to the domain
-    (``PLF.left``), written to out[oi]."""
+def _value(xs, ys, a, n, x, out, oi, right, tok):
+    """Vector value at x of the function in rows a..a+n, clamped to the domain, written to out[oi]:
+    the left-continuous value (``PLF.left``), or with ``right`` the limit from the right
+    (``PLF.right``), which differ at a jump (a repeated x)."""
     dim = len(tok)
-    j = _bl2(xs, a, n, x)
-    if j == 0:
+    j = _br2(xs, a, n, x) if right else _bl2(xs, a, n, x)
+    if j == 0 or j >= n:
+        k = a if j == 0 else a + n - 1
         for r in range(dim):
-            out[oi, r] = ys[a, r]
+            out[oi, r] = ys[k, r]
         return
-    if j >= n:
+    k = a + j - 1 if right else a + j
+    if xs[k] == x:
         for r in range(dim):
-            out[oi, r] = ys[a + n - 1, r]
-        return
-    if xs[a + j] == x:
-        for r in range(dim):
-            out[oi, r] = ys[a + j, r]
+            out[oi, r] = ys[k, r]
         return
     x0 = xs[a + j - 1]
-    x1 = xs[a + j]
-    if x1 == x0:
-        for r in range(dim):
-            out[oi, r] = ys[a + j - 1, r]
-        return
-    t = (x - x0) / (x1 - x0)
+    t = (x - x0) / (xs[a + j] - x0)
     for r in range(dim):
         out[oi, r] = ys[a + j - 1, r] + (ys[a + j, r] - ys[a + j - 1, r]) * t
 
 
 @njit(cache=True, error_model="numpy", _nrt=False)
+def _left(xs, ys, a, n, x, out, oi, tok):
+    """``_value`` from the left."""
+    _value(xs, ys, a, n, x, out, oi, False, tok)
+
+
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _right(xs, ys, a, n, x, out, oi, tok):
-    """Limit from the right at x (``PLF.right``), written to out[oi]."""
-    dim = len(tok)
-    j = _br2(xs, a, n, x)
-    if j >= n:
-        for r in range(dim):
-            out[oi, r] = ys[a + n - 1, r]
-        return
-    if j == 0:
-        for r in range(dim):
-            out[oi, r] = ys[a, r]
-        return
-    if xs[a + j - 1] == x:
-        for r in range(dim):
-            out[oi, r] = ys[a + j - 1, r]
-        return
-    x0 = xs[a + j - 1]
-    x1 = xs[a + j]
-    if x1 == x0:
-        for r in range(dim):
-            out[oi, r] = ys[a + j - 1, r]
-        return
-    t = (x - x0) / (x1 - x0)
-    for r in range(dim):
-        out[oi, r] = ys[a + j - 1, r] + (ys[a + j, r] - ys[a + j - 1, r]) * t
+    """``_value`` from the right."""
+    _value(xs, ys, a, n, x, out, oi, True, tok)
 
 
 @njit(cache=True, error_model="numpy", _nrt=False)
 def _eval_left(xs, vs, n, x):
     """Left value of a scalar function with jumps (``plf._eval1``'s first value)."""
-    j = _bl(xs, n, x)
+    j = _bl2(xs, 0, n, x)
     if j >= n:
         return vs[n - 1]
-    k = _br(xs, n, x)
+    k = _br2(xs, 0, n, x)
     if j < k:
         return vs[j]
     if j == 0:
@@ -183,7 +135,7 @@ def _eval_left_at(xs, vs, a, n, x):
 @njit(cache=True, error_model="numpy", _nrt=False)
 def _inv_left(xs, yr, n, w):
     """inf{f : F_r(f) >= w}."""
-    i = _bl(yr, n, w)
+    i = _bl2(yr, 0, n, w)
     if i == 0:
         return xs[0]
     if i >= n:
@@ -194,7 +146,7 @@ def _inv_left(xs, yr, n, w):
 @njit(cache=True, error_model="numpy", _nrt=False)
 def _inv_right(xs, yr, n, w):
     """sup{f : F_r(f) <= w}."""
-    i = _br(yr, n, w) - 1
+    i = _br2(yr, 0, n, w) - 1
     if i < 0:
         return xs[0]
     if i >= n - 1:
@@ -377,7 +329,7 @@ def _compose(cx, cy, nc, mx, mv, nm, ox, oy, tok):
         ox[c] = s0
         _right(cx, cy, 0, nc, m0, oy, c, tok)
         c += 1
-        i = _br(cx, nc, m0)
+        i = _br2(cx, 0, nc, m0)
         while i < nc and cx[i] < m1:
             x = cx[i]
             s = s0 + (x - m0) / (m1 - m0) * (s1 - s0)
