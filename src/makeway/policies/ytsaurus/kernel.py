@@ -648,21 +648,7 @@ def _total_sum(px, py, plen, nparts, end, cx, cy, sw, tok):
         for r in range(dim):
             Jp[r] = J[r]
         prev_u = u
-    # drop exact repeats (a run of one x has at most two points here)
-    w = 1
-    for i in range(1, c):
-        if cx[i] == cx[w - 1] and _same_row(cy, i, cy, w - 1, tok):
-            continue
-        cx[w] = cx[i]
-        for r in range(dim):
-            cy[w, r] = cy[i, r]
-        w += 1
-    if w == 1:
-        cx[1] = cx[0]
-        for r in range(dim):
-            cy[1, r] = cy[0, r]
-        w = 2
-    return w
+    return _clean_into(cx, cy, c, cx, cy, 0, tok)  # in place: exact repeats dropped
 
 
 @njit(cache=True, error_model="numpy")
