@@ -148,14 +148,14 @@ def test_small_trees_take_the_python_construction(monkeypatch):
                 max_size=40))
 def test_run_merge_is_a_stable_sort(runs):
     """``_merge_runs`` (from both ends, selections by arithmetic) orders as a stable sort does."""
-    from makeway.policies.ytsaurus import kernel
+    from makeway.policies.ytsaurus import kernel_sweep
     runs = [sorted(r) for r in runs]
     keys = np.array([x for r in runs for x in r])
     starts = np.zeros(len(runs) + 2, dtype=np.int64)
     starts[1:len(runs) + 1] = np.cumsum([len(r) for r in runs])
     kx, ki = keys.copy(), np.arange(len(keys), dtype=np.int64)
     tx, ti = np.empty_like(kx), np.empty_like(ki)
-    where = kernel._merge_runs(kx, ki, starts, len(runs), tx, ti)
+    where = kernel_sweep._merge_runs(kx, ki, starts, len(runs), tx, ti)
     got = ti if where else ki
     assert got.tolist() == np.argsort(keys, kind="stable").tolist()
 

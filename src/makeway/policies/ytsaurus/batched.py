@@ -449,7 +449,6 @@ def root_fit(cx: np.ndarray, cy: np.ndarray, kids: list[int], fifo: bool, weight
     at single points, and that first f is found by bisection (to the last bit; the left end is
     kept, which is the left-continuous reading the generic path makes at a jump).
     """
-    dim = cy.shape[-1]
     m = len(kids)
     k = np.zeros((1, m))
     pos = np.zeros((1, m))

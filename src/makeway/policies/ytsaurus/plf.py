@@ -8,7 +8,6 @@ what makes a pool take the lower fair share at a discontinuity, as YTsaurus does
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass
 
 import numpy as np
 
