@@ -147,7 +147,7 @@ class _Subset:
         self.vec = tree.vec
 
 
-def supported(tree: Tree, integral: object | None) -> bool:
+def supported(tree: Tree) -> bool:
     """Whether the compiled update covers this tree: no integral guarantees, no promised fair share,
     a finite cluster."""
     if not all(np.isfinite(tree.total)):
@@ -214,9 +214,9 @@ def _truncate_fifo(pa: PoolArrays, D: np.ndarray, fair: np.ndarray) -> None:
     lose what it had (``fairshare._truncate_fifo``)."""
     if not pa.truncate:
         return
-    parent = np.full(len(pa.names), -1, dtype=np.int64)
-    for p in range(len(pa.names)):
-        parent[pa.kid_ins[pa.kid_ptr[p]:pa.kid_ptr[p + 1]]] = p
+    n = len(pa.names)
+    parent = np.full(n, -1, dtype=np.int64)
+    parent[pa.kid_ins] = np.repeat(np.arange(n), np.diff(pa.kid_ptr))
     for pool, gangs in pa.truncate:
         for c in gangs:
             if np.any(fair[c] < D[c] - EPS):

@@ -349,7 +349,7 @@ def compute(tree: Tree, node_caps: list[list[float]] | None = None,
     paused = gc.isenabled()
     gc.disable()
     try:
-        if KERNEL and len(tree.elements) >= KERNEL_MIN and arrays.supported(tree, integral):
+        if KERNEL and len(tree.elements) >= KERNEL_MIN and arrays.supported(tree):
             res = arrays.compute_arrays(arrays.PoolArrays.from_tree(tree, node_caps))
             return FairShareResult(arrays.LazyAttrs(res))  # type: ignore[arg-type]
         return _compute(tree, node_caps, integral, cache)
