@@ -238,3 +238,43 @@ def test_fifo_truncation_and_packed_memory_limits():
     _assert_close(ref, got, list(tree.elements))
     for name in tree.elements:
         assert got.attrs[name].limits_share == pytest.approx(ref.attrs[name].limits_share, abs=1e-12), name
+
+
+@st.composite
+def shapes(draw):
+    """Trees of any depth: pools under random earlier pools (some empty, some with one child),
+    operations anywhere including right under the root, demands beyond the cluster, guarantees
+    that overflow their parent, limits below guarantees, a FIFO root."""
+    tree = Tree(RES, list(TOTAL))
+    tree.add(Element(ROOT, None, mode=draw(st.sampled_from(["fair_share", "fair_share", "fifo"]))))
+    pools = [ROOT]
+    for p in range(draw(st.integers(1, 12))):
+        parent = draw(st.sampled_from(pools))
+        fifo_parent = tree.elements[parent].mode == "fifo"
+        guarantee = None if fifo_parent else draw(st.sampled_from([None, None, {"cpu": 150.0001}, {"cpu": 30.0001, "memory": 10.0}]))
+        limits = draw(st.sampled_from([None, None, {"cpu": 20.0001}, {"memory": 300.0}]))
+        tree.add(Element(f"p{p}", parent, weight=draw(st.sampled_from([1.0, 2.0, 0.5])),
+                         mode=draw(st.sampled_from(["fair_share", "fair_share", "fifo"])),
+                         guarantee=guarantee, limits=limits))
+        pools.append(f"p{p}")
+    for i in range(draw(st.integers(1, 40))):
+        parent = draw(st.sampled_from(pools))
+        cpu = draw(st.sampled_from([0.0, 1.0003, 7.5001, 30.0007, 450.0009]))
+        demand = [cpu, cpu * draw(st.sampled_from([1.0, 3.0])), draw(st.sampled_from([0.0, 2.0001]))]
+        run = draw(st.sampled_from([0.0, 0.3, 1.0]))
+        fifo_parent = tree.elements[parent].mode == "fifo"
+        tree.add(Element(f"o{i}", parent, is_op=True, demand=demand, usage=[d * run for d in demand],
+                         weight=draw(st.sampled_from([1.0, 3.0])), start_time=i % 4, order=i,
+                         guarantee=None if fifo_parent else draw(st.sampled_from([None, None, {"cpu": 2.0001}]))))
+    return tree
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shapes())
+def test_kernel_equals_python_on_any_shape(tree):
+    import copy
+    ref = _reference(lambda: copy.deepcopy(tree))
+    mine = copy.deepcopy(tree)
+    got = fairshare.compute(mine)
+    assert isinstance(got.attrs, arrays.LazyAttrs)
+    _assert_close(ref, got, list(mine.elements))
