@@ -229,12 +229,15 @@ def _truncate_fifo(pa: PoolArrays, D: np.ndarray, fair: np.ndarray) -> None:
 
 
 class LazyAttrs(Mapping):
-    """name -> ``fairshare.Attrs``, each made from the arrays on first access."""
+    """name -> ``fairshare.Attrs``, each made on first access (from rows converted all at once then:
+    a caller that reads one element reads most of them, and one conversion of whole arrays is far
+    cheaper than one per row)."""
 
     def __init__(self, res: ArrayResult) -> None:
         self._res = res
         self._index = {n: i for i, n in enumerate(res.names)}
         self._made: dict = {}
+        self._rows: tuple | None = None
 
     def __getitem__(self, name: str):
         a = self._made.get(name)
@@ -242,10 +245,12 @@ class LazyAttrs(Mapping):
             from makeway.policies.ytsaurus.fairshare import Attrs
 
             i = self._index[name]
-            r = self._res
-            a = self._made[name] = Attrs(r.limits[i].tolist(), r.strong[i].tolist(), r.demand_share[i].tolist(),
-                                         r.usage_share[i].tolist(), [0.0] * r.fair.shape[1], r.fair[i].tolist(),
-                                         float(r.fit[i]))
+            if self._rows is None:
+                r = self._res
+                self._rows = (r.limits.tolist(), r.strong.tolist(), r.demand_share.tolist(), r.usage_share.tolist(),
+                              r.fair.tolist(), r.fit.tolist())
+            lim, strong, demand, usage, fair, fit = self._rows
+            a = self._made[name] = Attrs(lim[i], strong[i], demand[i], usage[i], [0.0] * len(fair[i]), fair[i], fit[i])
         return a
 
     def __contains__(self, name: object) -> bool:

@@ -103,10 +103,13 @@ class Clock:
     status: str = NON
 
 
+_IDLE = Clock(None, NON)  # clocks are never changed in place, so every idle element shares this one
+
+
 def step(clock: Clock, below: bool, now: float, p: Params) -> Clock:
     """One observation of the state machine (§4.2); returns the new clock."""
     if not below:
-        return Clock(None, NON)
+        return _IDLE
     if clock.since is None:
         return Clock(now, clock.status)
     if p.aggressive_enabled and now > clock.since + p.aggressive_timeout:
@@ -131,22 +134,26 @@ def update_statuses(tree: Tree, res: fairshare.FairShareResult, params: dict[str
     view = StarvationView()
     pools_starve = bool(tree_option(cfg, "enable_pool_starvation"))
     fixed = fixed or {}
+    elements = tree.elements
+    statuses, new_clocks = view.status, view.clocks
+    lowest, lowest_aggr = view.lowest_starving, view.lowest_aggressive
     for name in tree.preorder():
-        el = tree.elements[name]
-        a = res.attrs[name]
-        status = fixed.get(name) or fairshare.element_status(a.fair_share, a.demand_share, a.usage_share,
-                                                              params[name].tolerance, el.is_op)
-        view.status[name] = status
+        el = elements[name]
+        status = fixed.get(name)
+        if status is None:
+            a = res.attrs[name]
+            status = fairshare.element_status(a.fair_share, a.demand_share, a.usage_share, params[name].tolerance,
+                                              el.is_op)
+        statuses[name] = status
         if name == ROOT or (not el.is_op and not pools_starve):
-            view.clocks[name] = Clock()
+            clock = new_clocks[name] = _IDLE
         else:
-            view.clocks[name] = step(clocks.get(name, Clock()), status == "below_fair_share", now, params[name])
+            clock = new_clocks[name] = step(clocks.get(name, _IDLE), status == "below_fair_share", now, params[name])
         parent = el.parent
-        st = view.clocks[name].status
-        view.lowest_starving[name] = name if st in (STARVING, AGGRESSIVE) else (
-            view.lowest_starving.get(parent) if parent and parent != ROOT else None)
-        view.lowest_aggressive[name] = name if st == AGGRESSIVE else (
-            view.lowest_aggressive.get(parent) if parent and parent != ROOT else None)
+        st = clock.status
+        inherit = parent is not None and parent != ROOT
+        lowest[name] = name if st == STARVING or st == AGGRESSIVE else (lowest.get(parent) if inherit else None)
+        lowest_aggr[name] = name if st == AGGRESSIVE else (lowest_aggr.get(parent) if inherit else None)
     return view
 
 
