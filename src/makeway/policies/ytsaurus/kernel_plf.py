@@ -97,22 +97,9 @@ def _right(xs, ys, a, n, x, out, oi, tok):
 
 
 @njit(cache=True, error_model="numpy", _nrt=False)
-def _eval_left(xs, vs, n, x):
-    """Left value of a scalar function with jumps (``plf._eval1``'s first value)."""
-    j = _bl2(xs, 0, n, x)
-    if j >= n:
-        return vs[n - 1]
-    k = _br2(xs, 0, n, x)
-    if j < k:
-        return vs[j]
-    if j == 0:
-        return vs[0]
-    return _lerp1(xs[j - 1], vs[j - 1], xs[j], vs[j], x)
-
-
-@njit(cache=True, error_model="numpy", _nrt=False)
 def _eval_left_at(xs, vs, a, n, x):
-    """``_eval_left`` of the function in xs[a:a + n], vs[a:a + n]."""
+    """Left value at x of the scalar function xs[a:a + n] -> vs[a:a + n] with jumps (``plf._eval1``'s
+    first value)."""
     j = _bl2(xs, a, n, x)
     if j >= n:
         return vs[a + n - 1]
