@@ -278,3 +278,37 @@ def test_kernel_equals_python_on_any_shape(tree):
     got = fairshare.compute(mine)
     assert isinstance(got.attrs, arrays.LazyAttrs)
     _assert_close(ref, got, list(mine.elements))
+
+
+share = st.sampled_from([0.0, 0.1, 0.2, 0.2000000001, 0.25, 0.5, 1.0])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.lists(share, min_size=3, max_size=3), st.lists(share, min_size=3, max_size=3),
+                          st.lists(share, min_size=3, max_size=3), st.sampled_from([0.5, 0.8, 1.0]), st.booleans()),
+                min_size=1, max_size=20))
+def test_statuses_on_arrays_equal_one_by_one(rows):
+    """The model reads statuses off an array-backed result in one go: they equal ``element_status``."""
+    fair, demand, usage, tol, is_op = (np.array([r[k] for r in rows]) for k in range(5))
+    got = fairshare.below_fair_share(fair, demand, usage, tol, is_op.astype(bool)).tolist()
+    want = [fairshare.element_status(list(f), list(d), list(u), t, o) == "below_fair_share" for f, d, u, t, o in rows]
+    assert got == want
+
+
+def test_model_reads_the_array_result_as_it_reads_attrs():
+    """``model._from_arrays`` (published fair shares, statuses) equals the element-by-element reading."""
+    from makeway.policies.ytsaurus import classify, starvation
+    from makeway.policies.ytsaurus.model import _from_arrays
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    import bench_ytsaurus_fair_share as b
+    tree = b.build(40, 400)
+    res = fairshare.compute(tree)
+    params = starvation.effective_params(tree, {})
+    published, statuses = _from_arrays(res.attrs.arrays, params)
+    for name, el in tree.elements.items():
+        a = res.attrs[name]
+        assert statuses[name] == fairshare.element_status(a.fair_share, a.demand_share, a.usage_share,
+                                                          params[name].tolerance, el.is_op)
+        if el.is_op:
+            assert published[name] == classify.publish(a.fair_share, a.demand_share)
+    assert "below_fair_share" in statuses.values() and "normal" in statuses.values()

@@ -168,6 +168,7 @@ class ArrayResult:
 
     names: list[str]
     listing: list[str]
+    is_op: np.ndarray
     limits: np.ndarray
     strong: np.ndarray
     demand_share: np.ndarray
@@ -206,7 +207,7 @@ def compute_arrays(pa: PoolArrays, param: bool = True) -> ArrayResult:
     kernel.read_down(pa.pre_pools, pa.is_op, pa.fifo, pa.weight, pa.kid_ptr, pa.kids, fs_x, fs_y, cm_y, cm_at, fs_at,
                      fs_len, mf_x, mf_v, mf_at, mf_len, strong, lim, pa.root, root_f, fair, fit, pointwise, (0.0,) * dim)
     _truncate_fifo(pa, D, fair)
-    return ArrayResult(pa.names, pa.listing or pa.names, pa.limits, strong, D, U, fair, fit)
+    return ArrayResult(pa.names, pa.listing or pa.names, pa.is_op, pa.limits, strong, D, U, fair, fit)
 
 
 def _truncate_fifo(pa: PoolArrays, D: np.ndarray, fair: np.ndarray) -> None:
@@ -252,6 +253,11 @@ class LazyAttrs(Mapping):
             lim, strong, demand, usage, fair, fit = self._rows
             a = self._made[name] = Attrs(lim[i], strong[i], demand[i], usage[i], [0.0] * len(fair[i]), fair[i], fit[i])
         return a
+
+    @property
+    def arrays(self) -> ArrayResult:
+        """The result as arrays, for callers that read every element (rows as ``names``)."""
+        return self._res
 
     def __contains__(self, name: object) -> bool:
         return name in self._index

@@ -772,6 +772,17 @@ def strictly_dominates_non_blocked(bound: Vec, usage: Vec, bl: list[bool]) -> bo
     return all(b > u + EPS for b, u, x in zip(bound, usage, bl) if not x)
 
 
+def below_fair_share(fair: np.ndarray, demand: np.ndarray, usage: np.ndarray, tolerance: np.ndarray,
+                     is_op: np.ndarray) -> np.ndarray:
+    """``element_status`` of many elements at once (rows), True where ``below_fair_share``: the same
+    comparisons on the same numbers, so the same answers."""
+    tol = np.where(is_op & np.all(np.abs(fair - demand) <= 1e-4, axis=1), 1.0, tolerance)
+    bound = np.minimum(fair * tol[:, None], demand)
+    bl = fair + EPS >= demand
+    above = bound > usage + EPS
+    return np.where(bl.all(axis=1), above.any(axis=1), (above | bl).all(axis=1))
+
+
 def element_status(fair: Vec, demand: Vec, usage: Vec, tolerance: float, is_op: bool) -> str:
     """``below_fair_share`` or ``normal`` (§4.1)."""
     if is_op and all(abs(f - d) <= 1e-4 for f, d in zip(fair, demand)):

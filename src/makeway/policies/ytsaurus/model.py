@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+import numpy as np
+
 from makeway.core.decisions import Decision, Note, Preempt, Reason, Start
 from makeway.core.model import Queue
 from makeway.core.policy import PreemptionModel
@@ -193,11 +195,15 @@ class YTsaurusModel(PreemptionModel):
                     if self.settings.get("best_allocation_share") else None)
             result = fairshare.compute(tree, caps, self.integral, self.curve_cache)
             params = starvation.effective_params(tree, self.settings)
-            published = {n: classify.publish(result.attrs[n].fair_share, result.attrs[n].demand_share)
-                         for n, el in tree.elements.items() if el.is_op}
+            arr = getattr(result.attrs, "arrays", None)
+            if arr is None:
+                published = {n: classify.publish(result.attrs[n].fair_share, result.attrs[n].demand_share)
+                             for n, el in tree.elements.items() if el.is_op}
+                fixed = None
+            else:
+                published, fixed = _from_arrays(arr, params)
             self._fs_key = key
             self._stamp += 1
-            fixed = None
         view = starvation.update_statuses(tree, result, params, self.clocks, now, self.settings, fixed)
         notes: list[Decision] = []
         for name, el in tree.elements.items():
@@ -509,3 +515,19 @@ class _LiveQueueUsage(dict):
 
 
 __all__ = ["YTsaurusModel", "AP", "NP", "P"]
+
+
+def _from_arrays(arr, params: dict[str, starvation.Params]) -> tuple[dict, dict[str, str]]:
+    """What every operation publishes and every element's status, from an array-backed fair share
+    result in a few array operations (the same values ``classify.publish`` and
+    ``fairshare.element_status`` give one element at a time)."""
+    names = arr.names
+    tol = np.fromiter((params[n].tolerance for n in names), dtype=float, count=len(names))
+    below = fairshare.below_fair_share(arr.fair, arr.demand_share, arr.usage_share, tol, arr.is_op).tolist()
+    statuses = {n: "below_fair_share" if b else "normal" for n, b in zip(names, below)}
+    rows = np.flatnonzero(arr.is_op)
+    fair, demand = arr.fair[rows], arr.demand_share[rows]
+    equal = np.all(np.abs(fair - demand) <= 1e-9, axis=1) & (demand.max(axis=1, initial=0.0) > 1e-9)
+    published = {names[i]: classify.Published(f, d, not e)
+                 for i, f, d, e in zip(rows.tolist(), fair.tolist(), demand.tolist(), equal.tolist())}
+    return published, statuses
