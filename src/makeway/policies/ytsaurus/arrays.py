@@ -121,12 +121,13 @@ class PoolArrays:
                  kid_ptr, kids, kid_ins, post, pre_pools, has_g, gabs, limits, demand, usage, fixed, truncate,
                  listing=listing)
         # pools' demand and usage, as Tree.link leaves them
+        rows = np.flatnonzero(~is_op & (counts > 0))
         d, u = pa.pool_sums()
-        for i in np.flatnonzero(~is_op & (counts > 0)).tolist():
+        for i, dr, ur in zip(rows.tolist(), d[rows].tolist(), u[rows].tolist()):
             el = els[i]
-            el.demand = d[i].tolist()
+            el.demand = dr
             if not fixed[i]:
-                el.usage = u[i].tolist()
+                el.usage = ur
         return pa
 
     def pool_sums(self) -> tuple[np.ndarray, np.ndarray]:
