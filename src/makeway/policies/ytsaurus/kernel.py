@@ -33,6 +33,18 @@ from makeway.policies.ytsaurus.kernel_plf import (EPS, INF, _clean_into, _eval_l
 from makeway.policies.ytsaurus.kernel_sweep import _part, _sweep_space, _total_sum
 
 
+@njit(cache=True, error_model="numpy", _nrt=False)
+def _wmin(weight, kids, a0, a1):
+    """The smallest weight above EPS among children kids[a0:a1] (1 if none): fair share mode scales
+    child suggestions by weight / this (``fairshare.child_suggestion``)."""
+    wmin = INF
+    for z in range(a0, a1):
+        wz = weight[kids[z]]
+        if wz > EPS and wz < wmin:
+            wmin = wz
+    return 1.0 if wmin == INF else wmin
+
+
 @njit(cache=True, error_model="numpy")
 def _room(i, is_op, kid_ptr, kids, fs_len, dim):
     """Room a pool's construction may take: (children, points of its parts, most curve points, most
@@ -100,13 +112,7 @@ def _build_run(t0, post, is_op, fifo, weight, kid_ptr, kids, U, D, G, L, root, p
                 pcy[1, r] = 0.0
             nc = 2
         else:
-            wmin = INF
-            for z in range(a0, a1):
-                wz = weight[kids[z]]
-                if wz > EPS and wz < wmin:
-                    wmin = wz
-            if wmin == INF:
-                wmin = 1.0
+            wmin = _wmin(weight, kids, a0, a1)
             end = float(m) if fifo[i] else 1.0
             tot = 0
             for z in range(a0, a1):
@@ -287,13 +293,7 @@ def _root_suggestions(kid_ptr, kids, weight, fifo_root, root, f, sugg):
         for z in range(a0, a1):
             sugg[z - a0] = min(1.0, max(0.0, f - (z - a0)))
         return
-    wmin = INF
-    for z in range(a0, a1):
-        wz = weight[kids[z]]
-        if wz > EPS and wz < wmin:
-            wmin = wz
-    if wmin == INF:
-        wmin = 1.0
+    wmin = _wmin(weight, kids, a0, a1)
     for z in range(a0, a1):
         sugg[z - a0] = min(1.0, f * weight[kids[z]] / wmin)
 
@@ -415,13 +415,7 @@ def read_down(pre, is_op, fifo, weight, kid_ptr, kids, fs_x, fs_y, cm_y, cm_at, 
                 v = f - (z - b0)
                 sugg[kids[z]] = min(1.0, max(0.0, v))
         else:
-            wmin = INF
-            for z in range(b0, b1):
-                wz = weight[kids[z]]
-                if wz > EPS and wz < wmin:
-                    wmin = wz
-            if wmin == INF:
-                wmin = 1.0
+            wmin = _wmin(weight, kids, b0, b1)
             for z in range(b0, b1):
                 sugg[kids[z]] = min(1.0, f * weight[kids[z]] / wmin)
     for i in range(n):

@@ -25,6 +25,18 @@ def _closed_ok(U, D, G, L, i, tok):
 
 
 @njit(cache=True, error_model="numpy", _nrt=False)
+def _insert_clipped(ox, b0, nb, v, U):
+    """Insert v, clipped into [U, 1], into the sorted ox[b0:b0 + nb]; returns the new count."""
+    v = min(max(v, U), 1.0)
+    z = b0 + nb
+    while z > b0 and ox[z - 1] > v:
+        ox[z] = ox[z - 1]
+        z -= 1
+    ox[z] = v
+    return nb + 1
+
+
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _op_closed(Ua, Da, i, ox, oy, inv, tok):
     """Fair share by suggestion of an operation in closed form (``fairshare._op_fsbs_rows``): up to
     U = max usage the usage-first path min(usage, s); beyond, usage + t(s) x (demand - usage) with
@@ -70,13 +82,7 @@ def _op_closed(Ua, Da, i, ox, oy, inv, tok):
             v = 1.0
         else:
             continue
-        v = min(max(v, U), 1.0)
-        z = b0 + nb
-        while z > b0 and ox[z - 1] > v:
-            ox[z] = ox[z - 1]
-            z -= 1
-        ox[z] = v
-        nb += 1
+        nb = _insert_clipped(ox, b0, nb, v, U)
     for i in range(dim):
         for j in range(i + 1, dim):
             ai = d[i] - u[i]
@@ -85,13 +91,7 @@ def _op_closed(Ua, Da, i, ox, oy, inv, tok):
                 v = (u[i] * aj - u[j] * ai) / (aj - ai)
             else:
                 v = 1.0
-            v = min(max(v, U), 1.0)
-            z = b0 + nb
-            while z > b0 and ox[z - 1] > v:
-                ox[z] = ox[z - 1]
-                z -= 1
-            ox[z] = v
-            nb += 1
+            nb = _insert_clipped(ox, b0, nb, v, U)
     for r in range(dim):
         ar = d[r] - u[r]
         inv[r] = 1.0 / ar if ar > 0 else 0.0
