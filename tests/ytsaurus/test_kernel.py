@@ -80,10 +80,14 @@ def _reference(make):
 
 
 def _assert_close(ref, got, names):
+    """Shares to 1e-9 for every element. Fit factors too, except on a plateau of a pool's curve that
+    sits exactly at a limit: there the two summation orders may stop at either end of it, and any
+    point of it hands every descendant the same share (which is asserted, element by element)."""
     for name in names:
         a, b = ref.attrs[name], got.attrs[name]
         assert b.fair_share == pytest.approx(a.fair_share, abs=1e-9), name
-        assert b.fit_factor == pytest.approx(a.fit_factor, abs=1e-9), name
+        if b.fit_factor != pytest.approx(a.fit_factor, abs=1e-9):
+            assert any(abs(x - lim) <= 1e-12 for x, lim in zip(a.fair_share, a.limits_share)), name
         assert b.strong_share == pytest.approx(a.strong_share, abs=1e-12), name
         assert b.demand_share == pytest.approx(a.demand_share, abs=1e-12), name
 

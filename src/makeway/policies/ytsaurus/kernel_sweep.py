@@ -87,7 +87,7 @@ def _merge_runs(kx, ki, runs, nruns, tx, ti):
             ob = hi - 1
             # selections by arithmetic on clamped indices: the outcome of a comparison of real
             # keys is unpredictable, and a mispredicted branch per point was most of the cost
-            for _ in range((hi - lo) // 2):
+            for _ in range((hi - lo + 1) // 2):
                 ii = min(i, mid - 1)
                 jj = min(j, hi - 1)
                 tj = np.int64((i >= mid) | ((j < hi) & (sx[jj] < sx[ii])))
@@ -97,6 +97,8 @@ def _merge_runs(kx, ki, runs, nruns, tx, ti):
                 of += 1
                 j += tj
                 i += 1 - tj
+                if of > ob:
+                    break  # an odd count: the front took the last point
                 ie2 = max(ie, lo)
                 je2 = max(je, mid)
                 tl = np.int64((je < mid) | ((ie >= lo) & (sx[ie2] > sx[je2])))
@@ -106,13 +108,6 @@ def _merge_runs(kx, ki, runs, nruns, tx, ti):
                 ob -= 1
                 ie -= tl
                 je -= 1 - tl
-            if (hi - lo) % 2 == 1:
-                ii = min(i, mid - 1)
-                jj = min(j, hi - 1)
-                tj = np.int64((i >= mid) | ((j < hi) & (sx[jj] < sx[ii])))
-                q = i + (jj - i) * tj
-                dx[of] = sx[q]
-                di[of] = si[q]
             runs[w] = lo
             w += 1
             k += 2
