@@ -51,10 +51,6 @@ class PoolArrays:
     buffers: tuple | None = None  # the kernel's function buffers, kept from one update to the next
     listing: list[str] | None = None  # names in the order results are listed (the tree's insertion order)
 
-    @property
-    def index(self) -> dict[str, int]:
-        return {n: i for i, n in enumerate(self.names)}
-
     @classmethod
     def from_tree(cls, tree: Tree, node_caps: list[list[float]] | None = None) -> "PoolArrays":
         """The tree's current state as arrays. Leaves the tree as ``Tree.link`` does (children lists

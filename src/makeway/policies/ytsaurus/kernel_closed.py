@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from makeway.policies.ytsaurus.kernel_plf import INF, _inv_right2, _left, _snap_limit
+from makeway.policies.ytsaurus.kernel_plf import INF, _insert_sorted, _inv_right2, _left, _snap_limit
 
 
 @njit(cache=True, error_model="numpy", _nrt=False)
@@ -22,18 +22,6 @@ def _closed_ok(U, D, G, L, i, tok):
         if U[i, r] >= 1.0 or G[i, r] != 0.0 or L[i, r] < D[i, r] or U[i, r] > D[i, r]:
             return False
     return True
-
-
-@njit(cache=True, error_model="numpy", _nrt=False)
-def _insert_clipped(ox, b0, nb, v, U):
-    """Insert v, clipped into [U, 1], into the sorted ox[b0:b0 + nb]; returns the new count."""
-    v = min(max(v, U), 1.0)
-    z = b0 + nb
-    while z > b0 and ox[z - 1] > v:
-        ox[z] = ox[z - 1]
-        z -= 1
-    ox[z] = v
-    return nb + 1
 
 
 @njit(cache=True, error_model="numpy", _nrt=False)
@@ -54,19 +42,8 @@ def _op_closed(Ua, Da, i, ox, oy, inv, tok):
     ox[c] = 0.0
     c += 1
     for r in range(dim):
-        v = min(u[r], U)
-        z = c
-        while z > 0 and ox[z - 1] > v:
-            ox[z] = ox[z - 1]
-            z -= 1
-        ox[z] = v
-        c += 1
-    z = c
-    while z > 0 and ox[z - 1] > U:
-        ox[z] = ox[z - 1]
-        z -= 1
-    ox[z] = U
-    c += 1
+        c = _insert_sorted(ox, 0, c, min(u[r], U))
+    c = _insert_sorted(ox, 0, c, U)
     for k in range(c):
         for r in range(dim):
             oy[k, r] = min(u[r], ox[k])
@@ -82,7 +59,7 @@ def _op_closed(Ua, Da, i, ox, oy, inv, tok):
             v = 1.0
         else:
             continue
-        nb = _insert_clipped(ox, b0, nb, v, U)
+        nb = _insert_sorted(ox, b0, nb, min(max(v, U), 1.0))
     for i in range(dim):
         for j in range(i + 1, dim):
             ai = d[i] - u[i]
@@ -91,7 +68,7 @@ def _op_closed(Ua, Da, i, ox, oy, inv, tok):
                 v = (u[i] * aj - u[j] * ai) / (aj - ai)
             else:
                 v = 1.0
-            nb = _insert_clipped(ox, b0, nb, v, U)
+            nb = _insert_sorted(ox, b0, nb, min(max(v, U), 1.0))
     for r in range(dim):
         ar = d[r] - u[r]
         inv[r] = 1.0 / ar if ar > 0 else 0.0

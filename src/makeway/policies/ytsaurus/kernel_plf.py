@@ -62,6 +62,17 @@ def _lerp1(x0, y0, x1, y1, x):
 
 
 @njit(cache=True, error_model="numpy", _nrt=False)
+def _insert_sorted(a, lo, n, v):
+    """Insert v into the ascending a[lo:lo + n] (after any equal values); returns n + 1."""
+    z = lo + n
+    while z > lo and a[z - 1] > v:
+        a[z] = a[z - 1]
+        z -= 1
+    a[z] = v
+    return n + 1
+
+
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _value(xs, ys, a, n, x, out, oi, right, tok):
     """Vector value at x of the function in rows a..a+n, clamped to the domain, written to out[oi]:
     the left-continuous value (``PLF.left``), or with ``right`` the limit from the right
@@ -297,14 +308,7 @@ def _min_scalar(ss, vs, cnt, pos, lv, rv, heads, ts, out_x, out_v):
                     d0 = rv[i, q] - rv[j, q]
                     d1 = lv[i, q + 1] - lv[j, q + 1]
                     if d0 * d1 < 0:
-                        t = d0 / (d0 - d1)
-                        # insertion keeps them sorted
-                        z = nt
-                        while z > 0 and ts[z - 1] > t:
-                            ts[z] = ts[z - 1]
-                            z -= 1
-                        ts[z] = t
-                        nt += 1
+                        nt = _insert_sorted(ts, 0, nt, d0 / (d0 - d1))
             for z in range(nt):
                 t = ts[z]
                 cx = x + (x1 - x) * t
@@ -449,18 +453,12 @@ def _op_curve(u, d, cx, cy, tok):
     for r in range(dim):  # distinct ratios strictly inside (0, 1), sorted
         f = u[r] / umax
         if 0 < f and f < 1:
-            z = n
             dup = False
             for q in range(1, n):
                 if cx[q] == f:
                     dup = True
-            if dup:
-                continue
-            while z > 1 and cx[z - 1] > f:
-                cx[z] = cx[z - 1]
-                z -= 1
-            cx[z] = f
-            n += 1
+            if not dup:
+                n = 1 + _insert_sorted(cx, 1, n - 1, f)
     cx[n] = 1.0
     n += 1
     for i in range(n):
