@@ -95,6 +95,7 @@ class KueueModel(PreemptionModel):
         # BestEffortFIFO: a workload found inadmissible is parked until quota is released (a
         # workload ends or is evicted) or the configuration changes, as Kueue requeues them.
         self._parked: set[str] = set()
+        self._freed_seen: tuple[int, int] | None = None  # (id(state), freed_epoch) at the last snapshot
         self._running: dict[str, tuple[int, bool]] = {}
         # Preemptors waiting for their victims go first (Kueue's PrioritizePreemptorWorkloads): the
         # simulator frees quota at once, and without it a victim would retake its own quota.
@@ -176,7 +177,11 @@ class KueueModel(PreemptionModel):
                     self._touched.add(q)
             dirty = [q for q in tree.cqs
                      if q in self._touched or len(allocs_by_q.get(q, ())) != self._counts.get(q, 0)]
-        released = False
+        # Any allocation that ended since the last snapshot released quota, even one admitted and
+        # finished between two calls (it never appeared in the entries diffed below).
+        freed = (id(state), state.freed_epoch)
+        released = self._freed_seen is not None and freed != self._freed_seen
+        self._freed_seen = freed
         for q in dirty:
             old = self._entries[q]
             new: dict[str, tuple[Admitted, int]] = {}
