@@ -121,3 +121,45 @@ def test_unplaceable_workloads_are_warned_about(tmp_path, too_big, warning):
     summary = json.loads(out.read_text())["summary"]
     assert summary["unplaceable"] == len(too_big)
     assert summary["jobs_finished"] == summary["jobs_submitted"] - len(too_big)
+
+
+def test_help_and_version():
+    p = run("-h")
+    assert p.returncode == 0 and "simulate" in p.stdout
+    p = run("simulate", "-h")
+    assert p.returncode == 0 and "--out" in p.stdout and "-o" in p.stdout
+    p = run("--version")
+    assert p.returncode == 0 and p.stdout.startswith("makeway ")
+
+
+def test_first_fit_is_named_and_fifo_stays_an_alias(tmp_path):
+    outs = []
+    for name in ("first-fit", "fifo"):
+        out = tmp_path / f"{name}.json"
+        p = run("simulate", "examples/quickstart.yaml", "--model", name, "-q", "-o", str(out))
+        assert p.returncode == 0, p.stderr
+        r = json.loads(out.read_text())
+        outs.append((r["summary"], r["workloads"]))
+    assert outs[0] == outs[1]
+
+
+def test_ctrl_c_says_how_far_and_writes_nothing(tmp_path):
+    """SIGINT during a long run: one line with the simulated time reached, no results file, exit 130."""
+    import signal
+    import time
+
+    cfg = tmp_path / "long.yaml"
+    cfg.write_text("resources: [cpu]\nnodes: [{name: n, capacity: {cpu: 1}}]\nqueues: {q: {}}\n"
+                   "preemption: {model: none}\ntrace: long.jsonl\n")
+    (tmp_path / "long.jsonl").write_text("".join(
+        json.dumps({"id": f"j{i}", "queue": "q", "submit": i, "duration": 5,
+                    "tasks": [{"count": 1, "resources": {"cpu": 1}}]}) + "\n" for i in range(400_000)))
+    out = tmp_path / "r.json"
+    proc = subprocess.Popen([sys.executable, "-m", "makeway", "simulate", str(cfg), "-q", "-o", str(out)],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(6)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.startswith("interrupted") and "no results were written" in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()

@@ -10,12 +10,26 @@ import typer
 
 from makeway.errors import MakewayError
 
+_HELP = {"help_option_names": ["-h", "--help"]}
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  context_settings=_HELP,
                   help="makeway: a preemptive multi-tenant cluster scheduler and simulator.")
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"makeway {version('makeway')}")
+        except PackageNotFoundError:
+            typer.echo("makeway (not installed)")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _root() -> None:
+def _root(show_version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
+                                            help="print the version and exit")) -> None:
     """makeway: a preemptive multi-tenant cluster scheduler and simulator."""
 
 
@@ -135,7 +149,7 @@ def simulate(
     trace: Optional[Path] = typer.Option(None, "--trace", help="trace file (default: the config's trace)"),
     trace_format: Optional[str] = typer.Option(None, "--trace-format", help="jsonl, swf, google2011, philly, alibaba (default: detected)"),
     model: Optional[str] = typer.Option(None, "--model", help="override the config's preemption model"),
-    out: Optional[Path] = typer.Option(None, "--out", help="write full results (JSON) here"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="write full results (JSON) here"),
     horizon: Optional[float] = typer.Option(None, "--horizon", help="stop at this simulated time (s)"),
     strict: bool = typer.Option(False, "--strict", help="an unreadable trace record is an error, not a warning"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="print nothing but errors"),
@@ -199,19 +213,26 @@ def run_simulation(cfg, tpath: Optional[Path], trace_format: Optional[str], *, s
     opts = SimOptions(horizon=horizon or cfg.simulation.horizon,
                       kill_at_requested_time=cfg.simulation.kill_at_requested_time,
                       heartbeat_period=cfg.simulation.heartbeat_period)
-    with _Progress(progress) as bar:
-        opts.progress = bar if bar.enabled else None
-        # config events must be known up front: read them from a sorted pass over the trace records
-        feed = workloads()
-        sim = Simulation(state, mdl, opts)
-        items = list(feed) if _needs_materialising(tpath, trace_format) else feed
-        sim.add_changes(changes)
-        if isinstance(items, list):
-            items.sort(key=lambda w: (w.submit, w.id))
-            sim.stream_workloads(items)
-        else:
-            sim.stream_workloads(_with_changes(items, sim, changes))
-        rec = sim.run()
+    sim = Simulation(state, mdl, opts)
+    try:
+        with _Progress(progress) as bar:
+            opts.progress = bar if bar.enabled else None
+            # config events must be known up front: read them from a sorted pass over the trace records
+            feed = workloads()
+            items = list(feed) if _needs_materialising(tpath, trace_format) else feed
+            sim.add_changes(changes)
+            if isinstance(items, list):
+                items.sort(key=lambda w: (w.submit, w.id))
+                sim.stream_workloads(items)
+            else:
+                sim.stream_workloads(_with_changes(items, sim, changes))
+            rec = sim.run()
+    except KeyboardInterrupt:
+        where = (f"at simulated t={sim.now:,.0f} s after {sim.events_processed:,} events "
+                 f"({len(sim.recorder.finish_t):,} of {len(sim.recorder.submit_t):,} jobs finished)"
+                 if sim.events_processed else f"while reading the trace ({stats.records:,} records read)")
+        typer.echo(f"interrupted {where}; no results were written", err=True)
+        raise typer.Exit(130) from None
     _warn_stats(stats, strict)
     _warn_unplaceable(rec)
     return rec
@@ -235,7 +256,7 @@ def _with_changes(items, sim, changes):
         yield wl
 
 
-trace_app = typer.Typer(no_args_is_help=True, help="Work with trace files.")
+trace_app = typer.Typer(no_args_is_help=True, context_settings=_HELP, help="Work with trace files.")
 app.add_typer(trace_app, name="trace")
 
 
@@ -311,7 +332,7 @@ def compare(
     configs: List[Path] = typer.Argument(..., help="one or more cluster configs"),
     trace: Optional[Path] = typer.Option(None, "--trace", help="trace replayed under every config (default: each config's own)"),
     trace_format: Optional[str] = typer.Option(None, "--trace-format"),
-    models: Optional[List[str]] = typer.Option(None, "--model", help="run each config under these models (repeatable)"),
+    models: Optional[List[str]] = typer.Option(None, "--model", help="run each config under these models (repeatable, or comma-separated)"),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="also write a side-by-side HTML report"),
     quiet: bool = typer.Option(False, "--quiet", "-q"),
 ) -> None:
@@ -323,6 +344,7 @@ def compare(
     from makeway.reports.compare import compare_rows, render_compare
 
     runs, labels = [], []
+    models = [m.strip() for arg in (models or []) for m in arg.split(",") if m.strip()] or None
     for cpath in configs:
         cfg = load_config(cpath)
         for m in (models or [cfg.preemption.model]):
@@ -344,7 +366,16 @@ def compare(
         table.add_column(lbl, justify="right")
     for name, values in rows[1:]:
         table.add_row(name, *values)
-    Console().print(table)
+    console = Console()
+    console.print(table)
+    from makeway.reports.compare import preemption_digest
+
+    for label, run in zip(labels, runs):
+        lines = preemption_digest(run)
+        console.print(f"[bold]{label}[/bold]: " + ("who made way for whom, and why" if lines else "no preemptions"),
+                      highlight=False)
+        for line in lines:
+            console.print("  " + line, highlight=False, markup=False, soft_wrap=True)
     if output is not None:
         output.write_text(render_compare(runs, labels))
         typer.echo(f"wrote {output}")
@@ -428,3 +459,4 @@ def main() -> None:
     except MakewayError as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(2)
+

@@ -56,6 +56,9 @@ class PreemptionModel:
 # model name -> "module:Class". Modules are imported lazily so one broken model never hides the rest.
 MODELS: dict[str, str] = {
     "none": "makeway.policies.default:PriorityFirstFit",
+    # greedy first fit by priority then submit time: a later job that fits starts before an earlier
+    # one that does not, so it is not FCFS (that is `fifo-strict`); `fifo` is its old name
+    "first-fit": "makeway.policies.default:PriorityFirstFit",
     "fifo": "makeway.policies.default:PriorityFirstFit",
     "kueue": "makeway.policies.kueue:KueueModel",
     "yunikorn": "makeway.policies.yunikorn_queue:YuniKornModel",

@@ -110,3 +110,24 @@ def render_compare(results: list[dict[str, Any]], labels: list[str]) -> str:
                                          xlabel="time (s)", ylabel="fraction of the run's preemptions",
                                          log=False))]
     return h.page(title, body)
+
+
+def preemption_digest(results: dict[str, Any], limit: int = 6) -> list[str]:
+    """Who made way for whom in one run, one line per (instant, rule, preemptor, victim workload):
+    a reader sees what each model did and why without opening the results file."""
+    groups: dict[tuple, dict[str, Any]] = {}
+    for e in d.events_of(results, "preempt"):
+        reason = e.get("reason") or {}
+        preemptor = str(reason.get("preemptor") or "-").split("/")[0]
+        key = (float(e.get("time") or 0), f"{reason.get('model', '?')}/{reason.get('rule', '?')}", preemptor,
+               str(e.get("workload")))
+        g = groups.setdefault(key, {"tasks": 0, "detail": reason.get("detail") or "", "queue": e.get("queue")})
+        g["tasks"] += 1
+    lines = []
+    for (t, rule, preemptor, victim), g in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1:])):
+        tasks = "1 task" if g["tasks"] == 1 else f"{g['tasks']} tasks"
+        why = f": {g['detail']}" if g["detail"] else ""
+        lines.append(f"{d.fmt_time(t)}  {rule}  {preemptor} <- {victim} ({g['queue']}, {tasks}){why}")
+    if len(lines) > limit:
+        lines = lines[:limit] + [f"... {len(lines) - limit} more (makeway explain RESULTS WORKLOAD tells each story)"]
+    return lines
