@@ -12,8 +12,8 @@ def test_rows_have_one_value_per_run(quickstart, symphony):
     assert rows[0] == ("run", ["qs", "sym", "tiny"])
     assert all(len(vals) == 3 for _, vals in rows)
     table = dict(rows)
-    assert table["model"] == ["none", "symphony", "kueue"]
-    assert table["preemptions"][0] == "0"
+    assert table["model"] == ["kueue", "symphony", "kueue"]
+    assert table["preemptions"][0] == str(quickstart["summary"]["preemptions"])
     assert table["preemptions"][1] == str(symphony["summary"]["preemptions"])
     assert table["wait p99"][2] == "-"  # absent in an old-style results file
     assert "utilisation cpu" in table and "utilisation slots" in table

@@ -24,7 +24,9 @@ def test_quickstart_report_embeds_figures_and_key_numbers(quickstart, quickstart
     no_external_assets(page)
     s = quickstart["summary"]
     assert "makeway report: quickstart" in page
-    assert f"{s['wait_p95_s']:,.1f} s" in page
+    from makeway.reports.derive import fmt_seconds
+
+    assert fmt_seconds(s["wait_p95_s"]) in page
     assert f"{s['utilisation']['cpu']:.1%}" in page
     for q in ("prod", "batch"):
         assert f"<td>{q}</td>" in page

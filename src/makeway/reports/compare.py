@@ -33,9 +33,16 @@ def _jobs(r: dict[str, Any]) -> str:
     return f"{s.get('jobs_finished', 0)} of {s['jobs_submitted']}"
 
 
+def _never_started(r: dict[str, Any]) -> str:
+    rows = d.workloads(r)
+    return str(sum(1 for w in rows if w.get("first_start") is None)) if rows else "-"
+
+
 BASE_ROWS: list[tuple[str, Getter]] = [
     ("model", lambda r: str((r.get("config") or {}).get("model") or "-")),
     ("jobs finished", _jobs),
+    # waits below count started work only: a run that strands work must not look fast
+    ("never started", _never_started),
     ("makespan", _s("makespan_s", d.fmt_seconds)),
     ("wait mean", _s("wait_mean_s", d.fmt_seconds)),
     ("wait p50", _s("wait_p50_s", d.fmt_seconds)),
