@@ -12,9 +12,7 @@ from makeway.config import load_config, trace_path
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
-# Configs that replay a whole real trace kept in ../shared (minutes of CPU), not model examples.
-TRACE_REPLAYS = {"traces/google-cell.yaml"}
-CONFIGS = sorted(p for p in EXAMPLES.rglob("*.yaml") if str(p.relative_to(EXAMPLES)) not in TRACE_REPLAYS)
+CONFIGS = sorted(EXAMPLES.rglob("*.yaml"))
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: str(p.relative_to(EXAMPLES)))
