@@ -69,3 +69,74 @@ def test_big_reproducer_is_stopped_as_no_progress():
     assert "simulation stopped: no-progress" in explain(results, "j7")
     assert "simulation stopped: no-progress" in explain(results, "j15")
     assert "stopped early" in explain(results, "j12")
+
+
+def _fits_some_node(res: dict, nodes: list[Node]) -> bool:
+    return any(all(float(v) <= float(n.capacity.get(k, 0)) + 1e-9 for k, v in res.items()) for n in nodes)
+
+
+@st.composite
+def small_runs(draw):
+    """1-3 nodes of mixed shapes (a gpu-less big node beside small gpu nodes, as in the reproducers),
+    FIFO and fair-share pools, 2-5 operations with 1-2 task groups, short starvation timeouts and no
+    preemptive backoff, so that pools starve and operations preempt each other often."""
+    shapes = [{"cpu": 2, "memory": 4, "gpu": 2}, {"cpu": 4, "memory": 32, "gpu": 4}, {"cpu": 16, "memory": 32, "gpu": 0},
+              {"cpu": 2.5, "memory": 1, "gpu": 2}]
+    nodes = [Node(f"n{i}", dict(draw(st.sampled_from(shapes)))) for i in range(draw(st.integers(1, 3)))]
+    nested = draw(st.booleans())
+    queues = [Queue("root")] + ([Queue("root.g", "root")] if nested else [])
+    parent = "root.g" if nested else "root"
+    npools = draw(st.integers(1, 3))
+    for i in range(npools):
+        queues.append(Queue(f"root.q{i}", parent, weight=draw(st.sampled_from([0.5, 1.0, 2.0])),
+                            settings={"mode": draw(st.sampled_from(["fifo", "fair_share"])),
+                                      "fair_share_starvation_tolerance": draw(st.sampled_from([0.5, 0.8, 1.0]))}))
+    task = st.sampled_from([{"cpu": 1, "memory": 1}, {"cpu": 2, "memory": 2}, {"cpu": 8, "memory": 4},
+                            {"cpu": 0.5, "memory": 2, "gpu": 1}, {"cpu": 1, "memory": 1, "gpu": 1},
+                            {"cpu": 8, "memory": 2, "gpu": 1}, {"cpu": 4, "memory": 8}, {"cpu": 32, "memory": 1}])
+    wls = []
+    for j in range(draw(st.integers(2, 5))):
+        groups = tuple(TaskGroup(draw(st.integers(1, 4)), dict(draw(task)))
+                       for _ in range(draw(st.integers(1, 2))))
+        wls.append(Workload(f"j{j}", f"root.q{draw(st.integers(0, npools - 1))}", float(draw(st.integers(0, 60))),
+                            float(draw(st.integers(20, 120))), groups, grace=draw(st.sampled_from([0.0, 2.0]))))
+    settings = {"fair_share_update_period": 1.0, "fair_share_starvation_timeout": draw(st.sampled_from([5, 30])),
+                "preemptive_scheduling_backoff": 0, "heartbeat_period": 5}
+    return nodes, queues, wls, settings
+
+
+EXAMPLES = 300
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(small_runs())
+def test_random_small_simulations_end(run):
+    """Every run ends by itself (no horizon) in a bounded number of events. When the simulator has to
+    stop one as no-progress, it is a case where YTsaurus loops too: an operation it keeps (its tasks
+    are within the per-resource node maximum) has a task no single node can hold and is still pending,
+    and the cycling operations share a pool (or an ancestor) with it, so they inherit its starvation."""
+    nodes, queues, wls, settings_ = run
+    state = ClusterState(["cpu", "memory", "gpu"], queues, nodes)
+    model = YTsaurusModel(settings_)
+    sim = Simulation(state, model, SimOptions())
+    sim.add_workloads(wls)
+    rec = sim.run()
+    assert sim.events_processed < 20_000
+    for w in model.failed:  # failed exactly when some task group is beyond the per-resource maximum
+        assert any(not all(float(v) <= max(float(n.capacity.get(k, 0)) for n in nodes) for k, v in g.resources.items())
+                   for g in state.workloads[w].groups)
+    if rec.stopped_reason is None:
+        return
+    assert rec.stopped_reason.startswith("no-progress")
+    stuck = next(e for e in rec.events if e["kind"] == "stopped")["workloads"]
+    blockers = [w.id for w in wls if w.id not in model.failed and w.id not in rec.finish_t
+                and any(not _fits_some_node(g.resources, nodes) for g in w.groups)]
+    assert blockers, rec.stopped_reason
+    parents = {state.workloads[w].queue for w in stuck}
+    assert any(state.workloads[b].queue in parents or nested_parent(state, b, parents) for b in blockers)
+
+
+def nested_parent(state: ClusterState, blocker: str, pools: set[str]) -> bool:
+    """True when the blocker's pool is an ancestor of, or shares a non-root ancestor with, one of ``pools``."""
+    mine = set(state.path_to_root(state.workloads[blocker].queue)) - {"root"}
+    return any(mine & (set(state.path_to_root(p)) - {"root"}) for p in pools)
