@@ -43,6 +43,8 @@ def summary_rows(summary: dict[str, Any], model: str) -> list[tuple[str, str]]:
         rows.append(("starvation time", _fmt_seconds(summary["starvation_s"])))
     for kind, count in (summary.get("notes") or {}).items():
         rows.append(("events reported", f"{kind}: {count}"))
+    if summary.get("stopped"):
+        rows.append(("stopped early", str(summary["stopped"])))
     return rows
 
 

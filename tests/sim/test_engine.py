@@ -156,3 +156,94 @@ def test_workloads_bigger_than_every_node_are_counted(name, workloads, count, fi
     assert rec.unplaceable == rec.summary()["unplaceable"] == count, name
     assert rec.first_unplaceable == first, name
     assert set(rec.first_start) == started, name  # the check changes no scheduling decision
+
+
+class PingPong(PreemptionModel):
+    """Workloads in ``rivals`` run only on n0 and, when pending, take it from each other at every heartbeat
+    of n0 (first pending rival in id order); everything else is first fit on the node that beats."""
+
+    heartbeat_period = 5.0
+    rivals = ("a", "b")
+    rounds = None  # stop preempting after this many preemptions (None: never)
+
+    def __init__(self, settings=None):
+        super().__init__(settings)
+        self.made = 0
+
+    def heartbeat(self, state, node, now):
+        out = []
+        for w in sorted(state.pending):
+            tasks = list(state.pending[w])
+            if not tasks:
+                continue
+            if w not in self.rivals:
+                out.extend(first_fit(state, tasks, nodes=[node]))
+                continue
+            if node != "n0":
+                continue
+            if state.fits_node(state.task_resources(tasks[0]), node):
+                return out + [Start(tasks[0], node)]
+            if self.rounds is not None and self.made >= self.rounds:
+                continue
+            victims = [t for t in state.node_allocs[node] if state.allocations[t].workload in self.rivals
+                       and state.allocations[t].workload != w and not state.allocations[t].preempting]
+            if victims:
+                self.made += 1
+                return out + [Preempt(victims[0], Reason("test", "ping-pong", w, "rival")), Start(tasks[0], node)]
+        return out
+
+
+def _pingpong(jobs, rounds=None, **opts):
+    model = PingPong()
+    model.rounds = rounds
+    return simulate(cluster(nodes=2, cpu=1, queues=("a",)), model, jobs, options=SimOptions(**opts))
+
+
+def test_no_progress_stops_a_livelock_and_says_why():
+    rec = _pingpong([job("a", duration=100), job("b", submit=1, duration=100)])
+    # a starts at 0; b is submitted at 1 and takes n0 at 5, a takes it back at 10, ...: no task ever
+    # finishes. The last progress is b's first start at 5; the stop comes at the first preemption
+    # once 600 s (the default window) have passed and the cycle has held for the last 300 s.
+    assert rec.stopped_reason is not None and rec.stopped_reason.startswith("no-progress: from t=5 to t=605")
+    assert rec.summary()["stopped"] == rec.stopped_reason
+    assert rec.finish_t == {}
+    assert rec.preemptions == 121  # one at every heartbeat of n0 from 5 (b takes it from a) to 605
+    stop = [e for e in rec.events if e["kind"] == "stopped"]
+    assert stop == [{"time": 605.0, "kind": "stopped", "reason": "no-progress", "message": rec.stopped_reason,
+                     "workloads": ["a", "b"]}]
+    again = _pingpong([job("a", duration=100), job("b", submit=1, duration=100)])
+    assert again.events == rec.events  # deterministic
+
+
+def test_no_progress_waits_for_a_steady_allocation_to_finish():
+    # c runs on n1 for 2,000 s while a and b cycle on n0: progress is possible (c will finish), so
+    # nothing stops before c's finish; the window counts again from there.
+    rec = _pingpong([job("c", duration=2000), job("a", duration=100), job("b", submit=1, duration=100)])
+    assert rec.finish_t == {"c": 2000}
+    stop = next(e for e in rec.events if e["kind"] == "stopped")
+    assert 2600 <= stop["time"] <= 2605 and stop["workloads"] == ["a", "b"]
+
+
+def test_no_progress_waits_for_pending_submissions():
+    rec = _pingpong([job("a", duration=100), job("b", submit=1, duration=100), job("late", submit=5000, duration=1)])
+    assert rec.finish_t == {"late": 5001}  # placed on n1 by the heartbeat at its submission
+    stop = next(e for e in rec.events if e["kind"] == "stopped")
+    assert stop["time"] >= 5000 + 600
+
+
+def test_no_progress_leaves_a_run_that_ends_alone_untouched():
+    # 100 preemptions over 500 s, then the cycle stops and both finish: no stop, same as with the watch off
+    jobs = [job("a", duration=100), job("b", submit=1, duration=100)]
+    rec = _pingpong(jobs, rounds=100)
+    assert rec.stopped_reason is None and rec.summary()["stopped"] is None
+    assert rec.preemptions == 100 and set(rec.finish_t) == {"a", "b"}
+    off = _pingpong(jobs, rounds=100, no_progress_window=float("inf"))
+    assert off.events == rec.events and off.finish_t == rec.finish_t
+
+
+def test_no_progress_can_be_switched_off_and_resized():
+    jobs = [job("a", duration=100), job("b", submit=1, duration=100)]
+    off = _pingpong(jobs, no_progress_window=float("inf"), horizon=3000)
+    assert off.stopped_reason is None and off.preemptions == 600  # every heartbeat of n0 from 5 to 3000
+    short = _pingpong(jobs, no_progress_window=100)
+    assert short.stopped_reason.startswith("no-progress: from t=5 to t=105")

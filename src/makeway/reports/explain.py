@@ -114,6 +114,7 @@ def explain(results: dict[str, Any], workload_id: str) -> str:
     lost_total: dict[str, float] = {}
     lost_seconds = 0.0
     logged_starts = False
+    stopped: tuple[float, bool, Any] | None = None
     for e in d.events(results):
         t = float(e.get("time") or 0.0)
         kind = e.get("kind")
@@ -139,6 +140,11 @@ def explain(results: dict[str, Any], workload_id: str) -> str:
             ch = e.get("changes") or {}
             timeline.append((t, 1, [f"queue {queue} config changed: "
                                     + ", ".join(f"{k} -> {d.fmt_value(v)}" for k, v in ch.items())]))
+        elif kind == "stopped" and finish is None:
+            caught = workload_id in (e.get("workloads") or ())
+            head = "simulation stopped: " if caught else "simulation stopped early (this workload not involved): "
+            timeline.append((t, 4, [head + str(e.get("message") or e.get("reason"))]))
+            stopped = (t, caught, e.get("reason"))
         elif kind in ("start", "finish") and e.get("workload") == workload_id \
                 and (e.get("allocation"), t) not in restarted:
             logged_starts |= kind == "start"
@@ -192,4 +198,8 @@ def explain(results: dict[str, Any], workload_id: str) -> str:
                                                            if ran is not None else "") + since_restart)
     elif first is not None:
         out.append("  did not finish before the simulation ended")
+    if stopped is not None:
+        t, caught, code = stopped
+        out.append(f"  the simulator stopped the run at {d.fmt_time(t)} ({code})"
+                   + ("; this workload was caught in the cycle it detected" if caught else ""))
     return "\n".join(out) + "\n"

@@ -3,6 +3,9 @@
 Events at the same instant are applied in a fixed order (finishes and grace expiries free resources
 first, then config changes, then submissions), then the model's ``schedule`` runs once, then node
 heartbeats. Every tie is broken by a sequence number, so a run is a pure function of its inputs.
+
+A run that can make no more progress (allocations preempted and restarted for ever, nothing left to
+submit) is stopped by ``progress.NoProgressWatch``; the recorder then carries ``stopped_reason``.
 """
 
 from __future__ import annotations
@@ -17,11 +20,13 @@ from makeway.core.policy import PreemptionModel
 from makeway.core.state import ClusterState
 from makeway.errors import MakewayError
 from makeway.sim.metrics import Recorder
+from makeway.sim.progress import NoProgressWatch
 from makeway.sim.trace import ConfigChange
 
 # Event kinds, in the order they are applied within one instant.
 FINISH, GRACE, CONFIG, SUBMIT, WAKE, TICK, HEARTBEAT = range(7)
 _PERIODIC = (TICK, HEARTBEAT)
+_INPUTS = (CONFIG, SUBMIT, WAKE)
 
 
 class SimulationError(MakewayError):
@@ -36,6 +41,9 @@ class SimOptions:
     record_starts: bool = False
     check_invariants: bool = False
     progress: Callable[[float, int], None] | None = None
+    # seconds without progress before a cycling run is stopped; None: max(600 s, 50 heartbeat or
+    # tick periods); math.inf: never
+    no_progress_window: float | None = None
 
 
 @dataclass(slots=True)
@@ -54,6 +62,9 @@ class Simulation:
     _feed: Any = None
     _next: Any = None
     _last_fed: float = float("-inf")
+    _inputs: int = 0                     # submissions, config events and wake-ups in the heap
+    _watch: NoProgressWatch | None = None
+    _preempted_now: bool = False
 
     # A model whose victims leave at once is asked again in the same instant, so the preemptor can
     # use what was freed; bounded, so a model that keeps preempting cannot spin forever.
@@ -69,6 +80,8 @@ class Simulation:
         heapq.heappush(self._heap, (time, kind, self._seq, payload))
         if kind not in _PERIODIC:
             self._real_events += 1
+            if kind in _INPUTS:
+                self._inputs += 1
 
     def add_workloads(self, workloads: Iterable[Workload]) -> None:
         for wl in workloads:
@@ -120,6 +133,9 @@ class Simulation:
                     continue
                 grace = self.model.grace_period(state, d.allocation)
                 self.recorder.preempt(alloc, d.reason, now, grace)
+                if self._watch is not None:
+                    self._watch.preempted(d.allocation, d.reason.preemptor, now)
+                    self._preempted_now = True
                 if grace > 0:
                     state.mark_preempting(d.allocation)
                     self._push(now + grace, GRACE, (d.allocation, alloc.seq))
@@ -149,6 +165,8 @@ class Simulation:
             run = wl.requested_duration
             self._killed.add(d.task)
         self.recorder.start(alloc, now)
+        if self._watch is not None:
+            self._watch.started(d.task, now)
         self._push(now + run, FINISH, (d.task, alloc.seq))
 
     def _evict(self, tid: str, now: float) -> None:
@@ -176,6 +194,22 @@ class Simulation:
         if self.model.tick_period:
             self._push(0.0, TICK, self.model.tick_period)
 
+    def _window(self) -> float:
+        w = self.options.no_progress_window
+        return max(600.0, 50 * self._max_period) if w is None else w
+
+    def _stuck(self, time: float) -> bool:
+        """True (and the stop recorded) when the no-progress watch finds the run cycling."""
+        watch = self._watch
+        assert watch is not None
+        allocs = self.state.allocations
+        pending = self._inputs > 0 or self._next is not None
+        if not watch.stuck(time, ((t, a.start) for t, a in allocs.items()), pending):
+            return False
+        message, workloads = watch.describe(time, lambda t: t.rsplit("/", 2)[0])
+        self.recorder.stop(time, "no-progress", message, workloads)
+        return True
+
     def _idle(self) -> bool:
         """True when nothing but periodic events remain and nothing can change any more."""
         return self._real_events == 0 and not self.state.allocations
@@ -186,6 +220,8 @@ class Simulation:
         self._seed_periodic()
         horizon = self.options.horizon
         idle_since: float | None = None
+        window = self._window()
+        self._watch = NoProgressWatch(window) if window < float("inf") else None
         while True:
             self._pull_feed(self._heap[0][0] if self._heap else None)
             if not self._heap:
@@ -196,11 +232,14 @@ class Simulation:
             self.now = time
             beats: list[str] = []
             changed = False
+            self._preempted_now = False
             while self._heap and self._heap[0][0] == time:
                 _, kind, _, payload = heapq.heappop(self._heap)
                 self.events_processed += 1
                 if kind not in _PERIODIC:
                     self._real_events -= 1
+                    if kind in _INPUTS:
+                        self._inputs -= 1
                 changed |= self._handle(kind, payload, beats)
             made = False
             for _ in range(self.MAX_ROUNDS):
@@ -222,6 +261,8 @@ class Simulation:
                     raise SimulationError(f"t={time}: invariant broken: {problems[0]}")
             if self.options.progress is not None:
                 self.options.progress(time, self.events_processed)
+            if self._preempted_now and self._stuck(time):
+                break
             if self._idle() and not (made or changed):
                 if idle_since is None:
                     idle_since = time
@@ -242,6 +283,8 @@ class Simulation:
             self.recorder.before_change(now)
             state.finish(tid)
             self.recorder.finish(alloc, now, killed=tid in self._killed)
+            if self._watch is not None:
+                self._watch.progress(now)
             return True
         if kind == GRACE:
             tid, seq = payload
@@ -254,6 +297,8 @@ class Simulation:
             ch: ConfigChange = payload
             old = state.update_queue(ch.queue, **ch.changes)
             self.recorder.config_change(ch, now)
+            if self._watch is not None:
+                self._watch.progress(now)
             self._apply(self.model.on_config_change(state, ch.queue, old, now))
             return True
         if kind == SUBMIT:
@@ -262,6 +307,8 @@ class Simulation:
                 raise SimulationError(f"workload {wl.id!r} names unknown queue {wl.queue!r}")
             state.submit(wl)
             self.recorder.submit(wl, now)
+            if self._watch is not None:
+                self._watch.progress(now)
             return True
         if kind == WAKE:
             self._wakes.discard(now)

@@ -76,6 +76,8 @@ class Recorder:
                     self.largest_node[k] = v
         self.unplaceable = 0
         self.first_unplaceable: tuple[str, str, Number, Number] | None = None
+        # why the simulator stopped the run before it ended by itself ("no-progress: ..."), else None
+        self.stopped_reason: str | None = None
 
     # -- feed ----------------------------------------------------------------------------------
 
@@ -237,6 +239,13 @@ class Recorder:
                 still.append(c)
         self._open_convergence = still
 
+    def stop(self, now: float, code: str, message: str, workloads: list[str]) -> None:
+        """The simulator gave up on the run (``code`` such as ``no-progress``); ``workloads`` are the
+        ones caught in what it detected, so ``explain`` can say so."""
+        self.stopped_reason = message if message.startswith(code) else f"{code}: {message}"
+        self.events.append({"time": now, "kind": "stopped", "reason": code, "message": self.stopped_reason,
+                            "workloads": list(workloads)})
+
     def close(self, now: float) -> None:
         self.before_change(now)
         self.end_t = max(self.end_t, now)
@@ -331,6 +340,7 @@ class Recorder:
             "gpu_hours_wasted": sum(self.wasted[k] for k in gpu_names) / 3600.0,
             "killed_at_requested_time": sum(self.killed.values()),
             "starvation_s": self.starvation_seconds(),
+            "stopped": self.stopped_reason,
         }
 
     def workload_rows(self) -> list[dict[str, Any]]:

@@ -8,6 +8,11 @@ read from ``queues.<q>.settings`` and the tree-level options from ``preemption.s
 ``schedule`` only refreshes the fair share snapshot when ``fair_share_update_period`` elapsed;
 placement and preemption happen in ``heartbeat`` (regular stage, then the preemptive stages under
 the per-node backoff, at most one allocation started by preemption per heartbeat).
+
+An operation with a task group that no node can hold (its resources are not within the per-resource
+maximum over nodes) is failed, as YTsaurus's controller agent fails it ("No online node can satisfy
+the resource demand"): it never enters the pool tree, so its demand never takes a FIFO pool's fair
+share and never makes a pool starve, and a note of kind ``operation-failed`` says why.
 """
 
 from __future__ import annotations
@@ -77,6 +82,9 @@ class YTsaurusModel(PreemptionModel):
         self._usage_cache: dict[str, tuple[tuple[int, int], list[float]]] = {}
         self._pos_tree: Tree | None = None
         self._pos: dict[str, int] = {}
+        self._largest: dict[str, float] = {}
+        self.failed: dict[str, str] = {}       # operation -> why the controller failed it
+        self._failed_notes: list[Decision] = []
         ig = s.get("integral_guarantees") or {}
         self.integral = integral.IntegralConfig(
             float(ig.get("smooth_period", 60.0)), float(ig.get("pool_capacity_saturation_period", 86400.0)),
@@ -86,6 +94,38 @@ class YTsaurusModel(PreemptionModel):
 
     def bind(self, state: ClusterState) -> None:
         self.resources = tuple(state.resources)
+        largest: dict[str, float] = {}
+        for n in state.nodes.values():
+            for k, v in n.capacity.items():
+                largest[k] = max(largest.get(k, 0.0), float(v))
+        self._largest = largest
+
+    def _sanity(self, state: ClusterState, wid: str) -> bool:
+        """False (and the operation recorded as failed) when some task group of it fits no node.
+
+        YTsaurus's ``TOperationControllerBase::CheckMinNeededResourcesSanity`` compares each task
+        with pending jobs against the per-resource maximum of the exec nodes' limits and fails the
+        whole operation when that maximum does not dominate the task's needs. Node capacities do not
+        change during a run, so the answer is fixed at submission.
+        """
+        if wid in self.failed:
+            return False
+        largest = self._largest
+        for g, grp in enumerate(state.workloads[wid].groups):
+            if grp.count <= 0:
+                continue
+            over = [(r, float(v), largest.get(r, 0.0)) for r, v in grp.resources.items()
+                    if float(v) > largest.get(r, 0.0) + 1e-9]
+            if over:
+                r, asked, most = over[0]
+                why = (f"operation {wid} failed: no node can satisfy task group {g} "
+                       f"({r} {asked:g} asked, at most {most:g} on any node)")
+                self.failed[wid] = why
+                self._failed_notes.append(Note("operation-failed", wid, why, {
+                    "task_group": g, "resource": r, "asked": asked, "largest_node": most,
+                    "rule": "no-online-node-can-satisfy-resource-demand"}))
+                return False
+        return True
 
     def schedule(self, state: ClusterState, now: float) -> list[Decision]:
         if self.snap is None or self.dirty or now >= self.snap.time + self.update_period - 1e-9:
@@ -144,6 +184,8 @@ class YTsaurusModel(PreemptionModel):
             running = state.running.get(wid) or {}
             pend = state.pending.get(wid) or {}
             if not running and not pend:
+                continue
+            if not running and not self._sanity(state, wid):
                 continue
             usage = self._op_usage(state, wid, running)
             demand = list(usage)
@@ -224,6 +266,9 @@ class YTsaurusModel(PreemptionModel):
                                   {"starving": False, "status": starvation.NON}))
         self.clocks = {n: c for n, c in view.clocks.items() if n in tree.elements}
         self.snap = Snapshot(now, tree, result, params, view, published)
+        if self._failed_notes:
+            notes = self._failed_notes + notes
+            self._failed_notes = []
         return notes
 
     def _has_integral(self, state: ClusterState) -> bool:
