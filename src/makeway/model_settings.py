@@ -199,7 +199,7 @@ def trace_settings_problem(level: str, data: Any) -> str | None:
     Traces repeat a few settings blocks millions of times, so verdicts on blocks of plain values
     (type included) are remembered, a few thousand at most.
     """
-    if not data:
+    if not data or (level == "workload" and TRACE_METADATA.issuperset(data)):
         return None
     try:
         key: tuple | None = (level, *((k, type(v), v) for k, v in data.items()))  # True == 1, but not here

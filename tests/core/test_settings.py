@@ -67,6 +67,8 @@ BAD = [
      "queues.a.settings.properties.quota.preemption.delay: '10x' is not a Go duration"),
     ("yunikorn", None, {"properties": {"quota.preemption.delay": "-5s"}},
      "queues.a.settings.properties.quota.preemption.delay: '-5s' is negative"),
+    ("yunikorn", None, {"properties": {"preemption.delay": float("inf")}},
+     "queues.a.settings.properties.preemption.delay: inf is not a Go duration"),
     ("yunikorn", None, {"properties": {"priority.offset": "high"}}, "queues.a.settings.properties.priority.offset: 'high' is not an integer"),
     ("yunikorn", None, {"properties": {"priority.offset": "9999999999"}}, "priority.offset: '9999999999' is outside the int32 range"),
     ("yunikorn", None, {"properties": {"preemption.policy": "fenced"}},

@@ -11,6 +11,7 @@ of one the model reads.
 from __future__ import annotations
 
 import difflib
+import math
 from typing import Annotated, Any, Optional
 
 from pydantic import AfterValidator, ConfigDict, Field, StrictStr, ValidationError, model_validator
@@ -30,7 +31,8 @@ def _word(*allowed: str):
 
 def _duration(minimum_us: int, what: str):
     def check(v: Any) -> Any:
-        us = None if isinstance(v, bool) else parse_go_duration_us(v)
+        finite = not isinstance(v, float) or math.isfinite(v)
+        us = parse_go_duration_us(v) if finite and not isinstance(v, bool) else None
         if us is None:
             raise ValueError(f"{v!r} is not a Go duration (30s, 1m30s, 500ms) or a number of seconds")
         if us < minimum_us:
