@@ -194,6 +194,8 @@ def parse_config(data: Any, source: str = "config") -> ClusterConfig:
         _check_semantics(cfg)
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from None
+    from makeway.model_settings import validate_config_settings  # per-model settings (docs/models/*.md)
+    validate_config_settings(cfg, source)
     return cfg
 
 

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from makeway.config import Quantity, _format_errors
 from makeway.core.model import TaskGroup, Workload
 from makeway.errors import TraceError
+from makeway.model_settings import trace_settings_problem
 
 
 class _TaskSpec(BaseModel):
@@ -79,6 +80,8 @@ def workload_from_record(rec: dict[str, Any]) -> Workload:
         r = WorkloadRecord.model_validate(rec)
     except ValidationError as exc:
         raise TraceError(_format_errors(exc)) from None
+    if r.settings and (problem := trace_settings_problem("workload", r.settings)):  # per-model settings
+        raise TraceError(problem)
     groups = tuple(TaskGroup(t.count, dict(t.resources), t.name) for t in r.tasks)
     return Workload(r.id, r.queue, r.submit, r.duration, groups, r.priority, r.preemptible, r.grace,
                     r.requested_duration, r.user, dict(r.labels), dict(r.settings))
@@ -89,6 +92,8 @@ def change_from_record(rec: dict[str, Any]) -> ConfigChange:
         r = ConfigChangeRecord.model_validate(rec)
     except ValidationError as exc:
         raise TraceError(_format_errors(exc)) from None
+    if r.settings and (problem := trace_settings_problem("queue", r.settings)):  # per-model settings
+        raise TraceError(problem)
     changes: dict[str, Any] = {}
     for key in ("max", "guaranteed", "weight", "settings"):
         if key in rec:
