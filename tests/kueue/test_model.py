@@ -118,3 +118,24 @@ def test_preemptor_takes_what_its_victims_freed():
         assert waiting & set(restarted), f"{p} preempted at t={t}; the freed quota went to no waiting preemptor"
         assert p in rec.finish_t
     assert len(late) <= len(notes) // 10, "most preemptors start in the instant they preempt"
+
+
+def test_a_cohorts_max_caps_its_whole_subtree():
+    """Shorthand quotas: a cohort's max is a cap on its subtree's usage, as in every model. It was
+    read as borrowing limit = max - the cohort's own nominal quota (0), so the members' nominal quota
+    came on top: here g's members ran 8 cpu under a max of 6 (found by tests/sim/test_invariants.py)."""
+    queues = [Queue("root"), Queue("g", "root", max={"cpu": 6}),
+              Queue("a", "g", guaranteed={"cpu": 2}), Queue("b", "g", guaranteed={"cpu": 2}),
+              Queue("c", "root", guaranteed={"cpu": 8})]
+    state = ClusterState(["cpu"], queues, [Node(f"n{i}", {"cpu": 4}) for i in range(4)])
+    workloads = [_wl(f"{q}{i}", q, 1, submit=float(i)) for q in "ab" for i in range(4)]
+    rec = simulate(state, load_model("kueue"), workloads, options=SimOptions(record_starts=True))
+    running, peak = set(), 0
+    for e in rec.events:
+        if e["kind"] == "start":
+            running.add(e["workload"])
+        elif e["kind"] == "finish":
+            running.discard(e["workload"])
+        peak = max(peak, len(running))
+    assert peak == 6
+    assert len(rec.finish_t) == 8
