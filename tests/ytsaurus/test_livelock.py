@@ -69,6 +69,9 @@ def test_big_reproducer_is_stopped_as_no_progress():
     assert "simulation stopped: no-progress" in explain(results, "j7")
     assert "simulation stopped: no-progress" in explain(results, "j15")
     assert "stopped early" in explain(results, "j12")
+    # the two caught in the cycle are pending for that reason; j12 and j14 fit no single node
+    assert rec.pending_reasons() == {"j7": "no-progress", "j12": "unplaceable", "j14": "unplaceable",
+                                     "j15": "no-progress"}
 
 
 def _fits_some_node(res: dict, nodes: list[Node]) -> bool:

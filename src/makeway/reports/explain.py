@@ -16,6 +16,24 @@ from makeway.errors import MakewayError
 from makeway.reports import derive as d
 
 
+# What each ``pending_reason`` code (makeway.sim.pending) means, for a reader of one workload's story.
+PENDING_REASONS = {
+    "unplaceable": "a task asks for more than any node has, so it can never start",
+    "queue-max": "what it still has to start exceeds its queue's (or an ancestor's) max on its own",
+    "horizon": "the run was cut by --horizon",
+    "no-progress": "the simulator stopped: the model could make no further progress",
+    "waiting": "resources or quota were held by other work",
+}
+
+
+def pending_line(w: dict[str, Any]) -> str | None:
+    """One line saying why an unfinished workload was still pending, when the results say."""
+    code = w.get("pending_reason")
+    if not code or w.get("finish") is not None:
+        return None
+    return f"  pending at the end: {code} ({PENDING_REASONS.get(code, 'no description')})"
+
+
 def find_workload(results: dict[str, Any], workload_id: str) -> dict[str, Any]:
     """The workload row, or a MakewayError that names close matches and a few known ids."""
     rows = d.workloads(results)
@@ -202,4 +220,7 @@ def explain(results: dict[str, Any], workload_id: str) -> str:
         t, caught, code = stopped
         out.append(f"  the simulator stopped the run at {d.fmt_time(t)} ({code})"
                    + ("; this workload was caught in the cycle it detected" if caught else ""))
+    reason = pending_line(w)
+    if reason:
+        out.append(reason)
     return "\n".join(out) + "\n"

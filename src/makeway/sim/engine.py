@@ -228,6 +228,7 @@ class Simulation:
                 break
             time = self._heap[0][0]
             if horizon is not None and time > horizon:
+                self.recorder.stopped_reason = "horizon"
                 break
             self.now = time
             beats: list[str] = []

@@ -16,6 +16,7 @@ from makeway.core.decisions import Note, Reason
 from makeway.core.model import Allocation, Workload
 from makeway.core.resources import Number, Res, add_into
 from makeway.core.state import ClusterState
+from makeway.sim.pending import pending_reasons
 
 RESULTS_SCHEMA = "makeway.results/1"
 
@@ -76,7 +77,9 @@ class Recorder:
                     self.largest_node[k] = v
         self.unplaceable = 0
         self.first_unplaceable: tuple[str, str, Number, Number] | None = None
-        # why the simulator stopped the run before it ended by itself ("no-progress: ..."), else None
+        # Why the run ended early, when it did: "horizon" (set by the engine) or "no-progress" (a
+        # model that can make no progress); None for a run that went until nothing was left to do.
+        # Unfinished workloads' pending reasons are read from it (makeway.sim.pending).
         self.stopped_reason: str | None = None
 
     # -- feed ----------------------------------------------------------------------------------
@@ -341,18 +344,32 @@ class Recorder:
             "killed_at_requested_time": sum(self.killed.values()),
             "starvation_s": self.starvation_seconds(),
             "stopped": self.stopped_reason,
+            "pending_reasons": self._reason_counts(),
         }
+
+    def pending_reasons(self) -> dict[str, str]:
+        """A reason code for every submitted workload that did not finish, by id (submission order)."""
+        unfinished = [w for w in self.submit_t if w not in self.finish_t]
+        return pending_reasons(self.state, unfinished, self.stopped_reason)
+
+    def _reason_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for code in self.pending_reasons().values():
+            counts[code] = counts.get(code, 0) + 1
+        return dict(sorted(counts.items()))
 
     def workload_rows(self) -> list[dict[str, Any]]:
         """One row per submitted workload. ``restarts`` is always written (empty when there were none)
         so a reader can tell "never restarted" from a file recorded before restarts were kept."""
         rows = []
+        reasons = self.pending_reasons()
         for w, sub in self.submit_t.items():
             wl = self.state.workloads[w]
             fs = self.first_start.get(w)
             rows.append({"id": w, "queue": wl.queue, "priority": wl.priority, "submit": sub, "first_start": fs,
                          "finish": self.finish_t.get(w), "wait": (fs - sub) if fs is not None else None,
                          "preemptions": self.preempt_count.get(w, 0),
+                         "pending_reason": reasons.get(w),
                          "restarts": [{"time": t, "allocation": a, "node": n, "evicted_at": ev}
                                       for t, a, n, ev in self.restarts.get(w, ())]})
         return rows

@@ -77,6 +77,7 @@ def specs_from_queues(queues: Mapping[str, Queue], resources: tuple[str, ...],
     cohorts: list[CohortSpec] = []
     cqs: list[CQSpec] = []
     mentioned: set[str] = set()  # resources with a quota somewhere: the shorthand's covered resources
+    capped: dict[str, Mapping[str, Any]] = {}  # shorthand cohorts whose borrowing limit comes from max
     for q in queues.values():
         for fld in (q.guaranteed, q.max, q.borrowing_limit, q.lending_limit):
             mentioned |= set(fld or {})
@@ -89,8 +90,43 @@ def specs_from_queues(queues: Mapping[str, Queue], resources: tuple[str, ...],
             quotas, groups = parse_resource_groups(settings["resourceGroups"])
         else:
             quotas, groups = _shorthand(q, mentioned, default_flavor, is_cq)
+        if not is_cq and settings.get("resourceGroups") is None and q.max and not q.borrowing_limit:
+            capped[name] = q.max
         if is_cq:
             cqs.append(CQSpec(name, q.parent, float(q.weight), quotas, groups, parse_policy(settings.get("preemption", default_preemption))))
         else:
             cohorts.append(CohortSpec(name, q.parent, float(q.weight), quotas, groups))
+    if capped:
+        _cap_cohorts(queues, cohorts, cqs, capped)
     return cohorts, cqs
+
+
+def _cap_cohorts(queues: Mapping[str, Queue], cohorts: list[CohortSpec], cqs: list[CQSpec],
+                 capped: Mapping[str, Mapping[str, Any]]) -> None:
+    """A cohort's ``max`` caps its whole subtree's usage, as ``max`` does in every model.
+
+    The subtree may use its own nominal quota (every member's) plus the borrowing limit, so the
+    limit is ``max`` minus the subtree's nominal quota, not minus the cohort's own (which let the
+    subtree run above ``max`` by its members' quota). A ``max`` below the subtree's nominal quota
+    cannot be expressed in Kueue's quota tree (members may always use their nominal quota); the
+    borrowing limit is then 0. A root cohort has no borrowing limit in Kueue: its usage is capped
+    by its subtree's quota alone.
+    """
+    own: dict[str, dict] = {spec.name: spec.quotas for spec in list(cohorts) + list(cqs)}
+    subtree: dict[str, dict] = {name: {} for name in own}
+    for name, quotas in own.items():
+        cur: str | None = name
+        while cur is not None:
+            if cur in subtree:
+                acc = subtree[cur]
+                for fr, fq in quotas.items():
+                    acc[fr] = acc.get(fr, 0) + fq.nominal
+            cur = queues[cur].parent if cur in queues else None
+    for spec in cohorts:
+        limit = capped.get(spec.name)
+        if limit is None:
+            continue
+        for fr, fq in list(spec.quotas.items()):
+            if fr[1] in limit:
+                bl = max(0, units(fr[1], limit[fr[1]]) - subtree[spec.name].get(fr, 0))
+                spec.quotas[fr] = FlavorQuota(fq.nominal, bl, fq.lending_limit)
