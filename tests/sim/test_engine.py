@@ -244,6 +244,6 @@ def test_no_progress_leaves_a_run_that_ends_alone_untouched():
 def test_no_progress_can_be_switched_off_and_resized():
     jobs = [job("a", duration=100), job("b", submit=1, duration=100)]
     off = _pingpong(jobs, no_progress_window=float("inf"), horizon=3000)
-    assert off.stopped_reason is None and off.preemptions == 600  # every heartbeat of n0 from 5 to 3000
+    assert off.stopped_reason == "horizon" and off.preemptions == 600  # every heartbeat of n0 from 5 to 3000
     short = _pingpong(jobs, no_progress_window=100)
     assert short.stopped_reason.startswith("no-progress: from t=5 to t=105")
