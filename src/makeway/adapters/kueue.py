@@ -14,8 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
 
+from makeway.adapters.detect import check_kind
+from makeway.config import parse_yaml, parse_yaml_all, read_text
 from makeway.core.resources import QuantityError, format_quantity, parse_quantity
 from makeway.errors import ConfigError
 
@@ -38,14 +39,7 @@ class _Doc:
 def _load(paths: list[Path], warnings: list[str]) -> list[_Doc]:
     docs: list[_Doc] = []
     for path in paths:
-        try:
-            items = list(yaml.safe_load_all(path.read_text()))
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f"line {mark.line + 1}: " if mark else ""
-            raise ConfigError(f"{path}: invalid YAML: {where}{getattr(exc, 'problem', exc)}") from None
+        items = parse_yaml_all(read_text(path), str(path))
         for i, item in enumerate(items):
             if item is None:
                 continue
@@ -65,8 +59,8 @@ def _classify(file: str, item: dict, warnings: list[str]) -> list[_Doc]:
         out: list[_Doc] = []
         for key, text in ((item.get("data") or {}).items()):
             try:
-                inner = yaml.safe_load(text) if isinstance(text, str) else None
-            except yaml.YAMLError:
+                inner = parse_yaml(text, f"{file}: ConfigMap/{name}: data.{key}") if isinstance(text, str) else None
+            except ConfigError:
                 inner = None
             if isinstance(inner, dict) and inner.get("kind") == "Configuration":
                 out.append(_Doc(file, "Configuration", f"{name}[{key}]", inner))
@@ -146,7 +140,13 @@ def _fair_sharing(doc: _Doc) -> dict | None:
 
 def import_files(paths: list[Path]) -> tuple[dict, list[str]]:
     warnings: list[str] = []
+    for p in paths:
+        check_kind("kueue", Path(p))
     docs = _load([Path(p) for p in paths], warnings)
+    if not docs:
+        skipped = f" ({len(warnings)} other documents skipped)" if warnings else ""
+        raise ConfigError(f"{', '.join(map(str, paths))}: no Kueue object found (ClusterQueue, Cohort, "
+                          f"ResourceFlavor, LocalQueue, WorkloadPriorityClass, Configuration){skipped}")
     flavors: dict[str, dict] = {}
     cohorts: dict[str, _Doc] = {}
     cqs: dict[str, _Doc] = {}

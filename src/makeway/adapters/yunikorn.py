@@ -16,8 +16,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
-import yaml
 
+from makeway.adapters.detect import check_kind
+from makeway.config import parse_yaml, parse_yaml_all, read_text
 from makeway.core.resources import QuantityError, format_quantity, parse_quantity
 from makeway.errors import ConfigError
 
@@ -43,16 +44,7 @@ class _Ctx:
 
 
 def _documents(path: Path) -> list[Any]:
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        return [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark else ""
-        raise ConfigError(f"{path}: invalid YAML: {where}{getattr(exc, 'problem', None) or exc}") from None
+    return parse_yaml_all(read_text(path), str(path))
 
 
 def _queue_config(doc: Any, source: str) -> tuple[dict | None, str]:
@@ -64,12 +56,8 @@ def _queue_config(doc: Any, source: str) -> tuple[dict | None, str]:
         raw = data.get("queues.yaml")
         if raw is None:
             return None, "ConfigMap without queues.yaml"
-        try:
-            inner = yaml.safe_load(raw)
-        except yaml.YAMLError as exc:
-            name = (doc.get("metadata") or {}).get("name", "?")
-            raise ConfigError(f"{source}: ConfigMap/{name}: data.queues.yaml: invalid YAML: "
-                              f"{getattr(exc, 'problem', None) or exc}") from None
+        name = (doc.get("metadata") or {}).get("name", "?") if isinstance(doc.get("metadata"), dict) else "?"
+        inner = parse_yaml(str(raw), f"{source}: ConfigMap/{name}: data.queues.yaml")
         if not isinstance(inner, dict) or "partitions" not in inner:
             name = (doc.get("metadata") or {}).get("name", "?")
             raise ConfigError(f"{source}: ConfigMap/{name}: data.queues.yaml: no partitions")
@@ -255,6 +243,8 @@ def import_files(paths: list[Path], partition: str | None = None) -> tuple[dict,
     config_doc: tuple[dict, str] | None = None
     workloads: list[tuple[dict, str]] = []
     warnings: list[str] = []
+    for p in paths:
+        check_kind("yunikorn", Path(p))
     for p in paths:
         for doc in _documents(Path(p)):
             qc, what = _queue_config(doc, str(p))
