@@ -241,6 +241,7 @@ def run_simulation(cfg, tpath: Optional[Path], trace_format: Optional[str], *, s
     stats = ImportStats()
     changes: list[ConfigChange] = []
     seen_ids: set[str] = set()
+    declared = set(cfg.resources)
     rep = Reporter(tpath or "", strict, stats)
 
     def workloads():
@@ -261,6 +262,11 @@ def run_simulation(cfg, tpath: Optional[Path], trace_format: Optional[str], *, s
             if item.queue not in cfg.queues:
                 raise MakewayError(f"{tpath}: workload {item.id!r}: queue: unknown queue {item.queue!r} "
                                    f"(queues: {', '.join(list(cfg.queues)[:8])})")
+            for gi, group in enumerate(item.groups):
+                unknown = next((r for r, v in group.resources.items() if v and r not in declared), None)
+                if unknown is not None:
+                    raise MakewayError(f"{tpath}: workload {item.id!r}: tasks.{gi}.resources.{unknown}: unknown "
+                                       f"resource (declared: {', '.join(cfg.resources)})")
             if item.id in seen_ids:  # the JSONL reader refuses these with line numbers; importers skip
                 rep.bad(f"record {where}", f"id: workload {item.id!r} appears twice")
                 continue

@@ -71,4 +71,4 @@ def check_kind(kind: str, path: Path) -> None:
     if other == "makeway":
         raise ConfigError(f"{path}: this looks like a {what}, not {kind} input; use it directly "
                           "(makeway simulate)")
-    raise ConfigError(f"{path}: this looks like a {what}, not {kind} input; use 'makeway import {other}'")
+    raise ConfigError(f"{path}: this looks like a {what}; use 'makeway import {other}' (not {kind})")
