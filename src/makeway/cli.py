@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -34,7 +35,7 @@ def _root(show_version: bool = typer.Option(False, "--version", "-V", callback=_
 
 
 def fail(message: str) -> "typer.Exit":
-    typer.echo(f"error: {message}", err=True)
+    typer.echo(error_line(MakewayError(message)), err=True)
     return typer.Exit(2)
 
 
@@ -54,6 +55,45 @@ def conformance(paths: List[Path] = typer.Argument(..., help="case files or fold
         typer.echo(f"FAIL {o.case_id}: expected {r.expected!r}, got {r.got!r}{msg}")
     typer.echo(f"{len(outcomes) - len(failed)} passed, {len(failed)} failed")
     raise typer.Exit(1 if failed else 0)
+
+
+def check_output(path: Optional[Path], option: str) -> None:
+    """Fail before any work when ``path`` cannot be written, so a long run's results are never lost.
+
+    Every command that writes a file calls this first. Writability is tried, not guessed from the
+    mode bits (root ignores them, read-only mounts do not): an existing file is opened for append
+    (its contents untouched), a new one is created and removed again.
+    """
+    if path is None or str(path) == "-":
+        return
+    try:
+        path.stat()
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError) as exc:
+        raise fail(f"{option}: {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    if path.is_dir():
+        raise fail(f"{option}: {path} is a directory; give a file name")
+    parent = path.parent
+    if not parent.exists():
+        raise fail(f"{option}: {path}: directory {parent} does not exist")
+    if not parent.is_dir():
+        raise fail(f"{option}: {path}: {parent} is not a directory")
+    existed = path.exists()
+    try:
+        with path.open("ab"):
+            pass
+    except OSError as exc:
+        raise fail(f"{option}: {path}: cannot write: {exc.strerror or exc}") from None
+    if not existed:
+        path.unlink(missing_ok=True)
+
+
+def check_horizon(horizon: Optional[float]) -> None:
+    from makeway.config import MAX_TIME
+
+    if horizon is not None and not (0 < horizon <= MAX_TIME):  # also refuses nan
+        raise fail(f"--horizon: {horizon} is not a time in seconds in (0, {MAX_TIME:g}]")
 
 
 def _count(n: int, noun: str) -> str:
@@ -152,6 +192,7 @@ def simulate(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="write full results (JSON) here"),
     horizon: Optional[float] = typer.Option(None, "--horizon", help="stop at this simulated time (s)"),
     strict: bool = typer.Option(False, "--strict", help="an unreadable trace record is an error, not a warning"),
+    allow_empty: bool = typer.Option(False, "--allow-empty", help="run even when no workload could be read"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="print nothing but errors"),
 ) -> None:
     """Replay a trace against a cluster config and print the summary."""
@@ -159,14 +200,17 @@ def simulate(
 
     from makeway.config import trace_path
 
+    check_output(out, "--out")
+    check_horizon(horizon)
     cfg = _config_for(config, trace, trace_format, quiet)
     if model is not None:
         cfg = cfg.model_copy(update={"preemption": cfg.preemption.model_copy(update={"model": model})})
         from makeway.config import parse_config
 
-        cfg = parse_config(cfg.model_dump(), "config")
+        cfg = parse_config(cfg.model_dump(), "--model")
     tpath = trace or (trace_path(cfg, config) if config is not None else None)
-    rec = run_simulation(cfg, tpath, trace_format, strict=strict, horizon=horizon, progress=not quiet)
+    rec = run_simulation(cfg, tpath, trace_format, strict=strict, horizon=horizon, progress=not quiet,
+                         allow_empty=allow_empty)
     summary = rec.summary()
     if not quiet:
         from makeway.render import print_summary
@@ -180,36 +224,84 @@ def simulate(
             typer.echo(f"results written to {out}")
 
 
+def _no_workloads(tpath: Optional[Path], stats) -> MakewayError:
+    """Why a run has nothing to simulate, in one line (the first unreadable record's problem)."""
+    if tpath is None:
+        return MakewayError("no trace: the config names no 'trace' and no --trace was given "
+                            "(--allow-empty runs the cluster without work)")
+    if stats.skipped:
+        first = f", first: {stats.warnings[0]}" if stats.warnings else ""
+        return MakewayError(f"{tpath}: no workload could be read ({_count(stats.skipped, 'unreadable record')} "
+                            f"skipped{first}); --allow-empty runs anyway")
+    return MakewayError(f"{tpath}: the trace holds no workload (--allow-empty runs anyway)")
+
+
 def run_simulation(cfg, tpath: Optional[Path], trace_format: Optional[str], *, strict: bool = False,
-                   horizon: Optional[float] = None, progress: bool = False):
-    """Build state and model from a validated config, stream the trace through the simulator."""
+                   horizon: Optional[float] = None, progress: bool = False, allow_empty: bool = False):
+    """Build state and model from a validated config, stream the trace through the simulator.
+
+    Everything that can be checked before the run is: the trace's first workload is read (so an
+    empty or unreadable trace fails at once), and config events are checked against the config.
+    JSONL traces are read whole first, so all their records and events are checked before the run.
+    """
     from makeway.config import build_state
     from makeway.core.policy import load_model
     from makeway.sim.engine import SimOptions, Simulation
-    from makeway.sim.importers import ImportStats, read_trace
-    from makeway.sim.trace import ConfigChange, parse_record
+    from makeway.sim.importers import ImportStats, detect_format, read_trace
+    from makeway.sim.importers._common import Reporter
+    from makeway.sim.trace import ConfigChange, check_changes, parse_record
 
-    state = build_state(cfg)
-    mdl = load_model(cfg.preemption.model, cfg.preemption.settings)
+    fmt = (trace_format or detect_format(tpath)) if tpath is not None else None
     stats = ImportStats()
     changes: list[ConfigChange] = []
+    seen_ids: set[str] = set()
+    declared = set(cfg.resources)
+    rep = Reporter(tpath or "", strict, stats)
 
     def workloads():
         if tpath is None:
             return
-        for rec in read_trace(tpath, trace_format, strict=strict, stats=stats):
+        for rec in read_trace(tpath, fmt, strict=strict, stats=stats):
+            where = rec.get("id", "?") if isinstance(rec, dict) else "?"
             try:
                 item = parse_record(rec)
             except MakewayError as exc:
-                raise MakewayError(f"{tpath}: record {rec.get('id', '?') if isinstance(rec, dict) else '?'}: {exc}") from None
+                if fmt == "jsonl":
+                    raise MakewayError(f"{tpath}: record {where}: {exc}") from None
+                rep.bad(f"record {where}", str(exc))  # an importer's record outside makeway's limits
+                continue
             if isinstance(item, ConfigChange):
                 changes.append(item)
                 continue
-            if item.queue not in state.queues:
+            if item.queue not in cfg.queues:
                 raise MakewayError(f"{tpath}: workload {item.id!r}: queue: unknown queue {item.queue!r} "
-                                   f"(queues: {', '.join(list(state.queues)[:8])})")
+                                   f"(queues: {', '.join(list(cfg.queues)[:8])})")
+            for gi, group in enumerate(item.groups):
+                unknown = next((r for r, v in group.resources.items() if v and r not in declared), None)
+                if unknown is not None:
+                    raise MakewayError(f"{tpath}: workload {item.id!r}: tasks.{gi}.resources.{unknown}: unknown "
+                                       f"resource (declared: {', '.join(cfg.resources)})")
+            if item.id in seen_ids:  # the JSONL reader refuses these with line numbers; importers skip
+                rep.bad(f"record {where}", f"id: workload {item.id!r} appears twice")
+                continue
+            seen_ids.add(item.id)
             yield item
 
+    feed = workloads()
+    try:
+        if fmt is None or fmt == "jsonl":
+            items: list | None = sorted(feed, key=lambda w: (w.submit, w.id))
+            first = items[0] if items else None
+            check_changes(cfg, changes, str(tpath))
+        else:
+            items, first = None, next(feed, None)
+    except KeyboardInterrupt:
+        raise _interrupted(f"while reading the trace ({stats.records:,} records read)") from None
+    if first is None and not allow_empty:
+        raise _no_workloads(tpath, stats)
+
+    state = build_state(cfg)
+    mdl = load_model(cfg.preemption.model, cfg.preemption.settings)
     opts = SimOptions(horizon=horizon or cfg.simulation.horizon,
                       kill_at_requested_time=cfg.simulation.kill_at_requested_time,
                       heartbeat_period=cfg.simulation.heartbeat_period)
@@ -217,42 +309,37 @@ def run_simulation(cfg, tpath: Optional[Path], trace_format: Optional[str], *, s
     try:
         with _Progress(progress) as bar:
             opts.progress = bar if bar.enabled else None
-            # config events must be known up front: read them from a sorted pass over the trace records
-            feed = workloads()
-            items = list(feed) if _needs_materialising(tpath, trace_format) else feed
             sim.add_changes(changes)
-            if isinstance(items, list):
-                items.sort(key=lambda w: (w.submit, w.id))
+            if items is not None:
                 sim.stream_workloads(items)
             else:
-                sim.stream_workloads(_with_changes(items, sim, changes))
+                rest = [first] if first is not None else []
+                sim.stream_workloads(_with_changes(itertools.chain(rest, feed), sim, cfg, changes, str(tpath)))
             rec = sim.run()
     except KeyboardInterrupt:
-        where = (f"at simulated t={sim.now:,.0f} s after {sim.events_processed:,} events "
-                 f"({len(sim.recorder.finish_t):,} of {len(sim.recorder.submit_t):,} jobs finished)"
-                 if sim.events_processed else f"while reading the trace ({stats.records:,} records read)")
-        typer.echo(f"interrupted {where}; no results were written", err=True)
-        raise typer.Exit(130) from None
+        raise _interrupted(f"at simulated t={sim.now:,.0f} s after {sim.events_processed:,} events "
+                           f"({len(sim.recorder.finish_t):,} of {len(sim.recorder.submit_t):,} jobs finished)") from None
     _warn_stats(stats, strict)
     _warn_unplaceable(rec)
     return rec
 
 
-def _needs_materialising(tpath: Optional[Path], fmt: Optional[str]) -> bool:
-    """JSONL traces are small, hand-written, may be unsorted and hold config events: read them whole."""
-    if tpath is None:
-        return True
-    from makeway.sim.importers import detect_format
-
-    return (fmt or detect_format(tpath)) == "jsonl"
+def _interrupted(where: str) -> "typer.Exit":
+    """Ctrl-C: say how far the run got; nothing was written (outputs are written after a run)."""
+    typer.echo(f"interrupted {where}; no results were written", err=True)
+    return typer.Exit(130)
 
 
-def _with_changes(items, sim, changes):
-    """Pass config events met while streaming on to the simulator as they appear."""
+def _with_changes(items, sim, cfg, changes, where: str):
+    """Pass config events met while streaming on to the simulator, checked, as they appear."""
+    from makeway.sim.trace import check_changes
+
+    applied = len(changes)
     for wl in items:
-        if changes:
-            sim.add_changes(changes)
-            changes.clear()
+        if len(changes) > applied:
+            check_changes(cfg, changes, where)
+            sim.add_changes(changes[applied:])
+            applied = len(changes)
         yield wl
 
 
@@ -273,6 +360,7 @@ def trace_convert(
 
     from makeway.sim.importers import ImportStats, read_trace
 
+    check_output(dest, "OUT")
     stats = ImportStats()
     out = sys.stdout if str(dest) == "-" else dest.open("w")
     n = 0
@@ -312,6 +400,7 @@ def report(
     """Write one self-contained HTML report with plots (utilisation, queues, waits, preemptions, waste)."""
     from makeway.reports.html import render_report
 
+    check_output(output, "--output")
     output.write_text(render_report(_read_results(results)))
     typer.echo(f"wrote {output}")
 
@@ -334,6 +423,7 @@ def compare(
     trace_format: Optional[str] = typer.Option(None, "--trace-format"),
     models: Optional[List[str]] = typer.Option(None, "--model", help="run each config under these models (repeatable, or comma-separated)"),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="also write a side-by-side HTML report"),
+    allow_empty: bool = typer.Option(False, "--allow-empty", help="run even when no workload could be read"),
     quiet: bool = typer.Option(False, "--quiet", "-q"),
 ) -> None:
     """Run the same trace under several configs or models and show the outcomes side by side."""
@@ -343,22 +433,25 @@ def compare(
     from makeway.config import load_config, parse_config, trace_path
     from makeway.reports.compare import compare_rows, render_compare
 
-    runs, labels = [], []
+    check_output(output, "--output")
     models = [m.strip() for arg in (models or []) for m in arg.split(",") if m.strip()] or None
-    for cpath in configs:
+    planned = []
+    for cpath in configs:  # every config and model is checked before the first run starts
         cfg = load_config(cpath)
         for m in (models or [cfg.preemption.model]):
             data = cfg.model_dump()
             data["preemption"]["model"] = m
-            run_cfg = parse_config(data, str(cpath))
-            tpath = trace or trace_path(run_cfg, cpath)
-            rec = run_simulation(run_cfg, tpath, trace_format, progress=not quiet)
-            label = f"{run_cfg.name}/{m}" if len(configs) > 1 else m
-            runs.append(rec.results({"config": {"name": run_cfg.name, "model": m, "path": str(cpath)},
-                                     "trace": str(tpath) if tpath else None}))
-            labels.append(label)
-    if len(runs) < 2:
+            planned.append((cpath, m, parse_config(data, str(cpath))))
+    if len(planned) < 2:
         raise fail("compare needs at least two runs: give several configs or several --model")
+    runs, labels = [], []
+    for cpath, m, run_cfg in planned:
+        tpath = trace or trace_path(run_cfg, cpath)
+        rec = run_simulation(run_cfg, tpath, trace_format, progress=not quiet, allow_empty=allow_empty)
+        label = f"{run_cfg.name}/{m}" if len(configs) > 1 else m
+        runs.append(rec.results({"config": {"name": run_cfg.name, "model": m, "path": str(cpath)},
+                                 "trace": str(tpath) if tpath else None}))
+        labels.append(label)
     rows = compare_rows(runs, labels)
     table = Table(title="makeway compare", title_justify="left")
     table.add_column(rows[0][0], style="bold")
@@ -396,6 +489,7 @@ def bench(
 
     from makeway.benchmarks import SCENARIOS
 
+    check_output(out, "--out")
     names = list(only or SCENARIOS)
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
@@ -441,22 +535,35 @@ def import_config(
 
     if kind not in IMPORTERS:
         raise fail(f"kind: unknown importer {kind!r} (known: {', '.join(IMPORTERS)})")
+    check_output(output, "--output")
     for f in files:
         if not f.is_file():
             raise fail(f"{f}: no such file")
     module = importlib.import_module(f"makeway.adapters.{kind}")
     config, warnings = module.import_files(list(files))
+    parse_config(config, f"{kind} import of {', '.join(map(str, files))}")
     for w in warnings:
         typer.echo(f"warning: {w}", err=True)
-    parse_config(config, f"{kind} import of {', '.join(map(str, files))}")
     output.write_text(yaml.safe_dump(config, sort_keys=False))
     typer.echo(f"wrote {output}")
 
 
+def error_line(exc: Exception) -> str:
+    """The one stderr line for a user error (a message quoting a file's text may hold newlines)."""
+    return "error: " + " ".join(str(exc).split())
+
+
 def main() -> None:
+    from makeway.core.resources import QuantityError
+    from makeway.core.state import StateError
+
     try:
         app()
     except MakewayError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        typer.echo(error_line(exc), err=True)
+        sys.exit(2)
+    except (QuantityError, StateError) as exc:
+        # validation at load time should make these unreachable (the fuzz test runs without this net)
+        typer.echo(error_line(exc), err=True)
         sys.exit(2)
 

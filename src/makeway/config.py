@@ -7,6 +7,7 @@ config needs to know where to look, not how our classes are nested.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -18,6 +19,26 @@ from makeway.core.policy import MODELS
 from makeway.core.resources import Number, QuantityError, parse_quantity
 from makeway.core.state import ClusterState
 from makeway.errors import ConfigError
+
+
+# Limits on sizes and numbers, checked when a config or trace is read so that nothing a file says can
+# exhaust memory or stall the simulated clock (see README, "Errors").
+MAX_NODES = 1_000_000
+"""Total nodes after ``count`` expansion (the Google 2011 cell has 12,500)."""
+MAX_TASKS = 1_000_000
+"""Tasks of one workload, all groups together (the largest Google 2011 job has about 90,000)."""
+MAX_TIME = 1e10
+"""Seconds (about 317 years): times, durations, horizons. Far below where adding a 1 ms heartbeat to a
+float time would stop changing it."""
+MIN_HEARTBEAT = 1e-3
+"""Seconds: a shorter heartbeat makes a simulation that never gets anywhere."""
+MAX_INT = 2**31 - 1
+"""Priorities and ranks are int32, as in Kubernetes and YuniKorn."""
+MAX_WEIGHT = 1e9
+MAX_DEPTH = 64
+"""Nesting of mappings and lists in a config or trace record."""
+MAX_ITEMS = 1_000_000
+"""Values in one config document (YAML aliases can expand a small file into billions)."""
 
 
 def _quantity(value: Any) -> Number:
@@ -32,12 +53,15 @@ ResourceMap = dict[str, Quantity]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+Int32 = Annotated[int, Field(ge=-MAX_INT, le=MAX_INT)]
 
 
 class NodeSpec(_Strict):
     name: str = Field(min_length=1)
-    count: int = Field(default=1, ge=1)
+    count: int = Field(default=1, ge=1, le=MAX_NODES)
     capacity: ResourceMap
     labels: dict[str, str] = Field(default_factory=dict)
 
@@ -46,11 +70,11 @@ class QueueSpec(_Strict):
     parent: Optional[str] = None
     guaranteed: Optional[ResourceMap] = None
     max: Optional[ResourceMap] = None
-    weight: float = Field(default=1.0, ge=0)
+    weight: float = Field(default=1.0, ge=0, le=MAX_WEIGHT)
     borrowing_limit: Optional[ResourceMap] = None
     lending_limit: Optional[ResourceMap] = None
-    priority: int = 0
-    rank: int = 0
+    priority: Int32 = 0
+    rank: Int32 = 0
     settings: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -67,9 +91,9 @@ class PreemptionSpec(_Strict):
 
 
 class SimulationSpec(_Strict):
-    horizon: Optional[float] = Field(default=None, gt=0)
+    horizon: Optional[float] = Field(default=None, gt=0, le=MAX_TIME)
     kill_at_requested_time: bool = False
-    heartbeat_period: Optional[float] = Field(default=None, gt=0)
+    heartbeat_period: Optional[float] = Field(default=None, ge=MIN_HEARTBEAT, le=MAX_TIME)
 
 
 class ClusterConfig(_Strict):
@@ -99,22 +123,97 @@ def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bo
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
-def load_yaml(path: Path) -> Any:
+def read_text(path: Path, error: type[ConfigError] = ConfigError) -> str:
+    """A UTF-8 text file's contents; a missing, unreadable or binary file is one ``error`` line."""
     try:
-        text = path.read_text()
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
+        raise error(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise error(f"{path}: is a directory, not a file") from None
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: not a text file (byte {exc.start} is not UTF-8)") from None
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+        raise error(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def check_shape(data: Any, where: str, error: type[ConfigError] = ConfigError) -> Any:
+    """Refuse documents nested deeper than ``MAX_DEPTH`` or holding more than ``MAX_ITEMS`` values.
+
+    Iterative (a deep document must not exhaust the stack here either) and counting shared values
+    each time they are reached, which is what every later walk over the document will cost.
+    """
+    stack, seen = [(data, 1)], 0
+    while stack:
+        cur, depth = stack.pop()
+        seen += 1
+        if seen > MAX_ITEMS:
+            raise error(f"{where}: more than {MAX_ITEMS:,} values (YAML aliases expanding?)")
+        if isinstance(cur, dict):
+            children: Any = list(cur.keys()) + list(cur.values())
+        elif isinstance(cur, list):
+            children = cur
+        else:
+            continue
+        if depth >= MAX_DEPTH and children:
+            raise error(f"{where}: nested deeper than {MAX_DEPTH} levels")
+        stack.extend((c, depth + 1) for c in children)
+    return data
+
+
+def _flow_depth(text: str) -> int:
+    """The deepest nesting of ``[``/``{`` (strings not excluded: an upper bound, cheap to take)."""
+    depth = deepest = 0
+    for c in re.sub(r"[^\[\]{}]+", "", text):
+        depth = depth + 1 if c in "[{" else max(depth - 1, 0)
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def parse_yaml(text: str, where: str, error: type[ConfigError] = ConfigError) -> Any:
+    """One YAML document (duplicate keys refused); every problem is one ``error`` line."""
+    if _flow_depth(text) > 4 * MAX_DEPTH:  # PyYAML takes seconds (quadratic) before it gives up
+        raise error(f"{where}: invalid YAML: nested deeper than {MAX_DEPTH} levels")
     try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - safe loader subclass
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - safe loader subclass
     except ConfigError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
+        raise error(f"{where}: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(f"{path}: invalid YAML: {where}{problem}") from None
+        at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = getattr(exc, "problem", None) or " ".join(str(exc).split())
+        raise error(f"{where}: invalid YAML: {at}{problem}") from None
+    except RecursionError:
+        raise error(f"{where}: invalid YAML: nested deeper than {MAX_DEPTH} levels") from None
+    except (ValueError, TypeError, OverflowError) as exc:
+        # the safe constructors raise these for values they cannot build (an int of 5,000 digits,
+        # an unhashable mapping key, a timestamp out of range)
+        raise error(f"{where}: invalid YAML: {str(exc).splitlines()[0][:200]}") from None
+    return check_shape(data, where, error)
+
+
+def parse_yaml_all(text: str, where: str, error: type[ConfigError] = ConfigError) -> list[Any]:
+    """Every non-empty document of a YAML stream (Kubernetes manifests), with ``parse_yaml``'s checks."""
+    if _flow_depth(text) > 4 * MAX_DEPTH:
+        raise error(f"{where}: invalid YAML: nested deeper than {MAX_DEPTH} levels")
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f"line {mark.line + 1}: " if mark else ""
+        problem = getattr(exc, "problem", None) or " ".join(str(exc).split())
+        raise error(f"{where}: invalid YAML: {at}{problem}") from None
+    except RecursionError:
+        raise error(f"{where}: invalid YAML: nested deeper than {MAX_DEPTH} levels") from None
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise error(f"{where}: invalid YAML: {str(exc).splitlines()[0][:200]}") from None
+    for d in docs:
+        check_shape(d, where, error)
+    return docs
+
+
+def load_yaml(path: Path) -> Any:
+    return parse_yaml(read_text(path), str(path))
 
 
 def _named_loc(loc: tuple, data: Any) -> list[str]:
@@ -143,16 +242,43 @@ def _format_errors(exc: ValidationError, data: Any = None) -> str:
     return "; ".join(lines)
 
 
+def _unknown_resources(resources: list[str], prefix: str, res: dict | None) -> list[str]:
+    return [f"{prefix}.{k}: unknown resource (declared: {', '.join(resources)})"
+            for k in res or {} if k not in resources]
+
+
+def queue_limit_problems(resources: list[str], prefix: str, guaranteed: dict | None,
+                         max_: dict | None) -> list[str]:
+    """What is wrong with a queue's guarantee and max: undeclared resources, a guarantee above max.
+
+    Shared by the config and its config-change events, so an event cannot set what the file refuses.
+    ``prefix`` starts each field path (``queues.prod``; empty for an event, which names its queue).
+    """
+    at = f"{prefix}." if prefix else ""
+    problems = _unknown_resources(resources, f"{at}guaranteed", guaranteed)
+    problems += _unknown_resources(resources, f"{at}max", max_)
+    for k, v in (guaranteed or {}).items():
+        if max_ and k in max_ and v > max_[k]:
+            problems.append(f"{at}guaranteed.{k}: {v} is above max {max_[k]}")
+    return problems
+
+
+def _check_sizes(cfg: ClusterConfig) -> None:
+    """Refuse clusters that cannot fit in memory before anything is expanded."""
+    total = sum(n.count for n in cfg.nodes)
+    if total > MAX_NODES:
+        raise ConfigError(f"nodes: {total:,} nodes in all (counts added up); the limit is {MAX_NODES:,}")
+
+
 def _check_semantics(cfg: ClusterConfig) -> None:
+    _check_sizes(cfg)
     declared = set(cfg.resources)
     problems: list[str] = []
     if len(declared) != len(cfg.resources):
         problems.append("resources: duplicate resource name")
 
     def check_names(prefix: str, res: dict | None) -> None:
-        for k in res or {}:
-            if k not in declared:
-                problems.append(f"{prefix}.{k}: unknown resource (declared: {', '.join(cfg.resources)})")
+        problems.extend(_unknown_resources(cfg.resources, prefix, res))
 
     names: set[str] = set()
     for i, n in enumerate(cfg.nodes):
@@ -163,14 +289,11 @@ def _check_semantics(cfg: ClusterConfig) -> None:
                 problems.append(f"nodes.{i}.name: duplicate node name {name!r}")
             names.add(name)
     for qname, q in cfg.queues.items():
-        for fld in ("guaranteed", "max", "borrowing_limit", "lending_limit"):
+        for fld in ("borrowing_limit", "lending_limit"):
             check_names(f"queues.{qname}.{fld}", getattr(q, fld))
+        problems.extend(queue_limit_problems(cfg.resources, f"queues.{qname}", q.guaranteed, q.max))
         if q.parent is not None and q.parent not in cfg.queues:
             problems.append(f"queues.{qname}.parent: unknown queue {q.parent!r}")
-        if q.guaranteed and q.max:
-            for k, v in q.guaranteed.items():
-                if k in q.max and v > q.max[k]:
-                    problems.append(f"queues.{qname}.guaranteed.{k}: {v} is above max {q.max[k]}")
     for qname in cfg.queues:
         seen, cur = set(), qname
         while cur is not None and cur in cfg.queues:

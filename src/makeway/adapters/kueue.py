@@ -14,8 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
 
+from makeway.adapters.detect import check_kind
+from makeway.config import parse_yaml, parse_yaml_all, read_text
 from makeway.core.resources import QuantityError, format_quantity, parse_quantity
 from makeway.errors import ConfigError
 
@@ -35,17 +36,27 @@ class _Doc:
         return f"{self.file}: {self.kind}/{self.name}" + (f": {field}" if field else "")
 
 
+def _mapping(value: Any, where: str) -> dict:
+    """``value`` when it is a mapping, ``{}`` when absent; anything else is the manifest's error."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: must be a mapping, got {type(value).__name__}")
+    return value
+
+
+def _list(value: Any, where: str) -> list:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ConfigError(f"{where}: must be a list, got {type(value).__name__}")
+    return value
+
+
 def _load(paths: list[Path], warnings: list[str]) -> list[_Doc]:
     docs: list[_Doc] = []
     for path in paths:
-        try:
-            items = list(yaml.safe_load_all(path.read_text()))
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f"line {mark.line + 1}: " if mark else ""
-            raise ConfigError(f"{path}: invalid YAML: {where}{getattr(exc, 'problem', exc)}") from None
+        items = parse_yaml_all(read_text(path), str(path))
         for i, item in enumerate(items):
             if item is None:
                 continue
@@ -58,15 +69,15 @@ def _load(paths: list[Path], warnings: list[str]) -> list[_Doc]:
 def _classify(file: str, item: dict, warnings: list[str]) -> list[_Doc]:
     kind = str(item.get("kind", ""))
     api = str(item.get("apiVersion", ""))
-    name = str((item.get("metadata") or {}).get("name", ""))
+    name = str(_mapping(item.get("metadata"), f"{file}: {kind or '?'}: metadata").get("name", ""))
     if kind == "Configuration" and api.startswith("config.kueue.x-k8s.io/"):
         return [_Doc(file, kind, name or "config", item)]
     if kind == "ConfigMap":
         out: list[_Doc] = []
-        for key, text in ((item.get("data") or {}).items()):
+        for key, text in _mapping(item.get("data"), f"{file}: ConfigMap/{name}: data").items():
             try:
-                inner = yaml.safe_load(text) if isinstance(text, str) else None
-            except yaml.YAMLError:
+                inner = parse_yaml(text, f"{file}: ConfigMap/{name}: data.{key}") if isinstance(text, str) else None
+            except ConfigError:
                 inner = None
             if isinstance(inner, dict) and inner.get("kind") == "Configuration":
                 out.append(_Doc(file, "Configuration", f"{name}[{key}]", inner))
@@ -96,12 +107,15 @@ def _quantity(doc: _Doc, field: str, value: Any) -> Any:
 
 def _resource_groups(doc: _Doc, spec: dict) -> list[dict]:
     out = []
-    for gi, g in enumerate(spec.get("resourceGroups") or []):
+    for gi, g in enumerate(_list(spec.get("resourceGroups"), doc.where("spec.resourceGroups"))):
+        g = _mapping(g, doc.where(f"spec.resourceGroups[{gi}]"))
         flavors = []
-        for fi, f in enumerate(g.get("flavors") or []):
+        for fi, f in enumerate(_list(g.get("flavors"), doc.where(f"spec.resourceGroups[{gi}].flavors"))):
+            f = _mapping(f, doc.where(f"spec.resourceGroups[{gi}].flavors[{fi}]"))
             resources = []
-            for ri, r in enumerate(f.get("resources") or []):
+            for ri, r in enumerate(_list(f.get("resources"), doc.where(f"spec.resourceGroups[{gi}].flavors[{fi}].resources"))):
                 base = f"spec.resourceGroups[{gi}].flavors[{fi}].resources[{ri}]"
+                r = _mapping(r, doc.where(base))
                 if "name" not in r:
                     raise ConfigError(doc.where(f"{base}.name: missing"))
                 entry: dict[str, Any] = {"name": str(r["name"]),
@@ -113,12 +127,13 @@ def _resource_groups(doc: _Doc, spec: dict) -> list[dict]:
             if "name" not in f:
                 raise ConfigError(doc.where(f"spec.resourceGroups[{gi}].flavors[{fi}].name: missing"))
             flavors.append({"name": str(f["name"]), "resources": resources})
-        out.append({"coveredResources": [str(r) for r in g.get("coveredResources") or []], "flavors": flavors})
+        covered = _list(g.get("coveredResources"), doc.where(f"spec.resourceGroups[{gi}].coveredResources"))
+        out.append({"coveredResources": [str(r) for r in covered], "flavors": flavors})
     return out
 
 
 def _weight(doc: _Doc, spec: dict) -> float | None:
-    fs = spec.get("fairSharing") or {}
+    fs = _mapping(spec.get("fairSharing"), doc.where("spec.fairSharing"))
     if fs.get("weight") is None:
         return None
     w = fs["weight"]
@@ -138,7 +153,7 @@ def _fair_sharing(doc: _Doc) -> dict | None:
     if strategies:
         allowed = [["LessThanOrEqualToFinalShare"], ["LessThanInitialShare"],
                    ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]]
-        if list(strategies) not in allowed:
+        if not isinstance(strategies, list) or strategies not in allowed:
             raise ConfigError(doc.where(f"fairSharing.preemptionStrategies: {strategies!r} is not an allowed list"))
         out["preemptionStrategies"] = list(strategies)
     return out
@@ -146,7 +161,13 @@ def _fair_sharing(doc: _Doc) -> dict | None:
 
 def import_files(paths: list[Path]) -> tuple[dict, list[str]]:
     warnings: list[str] = []
+    for p in paths:
+        check_kind("kueue", Path(p))
     docs = _load([Path(p) for p in paths], warnings)
+    if not docs:
+        skipped = f" ({len(warnings)} other documents skipped)" if warnings else ""
+        raise ConfigError(f"{', '.join(map(str, paths))}: no Kueue object found (ClusterQueue, Cohort, "
+                          f"ResourceFlavor, LocalQueue, WorkloadPriorityClass, Configuration){skipped}")
     flavors: dict[str, dict] = {}
     cohorts: dict[str, _Doc] = {}
     cqs: dict[str, _Doc] = {}
@@ -155,7 +176,7 @@ def import_files(paths: list[Path]) -> tuple[dict, list[str]]:
     fair: dict | None = None
     fair_seen = False
     for d in docs:
-        spec = d.body.get("spec") or {}
+        spec = _mapping(d.body.get("spec"), d.where("spec"))
         if d.kind == "ResourceFlavor":
             flavors[d.name] = spec
         elif d.kind == "Cohort":
@@ -197,7 +218,7 @@ def import_files(paths: list[Path]) -> tuple[dict, list[str]]:
 
     for name in sorted(cohorts):
         d = cohorts[name]
-        spec = d.body.get("spec") or {}
+        spec = _mapping(d.body.get("spec"), d.where("spec"))
         q: dict[str, Any] = {"settings": {"kind": "Cohort"}}
         groups = _resource_groups(d, spec)
         if groups:
@@ -211,7 +232,7 @@ def import_files(paths: list[Path]) -> tuple[dict, list[str]]:
         parents[cohort_key[name]] = None
     for name in sorted(cohorts):
         d = cohorts[name]
-        spec = d.body.get("spec") or {}
+        spec = _mapping(d.body.get("spec"), d.where("spec"))
         parent = spec.get("parentName", spec.get("parent"))
         if parent:
             parents[cohort_key[name]] = cohort_queue(str(parent), d)
@@ -225,7 +246,7 @@ def import_files(paths: list[Path]) -> tuple[dict, list[str]]:
 
     for name in sorted(cqs):
         d = cqs[name]
-        spec = d.body.get("spec") or {}
+        spec = _mapping(d.body.get("spec"), d.where("spec"))
         settings: dict[str, Any] = {"kind": "ClusterQueue", "resourceGroups": _resource_groups(d, spec)}
         if spec.get("preemption"):
             settings["preemption"] = spec["preemption"]

@@ -17,6 +17,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from makeway.adapters.detect import check_kind
 from makeway.errors import ConfigError
 from makeway.policies.symphony_rules import normalize_criteria, normalize_scope
 
@@ -127,6 +128,8 @@ def import_files(paths: list[Path]) -> tuple[dict, list[str]]:
     warnings: list[str] = []
     queues: dict[str, dict[str, Any]] = {ROOT: {}}
     leaves: dict[str, Path] = {}
+    for path in map(Path, paths):
+        check_kind("symphony", path)
     for path in map(Path, paths):
         prof, warn = read_profile(path)
         warnings.extend(warn)

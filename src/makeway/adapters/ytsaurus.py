@@ -21,6 +21,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from makeway.adapters.detect import check_kind
+from makeway.config import MAX_DEPTH, read_text
 from makeway.errors import ConfigError
 
 KNOWN_RES = ("cpu", "memory", "gpu", "user_slots", "network")
@@ -32,6 +34,7 @@ _DURATION = re.compile(r"(_timeout|_backoff|_period)$")
 class _Yson:
     def __init__(self, text: str, file: str):
         self.s, self.i, self.file = text, 0, file
+        self.depth = 0
 
     def fail(self, msg: str) -> ConfigError:
         return ConfigError(f"{self.file}: YSON: offset {self.i}: {msg}")
@@ -48,6 +51,15 @@ class _Yson:
                 break
 
     def value(self) -> Any:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self.fail(f"nested deeper than {MAX_DEPTH} levels")
+        try:
+            return self._value()
+        finally:
+            self.depth -= 1
+
+    def _value(self) -> Any:
         self.ws()
         if self.i >= len(self.s):
             raise self.fail("unexpected end")
@@ -320,16 +332,17 @@ def import_files(paths: list[Path]) -> tuple[dict, list[str]]:
     warnings: list[str] = []
     t = _Tree()
     for path in paths:
+        check_kind("ytsaurus", Path(path))
+    for path in paths:
         file = str(path)
-        try:
-            text = Path(path).read_text()
-        except OSError as exc:
-            raise ConfigError(f"{file}: cannot read: {exc}") from None
+        text = read_text(Path(path))
         body = text.strip()
         if body[:1] in "{<[":
             _from_document(parse_yson(body, file), t, file)
         elif not (_from_script(text, t, file, warnings) or _from_table(text, t, file)):
             raise ConfigError(f"{file}: PoolTree/?: content: no pool tree, yt command or pool table found")
+    if not t.pools:
+        raise ConfigError(f"{', '.join(map(str, paths))}: PoolTree/?: pools: no pool found")
     used: set[str] = {"cpu", "memory"}
     queues: dict[str, Any] = {"root": {}}
     for name, attrs in t.pools.items():

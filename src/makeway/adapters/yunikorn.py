@@ -16,8 +16,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
-import yaml
 
+from makeway.adapters.detect import check_kind
+from makeway.config import MAX_TASKS, parse_yaml, parse_yaml_all, read_text
 from makeway.core.resources import QuantityError, format_quantity, parse_quantity
 from makeway.errors import ConfigError
 
@@ -43,16 +44,7 @@ class _Ctx:
 
 
 def _documents(path: Path) -> list[Any]:
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        return [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark else ""
-        raise ConfigError(f"{path}: invalid YAML: {where}{getattr(exc, 'problem', None) or exc}") from None
+    return parse_yaml_all(read_text(path), str(path))
 
 
 def _queue_config(doc: Any, source: str) -> tuple[dict | None, str]:
@@ -60,18 +52,14 @@ def _queue_config(doc: Any, source: str) -> tuple[dict | None, str]:
     if not isinstance(doc, dict):
         return None, "not a mapping"
     if doc.get("kind") == "ConfigMap":
-        data = doc.get("data") or {}
+        data = _dict(doc.get("data"))
         raw = data.get("queues.yaml")
         if raw is None:
             return None, "ConfigMap without queues.yaml"
-        try:
-            inner = yaml.safe_load(raw)
-        except yaml.YAMLError as exc:
-            name = (doc.get("metadata") or {}).get("name", "?")
-            raise ConfigError(f"{source}: ConfigMap/{name}: data.queues.yaml: invalid YAML: "
-                              f"{getattr(exc, 'problem', None) or exc}") from None
+        name = _dict(doc.get("metadata")).get("name", "?")
+        inner = parse_yaml(str(raw), f"{source}: ConfigMap/{name}: data.queues.yaml")
         if not isinstance(inner, dict) or "partitions" not in inner:
-            name = (doc.get("metadata") or {}).get("name", "?")
+            name = _dict(doc.get("metadata")).get("name", "?")
             raise ConfigError(f"{source}: ConfigMap/{name}: data.queues.yaml: no partitions")
         return inner, "ConfigMap"
     if "partitions" in doc:
@@ -167,11 +155,13 @@ def _flag(value: Any, default: bool) -> bool:
     return str(value).strip().lower() == "true"
 
 
-def _partition(ctx: _Ctx, part: dict) -> tuple[dict[str, dict], dict[str, Any]]:
+def _partition(ctx: _Ctx, part: Any) -> tuple[dict[str, dict], dict[str, Any]]:
+    if not isinstance(part, dict):
+        raise ctx.error("partitions", "a partition must be a mapping")
     top = part.get("queues") or []
     if not isinstance(top, list) or not top:
         raise ctx.error("queues", "a partition needs at least one queue")
-    if not (len(top) == 1 and str((top[0] or {}).get("name", "")).lower() == "root"):
+    if not (len(top) == 1 and str(_dict(top[0]).get("name", "")).lower() == "root"):
         ctx.warn(f"partition {ctx.partition}: top-level queues placed under a synthetic root")
         top = [{"name": "root", "queues": top}]
     queues: dict[str, dict] = {}
@@ -180,6 +170,8 @@ def _partition(ctx: _Ctx, part: dict) -> tuple[dict[str, dict], dict[str, Any]]:
         if part.get(key):
             ctx.warn(f"partition {ctx.partition}: {key} ignored (not modelled)")
     pre = part.get("preemption") or {}
+    if not isinstance(pre, dict):
+        raise ctx.error("preemption", "must be a mapping")
     settings = {"preemptionEnabled": _flag(pre.get("enabled"), True),
                 "quotaPreemptionEnabled": _flag(pre.get("quotapreemptionenabled"), False)}
     return queues, settings
@@ -221,30 +213,46 @@ def _cpu(cores: float) -> str:
     return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
 
 
+def _dict(value: Any) -> dict:
+    """A manifest's sub-mapping, or ``{}`` when absent or not a mapping (Kubernetes itself would
+    refuse such a manifest; here it only loses what it cannot say)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _workload_docs(doc: Any) -> list[dict]:
     if isinstance(doc, dict) and doc.get("kind") == "List":
-        return [d for d in doc.get("items") or [] if isinstance(d, dict) and d.get("kind") in WORKLOAD_KINDS]
+        items = doc.get("items") if isinstance(doc.get("items"), list) else []
+        return [d for d in items if isinstance(d, dict) and d.get("kind") in WORKLOAD_KINDS]
     return [doc] if isinstance(doc, dict) and doc.get("kind") in WORKLOAD_KINDS else []
+
+
+def _count(value: Any) -> int:
+    try:
+        n = int(value or 1)
+    except (TypeError, ValueError, OverflowError):
+        return 1
+    return n if 1 <= n <= MAX_TASKS else 1
 
 
 def _pod_template(doc: dict) -> tuple[dict, dict, int]:
     """(pod metadata, pod spec, count) of a workload manifest."""
     kind = doc["kind"]
-    spec = doc.get("spec") or {}
+    spec = _dict(doc.get("spec"))
     if kind == "Pod":
-        return doc.get("metadata") or {}, spec, 1
-    tmpl = spec.get("template") or {}
+        return _dict(doc.get("metadata")), spec, 1
+    tmpl = _dict(spec.get("template"))
     if kind == "Job":
-        count = int(spec.get("parallelism", spec.get("completions", 1)) or 1)
+        count = _count(spec.get("parallelism", spec.get("completions", 1)))
     else:
-        count = int(spec.get("replicas", 1) or 1)
-    return tmpl.get("metadata") or {}, tmpl.get("spec") or {}, count
+        count = _count(spec.get("replicas", 1))
+    return _dict(tmpl.get("metadata")), _dict(tmpl.get("spec")), count
 
 
 def _pod_queue(meta: dict) -> str | None:
-    labels = meta.get("labels") or {}
-    ann = meta.get("annotations") or {}
-    return ann.get("yunikorn.apache.org/queue") or labels.get("queue")
+    labels = _dict(meta.get("labels"))
+    ann = _dict(meta.get("annotations"))
+    q = ann.get("yunikorn.apache.org/queue") or labels.get("queue")
+    return str(q) if q else None
 
 
 def import_files(paths: list[Path], partition: str | None = None) -> tuple[dict, list[str]]:
@@ -255,6 +263,8 @@ def import_files(paths: list[Path], partition: str | None = None) -> tuple[dict,
     config_doc: tuple[dict, str] | None = None
     workloads: list[tuple[dict, str]] = []
     warnings: list[str] = []
+    for p in paths:
+        check_kind("yunikorn", Path(p))
     for p in paths:
         for doc in _documents(Path(p)):
             qc, what = _queue_config(doc, str(p))
@@ -276,7 +286,7 @@ def import_files(paths: list[Path], partition: str | None = None) -> tuple[dict,
         parts = qc.get("partitions") or []
         if not isinstance(parts, list) or not parts:
             raise ConfigError(f"{source}: partitions: at least one partition is required")
-        names = [str((pt or {}).get("name", "default")) for pt in parts]
+        names = [str(_dict(pt).get("name", "default")) for pt in parts]
         chosen = names.index(partition) if partition in names else 0
         if partition is not None and partition not in names:
             raise ConfigError(f"{source}: partitions: no partition named {partition!r} (have {', '.join(names)})")
@@ -302,7 +312,7 @@ def import_files(paths: list[Path], partition: str | None = None) -> tuple[dict,
                 name = ".".join(parts_[: i + 1])
                 if name not in queues:
                     queues[name] = {"parent": ".".join(parts_[:i]), "settings": {"properties": {}}}
-                    ctx.warn(f"queue {name} created for workload {(doc.get('metadata') or {}).get('name')} ({src})")
+                    ctx.warn(f"queue {name} created for workload {_dict(doc.get('metadata')).get('name')} ({src})")
     if workloads:
         ctx.warn(f"{len(workloads)} workload manifest(s) are not config: use import_workloads for a trace")
     if not ctx.resources:

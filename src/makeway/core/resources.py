@@ -23,6 +23,9 @@ MaybeRes = Optional[Mapping[str, Number]]
 
 INT64_MAX = 2**63 - 1
 INT64_MIN = -(2**63)
+MAX_QUANTITY = INT64_MAX
+"""The largest quantity accepted (Kubernetes' own limit, int64): anything above is a typo or fuzz, and
+exact huge integers (``1e400``) would later overflow float arithmetic."""
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1),
@@ -35,6 +38,14 @@ class QuantityError(ValueError):
     """A quantity string that cannot be read; the message says what was wrong with it."""
 
 
+def _shown(value: object) -> str:
+    """The value as quoted in an error message, cut short (a fuzzer's 400-digit number is one line)."""
+    if isinstance(value, int) and value.bit_length() > 128:
+        return "a number of more than 38 digits"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def parse_quantity(value: object, *, allow_negative: bool = False) -> Number:
     """Read a Kubernetes-style quantity (``500m``, ``10Gi``, ``1.5``, ``2k``) or a plain number.
 
@@ -43,27 +54,33 @@ def parse_quantity(value: object, *, allow_negative: bool = False) -> Number:
     requests are never negative.
     """
     if isinstance(value, bool):
-        raise QuantityError(f"{value!r} is not a quantity")
+        raise QuantityError(f"{_shown(value)} is not a quantity")
     if isinstance(value, int):
         number: Decimal = Decimal(value)
     elif isinstance(value, float):
         if not math.isfinite(value):
-            raise QuantityError(f"{value!r} is not a finite quantity")
+            raise QuantityError(f"{_shown(value)} is not a finite quantity")
         number = Decimal(repr(value))
     elif isinstance(value, str):
         m = _QUANTITY.match(value)
         if not m:
-            raise QuantityError(f"{value!r} is not a quantity")
+            raise QuantityError(f"{_shown(value)} is not a quantity")
         try:
             base = Decimal(m.group(1))
         except InvalidOperation as exc:  # pragma: no cover - the regex admits only numbers
-            raise QuantityError(f"{value!r} is not a quantity") from exc
+            raise QuantityError(f"{_shown(value)} is not a quantity") from exc
         suffix = m.group(2)
+        if base.adjusted() > 40:
+            raise QuantityError(f"{_shown(value)} is too large (limit {MAX_QUANTITY}, 2^63-1)")
         number = base * (_BINARY[suffix] if suffix in _BINARY else _DECIMAL[suffix])
     else:
-        raise QuantityError(f"{value!r} is not a quantity")
+        raise QuantityError(f"{_shown(value)} is not a quantity")
+    if not number.is_finite():
+        raise QuantityError(f"{_shown(value)} is not a finite quantity")
     if number < 0 and not allow_negative:
-        raise QuantityError(f"{value!r} is negative")
+        raise QuantityError(f"{_shown(value)} is negative")
+    if abs(number) > MAX_QUANTITY:
+        raise QuantityError(f"{_shown(value)} is too large (limit {MAX_QUANTITY}, 2^63-1)")
     if number == number.to_integral_value():
         return int(number)
     return float(number)

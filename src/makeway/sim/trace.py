@@ -19,48 +19,59 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional
+from typing import Annotated, Any, Iterable, Iterator, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from makeway.config import Quantity, _format_errors
+from makeway.config import (MAX_TASKS, MAX_TIME, MAX_WEIGHT, ClusterConfig, Int32, Quantity, _format_errors,
+                            check_shape, queue_limit_problems)
 from makeway.core.model import TaskGroup, Workload
 from makeway.errors import TraceError
 from makeway.model_settings import trace_settings_problem
 
+Seconds = Annotated[float, Field(ge=0, le=MAX_TIME)]
 
-class _TaskSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    count: int = Field(default=1, ge=1)
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class _TaskSpec(_Record):
+    count: int = Field(default=1, ge=1, le=MAX_TASKS)
     resources: dict[str, Quantity]
     name: str = ""
 
 
-class WorkloadRecord(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class WorkloadRecord(_Record):
     event: str = "submit"
     id: str = Field(min_length=1)
     queue: str = Field(min_length=1)
-    submit: float = Field(ge=0)
-    duration: float = Field(ge=0)
-    priority: int = 0
+    submit: Seconds
+    duration: Seconds
+    priority: Int32 = 0
     tasks: list[_TaskSpec] = Field(min_length=1)
     preemptible: bool = True
-    grace: float = Field(default=0.0, ge=0)
-    requested_duration: Optional[float] = Field(default=None, ge=0)
+    grace: Seconds = 0.0
+    requested_duration: Optional[Seconds] = None
     user: Optional[str] = None
     labels: dict[str, str] = Field(default_factory=dict)
     settings: dict[str, Any] = Field(default_factory=dict)
 
+    @model_validator(mode="after")
+    def _size(self) -> "WorkloadRecord":
+        total = sum(t.count for t in self.tasks)
+        if total > MAX_TASKS:
+            raise ValueError(f"tasks: {total:,} tasks in all (counts added up); the limit is {MAX_TASKS:,}")
+        return self
 
-class ConfigChangeRecord(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+
+class ConfigChangeRecord(_Record):
     event: str
-    time: float = Field(ge=0)
+    time: Seconds
     queue: str = Field(min_length=1)
     max: Optional[dict[str, Quantity]] = None
     guaranteed: Optional[dict[str, Quantity]] = None
-    weight: Optional[float] = Field(default=None, ge=0)
+    weight: Optional[float] = Field(default=None, ge=0, le=MAX_WEIGHT)
     settings: Optional[dict[str, Any]] = None
     unset: list[str] = Field(default_factory=list)
 
@@ -97,6 +108,8 @@ def change_from_record(rec: dict[str, Any]) -> ConfigChange:
     changes: dict[str, Any] = {}
     for key in ("max", "guaranteed", "weight", "settings"):
         if key in rec:
+            if rec[key] is None and key in ("weight", "settings"):
+                raise TraceError(f"{key}: null is not a value here (only max and guaranteed can be unset)")
             changes[key] = getattr(r, key)
     for key in r.unset:
         if key not in ("max", "guaranteed"):
@@ -105,6 +118,28 @@ def change_from_record(rec: dict[str, Any]) -> ConfigChange:
     if not changes:
         raise TraceError("a config event must change at least one of max, guaranteed, weight, settings")
     return ConfigChange(r.time, r.queue, changes)
+
+
+def check_changes(cfg: ClusterConfig, changes: Iterable[ConfigChange], where: str) -> None:
+    """Refuse config events that set what the config file itself would refuse.
+
+    Each event is checked against its queue as the earlier events (in time order, ties in trace
+    order, as the simulator applies them) left it: an unknown queue or resource, or a guarantee
+    above the max, is a ``TraceError`` naming the event and the field, raised before any run.
+    """
+    limits = {name: (q.guaranteed, q.max) for name, q in cfg.queues.items()}
+    for ch in sorted(changes, key=lambda c: c.time):
+        event = f"{where}: config event at t={ch.time:g}"
+        if ch.queue not in limits:
+            known = ", ".join(list(limits)[:8])
+            raise TraceError(f"{event}: queue: unknown queue {ch.queue!r} (queues: {known})")
+        guaranteed, max_ = limits[ch.queue]
+        guaranteed = ch.changes.get("guaranteed", guaranteed)
+        max_ = ch.changes.get("max", max_)
+        problems = queue_limit_problems(cfg.resources, "", guaranteed, max_)
+        if problems:
+            raise TraceError(f"{event}, queue {ch.queue!r}: {'; '.join(problems)} (after this event)")
+        limits[ch.queue] = (guaranteed, max_)
 
 
 def parse_record(rec: Any) -> Workload | ConfigChange:

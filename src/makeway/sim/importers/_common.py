@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterator
@@ -106,6 +107,11 @@ def wrong_width(expected: int, got: int, unit: str = "columns") -> str:
 def quiet(path: Path | str) -> Reporter:
     """A lenient reporter whose findings are thrown away (first passes that only peek)."""
     return Reporter(path, False, ImportStats())
+
+
+def finite(*values: float | None) -> bool:
+    """True when every given number (None skipped) is finite: ``float()`` reads ``nan`` and ``1e400``."""
+    return all(v is None or math.isfinite(v) for v in values)
 
 
 def num(value: float) -> int | float:

@@ -26,7 +26,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from makeway.sim.importers._common import ImportStats, Reporter, numbered_lines, num, workload, wrong_width
+from makeway.config import MAX_TIME
+from makeway.sim.importers._common import ImportStats, Reporter, finite, numbered_lines, num, workload, wrong_width
 
 POD_HEADER = ["name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "qos", "pod_phase",
               "creation_time", "deletion_time", "scheduled_time"]
@@ -55,6 +56,9 @@ def _rows(path: Path, rep: Reporter) -> Iterator[Row]:
             sched = float(c[10]) if c[10] else None
         except ValueError:
             rep.bad(lineno, _bad_number(c))
+            continue
+        if not finite(created, deleted, sched) or max(created, deleted) > MAX_TIME:
+            rep.bad(lineno, f"pod {c[0]}: creation, deletion or scheduled time is not a number in 0..{MAX_TIME:g}")
             continue
         if min(cpu, mem, ngpu, gmilli) < 0 or created < 0 or deleted < (sched if sched is not None else created):
             rep.bad(lineno, f"pod {c[0]}: negative request or deletion before creation/scheduling")

@@ -24,6 +24,12 @@ def _first_line(path: Path) -> str:
 
 def detect_format(path: Path | str) -> str:
     p = Path(path)
+    try:
+        p.stat()
+    except FileNotFoundError:
+        raise TraceError(f"{p}: no such file") from None
+    except (OSError, ValueError) as exc:  # a name too long, a NUL byte in it
+        raise TraceError(f"{_shown(p)}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     if p.is_dir():
         if (p / "task_events").is_dir() or any(x.name.startswith("part-") for x in p.iterdir()):
             return "google2011"
@@ -53,6 +59,11 @@ def detect_format(path: Path | str) -> str:
     if len(cols) == 13 and all(_isnum(x) or x == "" for x in (cols[0], cols[3], cols[5], cols[8])):
         return "google2011"
     raise TraceError(f"{p}: unknown trace format (known: {', '.join(FORMATS)}); pass the format explicitly")
+
+
+def _shown(p: Path) -> str:
+    text = str(p)
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def _isnum(s: str) -> bool:

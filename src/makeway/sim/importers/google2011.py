@@ -39,7 +39,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator
 
-from makeway.sim.importers._common import ImportStats, Reporter, num, numbered_lines, workload, wrong_width
+from makeway.sim.importers._common import ImportStats, Reporter, finite, num, numbered_lines, workload, wrong_width
 
 SUBMIT, SCHEDULE, EVICT, FAIL, FINISH, KILL, LOST, UPDATE_PENDING, UPDATE_RUNNING = range(9)
 ENDS = {FAIL: "FAIL", FINISH: "FINISH", KILL: "KILL", LOST: "LOST"}
@@ -148,6 +148,8 @@ def read(path: Path, *, strict: bool = False, stats: ImportStats | None = None, 
                 cpu = float(cols[9]) if cols[9] else None
                 mem = float(cols[10]) if cols[10] else None
                 job, index = int(cols[2]), int(cols[3])
+                if not finite(cpu, mem):
+                    raise ValueError(f"cpu {cols[9]!r} or memory {cols[10]!r} is not finite")
             except ValueError as exc:
                 rep.bad(lineno, f"not a number: {exc}")
                 continue

@@ -16,6 +16,8 @@ from typing import Any, Iterator
 from makeway.errors import TraceError
 from makeway.sim.importers._common import ImportStats, Reporter, numbered_lines, quiet
 
+from makeway.config import check_shape
+
 try:
     from makeway.sim.trace import parse_record as _parse_record
 except ImportError:  # pragma: no cover - the simulator module is optional for importing
@@ -46,21 +48,46 @@ def _time(rec: dict[str, Any]) -> float:
     return float(rec["time"] if rec.get("event") == "config" else rec["submit"])
 
 
+def loads(s: str) -> tuple[Any, str | None]:
+    """(parsed JSON, None) or (None, the problem): also for what ``json`` raises beside
+    ``JSONDecodeError`` (an integer of 5,000 digits, nesting deep enough to exhaust the stack)."""
+    try:
+        rec = json.loads(s)
+    except json.JSONDecodeError as exc:
+        return None, f"invalid JSON: {exc.msg} (truncated line?)"
+    except RecursionError:
+        return None, "invalid JSON: nested too deep"
+    except ValueError as exc:
+        return None, f"invalid JSON: {str(exc).splitlines()[0][:120]}"
+    try:
+        check_shape(rec, "record", TraceError)
+    except TraceError as exc:
+        return None, str(exc)
+    return rec, None
+
+
 def _parsed(path: Path, rep: Reporter) -> Iterator[tuple[int, dict[str, Any], str]]:
+    first_line: dict[str, int] = {}
     for lineno, line in numbered_lines(path, rep):
         s = line.strip()
         if not s or s.startswith("#"):
             continue
-        try:
-            rec = json.loads(s)
-        except json.JSONDecodeError as exc:
-            rep.bad(lineno, f"invalid JSON: {exc.msg} (truncated line?)")
-            continue
-        problem = _validate(rec)
+        rec, problem = loads(s)
+        if problem is None:
+            problem = _validate(rec)
         if problem is not None:
             rep.bad(lineno, problem)
             continue
+        if rec.get("event", "submit") == "submit":
+            seen = first_line.setdefault(rec["id"], lineno)
+            if seen != lineno:
+                raise TraceError(f"{path}:{lineno}: id: workload {_short(rec['id'])} is also on line {seen} "
+                                 "(workload ids must be unique)")
         yield lineno, rec, line
+
+
+def _short(text: str) -> str:
+    return repr(text) if len(text) <= 60 else repr(text[:57] + "...")
 
 
 def _sorted_on_disk(path: Path) -> bool:
@@ -69,8 +96,8 @@ def _sorted_on_disk(path: Path) -> bool:
         s = line.strip()
         if not s or s.startswith("#"):
             continue
+        rec, problem = loads(s)
         try:
-            rec = json.loads(s)
             t = _time(rec)
         except (ValueError, KeyError, TypeError, AttributeError):
             continue

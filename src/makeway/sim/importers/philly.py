@@ -22,7 +22,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
-from makeway.sim.importers._common import ImportStats, Reporter, numbered_lines, open_text, workload, wrong_width
+from makeway.config import MAX_TASKS, MAX_TIME
+from makeway.sim.importers._common import (ImportStats, Reporter, finite, numbered_lines, open_text, workload,
+                                          wrong_width)
 
 GPUS_PER_NODE = 8
 HEADER = ["timestamp", "duration", "num_gpus", "gpu_time", "cluster"]
@@ -55,11 +57,14 @@ def _rows(path: Path, rep: Reporter) -> Iterator[tuple[float, int, float, int, s
         try:
             duration = float(cols[1])
             gpus = int(float(cols[2]))
-        except ValueError:
+            if not finite(duration):
+                raise ValueError(duration)
+        except (ValueError, OverflowError):
             rep.bad(lineno, f"duration {cols[1]!r} or num_gpus {cols[2]!r} is not a number")
             continue
-        if duration < 0 or gpus <= 0 or not cols[4]:
-            rep.bad(lineno, f"duration {cols[1]} must be >= 0, num_gpus {cols[2]} > 0, cluster set")
+        if duration < 0 or gpus <= 0 or not cols[4] or duration > MAX_TIME or gpus > MAX_TASKS:
+            rep.bad(lineno, f"duration {cols[1]} must be in 0..{MAX_TIME:g}, num_gpus {cols[2]} in 1..{MAX_TASKS}, "
+                            "cluster set")
             continue
         yield ts, lineno, duration, gpus, cols[4].strip()
 

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from makeway.sim.importers._common import ImportStats, Reporter, numbered_lines, quiet, workload, wrong_width
+from makeway.config import MAX_TASKS, MAX_TIME
+from makeway.sim.importers._common import ImportStats, Reporter, finite, numbered_lines, quiet, workload, wrong_width
 
 FIELDS = 18
 QUEUE_BY = ("auto", "user", "group")
@@ -104,6 +105,10 @@ def _parse(lineno: int, line: str, rep: Reporter) -> Row | None:
         bad = next(p for p in parts[:FIELDS] if not _is_number(p))
         rep.bad(lineno, f"field {parts.index(bad) + 1} is not a number: {bad!r}")
         return None
+    if not finite(*v):
+        i = next(i for i, x in enumerate(v) if not finite(x))
+        rep.bad(lineno, f"field {i + 1} is not a finite number: {parts[i]!r}")
+        return None
     job, submit, wait, run, alloc, req_procs, req_time, status = int(v[0]), v[1], v[2], v[3], v[4], v[7], v[8], int(v[10])
     if submit < 0:
         rep.bad(lineno, f"job {job}: submit time {parts[1]} is unknown or negative")
@@ -111,6 +116,12 @@ def _parse(lineno: int, line: str, rep: Reporter) -> Row | None:
     procs = int(alloc) if alloc > 0 else int(req_procs)
     if procs <= 0:
         rep.bad(lineno, f"job {job}: no processor count (allocated and requested are {parts[4]}, {parts[7]})")
+        return None
+    if procs > MAX_TASKS:
+        rep.bad(lineno, f"job {job}: {procs} processors; the limit is {MAX_TASKS:,}")
+        return None
+    if max(submit, run, req_time) > MAX_TIME:
+        rep.bad(lineno, f"job {job}: submit, run or requested time above {MAX_TIME:g} s")
         return None
     return (submit, lineno, job, wait, run, procs, req_time, status, int(v[11]), int(v[12]), int(v[14]), int(v[15]))
 
