@@ -8,8 +8,9 @@ config needs to know where to look, not how our classes are nested.
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Iterator, Optional
 
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
@@ -170,12 +171,13 @@ def _flow_depth(text: str) -> int:
     return deepest
 
 
-def parse_yaml(text: str, where: str, error: type[ConfigError] = ConfigError) -> Any:
-    """One YAML document (duplicate keys refused); every problem is one ``error`` line."""
+@contextmanager
+def _yaml_errors(where: str, error: type[ConfigError], text: str) -> Iterator[None]:
+    """Every way PyYAML can refuse a text, as one ``error`` line naming ``where``."""
     if _flow_depth(text) > 4 * MAX_DEPTH:  # PyYAML takes seconds (quadratic) before it gives up
         raise error(f"{where}: invalid YAML: nested deeper than {MAX_DEPTH} levels")
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - safe loader subclass
+        yield
     except ConfigError as exc:
         raise error(f"{where}: {exc}") from None
     except yaml.YAMLError as exc:
@@ -189,24 +191,19 @@ def parse_yaml(text: str, where: str, error: type[ConfigError] = ConfigError) ->
         # the safe constructors raise these for values they cannot build (an int of 5,000 digits,
         # an unhashable mapping key, a timestamp out of range)
         raise error(f"{where}: invalid YAML: {str(exc).splitlines()[0][:200]}") from None
+
+
+def parse_yaml(text: str, where: str, error: type[ConfigError] = ConfigError) -> Any:
+    """One YAML document (duplicate keys refused); every problem is one ``error`` line."""
+    with _yaml_errors(where, error, text):
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - safe loader subclass
     return check_shape(data, where, error)
 
 
 def parse_yaml_all(text: str, where: str, error: type[ConfigError] = ConfigError) -> list[Any]:
     """Every non-empty document of a YAML stream (Kubernetes manifests), with ``parse_yaml``'s checks."""
-    if _flow_depth(text) > 4 * MAX_DEPTH:
-        raise error(f"{where}: invalid YAML: nested deeper than {MAX_DEPTH} levels")
-    try:
+    with _yaml_errors(where, error, text):
         docs = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f"line {mark.line + 1}: " if mark else ""
-        problem = getattr(exc, "problem", None) or " ".join(str(exc).split())
-        raise error(f"{where}: invalid YAML: {at}{problem}") from None
-    except RecursionError:
-        raise error(f"{where}: invalid YAML: nested deeper than {MAX_DEPTH} levels") from None
-    except (ValueError, TypeError, OverflowError) as exc:
-        raise error(f"{where}: invalid YAML: {str(exc).splitlines()[0][:200]}") from None
     for d in docs:
         check_shape(d, where, error)
     return docs

@@ -113,16 +113,9 @@ def _hint(key: Any, candidates: Iterable[str]) -> str:
 
 def _path(where: str, loc: tuple, data: Any) -> str:
     """``where`` + the error location, list indexes replaced by the element's ``name`` when it has one."""
-    parts, cur = [where], data
-    for p in loc:
-        if isinstance(cur, list) and isinstance(p, int) and p < len(cur):
-            cur = cur[p]
-            name = cur.get("name") if isinstance(cur, dict) else None
-            parts.append(str(name) if isinstance(name, str) and name else str(p))
-            continue
-        parts.append(str(p))
-        cur = cur.get(p) if isinstance(cur, dict) else None
-    return ".".join(parts)
+    from makeway.config import _named_loc  # config imports this module when it validates settings
+
+    return ".".join([where, *_named_loc(loc, data)])
 
 
 def _errors(cls: type[Settings], data: Mapping[str, Any], where: str) -> dict[Any, list[str]]:

