@@ -44,7 +44,7 @@ TRACES = sorted(EXAMPLES.rglob("*.jsonl"))
 SWF = sorted((ROOT / "tests" / "data" / "swf").glob("*.swf"))
 SLOW = 20.0
 FIELD = re.compile(r"\b[\w-]+(\.[^\s:]+)+: ")  # a dotted field path before the problem
-HORIZON = "120"
+HORIZON = "90"
 
 def scaled(n: int) -> int:
     """``MAKEWAY_FUZZ_SCALE=0.1`` for a quick local look; CI runs the full counts."""
