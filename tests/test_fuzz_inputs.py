@@ -57,12 +57,33 @@ FUZZ = settings(deadline=None, suppress_health_check=list(HealthCheck), database
 COMMAND = typer.main.get_command(cli.app)  # typer rebuilds it on every call otherwise (25 ms)
 
 
+class Hang(Exception):
+    """An input that kept the CLI busy past the wall limit: a failure, not a stuck CI run."""
+
+
+@contextlib.contextmanager
+def _wall_limit(seconds: float):
+    """Interrupt the run with ``Hang`` after ``seconds`` of wall time (SIGALRM; main thread only)."""
+    import signal
+
+    def _alarm(signum, frame):
+        raise Hang(f"still running after {seconds:.0f} s")
+
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
 def run_cli(args: list[str]) -> tuple[int, str, str, float]:
     """Run ``makeway ARGS`` in this process: (exit status, stdout, stderr, seconds)."""
     out, err = io.StringIO(), io.StringIO()
     t0 = time.perf_counter()
     code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), _wall_limit(3 * SLOW):
         try:
             COMMAND.main(args=args, prog_name="makeway", standalone_mode=True)
         except SystemExit as exc:
