@@ -316,3 +316,49 @@ def test_model_reads_the_array_result_as_it_reads_attrs():
         if el.is_op:
             assert published[name] == classify.publish(a.fair_share, a.demand_share)
     assert "below_fair_share" in statuses.values() and "normal" in statuses.values()
+
+
+def _coinciding_jumps_tree(p3_fifo: bool = False) -> Tree:
+    """Found by ``test_kernel_equals_python_on_any_shape`` (shrunk): p0 stops at its memory limit at
+    the fit factor where p1's curve jumps (p5, FIFO, starts o1 once o28 has its whole gpu demand,
+    0.12500625 of the cluster). In exact arithmetic that is also where p3 (one operation, o22, with
+    the same gpu demand) reaches its demand. Summed in another order, p1's jump sat 2 ulps higher in
+    the Python construction, so p3's suggestion passed its plateau's start by rounding only."""
+    tree = Tree(RES, list(TOTAL))
+    tree.add(Element(ROOT, None, mode="fifo"))
+    tree.add(Element("p0", ROOT, limits={"memory": 300.0}))
+    tree.add(Element("p1", "p0", weight=2.0))
+    tree.add(Element("p2", "p1", weight=2.0))
+    tree.add(Element("p3", "p0", weight=0.5, mode="fifo" if p3_fifo else "fair_share"))
+    tree.add(Element("p5", "p1", weight=0.5, mode="fifo"))
+    tree.add(Element("p7", "p1", weight=0.5, mode="fifo"))
+    ops = [("o1", "p5", 1.0, [30.0007, 30.0007, 0.0], 1), ("o8", "p2", 3.0, [30.0007, 90.0021, 2.0001], 0),
+           ("o9", "p7", 1.0, [30.0007, 90.0021, 2.0001], 1), ("o12", "p7", 1.0, [7.5001, 7.5001, 0.0], 0),
+           ("o22", "p3", 3.0, [7.5001, 22.5003, 2.0001], 2), ("o28", "p5", 1.0, [7.5001, 7.5001, 2.0001], 0),
+           ("o29", "p0", 1.0, [30.0007, 30.0007, 0.0], 1), ("o30", "p1", 1.0, [7.5001, 22.5003, 2.0001], 2)]
+    if p3_fifo:
+        ops.append(("o40", "p3", 1.0, [7.5001, 22.5003, 0.0], 5))
+    for order, (name, parent, weight, demand, start) in enumerate(ops):
+        tree.add(Element(name, parent, is_op=True, weight=weight, demand=demand, usage=[0.0, 0.0, 0.0],
+                         start_time=start, order=order))
+    return tree
+
+
+@pytest.mark.parametrize("p3_fifo", [False, True])
+def test_children_jumps_that_coincide_up_to_rounding_are_one_jump(p3_fifo):
+    """Both paths give every element the shares and fit factors of exact arithmetic: p1's jump and
+    p3's plateau start (or, with p3 FIFO, p3's own jump as o40 enters) are one point of p0's curve,
+    p0 stops there, and every child takes the lower value: p3 the left end of its plateau (fit
+    factor 0.12500625, not 1), and with p3 FIFO, o22's share only (o40 nothing)."""
+    ref = _reference(lambda: _coinciding_jumps_tree(p3_fifo))
+    tree = _coinciding_jumps_tree(p3_fifo)
+    got = fairshare.compute(tree)
+    assert isinstance(got.attrs, arrays.LazyAttrs)
+    _assert_close(ref, got, list(tree.elements))
+    gpu = 2.0001 / 16.0
+    for res in (ref, got):
+        assert res.attrs["p0"].fit_factor == pytest.approx(gpu, abs=1e-12)
+        assert res.attrs["p3"].fit_factor == pytest.approx(gpu, abs=1e-12)
+        assert res.attrs["p3"].fair_share == pytest.approx(res.attrs["o22"].demand_share, abs=1e-12)
+        if p3_fifo:
+            assert res.attrs["o40"].fair_share == [0.0, 0.0, 0.0]

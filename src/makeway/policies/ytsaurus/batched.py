@@ -137,6 +137,15 @@ def _parts(cx, cy, kid, fifo, k, pos, n):
     return px, py
 
 
+def _snap_knots(ex: np.ndarray) -> np.ndarray:
+    """``plf.snap_knots`` on every row (sorted x positions of a curve sum)."""
+    n = ex.shape[1]
+    near = np.zeros(ex.shape, dtype=bool)
+    near[:, 1:] = ex[:, 1:] - ex[:, :-1] <= SLIVER
+    head = np.maximum.accumulate(np.where(near, 0, np.arange(n)[None, :]), axis=1)
+    return np.where(head == head[:, -1:], ex[:, -1:], np.take_along_axis(ex, head, axis=1))
+
+
 def _sweep(px: np.ndarray, py: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Row sums of parts (R, K, P) as curves (R, 2KP): slope changes and jumps of every part, sorted by
     x within the row and accumulated; each event yields its value before and after its own jump, so
@@ -154,7 +163,7 @@ def _sweep(px: np.ndarray, py: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     base = py[:, :, 0].sum(axis=1)
     ex = px.reshape(r, kk * p)
     order = np.argsort(ex, axis=1, kind="stable")
-    ex = np.take_along_axis(ex, order, axis=1)
+    ex = _snap_knots(np.take_along_axis(ex, order, axis=1))
     ed = np.take_along_axis(ds.reshape(r, kk * p, dim), order[:, :, None], axis=1)
     ej = np.take_along_axis(jump.reshape(r, kk * p, dim), order[:, :, None], axis=1)
     cs = np.cumsum(ed, axis=1)

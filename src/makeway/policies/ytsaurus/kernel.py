@@ -2,17 +2,20 @@
 
 Bottom-up, element by element in postorder, every element's functions: operations in closed form
 where they have one (``kernel_closed``), a pool's curve as the sum of its children's parts
-(``kernel_sweep``), its fit factor and fair share by suggestion read off the curve parametrically
-(``kernel_closed``) or, where that does not cover it, built the generic way (``kernel_plf``, the
-counterpart of ``plf``). The root's children keep their curves and are read at single suggestions:
-the root's fit factor at suggestion 1 is found by bisection over them. Then top-down, every pool's
-fit factor and fair share and its children's suggestions, and every operation's fair share. Also
-here: pool sums, effective guarantees and their scaling (§2.1-2.2).
+(``kernel_sweep``; children's points closer than ``SLIVER`` are one point), its fit factor and fair
+share by suggestion read off the curve parametrically (``kernel_closed``) or, where that does not
+cover it, built the generic way (``kernel_plf``, the counterpart of ``plf``). The root's children
+keep their curves and are read at single suggestions: the root's fit factor at suggestion 1 is found
+by bisection over them. Then top-down, every pool's fit factor and fair share and its children's
+suggestions, and every operation's fair share. Also here: pool sums, effective guarantees and their
+scaling (§2.1-2.2).
 
 It is the Python construction of ``fairshare`` written again as loops over flat arrays compiled with
 numba, because a tree of 10,000 pools and 100,000 operations spends its time in per-element work
 that Python and numpy cannot make cheap enough for a 200 ms update period.
-``tests/ytsaurus/test_kernel.py`` holds it to the Python construction on random trees.
+``tests/ytsaurus/test_kernel.py`` holds it to the Python construction on random trees. Numba caches
+each compiled function by its own file only: after a change to a helper in another module, clear
+``__pycache__/*.nbi`` (or touch this file), or a stale caller keeps the old helper compiled in.
 
 Layout: elements are rows; ``post`` lists them children first; a pool's children are
 ``kids[kid_ptr[i]:kid_ptr[i + 1]]`` in the order the pool hands out its share (FIFO order for FIFO

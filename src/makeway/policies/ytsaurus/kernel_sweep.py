@@ -217,16 +217,22 @@ def _total_sum(px, py, plen, nparts, end, cx, cy, sw, tok):
     q = 0
     first_group = True
     while q < ne:
+        # points closer than SLIVER (point to point) are one point, at the first one's position, or
+        # at the domain's end for the last run (``plf.snap_knots``)
         u = ox[q]
         for r in range(dim):
             S[r] = 0.0
             J[r] = 0.0
-        while q < ne and ox[q] == u:
+        prev_x = u
+        while q < ne and ox[q] - prev_x <= SLIVER:
+            prev_x = ox[q]
             i = oi[q]
             for r in range(dim):
                 S[r] += dS[i, r]
                 J[r] += dJ[i, r]
             q += 1
+        if q == ne:
+            u = ox[ne - 1]
         if not first_group:
             for r in range(dim):
                 acc[r] += Jp[r] + after[r] * (u - prev_u)

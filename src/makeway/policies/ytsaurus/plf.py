@@ -333,7 +333,28 @@ def compose(f: PLF, mx: list[float], mv: list[float]) -> PLF:
 
 SLIVER = 1e-13
 """A rise over less than this much x is summed as a jump: rounding can leave a jump as a segment a
-few ulps wide, whose slope (1e15 and more) would wreck the running slope of the sweep."""
+few ulps wide, whose slope (1e15 and more) would wreck the running slope of the sweep. Points of
+different parts closer than this are one point of the sum (``snap_knots``)."""
+
+
+def snap_knots(xs: np.ndarray) -> np.ndarray:
+    """Sorted x positions of a curve sum with every run closer than ``SLIVER`` (point to point) moved
+    to the run's first position, the run holding the last position to the last (the domain's end).
+
+    Children's jumps that coincide in exact arithmetic arrive a few ulps apart when their curves were
+    summed in different orders. Left apart, the earlier one alone may pass the parent's bound, so the
+    parent stops between them and the later child reads beyond its jump by rounding only; which one
+    comes first depends on the summation order, so two constructions of the same tree then hand out
+    different shares. As one point, the parent stops at both jumps or passes both."""
+    n = len(xs)
+    if n < 2:
+        return xs
+    near = np.zeros(n, dtype=bool)
+    near[1:] = xs[1:] - xs[:-1] <= SLIVER
+    head = np.maximum.accumulate(np.where(near, 0, np.arange(n)))
+    out = xs[head]
+    out[head == head[-1]] = xs[-1]
+    return out
 
 
 def total_sum(parts: list[PLF], dim: int, end: float) -> PLF:
@@ -370,7 +391,7 @@ def total_sum(parts: list[PLF], dim: int, end: float) -> PLF:
     ev_s = np.concatenate([slope, -slope, np.zeros((int(jmp.sum()) + 2, dim))])
     ev_j = np.concatenate([np.zeros((2 * int(lin.sum()), dim)), dy[jmp], np.zeros((2, dim))])
     order = np.argsort(ev_x, kind="stable")
-    xs_sorted = ev_x[order]
+    xs_sorted = snap_knots(ev_x[order])
     starts = np.flatnonzero(np.concatenate([[True], xs_sorted[1:] != xs_sorted[:-1]]))
     u = xs_sorted[starts]
     S = np.add.reduceat(ev_s[order], starts, axis=0)
