@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from makeway.cli import run_simulation
+from makeway.sim.run import run
 from makeway.config import load_config, trace_path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -18,7 +18,7 @@ CONFIGS = sorted(EXAMPLES.rglob("*.yaml"))
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: str(p.relative_to(EXAMPLES)))
 def test_example_preempts_under_its_own_model(path):
     cfg = load_config(path)
-    rec = run_simulation(cfg, trace_path(cfg, path), None)
+    rec = run(cfg, trace_path(cfg, path))
     s = rec.summary()
     assert s["preemptions"] >= 1, f"{path.name} under {cfg.preemption.model} made no preemption"
     assert s["jobs_finished"] == s["jobs_submitted"] > 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -224,123 +223,23 @@ def simulate(
             typer.echo(f"results written to {out}")
 
 
-def _no_workloads(tpath: Optional[Path], stats) -> MakewayError:
-    """Why a run has nothing to simulate, in one line (the first unreadable record's problem)."""
-    if tpath is None:
-        return MakewayError("no trace: the config names no 'trace' and no --trace was given "
-                            "(--allow-empty runs the cluster without work)")
-    if stats.skipped:
-        first = f", first: {stats.warnings[0]}" if stats.warnings else ""
-        return MakewayError(f"{tpath}: no workload could be read ({_count(stats.skipped, 'unreadable record')} "
-                            f"skipped{first}); --allow-empty runs anyway")
-    return MakewayError(f"{tpath}: the trace holds no workload (--allow-empty runs anyway)")
-
-
 def run_simulation(cfg, tpath: Optional[Path], trace_format: Optional[str], *, strict: bool = False,
                    horizon: Optional[float] = None, progress: bool = False, allow_empty: bool = False):
-    """Build state and model from a validated config, stream the trace through the simulator.
+    """``makeway.sim.run.run`` with a progress line, warnings on stderr and Ctrl-C said in one line."""
+    from makeway.sim.importers import ImportStats
+    from makeway.sim.run import RunInterrupted, run
 
-    Everything that can be checked before the run is: the trace's first workload is read (so an
-    empty or unreadable trace fails at once), and config events are checked against the config.
-    JSONL traces are read whole first, so all their records and events are checked before the run.
-    """
-    from makeway.config import build_state
-    from makeway.core.policy import load_model
-    from makeway.sim.engine import SimOptions, Simulation
-    from makeway.sim.importers import ImportStats, detect_format, read_trace
-    from makeway.sim.importers._common import Reporter
-    from makeway.sim.trace import ConfigChange, check_changes, parse_record
-
-    fmt = (trace_format or detect_format(tpath)) if tpath is not None else None
     stats = ImportStats()
-    changes: list[ConfigChange] = []
-    seen_ids: set[str] = set()
-    declared = set(cfg.resources)
-    rep = Reporter(tpath or "", strict, stats)
-
-    def workloads():
-        if tpath is None:
-            return
-        for rec in read_trace(tpath, fmt, strict=strict, stats=stats):
-            where = rec.get("id", "?") if isinstance(rec, dict) else "?"
-            try:
-                item = parse_record(rec)
-            except MakewayError as exc:
-                if fmt == "jsonl":
-                    raise MakewayError(f"{tpath}: record {where}: {exc}") from None
-                rep.bad(f"record {where}", str(exc))  # an importer's record outside makeway's limits
-                continue
-            if isinstance(item, ConfigChange):
-                changes.append(item)
-                continue
-            if item.queue not in cfg.queues:
-                raise MakewayError(f"{tpath}: workload {item.id!r}: queue: unknown queue {item.queue!r} "
-                                   f"(queues: {', '.join(list(cfg.queues)[:8])})")
-            for gi, group in enumerate(item.groups):
-                unknown = next((r for r, v in group.resources.items() if v and r not in declared), None)
-                if unknown is not None:
-                    raise MakewayError(f"{tpath}: workload {item.id!r}: tasks.{gi}.resources.{unknown}: unknown "
-                                       f"resource (declared: {', '.join(cfg.resources)})")
-            if item.id in seen_ids:  # the JSONL reader refuses these with line numbers; importers skip
-                rep.bad(f"record {where}", f"id: workload {item.id!r} appears twice")
-                continue
-            seen_ids.add(item.id)
-            yield item
-
-    feed = workloads()
-    try:
-        if fmt is None or fmt == "jsonl":
-            items: list | None = sorted(feed, key=lambda w: (w.submit, w.id))
-            first = items[0] if items else None
-            check_changes(cfg, changes, str(tpath))
-        else:
-            items, first = None, next(feed, None)
-    except KeyboardInterrupt:
-        raise _interrupted(f"while reading the trace ({stats.records:,} records read)") from None
-    if first is None and not allow_empty:
-        raise _no_workloads(tpath, stats)
-
-    state = build_state(cfg)
-    mdl = load_model(cfg.preemption.model, cfg.preemption.settings)
-    opts = SimOptions(horizon=horizon or cfg.simulation.horizon,
-                      kill_at_requested_time=cfg.simulation.kill_at_requested_time,
-                      heartbeat_period=cfg.simulation.heartbeat_period)
-    sim = Simulation(state, mdl, opts)
     try:
         with _Progress(progress) as bar:
-            opts.progress = bar if bar.enabled else None
-            sim.add_changes(changes)
-            if items is not None:
-                sim.stream_workloads(items)
-            else:
-                rest = [first] if first is not None else []
-                sim.stream_workloads(_with_changes(itertools.chain(rest, feed), sim, cfg, changes, str(tpath)))
-            rec = sim.run()
-    except KeyboardInterrupt:
-        raise _interrupted(f"at simulated t={sim.now:,.0f} s after {sim.events_processed:,} events "
-                           f"({len(sim.recorder.finish_t):,} of {len(sim.recorder.submit_t):,} jobs finished)") from None
+            rec = run(cfg, tpath, trace_format, strict=strict, horizon=horizon, allow_empty=allow_empty,
+                      progress=bar if bar.enabled else None, stats=stats)
+    except RunInterrupted as exc:
+        typer.echo(f"interrupted {exc.where}; no results were written", err=True)
+        raise typer.Exit(130) from None
     _warn_stats(stats, strict)
     _warn_unplaceable(rec)
     return rec
-
-
-def _interrupted(where: str) -> "typer.Exit":
-    """Ctrl-C: say how far the run got; nothing was written (outputs are written after a run)."""
-    typer.echo(f"interrupted {where}; no results were written", err=True)
-    return typer.Exit(130)
-
-
-def _with_changes(items, sim, cfg, changes, where: str):
-    """Pass config events met while streaming on to the simulator, checked, as they appear."""
-    from makeway.sim.trace import check_changes
-
-    applied = len(changes)
-    for wl in items:
-        if len(changes) > applied:
-            check_changes(cfg, changes, where)
-            sim.add_changes(changes[applied:])
-            applied = len(changes)
-        yield wl
 
 
 trace_app = typer.Typer(no_args_is_help=True, context_settings=_HELP, help="Work with trace files.")

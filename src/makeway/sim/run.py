@@ -1,0 +1,143 @@
+"""Config + trace -> results: the simulator as one library call, shared by the CLI and (later) the service.
+
+``run`` checks everything that can be checked before any simulation work: the trace's first workload
+is read (so an empty or unreadable trace fails at once), records are checked against the config
+(queues, resources, duplicate ids) and config events against the queues as earlier events left them.
+JSONL traces are read whole first, so all their records and events are checked before the run;
+the real-trace formats stream. Problems are ``MakewayError`` lines naming the field; a Ctrl-C
+becomes ``RunInterrupted``, which says how far the run got.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Callable, Optional
+
+from makeway.config import ClusterConfig, build_state, load_config, trace_path
+from makeway.core.policy import load_model
+from makeway.errors import MakewayError
+from makeway.sim.engine import SimOptions, Simulation
+from makeway.sim.importers import ImportStats, detect_format, read_trace
+from makeway.sim.importers._common import Reporter
+from makeway.sim.metrics import Recorder
+from makeway.sim.trace import ConfigChange, check_changes, parse_record
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a run: ``where`` says how far it got (no results exist)."""
+
+    def __init__(self, where: str):
+        super().__init__(where)
+        self.where = where
+
+
+def _no_workloads(tpath: Optional[Path], stats: ImportStats) -> MakewayError:
+    """Why a run has nothing to simulate, in one line (the first unreadable record's problem)."""
+    if tpath is None:
+        return MakewayError("no trace: the config names no 'trace' and no --trace was given "
+                            "(--allow-empty runs the cluster without work)")
+    if stats.skipped:
+        first = f", first: {stats.warnings[0]}" if stats.warnings else ""
+        noun = "unreadable record" if stats.skipped == 1 else "unreadable records"
+        return MakewayError(f"{tpath}: no workload could be read ({stats.skipped} {noun} "
+                            f"skipped{first}); --allow-empty runs anyway")
+    return MakewayError(f"{tpath}: the trace holds no workload (--allow-empty runs anyway)")
+
+
+def run(cfg: ClusterConfig, trace: Optional[Path] = None, trace_format: Optional[str] = None, *,
+        strict: bool = False, horizon: Optional[float] = None, allow_empty: bool = False,
+        progress: Optional[Callable[[float, int], None]] = None,
+        stats: Optional[ImportStats] = None) -> Recorder:
+    """Simulate ``trace`` on the cluster ``cfg`` describes, under its ``preemption.model``.
+
+    ``stats`` (given by the caller) collects the trace reader's warnings and counts; ``progress``
+    is called with (simulated time, events) as the run goes. Returns the ``Recorder``: its
+    ``summary()`` and ``results(meta)`` are what ``makeway simulate`` prints and writes.
+    """
+    tpath = trace
+    fmt = (trace_format or detect_format(tpath)) if tpath is not None else None
+    stats = stats if stats is not None else ImportStats()
+    changes: list[ConfigChange] = []
+    seen_ids: set[str] = set()
+    declared = set(cfg.resources)
+    rep = Reporter(tpath or "", strict, stats)
+
+    def workloads():
+        if tpath is None:
+            return
+        for rec in read_trace(tpath, fmt, strict=strict, stats=stats):
+            where = rec.get("id", "?") if isinstance(rec, dict) else "?"
+            try:
+                item = parse_record(rec)
+            except MakewayError as exc:
+                if fmt == "jsonl":
+                    raise MakewayError(f"{tpath}: record {where}: {exc}") from None
+                rep.bad(f"record {where}", str(exc))  # an importer's record outside makeway's limits
+                continue
+            if isinstance(item, ConfigChange):
+                changes.append(item)
+                continue
+            if item.queue not in cfg.queues:
+                raise MakewayError(f"{tpath}: workload {item.id!r}: queue: unknown queue {item.queue!r} "
+                                   f"(queues: {', '.join(list(cfg.queues)[:8])})")
+            for gi, group in enumerate(item.groups):
+                unknown = next((r for r, v in group.resources.items() if v and r not in declared), None)
+                if unknown is not None:
+                    raise MakewayError(f"{tpath}: workload {item.id!r}: tasks.{gi}.resources.{unknown}: unknown "
+                                       f"resource (declared: {', '.join(cfg.resources)})")
+            if item.id in seen_ids:  # the JSONL reader refuses these with line numbers; importers skip
+                rep.bad(f"record {where}", f"id: workload {item.id!r} appears twice")
+                continue
+            seen_ids.add(item.id)
+            yield item
+
+    feed = workloads()
+    try:
+        if fmt is None or fmt == "jsonl":
+            items: list | None = sorted(feed, key=lambda w: (w.submit, w.id))
+            first = items[0] if items else None
+            check_changes(cfg, changes, str(tpath))
+        else:
+            items, first = None, next(feed, None)
+    except KeyboardInterrupt:
+        raise RunInterrupted(f"while reading the trace ({stats.records:,} records read)") from None
+    if first is None and not allow_empty:
+        raise _no_workloads(tpath, stats)
+
+    opts = SimOptions(horizon=horizon or cfg.simulation.horizon,
+                      kill_at_requested_time=cfg.simulation.kill_at_requested_time,
+                      heartbeat_period=cfg.simulation.heartbeat_period, progress=progress)
+    sim = Simulation(build_state(cfg), load_model(cfg.preemption.model, cfg.preemption.settings), opts)
+    try:
+        sim.add_changes(changes)
+        if items is not None:
+            sim.stream_workloads(items)
+        else:
+            rest = [first] if first is not None else []
+            sim.stream_workloads(_with_changes(itertools.chain(rest, feed), sim, cfg, changes, str(tpath)))
+        return sim.run()
+    except KeyboardInterrupt:
+        raise RunInterrupted(f"at simulated t={sim.now:,.0f} s after {sim.events_processed:,} events "
+                             f"({len(sim.recorder.finish_t):,} of {len(sim.recorder.submit_t):,} jobs finished)"
+                             ) from None
+
+
+def run_file(config: Path, trace: Optional[Path] = None, **kwargs) -> Recorder:
+    """``run`` on a config file, with the trace it names (relative to the file) unless one is given."""
+    cfg = load_config(Path(config))
+    return run(cfg, trace if trace is not None else trace_path(cfg, Path(config)), **kwargs)
+
+
+def _with_changes(items, sim, cfg, changes, where: str):
+    """Pass config events met while streaming on to the simulator, checked, as they appear."""
+    applied = len(changes)
+    for wl in items:
+        if len(changes) > applied:
+            check_changes(cfg, changes, where)
+            sim.add_changes(changes[applied:])
+            applied = len(changes)
+        yield wl
+
+
+__all__ = ["RunInterrupted", "run", "run_file"]
