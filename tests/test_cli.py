@@ -61,12 +61,14 @@ def test_bad_trace_line_is_named(tmp_path):
     lines[2] = lines[2].replace('"cpu": 4', '"cpu": "lots"')
     (tmp_path / "quickstart-trace.jsonl").write_text("\n".join(lines) + "\n")
     where = "quickstart-trace.jsonl:3: tasks.0.resources.cpu: 'lots' is not a quantity"
-    lenient = run("simulate", str(tmp_path / "quickstart.yaml"))
+    # makeway's own JSONL is written by hand: a bad line is an error by default, not a silently lost job
+    strict = run("simulate", str(tmp_path / "quickstart.yaml"))
+    assert strict.returncode == 2 and where in strict.stderr and "Traceback" not in strict.stderr
+    assert len(strict.stderr.strip().splitlines()) == 1 and strict.stdout == ""
+    lenient = run("simulate", str(tmp_path / "quickstart.yaml"), "--lenient")
     assert lenient.returncode == 0  # skipped with a line-numbered warning and a count
     assert where in lenient.stderr and "1 unreadable record skipped" in lenient.stderr
     assert "jobs finished" in lenient.stdout and "4 of 4" in lenient.stdout
-    strict = run("simulate", str(tmp_path / "quickstart.yaml"), "--strict")
-    assert strict.returncode == 2 and where in strict.stderr and "Traceback" not in strict.stderr
 
 
 def test_conformance_yunikorn_resources(shared, tmp_path):
@@ -246,6 +248,8 @@ def test_binary_config_and_trace(tmp_path):
     code, _, err = cli("simulate", str(blob))
     assert code == 2 and "blob.yaml: not a text file" in err
     code, _, err = cli("simulate", QUICK, "--trace", str(blob), "--trace-format", "jsonl")
+    assert code == 2 and "blob.yaml" in err
+    code, _, err = cli("simulate", QUICK, "--trace", str(blob), "--trace-format", "jsonl", "--lenient")
     assert code == 2 and "no workload could be read" in err
 
 
@@ -287,7 +291,9 @@ def test_non_finite_and_huge_numbers_in_a_trace(tmp_path, change, message):
     trace = _trace(tmp_path, rec)
     code, _, err = cli("simulate", QUICK, "--trace", str(trace), "--strict")
     assert code == 2 and message in err
-    code, _, err = cli("simulate", QUICK, "--trace", str(trace), "-q")  # lenient: skipped with a warning
+    code, out, err = cli("simulate", QUICK, "--trace", str(trace))  # JSONL: strict unless told otherwise
+    assert code == 2 and message in err and out == ""
+    code, _, err = cli("simulate", QUICK, "--trace", str(trace), "--lenient", "-q")  # skipped with a warning
     assert code == 0 and message in err and "1 unreadable record skipped" in err
 
 
@@ -299,7 +305,7 @@ def test_nothing_to_simulate_is_an_error_unless_allowed(tmp_path):
     no_trace = tmp_path / "c.yaml"
     no_trace.write_text((EXAMPLES / "quickstart.yaml").read_text().replace("trace: quickstart-trace.jsonl", ""))
     cases = [([QUICK, "--trace", str(empty)], "the trace holds no workload"),
-             ([QUICK, "--trace", str(bad)], "no workload could be read (2 unreadable records skipped, first: "),
+             ([QUICK, "--trace", str(bad), "--lenient"], "no workload could be read (2 unreadable records skipped, first: "),
              ([str(no_trace)], "no trace: the config names no 'trace' and no --trace was given")]
     for args, message in cases:
         code, out, err = cli("simulate", *args)

@@ -307,8 +307,11 @@ def test_fuzz_traces(work, seed, which, raw, allow_empty):
     args = ["simulate", str(config_for_trace(base)), "--trace", str(trace), "--horizon", HORIZON, "-q"]
     if allow_empty:
         args.append("--allow-empty")
-    if rnd.random() < 0.3:
+    mode = rnd.random()
+    if mode < 0.2:
         args.append("--strict")
+    elif mode < 0.6:
+        args.append("--lenient")
     check(args, [str(trace), "config", "--horizon"])
 
 

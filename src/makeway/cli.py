@@ -190,7 +190,7 @@ def simulate(
     model: Optional[str] = typer.Option(None, "--model", help="override the config's preemption model"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="write full results (JSON) here"),
     horizon: Optional[float] = typer.Option(None, "--horizon", help="stop at this simulated time (s)"),
-    strict: bool = typer.Option(False, "--strict", help="an unreadable trace record is an error, not a warning"),
+    strict: Optional[bool] = typer.Option(None, "--strict/--lenient", help="an unreadable trace record is an error (default for makeway JSONL) or skipped with a warning (default for real traces)"),
     allow_empty: bool = typer.Option(False, "--allow-empty", help="run even when no workload could be read"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="print nothing but errors"),
 ) -> None:
@@ -223,7 +223,7 @@ def simulate(
             typer.echo(f"results written to {out}")
 
 
-def run_simulation(cfg, tpath: Optional[Path], trace_format: Optional[str], *, strict: bool = False,
+def run_simulation(cfg, tpath: Optional[Path], trace_format: Optional[str], *, strict: Optional[bool] = None,
                    horizon: Optional[float] = None, progress: bool = False, allow_empty: bool = False):
     """``makeway.sim.run.run`` with a progress line, warnings on stderr and Ctrl-C said in one line."""
     from makeway.sim.importers import ImportStats
@@ -322,6 +322,7 @@ def compare(
     trace_format: Optional[str] = typer.Option(None, "--trace-format"),
     models: Optional[List[str]] = typer.Option(None, "--model", help="run each config under these models (repeatable, or comma-separated)"),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="also write a side-by-side HTML report"),
+    strict: Optional[bool] = typer.Option(None, "--strict/--lenient", help="unreadable trace records: an error (default for makeway JSONL) or skipped with a warning"),
     allow_empty: bool = typer.Option(False, "--allow-empty", help="run even when no workload could be read"),
     quiet: bool = typer.Option(False, "--quiet", "-q"),
 ) -> None:
@@ -346,7 +347,7 @@ def compare(
     runs, labels = [], []
     for cpath, m, run_cfg in planned:
         tpath = trace or trace_path(run_cfg, cpath)
-        rec = run_simulation(run_cfg, tpath, trace_format, progress=not quiet, allow_empty=allow_empty)
+        rec = run_simulation(run_cfg, tpath, trace_format, progress=not quiet, allow_empty=allow_empty, strict=strict)
         label = f"{run_cfg.name}/{m}" if len(configs) > 1 else m
         runs.append(rec.results({"config": {"name": run_cfg.name, "model": m, "path": str(cpath)},
                                  "trace": str(tpath) if tpath else None}))

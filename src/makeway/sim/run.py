@@ -46,17 +46,20 @@ def _no_workloads(tpath: Optional[Path], stats: ImportStats) -> MakewayError:
 
 
 def run(cfg: ClusterConfig, trace: Optional[Path] = None, trace_format: Optional[str] = None, *,
-        strict: bool = False, horizon: Optional[float] = None, allow_empty: bool = False,
+        strict: Optional[bool] = None, horizon: Optional[float] = None, allow_empty: bool = False,
         progress: Optional[Callable[[float, int], None]] = None,
         stats: Optional[ImportStats] = None) -> Recorder:
     """Simulate ``trace`` on the cluster ``cfg`` describes, under its ``preemption.model``.
 
-    ``stats`` (given by the caller) collects the trace reader's warnings and counts; ``progress``
+    ``strict``: an unreadable record stops the run (the default for makeway JSONL) or is skipped with
+    a warning (the default for real traces, which are garbled in the wild). ``stats`` (given by the caller) collects the trace reader's warnings and counts; ``progress``
     is called with (simulated time, events) as the run goes. Returns the ``Recorder``: its
     ``summary()`` and ``results(meta)`` are what ``makeway simulate`` prints and writes.
     """
     tpath = trace
     fmt = (trace_format or detect_format(tpath)) if tpath is not None else None
+    if strict is None:  # makeway's own traces are written by hand: a bad line is an error, not a lost job
+        strict = fmt == "jsonl"
     stats = stats if stats is not None else ImportStats()
     changes: list[ConfigChange] = []
     seen_ids: set[str] = set()
