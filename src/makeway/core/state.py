@@ -15,7 +15,7 @@ from typing import Iterable, Iterator
 from makeway.core.journal import Journal
 from makeway.core.node_index import FreeIndex
 from makeway.core.model import Allocation, Node, Queue, Workload, split_task_id, task_id
-from makeway.core.resources import Res, add_into, fits, sub
+from makeway.core.resources import Number, Res, add_into, fits, sub
 
 
 class StateError(ValueError):
@@ -163,6 +163,28 @@ class ClusterState:
             cap = self.total_capacity()
             self._capacity = cap
         return cap
+
+    def largest_node_capacity(self) -> Res:
+        """Per resource, the most any single node has (nodes do not change during a run)."""
+        out: Res = {}
+        for n in self.nodes.values():
+            for k, v in n.capacity.items():
+                if v > out.get(k, 0):
+                    out[k] = v
+        return out
+
+    def beyond_every_node(self, wl: Workload, largest: Res) -> tuple[int, str, Number, Number] | None:
+        """(task group, resource, asked, most on any node) for the first task group of ``wl`` that
+        asks more of a resource than any node has (``largest`` from ``largest_node_capacity``),
+        else None. Per-resource maxima make this one cheap pass; a task that fits each maximum but
+        no single node is not caught."""
+        for g, grp in enumerate(wl.groups):
+            if grp.count <= 0:
+                continue
+            for k, v in grp.resources.items():
+                if v > largest.get(k, 0) + 1e-9:
+                    return g, k, v, largest.get(k, 0)
+        return None
 
     def total_capacity(self) -> Res:
         out: Res = {}

@@ -70,11 +70,7 @@ class Recorder:
         self.wasted: Res = {}
         self.preemptions = 0
         self.finished_in_grace = 0
-        self.largest_node: Res = {}
-        for node in state.nodes.values():
-            for k, v in node.capacity.items():
-                if v > self.largest_node.get(k, 0):
-                    self.largest_node[k] = v
+        self.largest_node: Res = state.largest_node_capacity()
         self.unplaceable = 0
         self.first_unplaceable: tuple[str, str, Number, Number] | None = None
         # Why the run ended early, when it did: "horizon" (set by the engine) or "no-progress" (a
@@ -150,20 +146,10 @@ class Recorder:
                 self.first_unplaceable = (wl.id, *too_big)
 
     def beyond_every_node(self, wl: Workload) -> tuple[str, Number, Number] | None:
-        """(resource, asked, largest node's) for a task bigger than every node, else None.
-
-        Such a workload stays pending for ever; saying so up front spares users a hunt through
-        unfinished jobs. Per-resource maxima make this one cheap pass; a task that fits each maximum
-        but no single node is not caught.
-        """
-        largest = self.largest_node
-        for grp in wl.groups:
-            if grp.count <= 0:
-                continue
-            for k, v in grp.resources.items():
-                if v > largest.get(k, 0) + 1e-9:
-                    return k, v, largest.get(k, 0)
-        return None
+        """(resource, asked, largest node's) for a task bigger than every node, else None: such a
+        workload stays pending for ever, and saying so up front spares users a hunt."""
+        found = self.state.beyond_every_node(wl, self.largest_node)
+        return None if found is None else found[1:]
 
     def start(self, alloc: Allocation, now: float) -> None:
         add_into(self.used, alloc.resources)

@@ -82,7 +82,7 @@ class YTsaurusModel(PreemptionModel):
         self._usage_cache: dict[str, tuple[tuple[int, int], list[float]]] = {}
         self._pos_tree: Tree | None = None
         self._pos: dict[str, int] = {}
-        self._largest: dict[str, float] = {}
+        self._largest: dict[str, float] = {}  # per resource, the most one node has
         self.failed: dict[str, str] = {}       # operation -> why the controller failed it
         self._failed_notes: list[Decision] = []
         ig = s.get("integral_guarantees") or {}
@@ -94,11 +94,7 @@ class YTsaurusModel(PreemptionModel):
 
     def bind(self, state: ClusterState) -> None:
         self.resources = tuple(state.resources)
-        largest: dict[str, float] = {}
-        for n in state.nodes.values():
-            for k, v in n.capacity.items():
-                largest[k] = max(largest.get(k, 0.0), float(v))
-        self._largest = largest
+        self._largest = state.largest_node_capacity()
 
     def _sanity(self, state: ClusterState, wid: str) -> bool:
         """False (and the operation recorded as failed) when some task group of it fits no node.
@@ -110,21 +106,17 @@ class YTsaurusModel(PreemptionModel):
         """
         if wid in self.failed:
             return False
-        largest = self._largest
-        for g, grp in enumerate(state.workloads[wid].groups):
-            if grp.count <= 0:
-                continue
-            over = [(r, float(v), largest.get(r, 0.0)) for r, v in grp.resources.items()
-                    if float(v) > largest.get(r, 0.0) + 1e-9]
-            if over:
-                r, asked, most = over[0]
-                why = (f"operation {wid} failed: no node can satisfy task group {g} "
-                       f"({r} {asked:g} asked, at most {most:g} on any node)")
-                self.failed[wid] = why
-                self._failed_notes.append(Note("operation-failed", wid, why, {
-                    "task_group": g, "resource": r, "asked": asked, "largest_node": most,
-                    "rule": "no-online-node-can-satisfy-resource-demand"}))
-                return False
+        found = state.beyond_every_node(state.workloads[wid], self._largest)
+        if found is not None:
+            g, r, asked, most = found
+            asked, most = float(asked), float(most)
+            why = (f"operation {wid} failed: no node can satisfy task group {g} "
+                   f"({r} {asked:g} asked, at most {most:g} on any node)")
+            self.failed[wid] = why
+            self._failed_notes.append(Note("operation-failed", wid, why, {
+                "task_group": g, "resource": r, "asked": asked, "largest_node": most,
+                "rule": "no-online-node-can-satisfy-resource-demand"}))
+            return False
         return True
 
     def schedule(self, state: ClusterState, now: float) -> list[Decision]:
