@@ -306,13 +306,27 @@ def report(
 
 @app.command()
 def explain(
-    results: Path = typer.Argument(..., help="results JSON written by 'makeway simulate --out'"),
-    workload: str = typer.Argument(..., help="workload id"),
+    args: List[str] = typer.Argument(..., help="RESULTS WORKLOAD (a results file), or JOB (a live job, with --server)"),
+    server: Optional[str] = typer.Option(None, "--server", help="live server URL (default: $MAKEWAY_SERVER)"),
+    output: str = typer.Option("table", "--output", "-o", help="table or json (live jobs)"),
 ) -> None:
-    """Tell the story of one workload: why it waited, who preempted it and why, what was lost."""
-    from makeway.reports.explain import explain as story
+    """Tell the story of one workload: why it waited, who preempted it and why, what was lost.
 
-    typer.echo(story(_read_results(results), workload))
+    From a results file written by 'makeway simulate --out' (RESULTS WORKLOAD), or from the live
+    journal of a server (JOB with --server or $MAKEWAY_SERVER)."""
+    import os
+
+    if len(args) == 2:
+        from makeway.reports.explain import explain as story
+
+        typer.echo(story(_read_results(Path(args[0])), args[1]))
+        return
+    if len(args) == 1 and (server or os.environ.get("MAKEWAY_SERVER")):
+        from makeway.cli_live import explain_live
+
+        explain_live(args[0], server, output)
+        return
+    raise fail("explain: give RESULTS WORKLOAD, or JOB with --server/MAKEWAY_SERVER")
 
 
 @app.command()
@@ -446,6 +460,9 @@ def import_config(
         typer.echo(f"warning: {w}", err=True)
     output.write_text(yaml.safe_dump(config, sort_keys=False))
     typer.echo(f"wrote {output}")
+
+
+import makeway.cli_live  # noqa: E402,F401  (registers serve, submit, jobs, queues, nodes, cancel)
 
 
 def error_line(exc: Exception) -> str:

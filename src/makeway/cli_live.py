@@ -1,0 +1,196 @@
+"""The live commands: ``serve`` and the CLI over its REST API (submit, jobs, queues, nodes, cancel).
+
+Registered on the main ``app`` by ``makeway.cli``; every one takes ``--server`` (default
+``MAKEWAY_SERVER``, else http://127.0.0.1:8642) and turns a refused request into one stderr line.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from makeway.cli import app, fail
+
+SERVER = typer.Option(None, "--server", help="makeway server URL (default: $MAKEWAY_SERVER or http://127.0.0.1:8642)")
+OUTPUT = typer.Option("table", "--output", "-o", help="table or json")
+
+
+def _client(server: Optional[str]):
+    from makeway.live.client import Client
+
+    return Client(server)
+
+
+def _age(seconds: Optional[float]) -> str:
+    if seconds is None:
+        return "-"
+    s = int(max(0, seconds))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else (f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s")
+
+
+def _table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left", box=None, pad_edge=False)
+    for c in columns:
+        t.add_column(c)
+    for r in rows:
+        t.add_row(*["-" if v is None else str(v) for v in r])
+    Console(width=200).print(t)
+
+
+def _check_output(output: str) -> None:
+    if output not in ("table", "json"):
+        raise fail(f"--output: {output!r} is not table or json")
+
+
+@app.command()
+def serve(
+    config: Path = typer.Argument(..., help="cluster config (the same YAML the simulator reads)"),
+    db: Optional[str] = typer.Option(None, "--db", help="database URL (default: sqlite file beside the config); "
+                                                         "postgresql+psycopg://user@host/db for production"),
+    host: str = typer.Option("127.0.0.1", "--host"),
+    port: int = typer.Option(8642, "--port", min=0, max=65535, help="0 picks a free port"),
+    local_agent: bool = typer.Option(False, "--local-agent", help="also run an agent for the config's nodes here"),
+    agent_dir: Optional[Path] = typer.Option(None, "--agent-dir", help="local agent work dir (default: beside the db)"),
+    recovery_grace: float = typer.Option(10.0, "--recovery-grace", min=0,
+                                         help="seconds to wait for agents to re-register after a restart"),
+) -> None:
+    """Run the live scheduler: REST API, one scheduler loop, durable journal; prints the URL it listens on."""
+    import logging
+
+    from makeway.config import load_config
+    from makeway.live.serve import Server, default_db
+
+    cfg = load_config(config)
+    url = db or default_db(config)
+    if local_agent and agent_dir is None:
+        agent_dir = (config.parent / f"{config.stem}-agent").resolve()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    server = Server(cfg, url, host, port, local_agent=local_agent, agent_dir=agent_dir,
+                    recovery_grace=recovery_grace)
+
+    def listening(u: str) -> None:
+        typer.echo(f"makeway serving {cfg.name} ({cfg.preemption.model}) on {u}", err=False)
+        sys.stdout.flush()
+
+    server.run(on_listen=listening)
+
+
+def _read_job(path: str) -> dict[str, Any]:
+    from makeway.config import parse_yaml
+
+    if path == "-":
+        text, where = sys.stdin.read(), "stdin"
+    else:
+        p = Path(path)
+        if not p.is_file():
+            raise fail(f"{path}: no such file")
+        text, where = p.read_text(), path
+    data = parse_yaml(text, where)
+    if not isinstance(data, dict):
+        raise fail(f"{where}: a job file holds one job (a mapping with id, queue, tasks, command)")
+    return data
+
+
+@app.command()
+def submit(
+    job: str = typer.Argument(..., help="job file (YAML or JSON; '-' for stdin)"),
+    server: Optional[str] = SERVER,
+    key: Optional[str] = typer.Option(None, "--idempotency-key", help="retry-safe key for this submission"),
+) -> None:
+    """Submit one job (the fields of a trace line plus command and env); prints its id."""
+    got = _client(server).submit(_read_job(job), key)
+    typer.echo(got["id"])
+
+
+@app.command()
+def jobs(
+    server: Optional[str] = SERVER,
+    output: str = OUTPUT,
+    state: Optional[str] = typer.Option(None, "--state", help="only jobs in this state"),
+    queue: Optional[str] = typer.Option(None, "--queue", help="only jobs of this queue"),
+) -> None:
+    """List jobs, squeue-like: id, queue, state, node, age, reason code."""
+    _check_output(output)
+    got = _client(server).get("/v1/jobs", state=state, queue=queue)
+    if output == "json":
+        typer.echo(json.dumps(got["jobs"], indent=1))
+        return
+    now = got.get("now", 0.0)
+    rows = [[j["id"], j["queue"], j["state"], j.get("node"),
+             _age(now - j["submitted"]) if j.get("submitted") is not None else "-",
+             j.get("reason_code") or ""] for j in got["jobs"]]
+    _table("jobs", ["ID", "QUEUE", "STATE", "NODE", "AGE", "REASON"], rows)
+
+
+def _res(r: Optional[dict]) -> str:
+    if not r:
+        return "-"
+    return ",".join(f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v}" for k, v in r.items())
+
+
+@app.command()
+def queues(server: Optional[str] = SERVER, output: str = OUTPUT) -> None:
+    """The queue tree: guaranteed, max, usage, pending (sshare / kubectl get clusterqueues-like)."""
+    _check_output(output)
+    got = _client(server).get("/v1/queues")
+    if output == "json":
+        typer.echo(json.dumps(got["queues"], indent=1))
+        return
+    depth: dict[str, int] = {}
+    rows = []
+    for q in got["queues"]:
+        depth[q["name"]] = depth.get(q["parent"], -1) + 1 if q["parent"] else 0
+        rows.append(["  " * depth[q["name"]] + q["name"], _res(q["guaranteed"]), _res(q["max"]), _res(q["usage"]),
+                     q.get("share", "-"), q["pending"], q["running"]])
+    _table(f"queues ({got.get('model')})", ["QUEUE", "GUARANTEED", "MAX", "USAGE", "SHARE", "PENDING", "RUNNING"], rows)
+
+
+@app.command()
+def nodes(server: Optional[str] = SERVER, output: str = OUTPUT) -> None:
+    """Nodes: capacity, used, registered, cordoned, attempts."""
+    _check_output(output)
+    got = _client(server).get("/v1/nodes")
+    if output == "json":
+        typer.echo(json.dumps(got["nodes"], indent=1))
+        return
+    rows = [[n["name"], _res(n["capacity"]), _res(n["used"]),
+             "ready" if n["registered"] and not n["cordoned"] else ("cordoned" if n["cordoned"] else "unregistered"),
+             n["attempts"]] for n in got["nodes"]]
+    _table("nodes", ["NODE", "CAPACITY", "USED", "STATE", "TASKS"], rows)
+
+
+@app.command()
+def cancel(job: str = typer.Argument(..., help="job id"), server: Optional[str] = SERVER) -> None:
+    """Cancel a job: pending tasks are dropped, running ones get their stop signal and grace."""
+    got = _client(server).cancel(job)
+    typer.echo(f"{got['id']} {got['state']}")
+
+
+def explain_live(job: str, server: Optional[str], output: str = "table") -> None:
+    got = _client(server).get(f"/v1/jobs/{job}/explain")
+    if output == "json":
+        typer.echo(json.dumps(got, indent=1))
+        return
+    typer.echo(f"job {got['id']} in queue {got['queue']}: {got['state']}"
+               + (f" ({got['message']})" if got.get("message") else ""))
+    p = got.get("pending")
+    if p:
+        pos = f", position {p['position']} in {p.get('queue')}" if p.get("position") else ""
+        typer.echo(f"  pending: {p['code']}: {p['message']}{pos}")
+    for line in got.get("story", []):
+        typer.echo("  " + line)
+    for pr in got.get("preemptions", []):
+        typer.echo(f"  preempted: model={pr['model']} rule={pr['rule']} preemptor={pr.get('preemptor')} "
+                   f"values={json.dumps(pr.get('values', {}), sort_keys=True)}")
+
+
+__all__ = ["explain_live"]
+_ = time

@@ -1,0 +1,203 @@
+"""The scheduler loop: one thread, the single writer of the ``LiveCore``, one pass per transaction.
+
+A pass reads the journal after ``applied_seq``, applies it, lets the model decide at the wall-clock
+``now``, and commits the decisions, the changed query rows and the pass row together. Only then are
+the nodes' desired sets published to agents, so an agent never acts on a decision the database does
+not hold. A failed commit stops the loop (fail-stop): the in-memory core is then ahead of the
+database and must not be trusted; a restart recovers from the journal.
+
+Recovery replays every recorded pass (its events, its ``now``) into a fresh core and checks the
+running decision digest against the one recorded, then waits (at most ``recovery_grace`` seconds)
+for the agents of nodes with live attempts to re-register before the first new pass.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any, Callable, Optional
+
+from makeway.config import ClusterConfig
+from makeway.errors import MakewayError
+from makeway.live.core import Event, LiveCore
+
+log = logging.getLogger("makeway.serve")
+
+
+class RecoveryError(MakewayError):
+    """The journal replayed into a fresh core did not give the decisions recorded."""
+
+
+def _event(row: Any) -> Event:
+    return Event(row.seq, row.kind, row.payload, row.at, getattr(row, "tenant", "default"))
+
+
+class SchedulerLoop:
+    """Owns the core; the API reads it under ``lock`` and wakes the loop after journaling input."""
+
+    def __init__(self, cfg: ClusterConfig, store: Any, *, clock: Callable[[], float] = time.time,
+                 recovery_grace: float = 10.0, idle_poll: float = 1.0):
+        self.cfg = cfg
+        self.store = store
+        self.clock = clock
+        self.recovery_grace = recovery_grace
+        self.idle_poll = idle_poll
+        self.lock = threading.RLock()
+        self.published = threading.Condition()
+        self.desired: dict[str, tuple[int, list[dict[str, Any]]]] = {}
+        self.core = LiveCore(cfg)
+        self.origin = 0.0
+        self.epoch = 0
+        self.applied_seq = 0
+        self.ready = False
+        self.failed: Optional[BaseException] = None
+        self.report_seq: dict[str, int] = {}
+        self.replayed_passes = 0
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self._ready_at = 0.0
+        self._waiting_for: set[str] = set()
+        self.on_fatal: Callable[[BaseException], None] = lambda exc: None
+
+    # -- clock --------------------------------------------------------------------------------------
+
+    def service_now(self) -> float:
+        return max(self.clock() - self.origin, self.core.now)
+
+    # -- recovery -----------------------------------------------------------------------------------
+
+    def recover(self) -> None:
+        """Rebuild the core from the journal; every replayed pass must reproduce its digest."""
+        store = self.store
+        origin = store.meta_get("clock_origin")
+        if origin is None:
+            origin = repr(self.clock())
+            store.meta_set("clock_origin", origin)
+        self.origin = float(origin)
+        self.epoch = store.bump_epoch()
+        events = store.events_after(0)
+        i = 0
+        for p in store.passes_after(0):
+            batch = []
+            while i < len(events) and events[i].seq <= p.applied_seq:
+                batch.append(_event(events[i]))
+                i += 1
+            self._note_reports(batch)
+            self.core.run_pass(batch, p.now)
+            if self.core.digest != p.digest:
+                raise RecoveryError(f"replay of pass {p.pass_no} gave decision digest {self.core.digest[:12]}, "
+                                    f"the journal recorded {p.digest[:12]}")
+            self.applied_seq = p.applied_seq
+            self.replayed_passes += 1
+        self.core.drain_changes()
+        self._note_reports([_event(e) for e in events[i:]])
+        self._publish(all_nodes=True)
+        self._waiting_for = {n for n, live in self.core.node_live.items() if live}
+        self._ready_at = self.clock() + (self.recovery_grace if self._waiting_for else 0.0)
+        self.ready = not self._waiting_for
+        log.info("recovered: %d passes replayed, applied_seq %d, epoch %d, digest %s",
+                 self.replayed_passes, self.applied_seq, self.epoch, self.core.digest[:12])
+
+    def _note_reports(self, batch: list[Event]) -> None:
+        for ev in batch:
+            if ev.kind in ("started", "exited") and "report_seq" in ev.payload:
+                node = ev.payload.get("node")
+                self.report_seq[node] = max(self.report_seq.get(node, 0), int(ev.payload["report_seq"]))
+
+    # -- the thread ---------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="makeway-scheduler", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        with self.published:
+            self.published.notify_all()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def _timeout(self) -> float:
+        due = self.core.next_due()
+        if not self.ready:
+            return min(0.2, self.idle_poll)
+        if due is None:
+            return self.idle_poll
+        return max(0.0, min(self.idle_poll, due - (self.clock() - self.origin)))
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self._timeout())
+            self._wake.clear()
+            if self._stop.is_set():
+                break
+            try:
+                if not self.ready and not self._check_ready():
+                    continue
+                self.step()
+            except BaseException as exc:  # fail-stop: the core may be ahead of the database
+                self.failed = exc
+                log.exception("scheduler loop stopped")
+                self.on_fatal(exc)
+                return
+
+    def _check_ready(self) -> bool:
+        events = self.store.events_after(self.applied_seq)
+        back = {e.payload.get("node") for e in events if e.kind == "node"}
+        self._waiting_for -= back
+        if not self._waiting_for or self.clock() >= self._ready_at:
+            self.ready = True
+        return self.ready
+
+    def step(self, force: bool = False) -> bool:
+        """One pass if there is input or a timer is due; True when a pass ran."""
+        rows = self.store.events_after(self.applied_seq)
+        now = self.service_now()
+        due = self.core.next_due()
+        if not rows and not force and (due is None or now + 1e-6 < due):
+            return False
+        events = [_event(r) for r in rows]
+        with self.lock:
+            decisions = self.core.run_pass(events, now)
+            jobs, attempts, nodes = self.core.drain_changes()
+            applied = events[-1].seq if events else self.applied_seq
+            self.store.record_pass(self.core.pass_no, applied, now, self.core.digest, decisions,
+                                   jobs, attempts, nodes)
+            self.applied_seq = applied
+            self._note_reports(events)
+        self._publish()
+        return True
+
+    # -- desired sets -------------------------------------------------------------------------------
+
+    def _publish(self, all_nodes: bool = False) -> None:
+        changed = False
+        with self.lock:
+            for node, version in self.core.node_version.items():
+                old = self.desired.get(node)
+                if all_nodes or old is None or old[0] != version:
+                    self.desired[node] = self.core.desired(node, self.origin)
+                    changed = True
+        if changed:
+            with self.published:
+                self.published.notify_all()
+
+    def wait_desired(self, node: str, version: Optional[int], wait: float) -> tuple[int, list[dict[str, Any]]]:
+        """The node's published desired set, once its version differs from ``version`` or ``wait`` passed."""
+        deadline = time.monotonic() + max(0.0, wait)
+        with self.published:
+            while True:
+                cur = self.desired.get(node, (0, []))
+                left = deadline - time.monotonic()
+                if version is None or cur[0] != version or left <= 0 or self._stop.is_set():
+                    return cur
+                self.published.wait(left)
+
+
+__all__ = ["RecoveryError", "SchedulerLoop"]

@@ -1,0 +1,103 @@
+"""``makeway serve``: the store, the recovered scheduler loop, the API under uvicorn, optional local agents.
+
+Start-up order matters for durability: migrate, recover (replay the journal), then listen, then start
+the loop, so no request is answered by a core that has not caught up with what was acknowledged.
+A loop that fails stops the server (fail-stop); a clean stop (SIGINT/SIGTERM) lets the current pass
+commit, then exits, leaving running tasks to their supervisors.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+from pathlib import Path
+from typing import Any, Optional
+
+from makeway.config import ClusterConfig, build_nodes
+from makeway.errors import MakewayError
+
+log = logging.getLogger("makeway.serve")
+
+
+def default_db(config: Path) -> str:
+    return f"sqlite:///{config.with_suffix('.db').resolve()}" if config.suffix else f"sqlite:///{config}.db"
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """One ``makeway serve`` process: build it, ``run()`` blocks until stopped."""
+
+    def __init__(self, cfg: ClusterConfig, db: str, host: str = "127.0.0.1", port: int = 8642, *,
+                 local_agent: bool = False, agent_dir: Optional[Path] = None, recovery_grace: float = 10.0,
+                 log_level: str = "warning"):
+        import uvicorn
+
+        from makeway.live.api import create_app
+        from makeway.live.loop import SchedulerLoop
+        from makeway.live.store import Store
+
+        self.cfg = cfg
+        self.store = Store(db)
+        self.loop = SchedulerLoop(cfg, self.store, recovery_grace=recovery_grace)
+        self.loop.recover()
+        self.host, self.port = host, port or free_port(host)
+        self.agent_dir = Path(agent_dir) if agent_dir else None
+        self.local_agent = local_agent
+        log_dirs = {}
+        if local_agent:
+            if self.agent_dir is None:
+                raise MakewayError("--agent-dir: needed with --local-agent")
+            log_dirs = {n.name: self.agent_dir / n.name for n in build_nodes(cfg)}
+        self.app = create_app(self.loop, cfg, self.store, log_dirs=log_dirs)
+        self.uvicorn = uvicorn.Server(uvicorn.Config(self.app, host=self.host, port=self.port, log_level=log_level,
+                                                     access_log=False))
+        self.loop.on_fatal = self._fatal
+        self.agents: list[Any] = []
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def _fatal(self, exc: BaseException) -> None:
+        log.error("scheduler failed, stopping the server: %s", exc)
+        self.uvicorn.should_exit = True
+
+    def _start_agents(self) -> None:
+        from makeway.live.agent import start_local_agents
+
+        assert self.agent_dir is not None
+        self.agents = start_local_agents(self.url, build_nodes(self.cfg), self.agent_dir)
+
+    def run(self, on_listen: Any = None) -> None:
+        started = threading.Event()
+
+        def after_start() -> None:
+            while not self.uvicorn.started and not self.uvicorn.should_exit:
+                threading.Event().wait(0.02)
+            if self.uvicorn.started:
+                self.loop.start()
+                if self.local_agent:
+                    self._start_agents()
+                if on_listen is not None:
+                    on_listen(self.url)
+            started.set()
+
+        threading.Thread(target=after_start, name="makeway-start", daemon=True).start()
+        try:
+            self.uvicorn.run()
+        finally:
+            for a in self.agents:
+                a.stop()
+            self.loop.stop()
+            self.store.close()
+        if self.loop.failed is not None:
+            raise MakewayError(f"the scheduler stopped: {self.loop.failed}")
+
+
+__all__ = ["Server", "default_db", "free_port"]
