@@ -52,10 +52,31 @@ def read(path: Path):
         return None
 
 
+_SPAWNED: list[tuple[subprocess.Popen, Path]] = []
+
+
+@pytest.fixture(autouse=True)
+def no_leftovers():
+    """A failing test must not leave its task or supervisor running."""
+    yield
+    while _SPAWNED:
+        sup, d = _SPAWNED.pop()
+        pgid = (read(d / "pid.json") or {}).get("pgid")
+        sup.kill()
+        sup.wait(5)
+        if pgid:
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
 def supervise(d: Path, command, env=None, attempt="train-1/0/2#3", **extra) -> subprocess.Popen:
     d.mkdir(parents=True, exist_ok=True)
     write_json_atomic(d / "spec.json", {"attempt": attempt, "command": command, "env": env or {}, "cwd": None, **extra})
-    return subprocess.Popen([PY, "-m", "makeway.live.supervisor", str(d)], start_new_session=True)
+    sup = subprocess.Popen([PY, "-m", "makeway.live.supervisor", str(d)], start_new_session=True)
+    _SPAWNED.append((sup, d))
+    return sup
 
 
 def stop(d: Path, sig: str, deadline: float, notice=None) -> None:
