@@ -462,6 +462,49 @@ def import_config(
     typer.echo(f"wrote {output}")
 
 
+@app.command()
+def agent(
+    server: Optional[str] = typer.Option(None, "--server", envvar="MAKEWAY_SERVER", help="server URL (env MAKEWAY_SERVER)"),
+    node: Optional[str] = typer.Option(None, "--node", help="node name (default: this machine's host name)"),
+    capacity: Optional[str] = typer.Option(None, "--capacity", help="e.g. cpu=4,memory=8Gi (default: this machine's)"),
+    labels: Optional[str] = typer.Option(None, "--labels", help="k=v,... offered to the scheduler"),
+    workdir: Optional[Path] = typer.Option(None, "--workdir", help="attempt directories and reports "
+                                           "(default: ~/.local/state/makeway/agent-NODE)"),
+) -> None:
+    """Run this machine's tasks for a makeway server: register, heartbeat, start and stop attempts."""
+    import logging
+    import os
+    import signal
+    import socket
+
+    from makeway.live.agent import Agent, machine_capacity, parse_capacity, parse_pairs
+
+    if not server:
+        raise fail("--server: required (or set MAKEWAY_SERVER)")
+    if not server.startswith(("http://", "https://")):
+        raise fail(f"--server: {server!r} is not an http:// or https:// URL")
+    node = node or socket.gethostname()
+    cap = parse_capacity(capacity) if capacity else machine_capacity()
+    if not cap:
+        raise fail("--capacity: no resources given")
+    if workdir is None:
+        state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+        workdir = state / "makeway" / f"agent-{node}"
+    try:
+        workdir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise fail(f"--workdir: cannot create {workdir}: {exc.strerror}")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
+    worker = Agent(server, node, cap, parse_pairs(labels, "--labels"), workdir)
+
+    def _interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _interrupt)
+    typer.echo(f"makeway agent: node {node} -> {server} (workdir {workdir})", err=True)
+    worker.run()
+
+
 import makeway.cli_live  # noqa: E402,F401  (registers serve, submit, jobs, queues, nodes, cancel)
 
 
