@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 from bisect import insort
-from itertools import islice
 from typing import Any, Iterable, Iterator, Mapping
 
 from makeway.core.decisions import Decision, Note, Start
@@ -166,46 +165,59 @@ class StrictFifo(PreemptionModel):
         self._reported: set[str] = set()
         self._empty_fit: dict[tuple[str, int], bool] = {}
         self._queue: list[tuple[float, str]] = []
-        self._seen = 0
+        self._queued: set[str] = set()
+        self._log = 0
         self._capacity: Res | None = None
+        self._topology = -1
         self.reservation: tuple[str, float] | None = None
 
     def bind(self, state: ClusterState) -> None:
         self._capacity = state.total_capacity()
+        self._topology = state.topology_epoch
 
     def _free(self, state: ClusterState, extra_used: Mapping[str, Res]) -> Res:
-        if self._capacity is None:
+        if self._capacity is None or self._topology != state.topology_epoch:
             self._capacity = state.total_capacity()
+            self._empty_fit.clear()  # what fits an empty cluster depends on its nodes
+            self._topology = state.topology_epoch
         return _free_total(state, self._capacity, extra_used)
 
     def _order(self, state: ClusterState) -> Iterator[str]:
         """``fifo_order`` as a lazy iterator, kept incrementally between calls.
 
-        New workloads are the last ones the state received and arrive mostly in submit order, so
-        there is no re-sort; started ones are dropped from the front at once and from the middle
-        by compaction when they outnumber the pending ones. (These models never preempt, so a
-        workload that left the pending set never returns to it.)
+        Workloads that became pending (the state's pending journal: submissions, and requeues
+        after a node was lost on a live cluster) arrive mostly in submit order, so there is no
+        re-sort; started ones are dropped from the front at once and from the middle by compaction
+        when they outnumber the pending ones. The queue stays sorted, so rebuilding it from the
+        pending set (when the journal was trimmed) gives the same order.
         """
-        added = len(state.workloads) - self._seen
-        if added > 0:
-            fresh = list(islice(reversed(state.workloads), added))
-            fresh.reverse()
-            self._seen = len(state.workloads)
-            for wl_id in fresh:
-                key = (state.workloads[wl_id].submit, wl_id)
-                if not self._queue or key >= self._queue[-1]:
-                    self._queue.append(key)
-                else:
-                    insort(self._queue, key)
         pending = state.pending
-        queue = self._queue
+        queue, queued = self._queue, self._queued
+        fresh = state.pending_log.since(self._log)
+        self._log = state.pending_log.position
+        if fresh is None:
+            queue[:] = sorted((state.workloads[w].submit, w) for w in pending)
+            queued.clear()
+            queued.update(pending)
+        else:
+            for wl_id in fresh:
+                if wl_id in queued or wl_id not in pending:
+                    continue
+                queued.add(wl_id)
+                key = (state.workloads[wl_id].submit, wl_id)
+                if not queue or key >= queue[-1]:
+                    queue.append(key)
+                else:
+                    insort(queue, key)
         front = 0
         while front < len(queue) and queue[front][1] not in pending:
+            queued.discard(queue[front][1])
             front += 1
         if front:
             del queue[:front]
         if len(queue) > 2 * len(pending) + 64:
             queue[:] = [k for k in queue if k[1] in pending]
+            queued.intersection_update(k[1] for k in queue)
         return (k[1] for k in queue if k[1] in pending)
 
     def _place(self, state: ClusterState, tasks: list[str], promised: dict[str, Res]) -> list[Start] | None:

@@ -331,7 +331,8 @@ class KueueModel(PreemptionModel):
 
     @staticmethod
     def _epochs(state: ClusterState) -> tuple:
-        return (id(state), state.alloc_epoch, state.freed_epoch, state.submit_epoch, state.config_epoch)
+        return (id(state), state.alloc_epoch, state.freed_epoch, state.submit_epoch, state.config_epoch,
+                state.topology_epoch)
 
     # -- heads whose twin decided nothing --------------------------------------------
 

@@ -83,6 +83,7 @@ class YTsaurusModel(PreemptionModel):
         self._pos_tree: Tree | None = None
         self._pos: dict[str, int] = {}
         self._largest: dict[str, float] = {}  # per resource, the most one node has
+        self._topology = -1  # the state's topology epoch ``_largest`` was read at
         self.failed: dict[str, str] = {}       # operation -> why the controller failed it
         self._failed_notes: list[Decision] = []
         ig = s.get("integral_guarantees") or {}
@@ -95,6 +96,7 @@ class YTsaurusModel(PreemptionModel):
     def bind(self, state: ClusterState) -> None:
         self.resources = tuple(state.resources)
         self._largest = state.largest_node_capacity()
+        self._topology = state.topology_epoch
 
     def _sanity(self, state: ClusterState, wid: str) -> bool:
         """False (and the operation recorded as failed) when some task group of it fits no node.
@@ -102,10 +104,14 @@ class YTsaurusModel(PreemptionModel):
         YTsaurus's ``TOperationControllerBase::CheckMinNeededResourcesSanity`` compares each task
         with pending jobs against the per-resource maximum of the exec nodes' limits and fails the
         whole operation when that maximum does not dominate the task's needs. Node capacities do not
-        change during a run, so the answer is fixed at submission.
+        change during a simulated run; on a live cluster the maximum is re-read when nodes join or
+        leave, but an operation once failed stays failed, as in YTsaurus.
         """
         if wid in self.failed:
             return False
+        if self._topology != state.topology_epoch:
+            self._largest = state.largest_node_capacity()
+            self._topology = state.topology_epoch
         found = state.beyond_every_node(state.workloads[wid], self._largest)
         if found is not None:
             g, r, asked, most = found
@@ -158,7 +164,7 @@ class YTsaurusModel(PreemptionModel):
 
     def build_tree(self, state: ClusterState) -> Tree:
         res = self.resources
-        total = state.total_capacity_cached()  # nodes do not change during a run
+        total = state.total_capacity_cached()  # refreshed when nodes join or leave
         tree = Tree(res, [float(total.get(r, 0)) for r in res],
                     main_resource=str(self.settings.get("main_resource", "cpu")))
         tree.add(Element(ROOT, None))
@@ -215,7 +221,7 @@ class YTsaurusModel(PreemptionModel):
     def update(self, state: ClusterState, now: float) -> list[Decision]:
         """Recompute fair shares, starvation and the preemptible classes; notes on starvation changes."""
         self.dirty = False
-        key = (state.alloc_epoch, state.submit_epoch, state.config_epoch, state.freed_epoch)
+        key = (state.alloc_epoch, state.submit_epoch, state.config_epoch, state.freed_epoch, state.topology_epoch)
         snap = self.snap
         if snap is not None and key == self._fs_key and not self._has_integral(state):
             # nothing the fair share depends on moved: only the starvation clocks advance
