@@ -68,8 +68,9 @@ class Driver:
     """The live executor's part, reduced to what the models see: starts, preemptions (immediate
     end and requeue), finishes after ``duration``, and topology and cancel events."""
 
-    def __init__(self, model_name: str, nodes: list[int]):
+    def __init__(self, model_name: str, nodes: list[int], graceful: bool = False):
         self.name = model_name
+        self.graceful = graceful  # preempted allocations stay (marked preempting) instead of ending
         self.model = load_model(model_name, dict(_MODEL_SETTINGS.get(model_name, {})))
         self.state = ClusterState(["cpu"], _queues(model_name),
                                   [Node(f"n{i}", {"cpu": c}) for i, c in enumerate(nodes)])
@@ -131,6 +132,8 @@ class Driver:
                 st_.start(d.task, d.node, self.now)
                 self.started[d.task] = d.node
                 starts.append(d)
+            elif isinstance(d, Preempt) and d.allocation in st_.allocations and self.graceful:
+                st_.mark_preempting(d.allocation)
             elif isinstance(d, Preempt) and d.allocation in st_.allocations:
                 st_.end(d.allocation)
                 st_.requeue(d.allocation)

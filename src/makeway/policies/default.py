@@ -242,6 +242,7 @@ class PriorityFirstFit(PreemptionModel):
     """
 
     name = "none"
+    all_or_nothing = True
 
     def __init__(self, settings=None):
         super().__init__(settings)

@@ -30,6 +30,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from makeway.core.decisions import Decision, Note, Start
 from makeway.core.model import Workload
+from makeway.core.pending import blocking_usage
 from makeway.core.policy import PreemptionModel
 from makeway.core.resources import Res, add_into, total_of
 from makeway.core.state import ClusterState
@@ -156,6 +157,7 @@ class StrictFifo(PreemptionModel):
 
     name = "fifo-strict"
     backfill = False
+    all_or_nothing = True
 
     def __init__(self, settings: Mapping[str, Any] | None = None):
         super().__init__(settings)
@@ -219,6 +221,29 @@ class StrictFifo(PreemptionModel):
             queue[:] = [k for k in queue if k[1] in pending]
             queued.intersection_update(k[1] for k in queue)
         return (k[1] for k in queue if k[1] in pending)
+
+    def queue_order(self, state: ClusterState, queue: str, now: float) -> list[str]:
+        """Submit order (then id): batch queues ignore priority."""
+        wls = state.workloads
+        return sorted((w for w in state.pending if wls[w].queue == queue), key=lambda w: (wls[w].submit, w))
+
+    def pending_reason(self, state: ClusterState, wl_id: str, now: float) -> tuple[str, str, dict[str, Any]] | None:
+        """One batch queue across all queues: what waits ahead of it is everything submitted
+        earlier (limit-held work excepted, which the generic rules explain); the head of an EASY
+        pass holds a reservation at its shadow time."""
+        wl = state.workloads[wl_id]
+        if blocking_usage(state, wl.queue, state.pending_demand(wl_id)) is not None:
+            return None
+        if self.reservation is not None and self.reservation[0] == wl_id:
+            return ("resources", f"first in line; reserved to start at {self.reservation[1]:g} when running work "
+                                 "ends as requested", {"shadow_time": self.reservation[1]})
+        key = (wl.submit, wl_id)
+        ahead = sum(1 for w in state.pending if (state.workloads[w].submit, w) < key
+                    and blocking_usage(state, state.workloads[w].queue, state.pending_demand(w)) is None)
+        if ahead:
+            return ("priority", f"{ahead} workload(s) submitted earlier wait ahead of it in the batch queue",
+                    {"ahead": ahead})
+        return None
 
     def _place(self, state: ClusterState, tasks: list[str], promised: dict[str, Res]) -> list[Start] | None:
         if self.placement == "best-fit":

@@ -195,6 +195,33 @@ class SymphonyModel(PreemptionModel):
                 cap = min(cap, node_slots(limit, plan.resource))
         return cap
 
+    def queue_order(self, state: ClusterState, queue: str, now: float) -> list[str]:
+        """Sessions are served by session priority, then creation time (as ``_consumer`` does)."""
+        wls = state.workloads
+        return sorted((w for w in state.pending if wls[w].queue == queue),
+                      key=lambda w: (-session_settings(state, wls[w]).priority, wls[w].submit, w))
+
+    def pending_reason(self, state: ClusterState, wl_id: str, now: float) -> tuple[str, str, dict[str, Any]] | None:
+        """A session at its deserved share that may not preempt waits for its consumer's slots."""
+        wl = state.workloads[wl_id]
+        resource = self.slot_resource(state)
+        slots_of = self._slots if self._slots is not None and self._slots.resource == resource else _SlotCache(resource)
+        plan = _Plan(state, slots_of)
+        active = [w for w in state.workloads if w in state.pending or state.running.get(w)]
+        mine = [w for w in active if state.workloads[w].queue == wl.queue]
+        capacity = self.consumer_capacity(state, wl.queue, plan)
+        views = self.sessions(state, wl.queue, mine, resource, now, capacity)
+        s = views[wl_id]
+        values = {"consumer": wl.queue, "deserved": s.deserved, "allocated": s.allocated, "demand": s.demand,
+                  "preemptive": s.preemptive, "rank": s.rank, "consumer_slots": capacity}
+        if s.allocated >= s.deserved and not s.preemptive:
+            return ("quota", f"session has its deserved share ({s.allocated}/{s.deserved} slots) of consumer "
+                             f"{wl.queue} and is not preemptive", {**values, "blocking": wl.queue})
+        if s.allocated < s.deserved and s.preemptive:
+            return ("resources", f"under its deserved share ({s.allocated}/{s.deserved} slots): it preempts "
+                                 "over-allocated sessions of lower rank when there are any", values)
+        return None
+
     # -- one cycle -------------------------------------------------------------------------------
 
     def schedule(self, state: ClusterState, now: float) -> list[Decision]:

@@ -260,6 +260,32 @@ class YuniKornModel(PreemptionModel):
                 wakes.append(q)
         return min(wakes) if wakes else None
 
+    def pending_reason(self, state: ClusterState, wl_id: str, now: float) -> tuple[str, str, dict[str, Any]] | None:
+        """An ask holding a reservation waits for its victims; one beyond its queue's headroom
+        (a configured max minus allocated, on the path to the root) waits for its queue;
+        otherwise the generic rules."""
+        wl = state.workloads[wl_id]
+        tasks = list(state.pending.get(wl_id, ()))
+        for tid in tasks:
+            node = self.reservations.get(tid)
+            if node is not None:
+                victims = sorted(t for t in state.node_allocs.get(node, ()) if state.allocations[t].preempting)
+                return ("preempting", f"ask {tid} reserved node {node}; waiting for its victims to release it",
+                        {"ask": tid, "node": node, "victims": victims})
+        if not tasks:
+            return None
+        res = state.task_resources(tasks[0])
+        for q in state.path_to_root(wl.queue):
+            mx = _nonzero(state.queues[q].max)
+            if mx is None:  # an unset root max is the cluster size: a full cluster is ``resources``
+                continue
+            used = state.queue_usage[q]
+            room = {k: exact(v - used.get(k, 0)) for k, v in mx.items()}
+            if not fit_in_max_undef(room, res):
+                return ("quota", f"ask {tasks[0]} needs {dict(res)}; queue {q} has headroom {room}",
+                        {"blocking": q, "headroom": room, "ask": dict(res), "max": dict(mx), "allocated": dict(used)})
+        return None
+
     def _ask(self, state: ClusterState, tid: str) -> YAsk:
         ask = self.asks.get(tid)
         wl_id, _, _ = split_task_id(tid)

@@ -24,6 +24,7 @@ import numpy as np
 
 from makeway.core.decisions import Decision, Note, Preempt, Reason, Start
 from makeway.core.model import Queue
+from makeway.core.pending import blocking_usage
 from makeway.core.policy import PreemptionModel
 from makeway.core.state import ClusterState
 from makeway.policies.ytsaurus import classify, fairshare, heartbeat, integral, starvation
@@ -159,6 +160,31 @@ class YTsaurusModel(PreemptionModel):
         if allocation in self.grace:
             return self.grace[allocation]
         return super().grace_period(state, allocation)
+
+    def pending_reason(self, state: ClusterState, wl_id: str, now: float) -> tuple[str, str, dict[str, Any]] | None:
+        """A failed operation never runs; one at its fair share waits for the pool tree's shares to
+        move; a starving one gets preemptive heartbeats; pool limits are the generic ``quota``."""
+        if wl_id in self.failed:
+            return ("fits-nowhere", self.failed[wl_id], {"rule": "no-online-node-can-satisfy-resource-demand"})
+        if blocking_usage(state, state.workloads[wl_id].queue, state.pending_demand(wl_id)) is not None:
+            return None  # pool resource limits: the generic ``quota``
+        snap = self.snap
+        if snap is None or wl_id not in snap.result.attrs:
+            return ("resources", "waiting for the next fair share update", {})
+        a = snap.result.attrs[wl_id]
+        clock = self.clocks.get(wl_id)
+        status = starvation.NON if clock is None else clock.status
+        fair, usage = max(a.fair_share, default=0.0), max(a.usage_share, default=0.0)
+        values = {"fair_share": fair, "usage_share": usage, "status": status, "pool": state.workloads[wl_id].queue}
+        if status != starvation.NON:
+            return ("preempting" if any(al.preempting for al in state.allocations.values()) else "resources",
+                    f"operation is starving ({status}) below its fair share {fair:.3g} (usage {usage:.3g}): "
+                    "preemptive heartbeats may take resources for it",
+                    {**values, "below_fair_share_since": clock.since if clock else None})
+        if usage + 1e-9 >= fair:
+            return ("quota", f"operation is at its fair share {fair:.3g} (usage {usage:.3g}) in pool "
+                             f"{values['pool']}", {**values, "blocking": values["pool"]})
+        return None
 
     # -- fair share update ---------------------------------------------------------------------------
 
