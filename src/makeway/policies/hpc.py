@@ -25,7 +25,7 @@ The model keeps ``reservation`` (head id, shadow time) from its last pass, for r
 from __future__ import annotations
 
 import math
-from bisect import insort
+from bisect import bisect_left, insort
 from typing import Any, Iterable, Iterator, Mapping
 
 from makeway.core.decisions import Decision, Note, Start
@@ -172,6 +172,7 @@ class StrictFifo(PreemptionModel):
         self._capacity: Res | None = None
         self._topology = -1
         self.reservation: tuple[str, float] | None = None
+        self._explain: tuple[tuple, list[tuple[float, str]]] | None = None
 
     def bind(self, state: ClusterState) -> None:
         self._capacity = state.total_capacity()
@@ -237,13 +238,23 @@ class StrictFifo(PreemptionModel):
         if self.reservation is not None and self.reservation[0] == wl_id:
             return ("resources", f"first in line; reserved to start at {self.reservation[1]:g} when running work "
                                  "ends as requested", {"shadow_time": self.reservation[1]})
-        key = (wl.submit, wl_id)
-        ahead = sum(1 for w in state.pending if (state.workloads[w].submit, w) < key
-                    and blocking_usage(state, state.workloads[w].queue, state.pending_demand(w)) is None)
+        ahead = bisect_left(self._eligible_keys(state), (wl.submit, wl_id))
         if ahead:
             return ("priority", f"{ahead} workload(s) submitted earlier wait ahead of it in the batch queue",
                     {"ahead": ahead})
         return None
+
+    def _eligible_keys(self, state: ClusterState) -> list[tuple[float, str]]:
+        """(submit, id) of pending workloads not held by a limit, sorted; kept while nothing moved,
+        so explaining every pending workload costs one pass, not one per workload."""
+        stamp = (id(state), state.alloc_epoch, state.submit_epoch, state.config_epoch)
+        hit = self._explain
+        if hit is None or hit[0] != stamp:
+            wls = state.workloads
+            keys = sorted((wls[w].submit, w) for w in state.pending
+                          if blocking_usage(state, wls[w].queue, state.pending_demand(w)) is None)
+            hit = self._explain = (stamp, keys)
+        return hit[1]
 
     def _place(self, state: ClusterState, tasks: list[str], promised: dict[str, Res]) -> list[Start] | None:
         if self.placement == "best-fit":

@@ -102,6 +102,7 @@ class KueueModel(PreemptionModel):
         # simulator frees quota at once, and without it a victim would retake its own quota.
         self.prioritize_preemptors = bool(self.settings.get("prioritizePreemptorWorkloads", True))
         self._waiting: dict[str, float] = {}
+        self._explained: tuple[tuple, QuotaTree] | None = None  # pending_reason's snapshot
         self.priority_classes: dict[str, int] = {str(k): int(v) for k, v in
                                                  (self.settings.get("priorityClasses") or {}).items()}
 
@@ -529,14 +530,21 @@ class KueueModel(PreemptionModel):
         return [k[-1] for k in sorted(keys)]
 
     def _explain_tree(self, state: ClusterState) -> QuotaTree | None:
-        """A fresh snapshot of admitted usage (the model's own tree is left untouched)."""
+        """A fresh snapshot of admitted usage (the model's own tree is left untouched), kept
+        while the allocations, their eviction marks and the config are unchanged."""
         if self._specs is None:
             return None
+        stamp = (id(state), state.alloc_epoch, state.config_epoch, id(self._specs),
+                 sum(1 for a in state.allocations.values() if a.preempting))
+        hit = self._explained
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
         cohorts, cqs = self._specs
         tree = QuotaTree(cohorts, cqs)
         for wl_id, tasks in state.running.items():
             if tasks and state.workloads[wl_id].queue in tree.cqs:
                 tree.add_workload(self._admitted(state, wl_id))
+        self._explained = (stamp, tree)
         return tree
 
     def pending_reason(self, state: ClusterState, wl_id: str, now: float) -> tuple[str, str, dict[str, Any]] | None:
