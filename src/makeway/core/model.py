@@ -36,10 +36,14 @@ class Queue:
 
 @dataclass(slots=True)
 class Node:
+    """A machine. ``removed``: it left the cluster at runtime; it keeps its place in the node order
+    (indexes stay stable for every cache keyed on them) with no capacity, until it joins again."""
+
     name: str
     capacity: Res
     labels: dict[str, str] = field(default_factory=dict)
     schedulable: bool = True
+    removed: bool = False
 
 
 @dataclass(slots=True, frozen=True)

@@ -28,6 +28,8 @@ class PreemptionModel:
     heartbeat_period: float | None = None
     heartbeat_splay: float = 0.0
     tick_period: float | None = None
+    # whether a workload's pending tasks start together or not at all (the ``gang`` pending reason)
+    all_or_nothing = False
 
     def __init__(self, settings: Mapping[str, Any] | None = None):
         self.settings: dict[str, Any] = dict(settings or {})
@@ -45,6 +47,19 @@ class PreemptionModel:
         return []
 
     def next_wakeup(self, state: ClusterState, now: float) -> float | None:
+        return None
+
+    def queue_order(self, state: ClusterState, queue: str, now: float) -> list[str]:
+        """Pending workloads of leaf ``queue`` in the order this model serves them, for the
+        position a user is shown (as Kueue's visibility API does). Default: priority, then
+        submit time, then id. Reads only."""
+        from makeway.core.pending import default_queue_order
+        return default_queue_order(state, queue)
+
+    def pending_reason(self, state: ClusterState, wl_id: str, now: float) -> tuple[str, str, dict[str, Any]] | None:
+        """(code, message, values) when the model knows better than the generic rules of
+        ``makeway.core.pending`` why ``wl_id`` is pending (``values["blocking"]``: the queue that
+        holds it, if any); None to use them. Called between scheduling calls; reads only."""
         return None
 
     def grace_period(self, state: ClusterState, allocation: str) -> float:

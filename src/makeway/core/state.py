@@ -5,7 +5,8 @@ allocations per node in start order, running and pending tasks per workload. Eve
 in O(depth of tree + size of vector) when a task starts or ends, never recomputed from scratch.
 
 The state is mutated only by its executor (simulator or service) through ``start``/``end``/
-``requeue``; models read it and return decisions.
+``requeue`` (and, on a live cluster, ``add_node``/``remove_node``/``withdraw``); models read it and
+return decisions.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ class ClusterState:
                  "_seq", "_ancestors", "roots", "used_total", "freed_epoch", "config_epoch",
                  "_capacity", "pending_res", "node_order", "alloc_epoch", "submit_epoch",
                  "_free_index", "freed_log", "pending_log", "node_names", "node_freed_epoch",
-                 "queue_freed_epoch")
+                 "queue_freed_epoch", "topology_epoch", "withdrawn")
 
     def __init__(self, resources: Iterable[str], queues: Iterable[Queue], nodes: Iterable[Node]):
         self.resources: tuple[str, ...] = tuple(resources)
@@ -83,6 +84,11 @@ class ClusterState:
         # "did anything change since I last looked?" checks for models that cache derived views.
         self.alloc_epoch = 0
         self.submit_epoch = 0
+        # Bumped whenever the set of nodes that can take work changes (a node added, removed,
+        # cordoned or uncordoned): the key of every cache derived from node capacities.
+        self.topology_epoch = 0
+        # Cancelled workloads: kept in ``workloads`` for reports, never pending again.
+        self.withdrawn: set[str] = set()
         # What changed, not only that it did: (node, queue) for every release (queue None when a
         # node became schedulable), and the workload id of every submission or requeue.
         self.freed_log: Journal[tuple[str, str | None]] = Journal()
@@ -91,7 +97,7 @@ class ClusterState:
         # journal position was trimmed away: one scan instead of starting over.
         self.node_freed_epoch: list[int] = [0] * len(self.nodes)
         self.queue_freed_epoch: dict[str, int] = dict.fromkeys(self.queues, 0)
-        self._capacity: Res | None = None
+        self._capacity: tuple[int, Res] | None = None
 
     # -- queries ----------------------------------------------------------------------------
 
@@ -127,12 +133,21 @@ class ClusterState:
             self._free_index.set(self.node_order[node], sub(n.capacity, self.node_used[node]) if n.schedulable else None)
 
     def set_schedulable(self, node: str, schedulable: bool) -> None:
-        self.nodes[node].schedulable = schedulable
+        """Cordon (False) or uncordon (True) a node. Uncordoning is recorded as a release, so
+        models that parked work for lack of room try it again."""
+        n = self.nodes[node]
+        if schedulable and n.removed:
+            raise StateError(f"node {node!r} was removed; add it again instead")
+        n.schedulable = schedulable
         self._index_node(node)
+        self.topology_epoch += 1
         if schedulable:
-            self.freed_epoch += 1
-            self.freed_log.append((node, None))
-            self.node_freed_epoch[self.node_order[node]] = self.freed_epoch
+            self._record_freed(node)
+
+    def _record_freed(self, node: str) -> None:
+        self.freed_epoch += 1
+        self.freed_log.append((node, None))
+        self.node_freed_epoch[self.node_order[node]] = self.freed_epoch
 
     def fits_node(self, request: Res, node: str) -> bool:
         n = self.nodes[node]
@@ -157,15 +172,15 @@ class ClusterState:
         return self.pending_res.get(wl_id) or {}
 
     def total_capacity_cached(self) -> Res:
-        """Total capacity of all nodes; nodes do not change during a run, so it is computed once."""
-        cap = self._capacity
-        if cap is None:
-            cap = self.total_capacity()
-            self._capacity = cap
-        return cap
+        """Total capacity of all nodes, recomputed only when the topology changed (nodes come and
+        go on a live cluster, never during a simulated run). Callers must not mutate it."""
+        hit = self._capacity
+        if hit is None or hit[0] != self.topology_epoch:
+            hit = self._capacity = (self.topology_epoch, self.total_capacity())
+        return hit[1]
 
     def largest_node_capacity(self) -> Res:
-        """Per resource, the most any single node has (nodes do not change during a run)."""
+        """Per resource, the most any single node has (a removed node has nothing)."""
         out: Res = {}
         for n in self.nodes.values():
             for k, v in n.capacity.items():
@@ -193,6 +208,63 @@ class ClusterState:
         return out
 
     # -- mutations (executor only) ------------------------------------------------------------
+
+    def add_node(self, node: Node) -> None:
+        """A node joins at runtime, at the end of the node order (or, a removed node coming back, at
+        its old place, with the capacity given now). Recorded as a release, so models that parked
+        work for lack of room try it again, and as a topology change, so capacity caches refresh."""
+        name = node.name
+        old = self.nodes.get(name)
+        if old is not None and not old.removed:
+            raise StateError(f"node {name!r} is already in the cluster")
+        node.removed = False
+        self.nodes[name] = node
+        if old is None:
+            self.node_order[name] = len(self.node_names)
+            self.node_names.append(name)
+            self.node_used[name] = {}
+            self.node_allocs[name] = {}
+            self.node_freed_epoch.append(0)
+            self._free_index = None  # rebuilt on next use with one more leaf
+        else:
+            self.node_used[name] = {}
+            self._index_node(name)
+        self.topology_epoch += 1
+        self._record_freed(name)
+
+    def remove_node(self, name: str) -> None:
+        """A node leaves the cluster. Only an empty node can go: the executor first ends (and
+        requeues) what ran there, so the state never holds an allocation on a missing node. The
+        node keeps its index (every per-index structure stays valid) with no capacity."""
+        node = self.nodes.get(name)
+        if node is None:
+            raise StateError(f"unknown node {name!r}")
+        if node.removed:
+            raise StateError(f"node {name!r} was already removed")
+        if self.node_allocs[name]:
+            raise StateError(f"node {name!r} still runs {len(self.node_allocs[name])} allocation(s); "
+                             "end or requeue them first")
+        node.capacity = {}
+        node.schedulable = False
+        node.removed = True
+        self.node_used[name] = {}
+        self._index_node(name)
+        self.topology_epoch += 1
+
+    def withdraw(self, wl_id: str) -> list[str]:
+        """Cancel a workload: its pending tasks are dropped (and returned, in pending order) and it
+        can never be pending again; it stays in ``workloads`` for reports. Running tasks are the
+        executor's to ``end`` (never ``requeue``). Idempotent: a second call returns []."""
+        if wl_id not in self.workloads:
+            raise StateError(f"unknown workload {wl_id!r}")
+        if wl_id in self.withdrawn:
+            return []
+        self.withdrawn.add(wl_id)
+        dropped = list(self.pending.pop(wl_id, ()))
+        self.pending_res.pop(wl_id, None)
+        self.submit_epoch += 1
+        self.pending_log.append(wl_id)
+        return dropped
 
     def submit(self, wl: Workload) -> None:
         if wl.id in self.workloads:
@@ -263,6 +335,8 @@ class ClusterState:
     def requeue(self, tid: str) -> None:
         """Put a preempted task back in its workload's pending set, keeping identity and submit time."""
         wl_id, _, _ = split_task_id(tid)
+        if wl_id in self.withdrawn:
+            raise StateError(f"workload {wl_id!r} was withdrawn: end its task {tid!r} without requeue")
         self.pending.setdefault(wl_id, {})[tid] = None
         self.submit_epoch += 1
         self.pending_log.append(wl_id)
@@ -291,11 +365,17 @@ class ClusterState:
     # -- invariants -------------------------------------------------------------------------
 
     def check_invariants(self) -> list[str]:
-        """Problems found, if any: used above capacity, or an index out of step with allocations."""
+        """Problems found, if any: used above capacity, or an index out of step with allocations,
+        an allocation on a removed node, a withdrawn workload still pending."""
         problems: list[str] = []
         for name, node in self.nodes.items():
             if not fits(self.node_used[name], node.capacity):
                 problems.append(f"node {name} used {self.node_used[name]} exceeds capacity {node.capacity}")
+            if node.removed and self.node_allocs[name]:
+                problems.append(f"removed node {name} holds {list(self.node_allocs[name])}")
+        for wl_id in self.withdrawn:
+            if wl_id in self.pending:
+                problems.append(f"withdrawn workload {wl_id} is pending")
         recount: dict[str, Res] = {q: {} for q in self.queues}
         for a in self.allocations.values():
             for q in self._ancestors[a.queue]:

@@ -242,6 +242,7 @@ class PriorityFirstFit(PreemptionModel):
     """
 
     name = "none"
+    all_or_nothing = True
 
     def __init__(self, settings=None):
         super().__init__(settings)
@@ -252,19 +253,22 @@ class PriorityFirstFit(PreemptionModel):
         """Workloads to try in full, backlog shapes to try on freed nodes, and those nodes' indexes."""
         seen = self._seen
         self._seen = (state, state.config_epoch, state.freed_epoch, state.freed_log.position,
-                      state.pending_log.position)
+                      state.pending_log.position, state.topology_epoch)
         b = self._backlog
-        if b is None or not seen or seen[0] is not state or seen[1] != state.config_epoch:
+        # a node that joined, left or was cordoned changes what fits where: start over (rare)
+        if b is None or not seen or seen[0] is not state or seen[1] != state.config_epoch \
+                or seen[5] != state.topology_epoch:
             self._backlog = Backlog(state.resources)
             return list(state.pending), [], []
         fresh: dict[str, None] = {}
         new = state.pending_log.since(seen[4])
         if new is None:  # trimmed: compare pending counts instead (a requeue raises it)
-            new = [w for w, tasks in state.pending.items()
-                   if w not in b.failed or b.failed[w][2] != len(tasks)]
+            new = [w for w in b.failed if w not in state.pending]  # withdrawn since
+            new += [w for w, tasks in state.pending.items()
+                    if w not in b.failed or b.failed[w][2] != len(tasks)]
         for wl in new:
+            b.forget(wl)  # a withdrawn workload leaves the backlog too
             if wl in state.pending:
-                b.forget(wl)
                 fresh[wl] = None
         if state.freed_epoch == seen[2]:
             return list(fresh), [], []

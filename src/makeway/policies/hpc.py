@@ -25,12 +25,12 @@ The model keeps ``reservation`` (head id, shadow time) from its last pass, for r
 from __future__ import annotations
 
 import math
-from bisect import insort
-from itertools import islice
+from bisect import bisect_left, insort
 from typing import Any, Iterable, Iterator, Mapping
 
 from makeway.core.decisions import Decision, Note, Start
 from makeway.core.model import Workload
+from makeway.core.pending import blocking_usage
 from makeway.core.policy import PreemptionModel
 from makeway.core.resources import Res, add_into, total_of
 from makeway.core.state import ClusterState
@@ -157,6 +157,7 @@ class StrictFifo(PreemptionModel):
 
     name = "fifo-strict"
     backfill = False
+    all_or_nothing = True
 
     def __init__(self, settings: Mapping[str, Any] | None = None):
         super().__init__(settings)
@@ -166,47 +167,94 @@ class StrictFifo(PreemptionModel):
         self._reported: set[str] = set()
         self._empty_fit: dict[tuple[str, int], bool] = {}
         self._queue: list[tuple[float, str]] = []
-        self._seen = 0
+        self._queued: set[str] = set()
+        self._log = 0
         self._capacity: Res | None = None
+        self._topology = -1
         self.reservation: tuple[str, float] | None = None
+        self._explain: tuple[tuple, list[tuple[float, str]]] | None = None
 
     def bind(self, state: ClusterState) -> None:
         self._capacity = state.total_capacity()
+        self._topology = state.topology_epoch
 
     def _free(self, state: ClusterState, extra_used: Mapping[str, Res]) -> Res:
-        if self._capacity is None:
+        if self._capacity is None or self._topology != state.topology_epoch:
             self._capacity = state.total_capacity()
+            self._empty_fit.clear()  # what fits an empty cluster depends on its nodes
+            self._topology = state.topology_epoch
         return _free_total(state, self._capacity, extra_used)
 
     def _order(self, state: ClusterState) -> Iterator[str]:
         """``fifo_order`` as a lazy iterator, kept incrementally between calls.
 
-        New workloads are the last ones the state received and arrive mostly in submit order, so
-        there is no re-sort; started ones are dropped from the front at once and from the middle
-        by compaction when they outnumber the pending ones. (These models never preempt, so a
-        workload that left the pending set never returns to it.)
+        Workloads that became pending (the state's pending journal: submissions, and requeues
+        after a node was lost on a live cluster) arrive mostly in submit order, so there is no
+        re-sort; started ones are dropped from the front at once and from the middle by compaction
+        when they outnumber the pending ones. The queue stays sorted, so rebuilding it from the
+        pending set (when the journal was trimmed) gives the same order.
         """
-        added = len(state.workloads) - self._seen
-        if added > 0:
-            fresh = list(islice(reversed(state.workloads), added))
-            fresh.reverse()
-            self._seen = len(state.workloads)
-            for wl_id in fresh:
-                key = (state.workloads[wl_id].submit, wl_id)
-                if not self._queue or key >= self._queue[-1]:
-                    self._queue.append(key)
-                else:
-                    insort(self._queue, key)
         pending = state.pending
-        queue = self._queue
+        queue, queued = self._queue, self._queued
+        fresh = state.pending_log.since(self._log)
+        self._log = state.pending_log.position
+        if fresh is None:
+            queue[:] = sorted((state.workloads[w].submit, w) for w in pending)
+            queued.clear()
+            queued.update(pending)
+        else:
+            for wl_id in fresh:
+                if wl_id in queued or wl_id not in pending:
+                    continue
+                queued.add(wl_id)
+                key = (state.workloads[wl_id].submit, wl_id)
+                if not queue or key >= queue[-1]:
+                    queue.append(key)
+                else:
+                    insort(queue, key)
         front = 0
         while front < len(queue) and queue[front][1] not in pending:
+            queued.discard(queue[front][1])
             front += 1
         if front:
             del queue[:front]
         if len(queue) > 2 * len(pending) + 64:
             queue[:] = [k for k in queue if k[1] in pending]
+            queued.intersection_update(k[1] for k in queue)
         return (k[1] for k in queue if k[1] in pending)
+
+    def queue_order(self, state: ClusterState, queue: str, now: float) -> list[str]:
+        """Submit order (then id): batch queues ignore priority."""
+        wls = state.workloads
+        return sorted((w for w in state.pending if wls[w].queue == queue), key=lambda w: (wls[w].submit, w))
+
+    def pending_reason(self, state: ClusterState, wl_id: str, now: float) -> tuple[str, str, dict[str, Any]] | None:
+        """One batch queue across all queues: what waits ahead of it is everything submitted
+        earlier (limit-held work excepted, which the generic rules explain); the head of an EASY
+        pass holds a reservation at its shadow time."""
+        wl = state.workloads[wl_id]
+        if blocking_usage(state, wl.queue, state.pending_demand(wl_id)) is not None:
+            return None
+        if self.reservation is not None and self.reservation[0] == wl_id:
+            return ("resources", f"first in line; reserved to start at {self.reservation[1]:g} when running work "
+                                 "ends as requested", {"shadow_time": self.reservation[1]})
+        ahead = bisect_left(self._eligible_keys(state), (wl.submit, wl_id))
+        if ahead:
+            return ("priority", f"{ahead} workload(s) submitted earlier wait ahead of it in the batch queue",
+                    {"ahead": ahead})
+        return None
+
+    def _eligible_keys(self, state: ClusterState) -> list[tuple[float, str]]:
+        """(submit, id) of pending workloads not held by a limit, sorted; kept while nothing moved,
+        so explaining every pending workload costs one pass, not one per workload."""
+        stamp = (id(state), state.alloc_epoch, state.submit_epoch, state.config_epoch)
+        hit = self._explain
+        if hit is None or hit[0] != stamp:
+            wls = state.workloads
+            keys = sorted((wls[w].submit, w) for w in state.pending
+                          if blocking_usage(state, wls[w].queue, state.pending_demand(w)) is None)
+            hit = self._explain = (stamp, keys)
+        return hit[1]
 
     def _place(self, state: ClusterState, tasks: list[str], promised: dict[str, Res]) -> list[Start] | None:
         if self.placement == "best-fit":

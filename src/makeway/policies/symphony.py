@@ -147,6 +147,7 @@ class SymphonyModel(PreemptionModel):
         except ValueError as exc:
             raise ConfigError(f"preemption.settings: {exc}") from None
         self._slots: _SlotCache | None = None
+        self._explained: tuple[tuple | None, dict[str, tuple[int, dict[str, SessionView]]]] = (None, {})
 
     def bind(self, state: ClusterState) -> None:
         """Refuse bad consumer settings up front rather than in the middle of a simulation."""
@@ -194,6 +195,45 @@ class SymphonyModel(PreemptionModel):
             if limit is not None and plan.resource in limit:
                 cap = min(cap, node_slots(limit, plan.resource))
         return cap
+
+    def queue_order(self, state: ClusterState, queue: str, now: float) -> list[str]:
+        """Sessions are served by session priority, then creation time (as ``_consumer`` does)."""
+        wls = state.workloads
+        return sorted((w for w in state.pending if wls[w].queue == queue),
+                      key=lambda w: (-session_settings(state, wls[w]).priority, wls[w].submit, w))
+
+    def pending_reason(self, state: ClusterState, wl_id: str, now: float) -> tuple[str, str, dict[str, Any]] | None:
+        """A session at its deserved share that may not preempt waits for its consumer's slots."""
+        wl = state.workloads[wl_id]
+        capacity, views = self._explain_views(state, wl.queue, now)
+        s = views[wl_id]
+        values = {"consumer": wl.queue, "deserved": s.deserved, "allocated": s.allocated, "demand": s.demand,
+                  "preemptive": s.preemptive, "rank": s.rank, "consumer_slots": capacity}
+        if s.allocated >= s.deserved and not s.preemptive:
+            return ("quota", f"session has its deserved share ({s.allocated}/{s.deserved} slots) of consumer "
+                             f"{wl.queue} and is not preemptive", {**values, "blocking": wl.queue})
+        if s.allocated < s.deserved and s.preemptive:
+            return ("resources", f"under its deserved share ({s.allocated}/{s.deserved} slots): it preempts "
+                                 "over-allocated sessions of lower rank when there are any", values)
+        return None
+
+    def _explain_views(self, state: ClusterState, queue: str, now: float) -> tuple[int, dict[str, SessionView]]:
+        """A consumer's capacity and session views for ``pending_reason``, built once per consumer
+        while nothing moved (explaining every pending session must not rebuild them per session)."""
+        stamp = (id(state), state.alloc_epoch, state.submit_epoch, state.config_epoch, state.topology_epoch, now)
+        if self._explained[0] != stamp:
+            self._explained = (stamp, {})
+        hit = self._explained[1].get(queue)
+        if hit is None:
+            resource = self.slot_resource(state)
+            slots_of = self._slots if self._slots is not None and self._slots.resource == resource \
+                else _SlotCache(resource)
+            plan = _Plan(state, slots_of)
+            mine = [w for w in state.workloads if state.workloads[w].queue == queue
+                    and (w in state.pending or state.running.get(w))]
+            capacity = self.consumer_capacity(state, queue, plan)
+            hit = self._explained[1][queue] = (capacity, self.sessions(state, queue, mine, resource, now, capacity))
+        return hit
 
     # -- one cycle -------------------------------------------------------------------------------
 

@@ -241,6 +241,7 @@ class YuniKornModel(PreemptionModel):
         self._cands: dict[str, tuple] = {}
         self._ynodes: dict[str, YNode] = {}
         self._names: list[str] = []
+        self._topology = -1  # the state's topology epoch the node views above were made for
 
     def bind(self, state: ClusterState) -> None:
         if self.quota is not None:
@@ -258,6 +259,32 @@ class YuniKornModel(PreemptionModel):
             if q is not None:
                 wakes.append(q)
         return min(wakes) if wakes else None
+
+    def pending_reason(self, state: ClusterState, wl_id: str, now: float) -> tuple[str, str, dict[str, Any]] | None:
+        """An ask holding a reservation waits for its victims; one beyond its queue's headroom
+        (a configured max minus allocated, on the path to the root) waits for its queue;
+        otherwise the generic rules."""
+        wl = state.workloads[wl_id]
+        tasks = list(state.pending.get(wl_id, ()))
+        for tid in tasks:
+            node = self.reservations.get(tid)
+            if node is not None:
+                victims = sorted(t for t in state.node_allocs.get(node, ()) if state.allocations[t].preempting)
+                return ("preempting", f"ask {tid} reserved node {node}; waiting for its victims to release it",
+                        {"ask": tid, "node": node, "victims": victims})
+        if not tasks:
+            return None
+        res = state.task_resources(tasks[0])
+        for q in state.path_to_root(wl.queue):
+            mx = _nonzero(state.queues[q].max)
+            if mx is None:  # an unset root max is the cluster size: a full cluster is ``resources``
+                continue
+            used = state.queue_usage[q]
+            room = {k: exact(v - used.get(k, 0)) for k, v in mx.items()}
+            if not fit_in_max_undef(room, res):
+                return ("quota", f"ask {tasks[0]} needs {dict(res)}; queue {q} has headroom {room}",
+                        {"blocking": q, "headroom": room, "ask": dict(res), "max": dict(mx), "allocated": dict(used)})
+        return None
 
     def _ask(self, state: ClusterState, tid: str) -> YAsk:
         ask = self.asks.get(tid)
@@ -342,7 +369,7 @@ class YuniKornModel(PreemptionModel):
         self._drop_stale(state, now_us, asks=self._xmark is None or x != self._xmark)
         self._refresh_config(state)
         key = (state.freed_epoch, state.config_epoch, state.alloc_epoch, state.submit_epoch,
-               tuple(self.reservations.items()))
+               state.topology_epoch, tuple(self.reservations.items()))
         if not decisions and self._quiet == key and now_us < self._due_min:
             return []
         self._unblock(state, now_us)
@@ -371,7 +398,7 @@ class YuniKornModel(PreemptionModel):
 
     def _unblock(self, state: ClusterState, now_us: int) -> None:
         """Forget blocks when the version moved; release asks whose precondition time came."""
-        if self._bver != (state.freed_epoch, state.config_epoch, self._resv_released):
+        if self._bver != (state.freed_epoch, state.config_epoch, self._resv_released, state.topology_epoch):
             self._clear_blocked()
             return
         for heap in (self._heap_fresh, self._heap_checked):
@@ -449,13 +476,15 @@ class _FastPass:
         self.due_min: float = float("inf")
         self.running = bool(state.allocations)
         self.index = state.free_index()
-        if len(model._names) != len(state.nodes):
-            model._names = list(state.nodes)  # nodes are fixed for a run; node order = index order
+        if model._topology != state.topology_epoch:  # node order = index order; nodes joined or left
+            model._topology = state.topology_epoch
+            model._names = list(state.nodes)
+            model._ynodes.clear()
         self.names = model._names
 
     def version(self) -> tuple:
         s = self.state
-        return (s.freed_epoch, s.config_epoch, self.m._resv_released)
+        return (s.freed_epoch, s.config_epoch, self.m._resv_released, s.topology_epoch)
 
     # -- views -------------------------------------------------------------------------------------
 

@@ -11,13 +11,14 @@ have helped. The codes are generic, read from the final state alone, and checked
   model could make no progress (``Recorder.stopped_reason``);
 * ``waiting``: otherwise; resources or quota were held by others.
 
-A per-model reason (Kueue's inadmissible message, YuniKorn's headroom...) is a later refinement.
+These codes are part of the results schema and stay as they are; the live service's finer,
+per-model reasons and queue positions are ``makeway.core.pending`` (whose helpers these share).
 """
 
 from __future__ import annotations
 
 from makeway.core.model import Workload
-from makeway.core.resources import Res
+from makeway.core.pending import blocking_max, fits_some_node
 from makeway.core.state import ClusterState
 
 UNPLACEABLE = "unplaceable"
@@ -26,29 +27,6 @@ HORIZON = "horizon"
 NO_PROGRESS = "no-progress"
 WAITING = "waiting"
 CODES = (UNPLACEABLE, QUEUE_MAX, HORIZON, NO_PROGRESS, WAITING)
-
-_EPS = 1e-9
-
-
-def fits_some_node(state: ClusterState, request: Res) -> bool:
-    """True when one node's whole capacity holds ``request`` (whether it is schedulable or not)."""
-    for node in state.nodes.values():
-        cap = node.capacity
-        if all(v <= 0 or v <= cap.get(k, 0) + _EPS for k, v in request.items()):
-            return True
-    return False
-
-
-def blocking_max(state: ClusterState, queue: str, demand: Res) -> str | None:
-    """The first queue on the path to the root whose ``max`` ``demand`` alone exceeds, or None."""
-    for q in state.path_to_root(queue):
-        limit = state.queues[q].max
-        if not limit:
-            continue
-        for k, v in demand.items():
-            if v > 0 and k in limit and limit[k] is not None and v > limit[k] + _EPS:
-                return q
-    return None
 
 
 def pending_reason(state: ClusterState, wl: Workload, stopped: str | None) -> str:

@@ -58,6 +58,7 @@ class _Head:
 
 class KueueModel(PreemptionModel):
     name = "kueue"
+    all_or_nothing = True  # a workload is admitted with all its pods or not at all
 
     def __init__(self, settings: Mapping[str, Any] | None = None):
         super().__init__(settings)
@@ -101,6 +102,7 @@ class KueueModel(PreemptionModel):
         # simulator frees quota at once, and without it a victim would retake its own quota.
         self.prioritize_preemptors = bool(self.settings.get("prioritizePreemptorWorkloads", True))
         self._waiting: dict[str, float] = {}
+        self._explained: tuple[tuple, QuotaTree] | None = None  # pending_reason's snapshot
         self.priority_classes: dict[str, int] = {str(k): int(v) for k, v in
                                                  (self.settings.get("priorityClasses") or {}).items()}
 
@@ -331,7 +333,8 @@ class KueueModel(PreemptionModel):
 
     @staticmethod
     def _epochs(state: ClusterState) -> tuple:
-        return (id(state), state.alloc_epoch, state.freed_epoch, state.submit_epoch, state.config_epoch)
+        return (id(state), state.alloc_epoch, state.freed_epoch, state.submit_epoch, state.config_epoch,
+                state.topology_epoch)
 
     # -- heads whose twin decided nothing --------------------------------------------
 
@@ -515,6 +518,66 @@ class KueueModel(PreemptionModel):
         reason = Reason("kueue", t.reason, p.name, detail, values)
         return [Preempt(tid, reason) for tid in sorted(state.running.get(victim.id, ()))
                 if not state.allocations[tid].preempting]
+
+    # -- pending reasons (read only) -------------------------------------------------------------
+
+    def queue_order(self, state: ClusterState, queue: str, now: float) -> list[str]:
+        """BestEffortFIFO as admission walks it: preemptors waiting for victims first, then
+        priority (priority classes included), then creation time."""
+        wls = state.workloads
+        keys = [(not (self.prioritize_preemptors and w in self._waiting), -self.priority(wls[w]), wls[w].submit, w)
+                for w in state.pending if wls[w].queue == queue]
+        return [k[-1] for k in sorted(keys)]
+
+    def _explain_tree(self, state: ClusterState) -> QuotaTree | None:
+        """A fresh snapshot of admitted usage (the model's own tree is left untouched), kept
+        while the allocations, their eviction marks and the config are unchanged."""
+        if self._specs is None:
+            return None
+        stamp = (id(state), state.alloc_epoch, state.config_epoch, id(self._specs),
+                 sum(1 for a in state.allocations.values() if a.preempting))
+        hit = self._explained
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
+        cohorts, cqs = self._specs
+        tree = QuotaTree(cohorts, cqs)
+        for wl_id, tasks in state.running.items():
+            if tasks and state.workloads[wl_id].queue in tree.cqs:
+                tree.add_workload(self._admitted(state, wl_id))
+        self._explained = (stamp, tree)
+        return tree
+
+    def pending_reason(self, state: ClusterState, wl_id: str, now: float) -> tuple[str, str, dict[str, Any]] | None:
+        """Kueue's inadmissible reasons: the flavor assignment against the quota tree (NoFit:
+        insufficient quota; Preempt: quota held by others, a preemptor waiting for its victims or
+        without targets); a workload that fits its quota is left to the generic rules."""
+        wl = state.workloads[wl_id]
+        tree = self._explain_tree(state)
+        cq = None if tree is None else tree.cqs.get(wl.queue)
+        if cq is None:
+            return ("quota", f"queue {wl.queue} is not a ClusterQueue", {"blocking": wl.queue})
+        pod_sets = self._pod_sets(state, wl_id)
+        a = assign_flavors(cq, pod_sets, self._covered, self.fair,
+                           (state.queues[cq.name].settings or {}).get("flavorFungibility"))
+        frs = sorted({fr for fr in cq.quotas} | set(a.usage))
+        values: dict[str, Any] = {
+            "clusterQueue": cq.name, "blocking": cq.name,
+            "nominal": {f"{f}/{r}": cq.nominal((f, r)) for f, r in frs},
+            "usage": {f"{f}/{r}": cq.usage.get((f, r), 0) for f, r in frs},
+            "requested": {r: v for ps in pod_sets for r, v in ps.items()}}
+        if a.mode == NOFIT:
+            return ("quota", f"couldn't assign flavors: insufficient quota in ClusterQueue {cq.name} ({a.reason})",
+                    values)
+        if a.mode == FIT:
+            return None
+        if wl_id in self._waiting:
+            victims = sorted(t for t, al in state.allocations.items() if al.preempting)
+            if victims:
+                return ("preempting", f"preempting since {self._waiting[wl_id]:g}: waiting for "
+                                      f"{len(victims)} evicted allocation(s) to release their quota",
+                        {**values, "blocking": None, "since": self._waiting[wl_id], "victims": victims})
+        return ("quota", f"ClusterQueue {cq.name} needs quota held by other workloads and none can be "
+                         "preempted for it now", values)
 
     # -- fair-sharing admission order -----------------------------------------------------------
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from makeway.core.decisions import Decision, Note, Preempt, Reason, Start
 from makeway.core.model import Queue
+from makeway.core.pending import blocking_usage
 from makeway.core.policy import PreemptionModel
 from makeway.core.state import ClusterState
 from makeway.policies.ytsaurus import classify, fairshare, heartbeat, integral, starvation
@@ -83,6 +84,7 @@ class YTsaurusModel(PreemptionModel):
         self._pos_tree: Tree | None = None
         self._pos: dict[str, int] = {}
         self._largest: dict[str, float] = {}  # per resource, the most one node has
+        self._topology = -1  # the state's topology epoch ``_largest`` was read at
         self.failed: dict[str, str] = {}       # operation -> why the controller failed it
         self._failed_notes: list[Decision] = []
         ig = s.get("integral_guarantees") or {}
@@ -95,6 +97,7 @@ class YTsaurusModel(PreemptionModel):
     def bind(self, state: ClusterState) -> None:
         self.resources = tuple(state.resources)
         self._largest = state.largest_node_capacity()
+        self._topology = state.topology_epoch
 
     def _sanity(self, state: ClusterState, wid: str) -> bool:
         """False (and the operation recorded as failed) when some task group of it fits no node.
@@ -102,10 +105,14 @@ class YTsaurusModel(PreemptionModel):
         YTsaurus's ``TOperationControllerBase::CheckMinNeededResourcesSanity`` compares each task
         with pending jobs against the per-resource maximum of the exec nodes' limits and fails the
         whole operation when that maximum does not dominate the task's needs. Node capacities do not
-        change during a run, so the answer is fixed at submission.
+        change during a simulated run; on a live cluster the maximum is re-read when nodes join or
+        leave, but an operation once failed stays failed, as in YTsaurus.
         """
         if wid in self.failed:
             return False
+        if self._topology != state.topology_epoch:
+            self._largest = state.largest_node_capacity()
+            self._topology = state.topology_epoch
         found = state.beyond_every_node(state.workloads[wid], self._largest)
         if found is not None:
             g, r, asked, most = found
@@ -154,11 +161,36 @@ class YTsaurusModel(PreemptionModel):
             return self.grace[allocation]
         return super().grace_period(state, allocation)
 
+    def pending_reason(self, state: ClusterState, wl_id: str, now: float) -> tuple[str, str, dict[str, Any]] | None:
+        """A failed operation never runs; one at its fair share waits for the pool tree's shares to
+        move; a starving one gets preemptive heartbeats; pool limits are the generic ``quota``."""
+        if wl_id in self.failed:
+            return ("fits-nowhere", self.failed[wl_id], {"rule": "no-online-node-can-satisfy-resource-demand"})
+        if blocking_usage(state, state.workloads[wl_id].queue, state.pending_demand(wl_id)) is not None:
+            return None  # pool resource limits: the generic ``quota``
+        snap = self.snap
+        if snap is None or wl_id not in snap.result.attrs:
+            return ("resources", "waiting for the next fair share update", {})
+        a = snap.result.attrs[wl_id]
+        clock = self.clocks.get(wl_id)
+        status = starvation.NON if clock is None else clock.status
+        fair, usage = max(a.fair_share, default=0.0), max(a.usage_share, default=0.0)
+        values = {"fair_share": fair, "usage_share": usage, "status": status, "pool": state.workloads[wl_id].queue}
+        if status != starvation.NON:
+            return ("preempting" if any(al.preempting for al in state.allocations.values()) else "resources",
+                    f"operation is starving ({status}) below its fair share {fair:.3g} (usage {usage:.3g}): "
+                    "preemptive heartbeats may take resources for it",
+                    {**values, "below_fair_share_since": clock.since if clock else None})
+        if usage + 1e-9 >= fair:
+            return ("quota", f"operation is at its fair share {fair:.3g} (usage {usage:.3g}) in pool "
+                             f"{values['pool']}", {**values, "blocking": values["pool"]})
+        return None
+
     # -- fair share update ---------------------------------------------------------------------------
 
     def build_tree(self, state: ClusterState) -> Tree:
         res = self.resources
-        total = state.total_capacity_cached()  # nodes do not change during a run
+        total = state.total_capacity_cached()  # refreshed when nodes join or leave
         tree = Tree(res, [float(total.get(r, 0)) for r in res],
                     main_resource=str(self.settings.get("main_resource", "cpu")))
         tree.add(Element(ROOT, None))
@@ -215,7 +247,7 @@ class YTsaurusModel(PreemptionModel):
     def update(self, state: ClusterState, now: float) -> list[Decision]:
         """Recompute fair shares, starvation and the preemptible classes; notes on starvation changes."""
         self.dirty = False
-        key = (state.alloc_epoch, state.submit_epoch, state.config_epoch, state.freed_epoch)
+        key = (state.alloc_epoch, state.submit_epoch, state.config_epoch, state.freed_epoch, state.topology_epoch)
         snap = self.snap
         if snap is not None and key == self._fs_key and not self._has_integral(state):
             # nothing the fair share depends on moved: only the starvation clocks advance

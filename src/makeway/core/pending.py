@@ -1,0 +1,187 @@
+"""Why a workload is pending now, and where it stands in its queue: one answer for every model.
+
+A live user asks "why is my job not running?" and "how many are ahead of me?" (Kueue's
+visibility API answers the second per ClusterQueue). ``explain_pending`` answers both from the
+state and the model's own bookkeeping, between scheduling calls, without changing either.
+
+Codes, checked in this order (the first that applies wins):
+
+* ``fits-nowhere``: a task asks for more than any node (of those in the cluster) has;
+* ``queue-max``: its pending demand alone exceeds the ``max`` of its queue or of an ancestor, so
+  only a config change lets it start (``blocking``: that queue);
+* what the model says (``PreemptionModel.pending_reason``), when it has a more precise answer;
+* ``quota``: it fits the limits, but what its queue (or an ancestor) already uses leaves too
+  little: it waits for work of that queue to end (models add their guarantee rules: Kueue's nominal
+  quota and borrowing limits, YTsaurus's fair share, Symphony's deserved share...);
+* ``preempting``: victims were chosen for it and are still inside their grace period;
+* ``gang``: an all-or-nothing workload whose tasks together fit nowhere now, though one would;
+* ``priority``: work ahead of it in its queue's order takes what is free;
+* ``resources``: it is first in line, but no node has room for it now.
+
+``position`` is the workload's 1-based place among the pending workloads of its leaf queue in the
+model's order (``PreemptionModel.queue_order``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+from makeway.core.resources import Res, add_into, fits_limit
+from makeway.core.state import ClusterState
+
+if TYPE_CHECKING:
+    from makeway.core.policy import PreemptionModel
+
+FITS_NOWHERE = "fits-nowhere"
+QUEUE_MAX = "queue-max"
+QUOTA = "quota"
+PREEMPTING = "preempting"
+GANG = "gang"
+PRIORITY = "priority"
+RESOURCES = "resources"
+CODES = (FITS_NOWHERE, QUEUE_MAX, QUOTA, PREEMPTING, GANG, PRIORITY, RESOURCES)
+
+_EPS = 1e-9
+
+
+@dataclass(slots=True, frozen=True)
+class PendingInfo:
+    code: str
+    message: str
+    queue: str
+    position: int
+    blocking: str | None = None
+    values: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "queue": self.queue, "position": self.position,
+                "blocking": self.blocking, "values": self.values}
+
+
+def fits_some_node(state: ClusterState, request: Res) -> bool:
+    """True when one node's whole capacity holds ``request`` (whether it is schedulable or not)."""
+    for node in state.nodes.values():
+        cap = node.capacity
+        if all(v <= 0 or v <= cap.get(k, 0) + _EPS for k, v in request.items()):
+            return True
+    return False
+
+
+def blocking_max(state: ClusterState, queue: str, demand: Res) -> str | None:
+    """The first queue on the path to the root whose ``max`` ``demand`` alone exceeds, or None."""
+    for q in state.path_to_root(queue):
+        limit = state.queues[q].max
+        if not limit:
+            continue
+        for k, v in demand.items():
+            if v > 0 and k in limit and limit[k] is not None and v > limit[k] + _EPS:
+                return q
+    return None
+
+
+def blocking_usage(state: ClusterState, queue: str, demand: Res) -> str | None:
+    """The first queue on the path to the root whose ``max`` its usage plus ``demand`` exceeds."""
+    for q in state.path_to_root(queue):
+        limit = state.queues[q].max
+        if not limit:
+            continue
+        usage = dict(state.queue_usage[q])
+        add_into(usage, demand)
+        if not fits_limit(usage, limit):
+            return q
+    return None
+
+
+def default_queue_order(state: ClusterState, queue: str) -> list[str]:
+    """Pending workloads of ``queue``: priority (high first), then submit time, then id."""
+    wls = state.workloads
+    return sorted((w for w in state.pending if wls[w].queue == queue),
+                  key=lambda w: (-wls[w].priority, wls[w].submit, w))
+
+
+def _free_fit(state: ClusterState, tasks: Iterable[str]) -> bool:
+    """Whether all ``tasks`` fit the free room of schedulable nodes now (first fit, in order)."""
+    promised: dict[str, Res] = {}
+    for tid in tasks:
+        req = state.task_resources(tid)
+        for name in state.node_names:
+            if not state.nodes[name].schedulable:
+                continue
+            extra = promised.get(name, {})
+            cap, used = state.nodes[name].capacity, state.node_used[name]
+            if all(v <= 0 or used.get(k, 0) + extra.get(k, 0) + v <= cap.get(k, 0) + _EPS for k, v in req.items()):
+                add_into(promised.setdefault(name, {}), req)
+                break
+        else:
+            return False
+    return True
+
+
+def generic_reason(state: ClusterState, wl_id: str, position: int, gang: bool,
+                   victims: Iterable[str] = ()) -> tuple[str, str, dict[str, Any], str | None]:
+    """(code, message, values, blocking) from the state alone, after ``fits-nowhere``."""
+    wl = state.workloads[wl_id]
+    demand = state.pending_demand(wl_id)
+    q = blocking_usage(state, wl.queue, demand)
+    if q is not None:
+        return (QUOTA, f"queue {q} uses {state.queue_usage[q]} of its max {state.queues[q].max}; "
+                       f"{demand} more does not fit",
+                {"demand": dict(demand), "max": dict(state.queues[q].max or {}), "usage": dict(state.queue_usage[q])}, q)
+    waiting = sorted(v for v in victims if v in state.allocations)
+    if waiting:
+        return (PREEMPTING, f"waiting for {len(waiting)} preempted allocation(s) to release their resources",
+                {"victims": waiting}, None)
+    tasks = list(state.pending.get(wl_id, ()))
+    if gang and len(tasks) > 1 and not _free_fit(state, tasks) and _free_fit(state, tasks[:1]):
+        return (GANG, f"its {len(tasks)} tasks must start together and do not all fit now", {"tasks": len(tasks)}, None)
+    if position > 1:
+        return (PRIORITY, f"{position - 1} workload(s) ahead of it in queue {wl.queue}", {"ahead": position - 1}, None)
+    return (RESOURCES, "first in its queue; no node has room for it now", {"demand": dict(demand)}, None)
+
+
+def explain_pending(state: ClusterState, model: "PreemptionModel", now: float,
+                    preempting_for: Mapping[str, Iterable[str]] | None = None) -> dict[str, PendingInfo]:
+    """``PendingInfo`` for every pending workload, by id (in the state's pending order).
+
+    ``preempting_for`` (workload -> allocation ids preempted for it, from the executor's record of
+    each preemption's ``Reason.preemptor``) lets a model that keeps no such record still answer
+    ``preempting``. Reads only: neither the state nor the model changes.
+    """
+    positions: dict[str, int] = {}
+    for queue in sorted({state.workloads[w].queue for w in state.pending}):
+        for i, w in enumerate(model.queue_order(state, queue, now), 1):
+            positions[w] = i
+    largest = state.largest_node_capacity()
+    out: dict[str, PendingInfo] = {}
+    for wl_id in state.pending:
+        wl = state.workloads[wl_id]
+        pos = positions.get(wl_id, 0)
+        bad = next((g for g, grp in enumerate(wl.groups) if grp.count > 0 and not fits_some_node(state, grp.resources)),
+                   None)
+        if bad is not None:
+            asked = dict(wl.groups[bad].resources)
+            out[wl_id] = PendingInfo(FITS_NOWHERE, f"a task of group {bad} asks {asked}, more than any node has",
+                                     wl.queue, pos, None,
+                                     {"task_group": bad, "asked": asked, "largest_node": largest})
+            continue
+        demand = state.pending_demand(wl_id)
+        q = blocking_max(state, wl.queue, demand)
+        if q is not None:
+            out[wl_id] = PendingInfo(QUEUE_MAX, f"asks {demand}, more than the max {state.queues[q].max} of queue {q}",
+                                     wl.queue, pos, q, {"demand": dict(demand), "max": dict(state.queues[q].max or {})})
+            continue
+        mine = model.pending_reason(state, wl_id, now)
+        if mine is not None:
+            code, message, values = mine
+            out[wl_id] = PendingInfo(code, message, wl.queue, pos, values.get("blocking"), values)
+            continue
+        code, message, values, blocking = generic_reason(
+            state, wl_id, pos, model.all_or_nothing, (preempting_for or {}).get(wl_id, ()))
+        out[wl_id] = PendingInfo(code, message, wl.queue, pos, blocking, values)
+    return out
+
+
+__all__ = ["CODES", "FITS_NOWHERE", "GANG", "PREEMPTING", "PRIORITY", "PendingInfo", "QUEUE_MAX", "QUOTA",
+           "RESOURCES", "blocking_max", "blocking_usage", "default_queue_order", "explain_pending",
+           "fits_some_node", "generic_reason"]

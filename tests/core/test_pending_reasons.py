@@ -1,0 +1,157 @@
+"""Pending reason codes and queue positions (makeway.core.pending), one small real case per code
+and model where the code applies: a state built, ``schedule`` (and heartbeats) called through the
+executor-free driver of ``test_runtime_topology``, then ``explain_pending``. About 1 s in all.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import pytest
+
+from makeway.core.pending import CODES, explain_pending
+from tests.core.test_runtime_topology import MODELS, Driver
+
+
+def _set(d: Driver, queue: str, **changes: object) -> None:
+    old = d.state.update_queue(queue, **changes)
+    d.model.on_config_change(d.state, queue, old, d.now)
+
+
+def fits_nowhere(m: str) -> tuple[Driver, str]:
+    d = Driver(m, [4, 4])
+    return d, d.submit("q0", 1, 9, 0)
+
+
+def queue_max(m: str) -> tuple[Driver, str]:
+    d = Driver(m, [4, 4])
+    _set(d, "q1", max={"cpu": 2}, **({"guaranteed": {"cpu": 2}} if m in ("kueue", "yunikorn", "ytsaurus") else {}))
+    return d, d.submit("q1", 2, 2, 0)
+
+
+def quota(m: str) -> tuple[Driver, str]:
+    """Its queue's own running work uses what its limit allows."""
+    d = Driver(m, [8, 8])
+    _set(d, "q1", max={"cpu": 4}, guaranteed={"cpu": 4} if m in ("kueue", "yunikorn", "ytsaurus") else None)
+    d.submit("q1", 2, 2, 1, duration=100.0)
+    d.step()
+    wid = d.submit("q1", 1, 2, 0)
+    d.step()
+    return d, wid
+
+
+def fair_share(m: str) -> tuple[Driver, str]:
+    """Two equal workloads share one queue: each runs half and is at its YTsaurus fair share or
+    Symphony deserved share (batch sessions do not preempt)."""
+    d = Driver(m, [4, 4])
+    first = d.submit("q0", 4, 2, 0, duration=100.0)
+    d.submit("q0", 4, 2, 0, duration=100.0)
+    for _ in range(3):
+        d.step()
+    assert len(d.state.running[first]) == 2
+    return d, first
+
+
+def preempting(m: str) -> tuple[Driver, str]:
+    """Victims chosen for it keep running inside their grace period."""
+    d = Driver(m, [4, 4], graceful=True)
+    if m == "kueue":
+        _set(d, "q0", guaranteed={"cpu": 4}, max={"cpu": 4})
+        d.submit("q0", 2, 2, 0, duration=100.0)
+        d.step()
+        wid = d.submit("q0", 1, 2, 5)
+    else:  # yunikorn: q1 above its guarantee on every node, q0 below its own
+        d.submit("q1", 4, 2, 0, duration=100.0)
+        d.step()
+        wid = d.submit("q0", 1, 2, 0)
+    for _ in range(3):
+        d.step()
+    return d, wid
+
+
+def gang(m: str) -> tuple[Driver, str]:
+    d = Driver(m, [4, 4])
+    d.submit("q0", 2, 2, 0, duration=100.0)
+    d.step()
+    return d, d.submit("q1", 3, 2, 0)
+
+
+def priority(m: str) -> tuple[Driver, str]:
+    d = Driver(m, [4])
+    d.submit("q0", 2, 2, 0, duration=100.0)
+    d.step()
+    d.submit("q0", 1, 2, 0)
+    wid = d.submit("q0", 1, 2, 0)
+    d.step()
+    return d, wid
+
+
+def resources(m: str) -> tuple[Driver, str]:
+    d = Driver(m, [4])
+    d.submit("q0", 2, 2, 0, duration=100.0)
+    d.step()
+    wid = d.submit("q1", 1, 2, 0)
+    d.step()
+    return d, wid
+
+
+HPC = ("fifo-strict", "easy-backfill")
+# (case, expected code, models where the code is that model's answer for the case)
+TABLE: list[tuple[Callable, str, tuple[str, ...]]] = [
+    (fits_nowhere, "fits-nowhere", tuple(MODELS)),
+    (queue_max, "queue-max", tuple(MODELS)),
+    (quota, "quota", ("none", *HPC, "kueue", "yunikorn", "ytsaurus")),
+    (fair_share, "quota", ("ytsaurus", "symphony")),
+    (preempting, "preempting", ("kueue", "yunikorn")),
+    (gang, "gang", ("none", *HPC, "kueue")),
+    (priority, "priority", ("none", *HPC, "kueue", "yunikorn", "symphony")),
+    (resources, "resources", ("none", *HPC, "kueue", "yunikorn")),
+]
+CASES = [pytest.param(case, code, m, id=f"{code}-{case.__name__}-{m}") for case, code, ms in TABLE for m in ms]
+
+
+@pytest.mark.parametrize("case, code, model", CASES)
+def test_pending_code(case: Callable, code: str, model: str) -> None:
+    d, wid = case(model)
+    assert wid in d.state.pending
+    before = (d.state.alloc_epoch, d.state.submit_epoch, d.state.freed_epoch, d.state.config_epoch)
+    info = explain_pending(d.state, d.model, d.now)
+    assert before == (d.state.alloc_epoch, d.state.submit_epoch, d.state.freed_epoch, d.state.config_epoch)
+    got = info[wid]
+    assert got.code == code, got
+    assert got.code in CODES and got.message
+    if code in ("queue-max",) or (code == "quota" and case is quota):
+        assert got.blocking == "q1"
+    # positions: 1..n, a permutation, within each leaf queue
+    for q in {i.queue for i in info.values()}:
+        assert sorted(i.position for i in info.values() if i.queue == q) == \
+            list(range(1, sum(1 for i in info.values() if i.queue == q) + 1))
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_position_follows_the_models_queue_order(model: str) -> None:
+    d = Driver(model, [2])
+    d.submit("q0", 1, 2, 0, duration=100.0)
+    d.step()
+    low = d.submit("q0", 1, 2, 0)
+    high = d.submit("q0", 1, 2, 2)
+    d.step()
+    info = explain_pending(d.state, d.model, d.now)
+    if model in HPC:  # batch queues: submit order, priority ignored
+        assert (info[low].position, info[high].position) == (1, 2)
+    else:
+        assert (info[high].position, info[low].position) == (1, 2)
+
+
+def test_executor_record_of_victims_gives_preempting() -> None:
+    d = Driver("none", [4])
+    d.submit("q0", 2, 2, 0, duration=100.0)
+    d.step()
+    wid = d.submit("q1", 1, 4, 0)
+    d.step()
+    victims = list(d.state.allocations)
+    for v in victims:
+        d.state.mark_preempting(v)
+    got = explain_pending(d.state, d.model, d.now, preempting_for={wid: victims})[wid]
+    assert got.code == "preempting" and got.values["victims"] == sorted(victims)
+    assert explain_pending(d.state, d.model, d.now)[wid].code == "resources"
