@@ -13,7 +13,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy.exc import IntegrityError
 
 from makeway.errors import MakewayError
-from makeway.live.store import KEEP_SNAPSHOTS, StaleLeader, Store, StoreError, metadata
+from makeway.live.store import KEEP_SNAPSHOTS, GroupCommit, StaleLeader, Store, StoreError, metadata
 
 TABLES = {"meta", "events", "passes", "decisions", "snapshots", "jobs", "attempts", "nodes"}
 
@@ -77,17 +77,20 @@ def test_append_with_a_repeated_key_returns_the_first_seq_and_writes_once(store)
     assert store.events_after(first.seq, limit=2) == rows[1:3]
 
 
-def test_batch_append_is_one_answer_per_item_in_order(store):
+@pytest.mark.parametrize("pad", [0, 30], ids=["small", "large"])  # both insert paths
+def test_batch_append_is_one_answer_per_item_in_order(store, pad):
     old = store.append_event("submit", {"n": 0}, idem_key="old", at=0.0)
     got = store.append_events([
         {"kind": "submit", "payload": {"n": 1}, "idem_key": "x", "at": 1.0},
         {"kind": "submit", "payload": {"n": 2}, "idem_key": "old", "at": 1.0},
         {"kind": "submit", "payload": {"n": 3}, "at": 1.0},
         {"kind": "submit", "payload": {"n": 4}, "idem_key": "x", "at": 1.0},
+        *({"kind": "submit", "payload": {"n": 5 + i}, "idem_key": f"p{i}", "at": 1.0} for i in range(pad)),
     ])
-    assert [g.created for g in got] == [True, False, True, False]
+    assert [g.created for g in got] == [True, False, True, False] + [True] * pad
     assert got[1].seq == old.seq and got[3].seq == got[0].seq and got[0].seq < got[2].seq
-    assert [e.payload["n"] for e in store.events_after(old.seq)] == [1, 3]
+    assert [g.seq for g in got[4:]] == sorted({g.seq for g in got[4:]}) and store.max_seq() == max(g.seq for g in got)
+    assert [e.payload["n"] for e in store.events_after(old.seq)] == [1, 3] + [5 + i for i in range(pad)]
 
 
 def test_concurrent_appends_keep_one_row_per_key_in_seq_order_and_lose_nothing(store):
@@ -148,6 +151,36 @@ def test_concurrent_appends_keep_one_row_per_key_in_seq_order_and_lose_nothing(s
     assert len(keyed_rows) == len(by_key) == 10 + threads_n * 10
     assert sorted(created) == seqs, "every created answer is a row, every row was answered"
     assert seen == seqs, "a reader following the journal sees every event, in order"
+
+
+def test_group_commit_answers_each_caller_after_its_batch_commits(store):
+    answers: dict[tuple[int, int], object] = {}
+
+    def caller(t):
+        for i in range(25):
+            key = f"k{i % 5}" if i % 2 == 0 else None
+            answers[t, i] = (key, committer.append("submit", {"t": t, "i": i}, idem_key=key, at=1.0))
+
+    with GroupCommit(store, max_batch=16) as committer:
+        threads = [threading.Thread(target=caller, args=(t,)) for t in range(8)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        with pytest.raises(StoreError, match=r"events\[0\]\.payload"):
+            committer.submit("submit", "not an object", at=1.0)  # fails alone, in the caller's thread
+        last = committer.append("cancel", {"job": "x"}, at=2.0)
+    with pytest.raises(RuntimeError, match="closed"):
+        committer.submit("submit", {}, at=3.0)
+    rows = store.events_after(0)
+    assert [r.seq for r in rows][-1] == last.seq and len(rows) == 5 + 8 * 12 + 1
+    by_key: dict[str, set[int]] = {}
+    for key, a in answers.values():
+        if key is not None:
+            by_key.setdefault(key, set()).add(a.seq)
+    assert sorted(by_key) == ["k0", "k1", "k2", "k3", "k4"] and all(len(v) == 1 for v in by_key.values())
+    created = sorted(a.seq for _, a in answers.values() if a.created)
+    assert created + [last.seq] == [r.seq for r in rows]
 
 
 def test_bad_events_are_refused_naming_the_field(store):

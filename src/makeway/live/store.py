@@ -21,6 +21,9 @@ from __future__ import annotations
 
 import json
 import math
+import queue
+import threading
+from concurrent.futures import Future
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator, NamedTuple
@@ -42,6 +45,7 @@ JOURNAL_LOCK = 0x6D6B_7700_0001
 MIGRATE_LOCK = 0x6D6B_7700_0002
 
 KEEP_SNAPSHOTS = 3
+_ADVISORY_XACT_LOCK = sa.text("SELECT pg_advisory_xact_lock(:k)")
 
 
 class StoreError(MakewayError):
@@ -224,6 +228,13 @@ class Store:
         self.url = url
         self.engine = make_engine(url)
         self.dialect = self.engine.dialect.name
+        ins = self._insert()(events_t)
+        self._ins_event = events_t.insert().returning(events_t.c.seq)
+        self._ins_events = events_t.insert().returning(events_t.c.seq, sort_by_parameter_order=True)
+        self._ins_keyed_event = ins.on_conflict_do_nothing(index_elements=["tenant", "idem_key"]).returning(
+            events_t.c.seq)
+        self._seq_of_key = sa.select(events_t.c.seq).where(events_t.c.tenant == sa.bindparam("t"),
+                                                           events_t.c.idem_key == sa.bindparam("k"))
         if migrate:
             self.migrate()
             self.meta_setdefault("epoch", "0")
@@ -243,7 +254,7 @@ class Store:
     def _write(self, *, lock: int | None = None) -> Iterator[Connection]:
         with self.engine.begin() as conn:
             if lock is not None and self.dialect == "postgresql":
-                conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": lock})
+                conn.execute(_ADVISORY_XACT_LOCK, {"k": lock})
             yield conn
 
     @contextmanager
@@ -294,7 +305,9 @@ class Store:
         Each item has ``kind``, ``payload``, ``at`` and optional ``tenant`` and ``idem_key``. A key
         repeated inside the batch maps to the first occurrence.
         """
-        rows = [_event_row(i, item) for i, item in enumerate(items)]
+        return self._append_rows([_event_row(i, item) for i, item in enumerate(items)])
+
+    def _append_rows(self, rows: list[dict]) -> list[Appended]:
         if not rows:
             return []
         for attempt in range(3):
@@ -309,6 +322,23 @@ class Store:
         raise AssertionError("unreachable")
 
     def _append(self, conn: Connection, rows: list[dict]) -> list[Appended]:
+        # a statement per row is cheaper for the small batches group commit makes; one look-up and
+        # one multi-row insert win from a few dozen rows on
+        if len(rows) <= 16:
+            return [self._append_one(conn, r) for r in rows]
+        return self._append_many(conn, rows)
+
+    def _append_one(self, conn: Connection, row: dict) -> Appended:
+        """Insert unless the key is taken (then its seq); a key earlier in the same batch counts."""
+        if row["idem_key"] is None:
+            return Appended(conn.execute(self._ins_event, row).scalar_one(), True)
+        seq = conn.execute(self._ins_keyed_event, row).scalar_one_or_none()
+        if seq is not None:
+            return Appended(seq, True)
+        return Appended(conn.execute(self._seq_of_key, {"t": row["tenant"], "k": row["idem_key"]}).scalar_one(),
+                        False)
+
+    def _append_many(self, conn: Connection, rows: list[dict]) -> list[Appended]:
         keyed = {(r["tenant"], r["idem_key"]) for r in rows if r["idem_key"] is not None}
         known: dict[tuple[str, str], int] = {}
         if keyed:
@@ -334,8 +364,7 @@ class Store:
                 out.append(None)
                 fresh.append(r)
         if fresh:
-            stmt = events_t.insert().returning(events_t.c.seq, sort_by_parameter_order=True)
-            seqs = iter(conn.execute(stmt, fresh).scalars().all())
+            seqs = iter(conn.execute(self._ins_events, fresh).scalars().all())
             for i, a in enumerate(out):
                 if a is None and i not in dup_of:
                     out[i] = Appended(next(seqs), True)
@@ -542,6 +571,83 @@ class Store:
     def nodes(self) -> list[dict]:
         with self._read() as conn:
             return [r._asdict() for r in conn.execute(sa.select(nodes_t).order_by(nodes_t.c.name))]
+
+
+# ---------------------------------------------------------------------------------------------- group commit
+
+class GroupCommit:
+    """Appends from many threads committed together: one transaction, one disk flush, per batch.
+
+    Appends hold the journal lock on PostgreSQL and SQLite has one writer, so concurrent single
+    appends commit one after another, each paying its own flush. A committer thread instead takes
+    whatever is queued (up to ``max_batch``) into one ``append_events`` transaction. A caller gets
+    its answer only once its row is committed; inputs are validated in the caller's thread, so a
+    bad one fails alone, while a database error fails the whole batch it was in.
+    """
+
+    def __init__(self, store: Store, *, max_batch: int = 500) -> None:
+        self.store = store
+        self.max_batch = max_batch
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._closed = False
+        self._guard = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="makeway-journal", daemon=True)
+        self._thread.start()
+
+    def submit(self, kind: str, payload: dict, *, tenant: str = "default", idem_key: str | None = None,
+               at: float) -> Future:
+        """Queue one input; the returned future resolves to its ``Appended`` after the commit."""
+        row = _event_row(0, {"kind": kind, "payload": payload, "tenant": tenant, "idem_key": idem_key, "at": at})
+        fut: Future = Future()
+        with self._guard:
+            if self._closed:
+                raise RuntimeError("the journal's group committer is closed")
+            self._queue.put((row, fut))
+        return fut
+
+    def append(self, kind: str, payload: dict, *, tenant: str = "default", idem_key: str | None = None,
+               at: float) -> Appended:
+        return self.submit(kind, payload, tenant=tenant, idem_key=idem_key, at=at).result()
+
+    def close(self) -> None:
+        """Commit what is queued, then stop the committer thread."""
+        with self._guard:
+            if self._closed:
+                return
+            self._closed = True
+            self._queue.put(None)
+        self._thread.join()
+
+    def __enter__(self) -> "GroupCommit":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _run(self) -> None:
+        stopping = False
+        while not stopping:
+            first = self._queue.get()
+            if first is None:
+                return
+            batch = [first]
+            while len(batch) < self.max_batch:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    stopping = True
+                    break
+                batch.append(item)
+            try:
+                answers = self.store._append_rows([row for row, _ in batch])
+            except BaseException as exc:  # the callers own the failure; the committer keeps serving
+                for _, fut in batch:
+                    fut.set_exception(exc)
+            else:
+                for (_, fut), answer in zip(batch, answers):
+                    fut.set_result(answer)
 
 
 # ---------------------------------------------------------------------------------------------- rows
