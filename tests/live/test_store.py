@@ -13,7 +13,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy.exc import IntegrityError
 
 from makeway.errors import MakewayError
-from makeway.live.store import KEEP_SNAPSHOTS, GroupCommit, StaleLeader, Store, StoreError, metadata
+from makeway.live.store import KEEP_SNAPSHOTS, GroupCommit, StaleLeader, Store, StoreError, metadata, migrate
 
 TABLES = {"meta", "events", "passes", "decisions", "snapshots", "jobs", "attempts", "nodes"}
 
@@ -38,6 +38,7 @@ def count(store, table):
 # -- migrations -------------------------------------------------------------------------------------
 
 def test_migration_creates_the_tables_and_a_second_run_changes_nothing(db_url):
+    migrate(db_url)  # on the empty database
     with Store(db_url) as s:
         assert TABLES | {"alembic_version"} <= set(sa.inspect(s.engine).get_table_names())
         assert s.revision() == "0001"
@@ -200,6 +201,13 @@ def test_an_unusable_url_is_a_makeway_error():
         Store("mysql://u@h/db")
     with pytest.raises(StoreError, match="db: cannot parse"):
         Store("not a url")
+
+
+def test_a_database_that_cannot_be_opened_is_a_makeway_error(tmp_path):
+    with pytest.raises(StoreError, match=r"db: cannot open sqlite:///.*/missing/s\.db: unable to open"):
+        Store(f"sqlite:///{tmp_path / 'missing' / 's.db'}")
+    with pytest.raises(StoreError, match=r"db: cannot open postgresql\+psycopg://u:\*\*\*@127\.0\.0\.1:1/x: "):
+        Store("postgresql://u:secret@127.0.0.1:1/x")
 
 
 # -- passes -----------------------------------------------------------------------------------------

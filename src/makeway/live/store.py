@@ -236,7 +236,12 @@ class Store:
         self._seq_of_key = sa.select(events_t.c.seq).where(events_t.c.tenant == sa.bindparam("t"),
                                                            events_t.c.idem_key == sa.bindparam("k"))
         if migrate:
-            self.migrate()
+            try:
+                self.migrate()
+            except sa.exc.OperationalError as exc:
+                self.engine.dispose()
+                safe = self.engine.url.render_as_string(hide_password=True)
+                raise StoreError(f"db: cannot open {safe}: {str(exc.orig).strip().splitlines()[0]}") from None
             self.meta_setdefault("epoch", "0")
 
     def close(self) -> None:
@@ -571,6 +576,11 @@ class Store:
     def nodes(self) -> list[dict]:
         with self._read() as conn:
             return [r._asdict() for r in conn.execute(sa.select(nodes_t).order_by(nodes_t.c.name))]
+
+
+def migrate(url: str) -> None:
+    """Bring the database at ``url`` to the newest schema (what opening a ``Store`` does first)."""
+    Store(url).close()
 
 
 # ---------------------------------------------------------------------------------------------- group commit
