@@ -72,8 +72,34 @@ def run_case(store: Store, threads: int, batch: int, seconds: float, group: Grou
     return done / elapsed, p99
 
 
-def bench(name: str, url: str, seconds: float, rows: list) -> None:
+def pass_latency(store: Store, changed: int, passes: int = 60) -> tuple[float, float]:
+    """(p50, p99 ms) of ``record_pass`` upserting ``changed`` full job rows and as many attempts,
+    with a tenth as many decisions: the write side of one scheduling pass."""
+    base = (store.last_pass().pass_no if store.last_pass() else 0) + 1
+    lat = []
+    for p in range(base, base + passes):
+        jobs = [{"id": f"job{j}", "queue": "research", "state": "running", "tenant": "default",
+                 "spec": PAYLOAD["job"], "submitted": 1.0, "updated": float(p), "reason": None,
+                 "pending": {"code": "fits_nowhere", "position": j}} for j in range(changed)]
+        attempts = [{"attempt": f"job{j}/0/0#1", "job": f"job{j}", "task": f"job{j}/0/0", "attempt_no": 1,
+                     "node": f"n{j % 100}", "state": "running", "started": float(p)} for j in range(changed)]
+        decisions = [{"idx": i, "kind": "preempt", "task": f"job{i}/0/0", "node": f"n{i}", "workload": f"job{i}",
+                      "reason": {"model": "kueue", "rule": "r", "preemptor": "x", "values": {"a": 1}}}
+                     for i in range(max(1, changed // 10))]
+        t0 = time.perf_counter()
+        store.record_pass(p, p, float(p), f"{p:064x}", decisions, jobs, attempts, expect_epoch=store.epoch())
+        lat.append(time.perf_counter() - t0)
+    lat.sort()
+    return lat[len(lat) // 2] * 1000, lat[min(len(lat) - 1, int(0.99 * len(lat)))] * 1000
+
+
+def bench(name: str, url: str, seconds: float, rows: list, pass_rows: list) -> None:
     with Store(url) as store:
+        for changed in (10, 100, 1000):
+            p50, p99 = pass_latency(store, changed)
+            pass_rows.append((name, changed, p50, p99))
+            print(f"  {name:<10} record_pass changed={changed:<4} p50 {p50:7.2f} ms  p99 {p99:7.2f} ms",
+                  file=sys.stderr)
         for threads, batch, grouped in ((1, 1, False), (8, 1, False), (1, 100, False), (8, 100, False),
                                         (8, 1, True), (32, 1, True)):
             if grouped:
@@ -94,10 +120,11 @@ def main() -> None:
     ap.add_argument("--no-pg", action="store_true", help="SQLite only")
     args = ap.parse_args()
     rows: list = []
+    pass_rows: list = []
     with tempfile.TemporaryDirectory() as tmp:
-        bench("sqlite", f"sqlite:///{tmp}/bench.db", args.seconds, rows)
+        bench("sqlite", f"sqlite:///{tmp}/bench.db", args.seconds, rows, pass_rows)
     if args.pg:
-        bench("postgresql", args.pg, args.seconds, rows)
+        bench("postgresql", args.pg, args.seconds, rows, pass_rows)
     elif not args.no_pg:
         from tests.live.pg import PgCluster, find_bindir
 
@@ -107,12 +134,16 @@ def main() -> None:
         else:
             cluster = PgCluster(bindir, fsync=True).start()
             try:
-                bench("postgresql", cluster.create_database("bench"), args.seconds, rows)
+                bench("postgresql", cluster.create_database("bench"), args.seconds, rows, pass_rows)
             finally:
                 cluster.stop()
     print(f"{'database':<11} {'mode':<6} {'threads':>7} {'batch':>5} {'appends/s':>10} {'p99 call ms':>12}")
     for name, mode, threads, batch, rate, p99 in rows:
         print(f"{name:<11} {mode:<6} {threads:>7} {batch:>5} {rate:>10.0f} {p99:>12.2f}")
+    print()
+    print(f"{'database':<11} {'rows changed':>12} {'record_pass p50 ms':>19} {'p99 ms':>8}")
+    for name, changed, p50, p99 in pass_rows:
+        print(f"{name:<11} {changed:>12} {p50:>19.2f} {p99:>8.2f}")
 
 
 if __name__ == "__main__":

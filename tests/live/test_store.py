@@ -78,7 +78,7 @@ def test_append_with_a_repeated_key_returns_the_first_seq_and_writes_once(store)
     assert store.events_after(first.seq, limit=2) == rows[1:3]
 
 
-@pytest.mark.parametrize("pad", [0, 30], ids=["small", "large"])  # both insert paths
+@pytest.mark.parametrize("pad", [0, 30], ids=["small", "large"])  # both insert paths on both databases
 def test_batch_append_is_one_answer_per_item_in_order(store, pad):
     old = store.append_event("submit", {"n": 0}, idem_key="old", at=0.0)
     got = store.append_events([

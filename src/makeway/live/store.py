@@ -327,9 +327,9 @@ class Store:
         raise AssertionError("unreachable")
 
     def _append(self, conn: Connection, rows: list[dict]) -> list[Appended]:
-        # a statement per row is cheaper for the small batches group commit makes; one look-up and
-        # one multi-row insert win from a few dozen rows on
-        if len(rows) <= 16:
+        # a statement per row is cheaper for small batches; one look-up and one multi-row insert win
+        # from about 16 rows on SQLite and 6 on PostgreSQL (a round trip costs more; bench/store_append.py)
+        if len(rows) <= (16 if self.dialect == "sqlite" else 6):
             return [self._append_one(conn, r) for r in rows]
         return self._append_many(conn, rows)
 
