@@ -243,7 +243,9 @@ def test_a_pass_writes_decisions_query_rows_and_pass_together(store):
     assert [n["name"] for n in store.nodes()] == ["n1", "n2"]
     with pytest.raises(StoreError, match=r"jobs: no row 'zz' to update"):
         store.record_pass(3, 0, 2.0, "d3", jobs=[{"id": "zz", "state": "running"}])
-    assert store.last_pass().pass_no == 2
+    with pytest.raises(IntegrityError):  # a pass number is written once
+        store.record_pass(2, 0, 2.0, "again", jobs=[job_row("c")])
+    assert store.last_pass() == (2, 0, 1.0, "d2") and store.job("c") is None
 
 
 @pytest.mark.parametrize("bad", ["attempt", "decision"])

@@ -405,8 +405,10 @@ class Store:
         ``passes`` row last, all or nothing.
 
         Row dicts carry column names of their table (a job row needs ``id``, etc.); an upsert
-        overwrites the columns a row gives and leaves the others. Raises ``StaleLeader`` (and writes
-        nothing) when ``expect_epoch`` is given and ``meta.epoch`` differs.
+        overwrites the columns a row gives and leaves the others, and a row lacking a column a new
+        row needs only updates an existing one (``StoreError`` if there is none). Raises
+        ``StaleLeader`` (and writes nothing) when ``expect_epoch`` is given and ``meta.epoch`` differs.
+        A repeated ``pass_no`` is an ``IntegrityError``: the pass is not written twice.
         """
         dec_rows = []
         for i, d in enumerate(decisions):
