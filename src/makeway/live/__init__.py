@@ -1,1 +1,1 @@
-"""The live service: the same models driven by wall time, API requests and agent reports (see docs/service-protocol.md)."""
+"""The live service: the same core and models as the simulator, driven by wall time, an API and agents."""

@@ -1,0 +1,693 @@
+"""Durable state of the live service: the input journal, one transaction per pass, query tables.
+
+The service acknowledges an input only once it is a committed row of ``events``; a scheduling pass
+commits its decisions, the query rows it changed and its ``passes`` row together, so a crash leaves
+either the whole pass or none of it. SQLAlchemy Core only: the one in-memory model is the core's
+state, the tables are its journal and a read-side view for the API.
+
+Two properties the scheduler loop relies on, and how each backend keeps them:
+
+* The loop reads ``events_after(applied_seq)`` and moves ``applied_seq`` forward, so an event must
+  never become visible after one with a higher ``seq``. SQLite has one writer at a time (the writer
+  takes the lock at ``BEGIN IMMEDIATE``); PostgreSQL hands out sequence values before commit, so
+  appends hold a transaction-scoped advisory lock (``JOURNAL_LOCK``) and commit in ``seq`` order.
+* A stale leader must not commit a pass (``expect_epoch``): the pass first updates the ``epoch``
+  row under its expected value; if another process bumped it, 0 rows match and ``StaleLeader`` is
+  raised before anything is written. On PostgreSQL that row lock also orders the pass against a
+  concurrent ``bump_epoch``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import queue
+import threading
+from concurrent.futures import Future
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterable, Iterator, NamedTuple
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import ArgumentError, IntegrityError
+from sqlalchemy.pool import StaticPool
+
+from makeway.errors import MakewayError
+
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+
+# PostgreSQL advisory lock keys (bigint). Callers taking their own advisory locks (leader election)
+# must pick other keys.
+JOURNAL_LOCK = 0x6D6B_7700_0001
+MIGRATE_LOCK = 0x6D6B_7700_0002
+
+KEEP_SNAPSHOTS = 3
+_ADVISORY_XACT_LOCK = sa.text("SELECT pg_advisory_xact_lock(:k)")
+
+
+class StoreError(MakewayError):
+    """A database URL or an argument of the store is invalid; the message names which."""
+
+
+class StaleLeader(RuntimeError):
+    """A pass was committed under an epoch that is no longer current: another leader took over."""
+
+
+class EventRow(NamedTuple):
+    seq: int
+    at: float
+    kind: str
+    tenant: str
+    payload: dict
+    idem_key: str | None = None
+
+
+class Appended(NamedTuple):
+    seq: int
+    created: bool
+
+
+class PassRow(NamedTuple):
+    pass_no: int
+    applied_seq: int
+    now: float
+    digest: str
+
+
+# ---------------------------------------------------------------------------------------------- schema
+# The migration tree (migrations/versions) creates these tables; tests hold the two equal.
+
+metadata = sa.MetaData()
+_BigId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")  # INTEGER PRIMARY KEY is SQLite's rowid
+_Json = sa.JSON(none_as_null=True)
+
+meta_t = sa.Table(
+    "meta", metadata,
+    sa.Column("key", sa.Text, primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+events_t = sa.Table(
+    "events", metadata,
+    sa.Column("seq", _BigId, primary_key=True, autoincrement=True),
+    sa.Column("at", sa.Double, nullable=False),
+    sa.Column("kind", sa.Text, nullable=False),
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("idem_key", sa.Text, nullable=True),
+    sa.Column("payload", _Json, nullable=False),
+    sa.UniqueConstraint("tenant", "idem_key", name="uq_events_tenant_idem_key"),
+    sqlite_autoincrement=True,
+)
+passes_t = sa.Table(
+    "passes", metadata,
+    sa.Column("pass_no", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("applied_seq", sa.BigInteger, nullable=False),
+    sa.Column("now", sa.Double, nullable=False),
+    sa.Column("digest", sa.Text, nullable=False),
+)
+decisions_t = sa.Table(
+    "decisions", metadata,
+    sa.Column("id", _BigId, primary_key=True, autoincrement=True),
+    sa.Column("pass_no", sa.BigInteger, nullable=False),
+    sa.Column("idx", sa.Integer, nullable=False),
+    sa.Column("kind", sa.Text, nullable=False),
+    sa.Column("task", sa.Text, nullable=True),
+    sa.Column("node", sa.Text, nullable=True),
+    sa.Column("workload", sa.Text, nullable=True),
+    sa.Column("reason", _Json, nullable=True),
+    sa.Index("ix_decisions_kind_id", "kind", "id"),
+    sa.Index("ix_decisions_workload", "workload"),
+    sa.Index("ix_decisions_pass_no", "pass_no"),
+    sqlite_autoincrement=True,
+)
+snapshots_t = sa.Table(
+    "snapshots", metadata,
+    sa.Column("pass_no", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("blob", sa.LargeBinary, nullable=False),
+)
+jobs_t = sa.Table(
+    "jobs", metadata,
+    sa.Column("id", sa.Text, primary_key=True),
+    sa.Column("queue", sa.Text, nullable=False),
+    sa.Column("state", sa.Text, nullable=False),
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("spec", _Json, nullable=False),
+    sa.Column("submitted", sa.Double, nullable=False),
+    sa.Column("updated", sa.Double, nullable=True),
+    sa.Column("reason", _Json, nullable=True),
+    sa.Column("pending", _Json, nullable=True),
+    sa.Index("ix_jobs_state", "state"),
+    sa.Index("ix_jobs_queue", "queue"),
+    sa.Index("ix_jobs_tenant", "tenant"),
+)
+attempts_t = sa.Table(
+    "attempts", metadata,
+    sa.Column("attempt", sa.Text, primary_key=True),
+    sa.Column("job", sa.Text, nullable=False),
+    sa.Column("task", sa.Text, nullable=False),
+    sa.Column("attempt_no", sa.Integer, nullable=False),
+    sa.Column("node", sa.Text, nullable=True),
+    sa.Column("state", sa.Text, nullable=False),
+    sa.Column("started", sa.Double, nullable=True),
+    sa.Column("ended", sa.Double, nullable=True),
+    sa.Column("exit_code", sa.Integer, nullable=True),
+    sa.Column("signal", sa.Integer, nullable=True),
+    sa.Column("deadline", sa.Double, nullable=True),
+    sa.Column("reason", _Json, nullable=True),
+    sa.Index("ix_attempts_job", "job"),
+    sa.Index("ix_attempts_node_state", "node", "state"),
+)
+nodes_t = sa.Table(
+    "nodes", metadata,
+    sa.Column("name", sa.Text, primary_key=True),
+    sa.Column("capacity", _Json, nullable=False),
+    sa.Column("labels", _Json, nullable=False),
+    sa.Column("state", sa.Text, nullable=False),
+    sa.Column("last_seen", sa.Double, nullable=True),
+)
+
+_QUERY_TABLES = {"jobs": (jobs_t, "id"), "attempts": (attempts_t, "attempt"), "nodes": (nodes_t, "name")}
+_DECISION_COLUMNS = ("idx", "kind", "task", "node", "workload", "reason")
+
+
+# ---------------------------------------------------------------------------------------------- engine
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url`` with the store's per-connection settings (see the module docstring).
+
+    SQLite: WAL and ``synchronous=NORMAL`` on every connection (a commit survives a process crash;
+    WAL keeps readers off the writer's lock), the driver's own BEGIN disabled so that SQLAlchemy's
+    ``begin`` issues ``BEGIN IMMEDIATE`` for writers and a deferred ``BEGIN`` for read-only work.
+    A bare ``postgresql://`` URL gets psycopg 3, the one PostgreSQL driver the project installs.
+    """
+    try:
+        parsed = sa.engine.make_url(url)
+    except ArgumentError as exc:
+        raise StoreError(f"db: cannot parse database URL {url!r} ({exc})") from None
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        memory = parsed.database in (None, "", ":memory:")
+        kw: dict[str, Any] = {"connect_args": {"timeout": 60, "check_same_thread": False}}
+        if memory:
+            kw["poolclass"] = StaticPool
+        engine = sa.create_engine(parsed, **kw)
+        event.listen(engine, "connect", _sqlite_on_connect)
+        event.listen(engine, "begin", _sqlite_on_begin)
+        return engine
+    if backend == "postgresql":
+        if parsed.drivername in ("postgresql", "postgres"):
+            parsed = parsed.set(drivername="postgresql+psycopg")
+        return sa.create_engine(parsed, pool_size=10, max_overflow=20, pool_pre_ping=True)
+    raise StoreError(f"db: unsupported database {backend!r} in {url!r}; "
+                     "use sqlite:///PATH or postgresql+psycopg://USER@HOST:PORT/DB")
+
+
+def _sqlite_on_connect(dbapi_conn, _record) -> None:
+    dbapi_conn.isolation_level = None
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.close()
+
+
+def _sqlite_on_begin(conn: Connection) -> None:
+    conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get("makeway_read") else "BEGIN IMMEDIATE")
+
+
+# ---------------------------------------------------------------------------------------------- store
+
+class Store:
+    """The service's database: open (and migrate) with ``Store(url)``, close with ``close()``.
+
+    Every public method is its own transaction and is safe to call from several threads.
+    """
+
+    def __init__(self, url: str, *, migrate: bool = True) -> None:
+        self.url = url
+        self.engine = make_engine(url)
+        self.dialect = self.engine.dialect.name
+        ins = self._insert()(events_t)
+        self._ins_event = events_t.insert().returning(events_t.c.seq)
+        self._ins_events = events_t.insert().returning(events_t.c.seq, sort_by_parameter_order=True)
+        self._ins_keyed_event = ins.on_conflict_do_nothing(index_elements=["tenant", "idem_key"]).returning(
+            events_t.c.seq)
+        self._seq_of_key = sa.select(events_t.c.seq).where(events_t.c.tenant == sa.bindparam("t"),
+                                                           events_t.c.idem_key == sa.bindparam("k"))
+        if migrate:
+            try:
+                self.migrate()
+            except sa.exc.OperationalError as exc:
+                self.engine.dispose()
+                safe = self.engine.url.render_as_string(hide_password=True)
+                raise StoreError(f"db: cannot open {safe}: {str(exc.orig).strip().splitlines()[0]}") from None
+            self.meta_setdefault("epoch", "0")
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- transactions --------------------------------------------------------------------------
+
+    @contextmanager
+    def _write(self, *, lock: int | None = None) -> Iterator[Connection]:
+        with self.engine.begin() as conn:
+            if lock is not None and self.dialect == "postgresql":
+                conn.execute(_ADVISORY_XACT_LOCK, {"k": lock})
+            yield conn
+
+    @contextmanager
+    def _read(self) -> Iterator[Connection]:
+        with self.engine.connect() as conn:
+            conn.execution_options(makeway_read=True)
+            with conn.begin():
+                yield conn
+
+    def _insert(self):
+        return postgresql.insert if self.dialect == "postgresql" else sqlite.insert
+
+    # -- schema ---------------------------------------------------------------------------------
+
+    def migrate(self) -> None:
+        """Bring the schema to the newest revision of the packaged Alembic tree; a no-op when it is.
+
+        Runs in one transaction on the store's own engine, so concurrent starters serialize (SQLite's
+        write lock, an advisory lock on PostgreSQL) and a failed upgrade leaves the old schema.
+        """
+        from alembic import command
+        from alembic.config import Config
+
+        cfg = Config()
+        cfg.set_main_option("script_location", str(MIGRATIONS).replace("%", "%%"))
+        with self._write(lock=MIGRATE_LOCK) as conn:
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+
+    def revision(self) -> str | None:
+        """The schema revision recorded in the database (None before the first migration)."""
+        from alembic.runtime.migration import MigrationContext
+
+        with self._read() as conn:
+            return MigrationContext.configure(conn).get_current_revision()
+
+    # -- journal --------------------------------------------------------------------------------
+
+    def append_event(self, kind: str, payload: dict, *, tenant: str = "default",
+                     idem_key: str | None = None, at: float) -> Appended:
+        """Commit one input; with a ``(tenant, idem_key)`` seen before, return that row's seq instead."""
+        return self.append_events([{"kind": kind, "payload": payload, "tenant": tenant,
+                                    "idem_key": idem_key, "at": at}])[0]
+
+    def append_events(self, items: Iterable[dict]) -> list[Appended]:
+        """Commit a batch of inputs in one transaction, in order; one ``Appended`` per item.
+
+        Each item has ``kind``, ``payload``, ``at`` and optional ``tenant`` and ``idem_key``. A key
+        repeated inside the batch maps to the first occurrence.
+        """
+        return self._append_rows([_event_row(i, item) for i, item in enumerate(items)])
+
+    def _append_rows(self, rows: list[dict]) -> list[Appended]:
+        if not rows:
+            return []
+        for attempt in range(3):
+            try:
+                with self._write(lock=JOURNAL_LOCK) as conn:
+                    return self._append(conn, rows)
+            except IntegrityError:
+                # Another writer committed one of our keys between the look-up and the insert (only
+                # possible without the journal lock, e.g. an older process): look again.
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _append(self, conn: Connection, rows: list[dict]) -> list[Appended]:
+        # a statement per row is cheaper for small batches; one look-up and one multi-row insert win
+        # from about 16 rows on SQLite and 6 on PostgreSQL (a round trip costs more; bench/store_append.py)
+        if len(rows) <= (16 if self.dialect == "sqlite" else 6):
+            return [self._append_one(conn, r) for r in rows]
+        return self._append_many(conn, rows)
+
+    def _append_one(self, conn: Connection, row: dict) -> Appended:
+        """Insert unless the key is taken (then its seq); a key earlier in the same batch counts."""
+        if row["idem_key"] is None:
+            return Appended(conn.execute(self._ins_event, row).scalar_one(), True)
+        seq = conn.execute(self._ins_keyed_event, row).scalar_one_or_none()
+        if seq is not None:
+            return Appended(seq, True)
+        return Appended(conn.execute(self._seq_of_key, {"t": row["tenant"], "k": row["idem_key"]}).scalar_one(),
+                        False)
+
+    def _append_many(self, conn: Connection, rows: list[dict]) -> list[Appended]:
+        keyed = {(r["tenant"], r["idem_key"]) for r in rows if r["idem_key"] is not None}
+        known: dict[tuple[str, str], int] = {}
+        if keyed:
+            found = conn.execute(
+                sa.select(events_t.c.seq, events_t.c.tenant, events_t.c.idem_key)
+                .where(events_t.c.idem_key.in_(sorted({k for _, k in keyed})))
+            )
+            known = {(t, k): s for s, t, k in found if (t, k) in keyed}
+        out: list[Appended | None] = []
+        fresh: list[dict] = []
+        first_in_batch: dict[tuple[str, str], int] = {}
+        dup_of: dict[int, int] = {}
+        for r in rows:
+            key = (r["tenant"], r["idem_key"])
+            if r["idem_key"] is not None and key in known:
+                out.append(Appended(known[key], False))
+            elif r["idem_key"] is not None and key in first_in_batch:
+                dup_of[len(out)] = first_in_batch[key]
+                out.append(None)
+            else:
+                if r["idem_key"] is not None:
+                    first_in_batch[key] = len(out)
+                out.append(None)
+                fresh.append(r)
+        if fresh:
+            seqs = iter(conn.execute(self._ins_events, fresh).scalars().all())
+            for i, a in enumerate(out):
+                if a is None and i not in dup_of:
+                    out[i] = Appended(next(seqs), True)
+            for i, j in dup_of.items():
+                out[i] = Appended(out[j].seq, False)
+        return out  # type: ignore[return-value]
+
+    def events_after(self, seq: int, limit: int | None = None) -> list[EventRow]:
+        """Events with a seq above ``seq``, in seq order (at most ``limit``)."""
+        q = sa.select(events_t).where(events_t.c.seq > seq).order_by(events_t.c.seq)
+        if limit is not None:
+            q = q.limit(limit)
+        with self._read() as conn:
+            return [_event(r) for r in conn.execute(q)]
+
+    def event(self, seq: int) -> EventRow | None:
+        with self._read() as conn:
+            r = conn.execute(sa.select(events_t).where(events_t.c.seq == seq)).first()
+        return None if r is None else _event(r)
+
+    def max_seq(self) -> int:
+        """The highest committed seq, 0 for an empty journal."""
+        with self._read() as conn:
+            return int(conn.execute(sa.select(sa.func.coalesce(sa.func.max(events_t.c.seq), 0))).scalar_one())
+
+    # -- passes ---------------------------------------------------------------------------------
+
+    def record_pass(self, pass_no: int, applied_seq: int, now: float, digest: str,
+                    decisions: list[dict] = (), jobs: list[dict] = (), attempts: list[dict] = (),
+                    nodes: list[dict] = (), snapshot: bytes | None = None, *,
+                    expect_epoch: int | None = None) -> None:
+        """Commit one scheduling pass: its query-table upserts, its decisions, its snapshot, and the
+        ``passes`` row last, all or nothing.
+
+        Row dicts carry column names of their table (a job row needs ``id``, etc.); an upsert
+        overwrites the columns a row gives and leaves the others, and a row lacking a column a new
+        row needs only updates an existing one (``StoreError`` if there is none). Raises
+        ``StaleLeader`` (and writes nothing) when ``expect_epoch`` is given and ``meta.epoch`` differs.
+        A repeated ``pass_no`` is an ``IntegrityError``: the pass is not written twice.
+        """
+        dec_rows = []
+        for i, d in enumerate(decisions):
+            extra = set(d) - set(_DECISION_COLUMNS)
+            if extra:
+                raise StoreError(f"decisions[{i}]: unknown column(s) {sorted(extra)}")
+            dec_rows.append({"pass_no": pass_no, **{c: d.get(c) for c in _DECISION_COLUMNS}})
+        with self._write() as conn:
+            if expect_epoch is not None:
+                hit = conn.execute(
+                    sa.update(meta_t).where(meta_t.c.key == "epoch", meta_t.c.value == str(int(expect_epoch)))
+                    .values(value=meta_t.c.value)
+                ).rowcount
+                if hit != 1:
+                    raise StaleLeader(f"pass {pass_no}: epoch {expect_epoch} is no longer current")
+            for name, rows in (("jobs", jobs), ("attempts", attempts), ("nodes", nodes)):
+                self._upsert(conn, name, rows)
+            if dec_rows:
+                conn.execute(sa.insert(decisions_t), dec_rows)
+            if snapshot is not None:
+                ins = self._insert()(snapshots_t).values(pass_no=pass_no, blob=bytes(snapshot))
+                conn.execute(ins.on_conflict_do_update(index_elements=["pass_no"],
+                                                       set_={"blob": ins.excluded.blob}))
+                keep = sa.select(snapshots_t.c.pass_no).order_by(snapshots_t.c.pass_no.desc()).limit(KEEP_SNAPSHOTS)
+                conn.execute(sa.delete(snapshots_t).where(snapshots_t.c.pass_no.not_in(keep.scalar_subquery())))
+            conn.execute(sa.insert(passes_t).values(pass_no=pass_no, applied_seq=applied_seq, now=now,
+                                                  digest=digest))
+
+    def _upsert(self, conn: Connection, name: str, rows: Iterable[dict]) -> None:
+        table, pk = _QUERY_TABLES[name]
+        columns = set(table.c.keys())
+        last: dict[Any, dict] = {}
+        for i, r in enumerate(rows):
+            if pk not in r:
+                raise StoreError(f"{name}[{i}]: missing {pk!r}")
+            extra = set(r) - columns
+            if extra:
+                raise StoreError(f"{name}[{i}]: unknown column(s) {sorted(extra)}")
+            last[r[pk]] = r
+        required = {c.name for c in table.c if not c.nullable and c.name != pk}
+        groups: dict[tuple[str, ...], list[dict]] = {}
+        for r in last.values():
+            groups.setdefault(tuple(sorted(r)), []).append(r)
+        for cols, group in groups.items():
+            if required <= set(cols):
+                ins = self._insert()(table)
+                changed = {c: ins.excluded[c] for c in cols if c != pk}
+                stmt = (ins.on_conflict_do_update(index_elements=[pk], set_=changed) if changed
+                        else ins.on_conflict_do_nothing(index_elements=[pk]))
+                conn.execute(stmt, group)
+            else:
+                self._update_existing(conn, name, table, pk, cols, group)
+
+    def _update_existing(self, conn: Connection, name: str, table: sa.Table, pk: str,
+                         cols: tuple[str, ...], group: list[dict]) -> None:
+        """A row without every required column changes an existing row; a missing one is an error."""
+        if len(cols) == 1:
+            found = set(conn.execute(sa.select(table.c[pk]).where(table.c[pk].in_([r[pk] for r in group])))
+                        .scalars())
+            missing = [r[pk] for r in group if r[pk] not in found]
+        else:
+            missing = [r[pk] for r in group
+                       if conn.execute(sa.update(table).where(table.c[pk] == r[pk])
+                                       .values({c: r[c] for c in cols if c != pk})).rowcount != 1]
+        if missing:
+            raise StoreError(f"{name}: no row {missing[0]!r} to update, and the row given lacks the "
+                             f"columns a new one needs ({', '.join(sorted(set(table.c.keys()) - set(cols)))})")
+
+    def passes_after(self, pass_no: int, limit: int | None = None) -> list[PassRow]:
+        q = sa.select(passes_t).where(passes_t.c.pass_no > pass_no).order_by(passes_t.c.pass_no)
+        if limit is not None:
+            q = q.limit(limit)
+        with self._read() as conn:
+            return [PassRow(*r) for r in conn.execute(q)]
+
+    def last_pass(self) -> PassRow | None:
+        with self._read() as conn:
+            r = conn.execute(sa.select(passes_t).order_by(passes_t.c.pass_no.desc()).limit(1)).first()
+        return None if r is None else PassRow(*r)
+
+    def latest_snapshot(self) -> tuple[int, bytes] | None:
+        with self._read() as conn:
+            r = conn.execute(sa.select(snapshots_t).order_by(snapshots_t.c.pass_no.desc()).limit(1)).first()
+        return None if r is None else (int(r.pass_no), bytes(r.blob))
+
+    # -- meta -----------------------------------------------------------------------------------
+
+    def meta_get(self, key: str, default: str | None = None) -> str | None:
+        with self._read() as conn:
+            v = conn.execute(sa.select(meta_t.c.value).where(meta_t.c.key == key)).scalar_one_or_none()
+        return default if v is None else v
+
+    def meta_set(self, key: str, value: str) -> None:
+        _need_str("meta value", value)
+        with self._write() as conn:
+            ins = self._insert()(meta_t).values(key=key, value=value)
+            conn.execute(ins.on_conflict_do_update(index_elements=["key"], set_={"value": ins.excluded.value}))
+
+    def meta_setdefault(self, key: str, value: str) -> str:
+        """Set ``key`` only if absent; return the value that is stored (race-safe first writer wins)."""
+        _need_str("meta value", value)
+        with self._write() as conn:
+            conn.execute(self._insert()(meta_t).values(key=key, value=value)
+                         .on_conflict_do_nothing(index_elements=["key"]))
+            return conn.execute(sa.select(meta_t.c.value).where(meta_t.c.key == key)).scalar_one()
+
+    def bump_epoch(self) -> int:
+        """Make a new epoch current and return it; passes committed under an older one fail."""
+        with self._write() as conn:
+            q = sa.select(meta_t.c.value).where(meta_t.c.key == "epoch")
+            if self.dialect == "postgresql":
+                q = q.with_for_update()
+            new = int(conn.execute(q).scalar_one_or_none() or 0) + 1
+            ins = self._insert()(meta_t).values(key="epoch", value=str(new))
+            conn.execute(ins.on_conflict_do_update(index_elements=["key"], set_={"value": ins.excluded.value}))
+        return new
+
+    def epoch(self) -> int:
+        return int(self.meta_get("epoch", "0"))
+
+    # -- queries for the API --------------------------------------------------------------------
+
+    def job(self, job_id: str) -> dict | None:
+        with self._read() as conn:
+            r = conn.execute(sa.select(jobs_t).where(jobs_t.c.id == job_id)).first()
+        return None if r is None else r._asdict()
+
+    def jobs(self, state: str | None = None, queue: str | None = None, tenant: str | None = None,
+             limit: int | None = 1000) -> list[dict]:
+        """Jobs in submission order (ties by id), filtered by the arguments that are given."""
+        q = sa.select(jobs_t)
+        for col, v in ((jobs_t.c.state, state), (jobs_t.c.queue, queue), (jobs_t.c.tenant, tenant)):
+            if v is not None:
+                q = q.where(col == v)
+        q = q.order_by(jobs_t.c.submitted, jobs_t.c.id)
+        if limit is not None:
+            q = q.limit(limit)
+        with self._read() as conn:
+            return [r._asdict() for r in conn.execute(q)]
+
+    def attempts_of(self, job_id: str) -> list[dict]:
+        q = sa.select(attempts_t).where(attempts_t.c.job == job_id).order_by(attempts_t.c.task, attempts_t.c.attempt_no)
+        with self._read() as conn:
+            return [r._asdict() for r in conn.execute(q)]
+
+    def attempts_on(self, node: str, states: Iterable[str] | None = None) -> list[dict]:
+        q = sa.select(attempts_t).where(attempts_t.c.node == node)
+        if states is not None:
+            q = q.where(attempts_t.c.state.in_(list(states)))
+        with self._read() as conn:
+            return [r._asdict() for r in conn.execute(q.order_by(attempts_t.c.attempt))]
+
+    def decisions(self, kind: str | None = "preempt", after_id: int = 0, limit: int | None = 100,
+                  workload: str | None = None) -> list[dict]:
+        """Decisions in commit order after ``after_id``; ``kind=None`` for every kind (the feed pages on id)."""
+        q = sa.select(decisions_t).where(decisions_t.c.id > after_id)
+        if kind is not None:
+            q = q.where(decisions_t.c.kind == kind)
+        if workload is not None:
+            q = q.where(decisions_t.c.workload == workload)
+        q = q.order_by(decisions_t.c.id)
+        if limit is not None:
+            q = q.limit(limit)
+        with self._read() as conn:
+            return [r._asdict() for r in conn.execute(q)]
+
+    def nodes(self) -> list[dict]:
+        with self._read() as conn:
+            return [r._asdict() for r in conn.execute(sa.select(nodes_t).order_by(nodes_t.c.name))]
+
+
+def migrate(url: str) -> None:
+    """Bring the database at ``url`` to the newest schema (what opening a ``Store`` does first)."""
+    Store(url).close()
+
+
+# ---------------------------------------------------------------------------------------------- group commit
+
+class GroupCommit:
+    """Appends from many threads committed together: one transaction, one disk flush, per batch.
+
+    Appends hold the journal lock on PostgreSQL and SQLite has one writer, so concurrent single
+    appends commit one after another, each paying its own flush. A committer thread instead takes
+    whatever is queued (up to ``max_batch``) into one ``append_events`` transaction. A caller gets
+    its answer only once its row is committed; inputs are validated in the caller's thread, so a
+    bad one fails alone, while a database error fails the whole batch it was in.
+    """
+
+    def __init__(self, store: Store, *, max_batch: int = 500) -> None:
+        self.store = store
+        self.max_batch = max_batch
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._closed = False
+        self._guard = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="makeway-journal", daemon=True)
+        self._thread.start()
+
+    def submit(self, kind: str, payload: dict, *, tenant: str = "default", idem_key: str | None = None,
+               at: float) -> Future:
+        """Queue one input; the returned future resolves to its ``Appended`` after the commit."""
+        row = _event_row(0, {"kind": kind, "payload": payload, "tenant": tenant, "idem_key": idem_key, "at": at})
+        fut: Future = Future()
+        with self._guard:
+            if self._closed:
+                raise RuntimeError("the journal's group committer is closed")
+            self._queue.put((row, fut))
+        return fut
+
+    def append(self, kind: str, payload: dict, *, tenant: str = "default", idem_key: str | None = None,
+               at: float) -> Appended:
+        return self.submit(kind, payload, tenant=tenant, idem_key=idem_key, at=at).result()
+
+    def close(self) -> None:
+        """Commit what is queued, then stop the committer thread."""
+        with self._guard:
+            if self._closed:
+                return
+            self._closed = True
+            self._queue.put(None)
+        self._thread.join()
+
+    def __enter__(self) -> "GroupCommit":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _run(self) -> None:
+        stopping = False
+        while not stopping:
+            first = self._queue.get()
+            if first is None:
+                return
+            batch = [first]
+            while len(batch) < self.max_batch:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    stopping = True
+                    break
+                batch.append(item)
+            try:
+                answers = self.store._append_rows([row for row, _ in batch])
+            except BaseException as exc:  # the callers own the failure; the committer keeps serving
+                for _, fut in batch:
+                    fut.set_exception(exc)
+            else:
+                for (_, fut), answer in zip(batch, answers):
+                    fut.set_result(answer)
+
+
+# ---------------------------------------------------------------------------------------------- rows
+
+def _need_str(field: str, v: Any) -> None:
+    if not isinstance(v, str):
+        raise StoreError(f"{field}: expected a string, got {type(v).__name__}")
+
+
+def _event_row(i: int, item: dict) -> dict:
+    where = f"events[{i}]"
+    kind, payload, at = item.get("kind"), item.get("payload"), item.get("at")
+    tenant, idem_key = item.get("tenant", "default"), item.get("idem_key")
+    if not isinstance(kind, str) or not kind:
+        raise StoreError(f"{where}.kind: expected a non-empty string, got {kind!r}")
+    if not isinstance(payload, dict):
+        raise StoreError(f"{where}.payload: expected an object, got {type(payload).__name__}")
+    if isinstance(at, bool) or not isinstance(at, (int, float)) or not math.isfinite(at):
+        raise StoreError(f"{where}.at: expected a finite number, got {at!r}")
+    _need_str(f"{where}.tenant", tenant)
+    if idem_key is not None:
+        _need_str(f"{where}.idem_key", idem_key)
+    try:
+        json.dumps(payload, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"{where}.payload: not JSON ({exc})") from None
+    return {"kind": kind, "payload": payload, "at": float(at), "tenant": tenant, "idem_key": idem_key}
+
+
+def _event(r) -> EventRow:
+    return EventRow(int(r.seq), float(r.at), r.kind, r.tenant, r.payload, r.idem_key)
