@@ -46,3 +46,11 @@ def db_url(request, tmp_path):
     name = f"t{os.getpid()}_{next(_dbs)}"
     yield cluster.create_database(name)
     cluster.drop_database(name)
+
+
+@pytest.fixture
+def pg_database(pg_cluster):
+    """A fresh PostgreSQL database URL for one test (the end-to-end runs)."""
+    name = f"e{os.getpid()}_{next(_dbs)}"
+    yield pg_cluster.create_database(name)
+    pg_cluster.drop_database(name)

@@ -19,6 +19,9 @@ from tests.live.harness import (LIVE, Served, dump, group_alive, job_file, kill_
                                 overlapping_runs, wait_for)
 
 MODELS = ["kueue", "yunikorn", "ytsaurus", "symphony"]
+# seconds of batch work: long enough to be running when the model preempts (YTsaurus waits for its
+# starvation timeout and a heartbeat), short enough to keep the suite quick
+BATCH_SECONDS = {"kueue": 4, "yunikorn": 5, "ytsaurus": 8, "symphony": 4}
 
 
 @pytest.fixture
@@ -54,10 +57,10 @@ def run_scenario(model, db, tmp):
     s = Served(config, db, tmp).start()
     try:
         s.ready()
-        batch = job_file(model, "batch", tmp, 10, "batch-1", grace=5)
+        batch = job_file(model, "batch", tmp, BATCH_SECONDS[model], "batch-1", grace=5)
         assert s.cli("submit", str(batch)).stdout.strip() == "batch-1"
         wait_for(lambda: len(started_tasks(tmp, "batch-1")) == 2, 30, "both batch tasks to start")
-        urgent = job_file(model, "urgent", tmp, 1.5, "urgent-1")
+        urgent = job_file(model, "urgent", tmp, 1.0, "urgent-1")
         assert s.cli("submit", str(urgent)).stdout.strip() == "urgent-1"
         try:
             wait_for(lambda: s.job("batch-1")["state"] == "finished" and s.job("urgent-1")["state"] == "finished",

@@ -33,6 +33,26 @@ def _event(row: Any) -> Event:
     return Event(row.seq, row.kind, row.payload, row.at, getattr(row, "tenant", "default"))
 
 
+def _decision_row(d: dict[str, Any]) -> dict[str, Any]:
+    reason = d.get("reason")
+    if d["kind"] != "note":
+        reason = {**(reason or {}), "attempt": d.get("attempt"), "time": d.get("time")}
+        if "grace" in d:
+            reason["grace"] = d["grace"]
+    return {"idx": d["idx"], "kind": d["kind"], "task": d.get("task"), "node": d.get("node"),
+            "workload": d.get("workload"), "reason": reason}
+
+
+def _job_row(v: dict[str, Any], now: float) -> dict[str, Any]:
+    return {"id": v["id"], "queue": v["queue"], "state": v["state"], "tenant": v["tenant"], "spec": v["spec"],
+            "submitted": v["submitted"], "updated": now, "reason": v["reason"], "pending": None}
+
+
+def _node_row(v: dict[str, Any], now: float) -> dict[str, Any]:
+    state = "cordoned" if v["cordoned"] else ("ready" if v["registered"] else "unregistered")
+    return {"name": v["name"], "capacity": v["capacity"], "labels": v["labels"], "state": state, "last_seen": now}
+
+
 class SchedulerLoop:
     """Owns the core; the API reads it under ``lock`` and wakes the loop after journaling input."""
 
@@ -59,6 +79,7 @@ class SchedulerLoop:
         self._thread: Optional[threading.Thread] = None
         self._ready_at = 0.0
         self._waiting_for: set[str] = set()
+        self._releasing = False
         self.on_fatal: Callable[[BaseException], None] = lambda exc: None
 
     # -- clock --------------------------------------------------------------------------------------
@@ -120,6 +141,12 @@ class SchedulerLoop:
         with self.published:
             self.published.notify_all()
 
+    def release_waiters(self) -> None:
+        """Answer every long-poll now (the server is stopping)."""
+        self._releasing = True
+        with self.published:
+            self.published.notify_all()
+
     def wake(self) -> None:
         self._wake.set()
 
@@ -167,8 +194,9 @@ class SchedulerLoop:
             decisions = self.core.run_pass(events, now)
             jobs, attempts, nodes = self.core.drain_changes()
             applied = events[-1].seq if events else self.applied_seq
-            self.store.record_pass(self.core.pass_no, applied, now, self.core.digest, decisions,
-                                   jobs, attempts, nodes)
+            self.store.record_pass(self.core.pass_no, applied, now, self.core.digest,
+                                   [_decision_row(d) for d in decisions], [_job_row(j, now) for j in jobs],
+                                   attempts, [_node_row(n, now) for n in nodes])
             self.applied_seq = applied
             self._note_reports(events)
         self._publish()
@@ -195,7 +223,7 @@ class SchedulerLoop:
             while True:
                 cur = self.desired.get(node, (0, []))
                 left = deadline - time.monotonic()
-                if version is None or cur[0] != version or left <= 0 or self._stop.is_set():
+                if version is None or cur[0] != version or left <= 0 or self._stop.is_set() or self._releasing:
                     return cur
                 self.published.wait(left)
 

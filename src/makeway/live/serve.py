@@ -9,6 +9,7 @@ commit, then exits, leaving running tasks to their supervisors.
 from __future__ import annotations
 
 import logging
+import signal
 import socket
 import threading
 from pathlib import Path
@@ -28,6 +29,10 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return s.getsockname()[1]
+
+
+class _Stopped(BaseException):
+    """SIGINT/SIGTERM after uvicorn's own shutdown: the server stopped cleanly."""
 
 
 class Server:
@@ -55,8 +60,15 @@ class Server:
                 raise MakewayError("--agent-dir: needed with --local-agent")
             log_dirs = {n.name: self.agent_dir / n.name for n in build_nodes(cfg)}
         self.app = create_app(self.loop, cfg, self.store, log_dirs=log_dirs)
-        self.uvicorn = uvicorn.Server(uvicorn.Config(self.app, host=self.host, port=self.port, log_level=log_level,
-                                                     access_log=False))
+        server = self
+
+        class _Uvicorn(uvicorn.Server):
+            def handle_exit(self, sig: int, frame: Any) -> None:
+                server._closing()
+                super().handle_exit(sig, frame)
+
+        self.uvicorn = _Uvicorn(uvicorn.Config(self.app, host=self.host, port=self.port, log_level=log_level,
+                                               access_log=False, timeout_graceful_shutdown=2))
         self.loop.on_fatal = self._fatal
         self.agents: list[Any] = []
 
@@ -67,6 +79,12 @@ class Server:
     def _fatal(self, exc: BaseException) -> None:
         log.error("scheduler failed, stopping the server: %s", exc)
         self.uvicorn.should_exit = True
+
+    def _closing(self) -> None:
+        """A stop was asked for: let the agents and the long-polls go, so the listener can close now."""
+        for a in self.agents:
+            a.stop()
+        self.loop.release_waiters()
 
     def _start_agents(self) -> None:
         from makeway.live.agent import start_local_agents
@@ -89,9 +107,18 @@ class Server:
             started.set()
 
         threading.Thread(target=after_start, name="makeway-start", daemon=True).start()
+
+        def stopped(signum: int, frame: Any) -> None:
+            raise _Stopped(signum)
+
+        old = {s: signal.signal(s, stopped) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
             self.uvicorn.run()
+        except _Stopped:
+            pass  # uvicorn re-raises the signal it handled once it has shut down: a clean stop
         finally:
+            for s, h in old.items():
+                signal.signal(s, h)
             for a in self.agents:
                 a.stop()
             self.loop.stop()
