@@ -122,3 +122,44 @@ def test_victim_ignoring_sigterm_is_killed_with_its_children_at_the_deadline(tmp
         assert all(a["signal"] == 9 or a["exit_code"] in (-9, 137) for a in atts), atts
     finally:
         s.stop()
+
+
+def test_restart_while_tasks_run_loses_nothing_and_starts_nothing_twice(tmp):
+    """Clean stop of serve while tasks run, then start again on the same database and agent dir:
+    every acknowledged job is there, the running tasks were re-attached (one start each), and the
+    scheduler goes on deciding (the urgent job submitted after the restart makes way as before)."""
+    config = LIVE / "kueue" / "cluster.yaml"
+    db = sqlite_url(tmp)
+    s = Served(config, db, tmp).start()
+    s.ready()
+    s.cli("submit", str(job_file("kueue", "batch", tmp, 6, "batch-1", grace=5)))
+    wait_for(lambda: len(started_tasks(tmp, "batch-1")) == 2, 30, "both batch tasks to start")
+    acked = []
+    for i in range(5):
+        r = s.post("/v1/jobs", {"id": f"small-{i}", "queue": "batch", "tasks": [{"count": 1, "resources": {"cpu": 1}}],
+                                "command": ["true"]}, headers={"Idempotency-Key": f"k{i}"})
+        assert r.status_code == 201
+        acked.append(r.json()["id"])
+    assert s.stop() == 0
+    before = [m for m in markers(tmp) if m[0] == "start"]
+    assert len(before) == 2 and not [m for m in markers(tmp) if m[0] == "end"], "tasks should outlive the server"
+
+    s2 = Served(config, db, tmp).start()
+    try:
+        s2.ready()
+        # the same key again after the restart: the first answer, nothing new
+        r = s2.post("/v1/jobs", {"id": "small-0", "queue": "batch", "tasks": [{"count": 1, "resources": {"cpu": 1}}],
+                                 "command": ["true"]}, headers={"Idempotency-Key": "k0"})
+        assert r.status_code == 201 and r.json()["created"] is False
+        s2.cli("submit", str(job_file("kueue", "urgent", tmp, 1.0, "urgent-1")))
+        wait_for(lambda: all(s2.job(j)["state"] == "finished" for j in ["batch-1", "urgent-1", *acked]), 60,
+                 "every job to finish", every=0.25)
+        starts = [m for m in markers(tmp) if m[0] == "start" and m[2] == "1" and m[1].startswith("batch-1/")]
+        assert len(starts) == 2, f"a task's first attempt started twice: {starts}"
+        assert overlapping_runs(tmp) == []
+        assert s2.job("batch-1")["reason"]["model"] == "kueue"
+        assert s2.get("/readyz")["replayed_passes"] > 0
+    finally:
+        assert s2.stop() == 0
+    live, replayed = replay_digest(config, db)
+    assert live == replayed
