@@ -61,6 +61,8 @@ def serve(
     agent_dir: Optional[Path] = typer.Option(None, "--agent-dir", help="local agent work dir (default: beside the db)"),
     recovery_grace: float = typer.Option(10.0, "--recovery-grace", min=0,
                                          help="seconds to wait for agents to re-register after a restart"),
+    min_pass_interval: float = typer.Option(0.02, "--min-pass-interval", min=0, max=60,
+                                            help="seconds between scheduling passes at least (inputs batch up)"),
 ) -> None:
     """Run the live scheduler: REST API, one scheduler loop, durable journal; prints the URL it listens on."""
     import logging
@@ -74,7 +76,7 @@ def serve(
         agent_dir = (config.parent / f"{config.stem}-agent").resolve()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     server = Server(cfg, url, host, port, local_agent=local_agent, agent_dir=agent_dir,
-                    recovery_grace=recovery_grace)
+                    recovery_grace=recovery_grace, min_pass_interval=min_pass_interval)
 
     def listening(u: str) -> None:
         typer.echo(f"makeway serving {cfg.name} ({cfg.preemption.model}) on {u}", err=False)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import deque
 import time
 from typing import Any, Callable, Optional
 
@@ -57,12 +58,15 @@ class SchedulerLoop:
     """Owns the core; the API reads it under ``lock`` and wakes the loop after journaling input."""
 
     def __init__(self, cfg: ClusterConfig, store: Any, *, clock: Callable[[], float] = time.time,
-                 recovery_grace: float = 10.0, idle_poll: float = 1.0):
+                 recovery_grace: float = 10.0, idle_poll: float = 1.0, min_interval: float = 0.02):
         self.cfg = cfg
         self.store = store
         self.clock = clock
         self.recovery_grace = recovery_grace
         self.idle_poll = idle_poll
+        # inputs arriving within this many seconds of a pass wait for the next one, so a burst of
+        # submissions costs a few passes rather than one each (Slurm's sched_min_interval)
+        self.min_interval = min_interval
         self.lock = threading.RLock()
         self.published = threading.Condition()
         self.desired: dict[str, tuple[int, list[dict[str, Any]]]] = {}
@@ -80,6 +84,7 @@ class SchedulerLoop:
         self._ready_at = 0.0
         self._waiting_for: set[str] = set()
         self._releasing = False
+        self.pass_ms: deque[float] = deque(maxlen=10000)
         self.on_fatal: Callable[[BaseException], None] = lambda exc: None
 
     # -- clock --------------------------------------------------------------------------------------
@@ -167,7 +172,8 @@ class SchedulerLoop:
             try:
                 if not self.ready and not self._check_ready():
                     continue
-                self.step()
+                if self.step():
+                    self._stop.wait(self.min_interval)
             except BaseException as exc:  # fail-stop: the core may be ahead of the database
                 self.failed = exc
                 log.exception("scheduler loop stopped")
@@ -190,6 +196,7 @@ class SchedulerLoop:
         if not rows and not force and (due is None or now + 1e-6 < due):
             return False
         events = [_event(r) for r in rows]
+        t0 = time.perf_counter()
         with self.lock:
             decisions = self.core.run_pass(events, now)
             jobs, attempts, nodes = self.core.drain_changes()
@@ -199,6 +206,7 @@ class SchedulerLoop:
                                    attempts, [_node_row(n, now) for n in nodes])
             self.applied_seq = applied
             self._note_reports(events)
+        self.pass_ms.append((time.perf_counter() - t0) * 1000.0)
         self._publish()
         return True
 

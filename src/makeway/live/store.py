@@ -24,7 +24,7 @@ import math
 import queue
 import threading
 from concurrent.futures import Future
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Iterable, Iterator, NamedTuple
 
@@ -228,6 +228,7 @@ class Store:
         self.url = url
         self.engine = make_engine(url)
         self.dialect = self.engine.dialect.name
+        self._writer = threading.Lock() if self.dialect == "sqlite" else None
         ins = self._insert()(events_t)
         self._ins_event = events_t.insert().returning(events_t.c.seq)
         self._ins_events = events_t.insert().returning(events_t.c.seq, sort_by_parameter_order=True)
@@ -257,10 +258,13 @@ class Store:
 
     @contextmanager
     def _write(self, *, lock: int | None = None) -> Iterator[Connection]:
-        with self.engine.begin() as conn:
-            if lock is not None and self.dialect == "postgresql":
-                conn.execute(_ADVISORY_XACT_LOCK, {"k": lock})
-            yield conn
+        # SQLite has one writer: writers of this process queue on a lock instead of meeting in
+        # SQLite's busy handler, which sleeps in steps of milliseconds and serialises badly
+        with self._writer if self._writer is not None else nullcontext():
+            with self.engine.begin() as conn:
+                if lock is not None and self.dialect == "postgresql":
+                    conn.execute(_ADVISORY_XACT_LOCK, {"k": lock})
+                yield conn
 
     @contextmanager
     def _read(self) -> Iterator[Connection]:

@@ -1,0 +1,183 @@
+"""Live service benchmark (not a test): durable submits/s over HTTP, and scheduling-pass latency with
+1,000 queued jobs on 100 nodes whose agents are simulated by a load generator speaking the agent
+protocol (register, heartbeat reports, desired sets).
+
+    python bench/live_service.py [--db URL] [--model kueue] [--clients 16] [--submits 6000]
+
+Targets (issue 14): >= 2,000 durable submits/s; pass p99 <= 50 ms. Prints one table; ``--json`` writes
+the figures. Each phase runs its own ``makeway serve`` subprocess on 127.0.0.1 with a fresh database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import yaml
+
+NODES, NODE_CPU = 100, 32
+
+
+def config(model: str) -> dict:
+    prio = {"preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}}
+    queues = {"root": {}}
+    for q in "abcd":
+        queues[q] = {"parent": "root", "guaranteed": {"cpu": NODES * NODE_CPU // 4}, "settings": prio}
+    return {"name": "bench-live", "resources": ["cpu"], "nodes": [{"name": "n", "count": NODES,
+            "capacity": {"cpu": NODE_CPU}}], "queues": queues, "preemption": {"model": model}}
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Serve:
+    def __init__(self, tmp: Path, db: str | None, model: str):
+        self.cfg = tmp / "bench.yaml"
+        self.cfg.write_text(yaml.safe_dump(config(model)))
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        args = [sys.executable, "-m", "makeway", "serve", str(self.cfg), "--port", str(self.port),
+                "--recovery-grace", "0", "--min-pass-interval", os.environ.get("BENCH_MIN_PASS", "0.02"), "--db", db or f"sqlite:///{tmp / 'bench.db'}"]
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=(tmp / "serve.log").open("w"))
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(self.url + "/readyz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise SystemExit("serve did not come up: " + (tmp / "serve.log").read_text()[-2000:])
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def job(i: int, cpu: int = 1, queue: str | None = None) -> dict:
+    return {"id": f"j{i}", "queue": queue or "abcd"[i % 4], "tasks": [{"count": 1, "resources": {"cpu": cpu}}],
+            "command": ["true"]}
+
+
+def submits(url: str, clients: int, total: int) -> dict:
+    """``total`` submissions from ``clients`` keep-alive clients; each answer means committed."""
+    per = total // clients
+    errors = []
+
+    def worker(c: int) -> None:
+        with httpx.Client(base_url=url, timeout=30) as h:
+            for k in range(per):
+                r = h.post("/v1/jobs", json=job(c * per + k))
+                if r.status_code != 201:
+                    errors.append(r.text)
+
+    threads = [threading.Thread(target=worker, args=(c,)) for c in range(clients)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    dt = time.perf_counter() - t0
+    return {"submits": per * clients, "seconds": dt, "per_s": per * clients / dt, "errors": len(errors)}
+
+
+def pass_latency(url: str, queued: int, seconds: float, run_time: float = 0.5) -> dict:
+    """100 simulated agents: tasks run ``run_time`` s; the queue is topped up to ``queued`` jobs."""
+    h = httpx.Client(base_url=url, timeout=30)
+    names = [f"n-{i}" for i in range(NODES)]
+    for n in names:
+        h.post("/v1/agent/register", json={"node": n, "capacity": {"cpu": NODE_CPU}, "attempts": []}).raise_for_status()
+    next_id = 10**6
+    for _ in range(queued + NODES):
+        h.post("/v1/jobs", json=job(next_id, NODE_CPU)).raise_for_status()
+        next_id += 1
+    seqs = dict.fromkeys(names, 0)
+    started: dict[str, float] = {}
+    done: set[str] = set()
+    rng = random.Random(1)
+    t_end = time.monotonic() + seconds
+    exits = 0
+    while time.monotonic() < t_end:
+        for n in names:
+            d = h.get("/v1/agent/desired", params={"node": n, "wait": 0}).json()
+            reports = []
+            for a in d["attempts"]:
+                aid = a["attempt"]
+                if aid in done:
+                    continue
+                if aid not in started:
+                    started[aid] = time.monotonic()
+                    seqs[n] += 1
+                    reports.append({"seq": seqs[n], "attempt": aid, "event": "started"})
+                elif a["action"] == "stop" or time.monotonic() - started[aid] > run_time * (0.5 + rng.random()):
+                    seqs[n] += 1
+                    reports.append({"seq": seqs[n], "attempt": aid, "event": "exited", "exit_code": 0})
+                    done.add(aid)
+                    exits += 1
+                    h.post("/v1/jobs", json=job(next_id, NODE_CPU)).raise_for_status()
+                    next_id += 1
+            if reports:
+                h.post("/v1/agent/heartbeat", json={"node": n, "reports": reports}).raise_for_status()
+    stats = h.get("/v1/stats").json()
+    stats["tasks_finished"] = exits
+    return stats
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--db", default=None, help="database URL (default: a fresh SQLite file)")
+    ap.add_argument("--model", default="kueue")
+    ap.add_argument("--clients", type=int, default=16)
+    ap.add_argument("--submits", type=int, default=6000)
+    ap.add_argument("--queued", type=int, default=1000)
+    ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args()
+    figures = []
+    with tempfile.TemporaryDirectory() as d:
+        s = Serve(Path(d), args.db, args.model)
+        try:
+            sub = submits(s.url, args.clients, args.submits)
+        finally:
+            s.stop()
+        figures.append(("durable submits/s over HTTP", sub["per_s"], ">= 2000", f"{sub['submits']} in {sub['seconds']:.2f} s, "
+                        f"{args.clients} clients, {sub['errors']} errors"))
+    with tempfile.TemporaryDirectory() as d:
+        s = Serve(Path(d), args.db, args.model)
+        try:
+            st = pass_latency(s.url, args.queued, args.seconds)
+        finally:
+            s.stop()
+        pm = st["pass_ms"]
+        figures.append(("pass p99 ms (1,000 queued, 100 nodes)", pm["p99"], "<= 50",
+                        f"p50 {pm['p50']:.2f} ms, max {pm['max']:.1f} ms, {pm['n']} passes, "
+                        f"{st['tasks_finished']} tasks finished, {st['pending_workloads']} pending at the end"))
+    print(f"{'metric':42} {'value':>10} {'target':>8}  detail")
+    for name, value, target, detail in figures:
+        print(f"{name:42} {value:10.2f} {target:>8}  {detail}")
+    if args.json:
+        args.json.write_text(json.dumps([dict(zip(("metric", "value", "target", "detail"), f)) for f in figures],
+                                        indent=1))
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    main()
