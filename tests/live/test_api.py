@@ -1,0 +1,159 @@
+"""The REST API in process (FastAPI's TestClient, a SQLite store, the loop stepped by hand):
+errors name the field, inputs are journaled before the answer, idempotency keys hold, cancel,
+quota changes, cordon/drain, nodes joining at runtime, pending reasons and positions."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from makeway.config import parse_config
+from makeway.live.api import create_app
+from makeway.live.loop import SchedulerLoop
+from makeway.live.store import Store
+
+CFG = {
+    "name": "api", "resources": ["cpu"], "nodes": [{"name": "n1", "capacity": {"cpu": 2}}],
+    "queues": {"root": {}, "prod": {"parent": "root", "guaranteed": {"cpu": 1},
+                                     "settings": {"preemption": {"reclaimWithinCohort": "Any"}}},
+               "batch": {"parent": "root", "guaranteed": {"cpu": 1}, "max": {"cpu": 2},
+                         "settings": {"preemption": {"reclaimWithinCohort": "Any"}}}},
+    "preemption": {"model": "kueue"},
+}
+
+
+@pytest.fixture
+def svc(tmp_path):
+    store = Store(f"sqlite:///{tmp_path / 'api.db'}")
+    loop = SchedulerLoop(parse_config(CFG), store, recovery_grace=0)
+    loop.recover()
+    app = create_app(loop, loop.cfg, store)
+    with TestClient(app) as client:
+        yield client, loop, store
+    app.state.committer.close()
+    store.close()
+
+
+def job(jid, queue="batch", count=1, **kw):
+    return {"id": jid, "queue": queue, "tasks": [{"count": count, "resources": {"cpu": 1}}], "command": ["true"], **kw}
+
+
+def register(client, node="n1", cpu=2):
+    r = client.post("/v1/agent/register", json={"node": node, "capacity": {"cpu": cpu}, "attempts": []})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"queue": "batch", "tasks": [{"count": 1, "resources": {"cpu": 1}}]}, "command"),
+    (job("a", queue="nope"), "queue"),
+    (job("a", count=0), "tasks.0.count"),
+    ({**job("a"), "tasks": [{"count": 1, "resources": {"gpu": 1}}]}, "tasks.0.resources.gpu"),
+    ({**job("a"), "priority": "high"}, "priority"),
+    ({**job("a"), "colour": "red"}, "colour"),
+])
+def test_bad_submissions_are_422_naming_the_field_and_journal_nothing(svc, body, field):
+    client, loop, store = svc
+    r = client.post("/v1/jobs", json=body)
+    assert r.status_code == 422
+    assert r.json()["detail"]["field"] == field, r.json()
+    assert store.max_seq() == 0
+
+
+def test_submit_is_journaled_before_the_answer_and_ids_are_unique(svc):
+    client, loop, store = svc
+    r = client.post("/v1/jobs", json=job("a"))
+    assert r.status_code == 201 and r.json()["id"] == "a"
+    assert [e.kind for e in store.events_after(0)] == ["submit"]
+    assert client.get("/v1/jobs/a").json()["state"] == "pending"  # accepted, before any pass
+    assert client.post("/v1/jobs", json=job("a")).status_code == 409
+    r = client.post("/v1/jobs", json={k: v for k, v in job("x").items() if k != "id"})
+    assert r.status_code == 201 and r.json()["id"].startswith("j-")
+    assert client.get("/v1/jobs/nope").status_code == 404
+
+
+def test_idempotency_key_returns_the_first_answer(svc):
+    client, loop, store = svc
+    body = {k: v for k, v in job("x").items() if k != "id"}
+    first = client.post("/v1/jobs", json=body, headers={"Idempotency-Key": "k1"}).json()
+    again = client.post("/v1/jobs", json=body, headers={"Idempotency-Key": "k1"}).json()
+    assert again["id"] == first["id"] and again["seq"] == first["seq"] and again["created"] is False
+    assert store.max_seq() == 1
+
+
+def test_cancel_running_and_pending_jobs(svc):
+    client, loop, store = svc
+    register(client)
+    client.post("/v1/jobs", json=job("run", count=2, grace=3))
+    client.post("/v1/jobs", json=job("wait", count=1))
+    loop.step()
+    assert client.get("/v1/jobs/run").json()["state"] == "running"
+    assert client.delete("/v1/jobs/wait").status_code == 202
+    assert client.delete("/v1/jobs/run").status_code == 202
+    loop.step()
+    assert client.get("/v1/jobs/wait").json()["state"] == "cancelled"
+    assert client.get("/v1/jobs/run").json()["state"] == "cancelled"
+    desired = client.get("/v1/agent/desired", params={"node": "n1"}).json()["attempts"]
+    assert {a["action"] for a in desired} == {"stop"} and all(a["notice"]["kind"] == "cancelled" for a in desired)
+    reports = [{"seq": i + 1, "attempt": a["attempt"], "event": "exited", "signal": 15} for i, a in enumerate(desired)]
+    assert client.post("/v1/agent/heartbeat", json={"node": "n1", "reports": reports}).json()["acked"] == len(reports)
+    loop.step()
+    assert client.get("/v1/nodes").json()["nodes"][0]["used"] in ({}, {"cpu": 0})
+    assert loop.core.state.check_invariants() == []
+
+
+def test_heartbeat_reports_are_journaled_once(svc):
+    client, loop, store = svc
+    register(client)
+    client.post("/v1/jobs", json=job("a"))
+    loop.step()
+    att = client.get("/v1/agent/desired", params={"node": "n1"}).json()["attempts"][0]["attempt"]
+    rep = {"node": "n1", "reports": [{"seq": 1, "attempt": att, "event": "started"}]}
+    before = store.max_seq()
+    client.post("/v1/agent/heartbeat", json=rep)
+    client.post("/v1/agent/heartbeat", json=rep)  # resent: the server already has seq 1
+    assert store.max_seq() == before + 1
+
+
+def test_queue_patch_checked_and_applied(svc):
+    client, loop, store = svc
+    r = client.patch("/v1/queues/batch", json={"max": {"cpu": 0.5}})
+    assert r.status_code == 422 and "guaranteed" in r.json()["detail"]["error"]
+    assert client.patch("/v1/queues/nope", json={"max": {"cpu": 1}}).status_code == 404
+    assert client.patch("/v1/queues/batch", json={"max": {"cpu": 1}}).status_code == 200
+    loop.step()
+    q = {q["name"]: q for q in client.get("/v1/queues").json()["queues"]}
+    assert q["batch"]["max"] == {"cpu": 1}
+
+
+def test_nodes_join_at_runtime_and_drain(svc):
+    client, loop, store = svc
+    client.post("/v1/jobs", json=job("big", queue="batch", count=1))
+    loop.step()
+    assert client.get("/v1/jobs/big").json()["state"] == "pending"
+    register(client, "n2", 2)  # a node the config does not name
+    loop.step()
+    v = client.get("/v1/jobs/big").json()
+    assert v["state"] == "running" and v["node"] in ("n2",)
+    assert client.post("/v1/nodes/n2/drain").status_code == 200
+    loop.step()
+    d = client.get("/v1/agent/desired", params={"node": "n2"}).json()["attempts"]
+    assert d and d[0]["action"] == "stop" and d[0]["notice"]["reason"]["rule"] == "node-drain"
+    assert client.post("/v1/nodes/nope/cordon").status_code == 404
+
+
+def test_pending_reason_and_position(svc):
+    client, loop, store = svc
+    register(client)
+    client.post("/v1/jobs", json=job("fill", count=2))
+    for i in range(3):
+        client.post("/v1/jobs", json=job(f"w{i}"))
+    client.post("/v1/jobs", json={**job("huge"), "tasks": [{"count": 1, "resources": {"cpu": 64}}]})
+    loop.step()
+    pend = client.get("/v1/queues/batch/pending").json()["pending"]
+    assert [p["job"] for p in pend if p["job"].startswith("w")] == ["w0", "w1", "w2"]
+    assert [p["position"] for p in pend if p["job"].startswith("w")] == sorted(
+        p["position"] for p in pend if p["job"].startswith("w"))
+    assert client.get("/v1/jobs/huge").json()["pending"]["code"] == "fits-nowhere"
+    codes = {j["id"]: j["reason_code"] for j in client.get("/v1/jobs").json()["jobs"]}
+    assert codes["huge"] == "fits-nowhere" and codes["w0"] and codes["fill"] is None
