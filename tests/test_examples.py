@@ -7,12 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.example_files import example_configs
+
 from makeway.sim.run import run
 from makeway.config import load_config, trace_path
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
-CONFIGS = sorted(p for p in EXAMPLES.rglob("*.yaml") if "jobs" not in p.parts)  # jobs/: live job files
+CONFIGS = example_configs()
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: str(p.relative_to(EXAMPLES)))

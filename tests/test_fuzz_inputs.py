@@ -35,12 +35,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from makeway import cli
+from tests.example_files import example_configs, example_traces
 from makeway.errors import MakewayError
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
-CONFIGS = sorted(p for p in EXAMPLES.rglob("*.yaml") if "traces" not in p.parts)  # google-cell is 12,500 nodes
-TRACES = sorted(EXAMPLES.rglob("*.jsonl"))
+CONFIGS = example_configs()
+TRACES = example_traces()
 SWF = sorted((ROOT / "tests" / "data" / "swf").glob("*.swf"))
 SLOW = 20.0
 FIELD = re.compile(r"\b[\w-]+(\.[^\s:]+)+: ")  # a dotted field path before the problem

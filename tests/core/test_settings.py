@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.example_files import example_configs
+
 from makeway.config import load_config, load_yaml, parse_config
 from makeway.core.policy import MODELS, load_model
 from makeway.errors import ConfigError, TraceError
@@ -157,11 +159,7 @@ def test_every_form_the_models_read_is_accepted(model, model_settings, queue_set
 
 # -- a config written for one model, run under another ---------------------------------------------
 
-def _example_configs() -> list[Path]:
-    return sorted(Path(p) for p in glob.glob(str(ROOT / "examples" / "**" / "*.yaml"), recursive=True))
-
-
-@pytest.mark.parametrize("path", _example_configs(), ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", example_configs(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_example_validates_under_every_model(path):
     load_config(path)
     data = load_yaml(path)

@@ -99,8 +99,9 @@ def test_preemption_end_to_end_sqlite(model, tmp):
     run_scenario(model, sqlite_url(tmp), tmp)
 
 
-def test_preemption_end_to_end_postgresql(pg_database, tmp):
-    run_scenario("kueue", pg_database, tmp)
+@pytest.mark.parametrize("model", MODELS)
+def test_preemption_end_to_end_postgresql(model, pg_database, tmp):
+    run_scenario(model, pg_database, tmp)
 
 
 def test_victim_ignoring_sigterm_is_killed_with_its_children_at_the_deadline(tmp):
