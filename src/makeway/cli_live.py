@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any, Optional
 
@@ -48,6 +47,16 @@ def _table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
 def _check_output(output: str) -> None:
     if output not in ("table", "json"):
         raise fail(f"--output: {output!r} is not table or json")
+
+
+def _listing(server: Optional[str], output: str, path: str, key: str, **params: Any) -> Optional[dict]:
+    """GET a list; with ``--output json`` print it and return None, else return the whole answer."""
+    _check_output(output)
+    got = _client(server).get(path, **params)
+    if output == "json":
+        typer.echo(json.dumps(got[key], indent=1))
+        return None
+    return got
 
 
 @app.command()
@@ -120,10 +129,8 @@ def jobs(
     queue: Optional[str] = typer.Option(None, "--queue", help="only jobs of this queue"),
 ) -> None:
     """List jobs, squeue-like: id, queue, state, node, age, reason code."""
-    _check_output(output)
-    got = _client(server).get("/v1/jobs", state=state, queue=queue)
-    if output == "json":
-        typer.echo(json.dumps(got["jobs"], indent=1))
+    got = _listing(server, output, "/v1/jobs", "jobs", state=state, queue=queue)
+    if got is None:
         return
     now = got.get("now", 0.0)
     rows = [[j["id"], j["queue"], j["state"], j.get("node"),
@@ -141,10 +148,8 @@ def _res(r: Optional[dict]) -> str:
 @app.command()
 def queues(server: Optional[str] = SERVER, output: str = OUTPUT) -> None:
     """The queue tree: guaranteed, max, usage, pending (sshare / kubectl get clusterqueues-like)."""
-    _check_output(output)
-    got = _client(server).get("/v1/queues")
-    if output == "json":
-        typer.echo(json.dumps(got["queues"], indent=1))
+    got = _listing(server, output, "/v1/queues", "queues")
+    if got is None:
         return
     depth: dict[str, int] = {}
     rows = []
@@ -158,10 +163,8 @@ def queues(server: Optional[str] = SERVER, output: str = OUTPUT) -> None:
 @app.command()
 def nodes(server: Optional[str] = SERVER, output: str = OUTPUT) -> None:
     """Nodes: capacity, used, registered, cordoned, attempts."""
-    _check_output(output)
-    got = _client(server).get("/v1/nodes")
-    if output == "json":
-        typer.echo(json.dumps(got["nodes"], indent=1))
+    got = _listing(server, output, "/v1/nodes", "nodes")
+    if got is None:
         return
     rows = [[n["name"], _res(n["capacity"]), _res(n["used"]),
              "ready" if n["registered"] and not n["cordoned"] else ("cordoned" if n["cordoned"] else "unregistered"),
@@ -195,4 +198,3 @@ def explain_live(job: str, server: Optional[str], output: str = "table") -> None
 
 
 __all__ = ["explain_live"]
-_ = time

@@ -88,6 +88,9 @@ def run_scenario(model, db, tmp):
         text = s.cli("explain", "batch-1").stdout
         assert f"model={model}" in text and "preemptor=" in text
         assert "urgent-1" in s.cli("jobs").stdout
+        leaf = next(q for q in load_config(config).queues if q != "root" and q.endswith(("batch", "research", "risk")))
+        assert leaf in s.cli("queues").stdout
+        assert [n["name"] for n in json.loads(s.cli("nodes", "--output", "json").stdout)] == ["local"]
     finally:
         assert s.stop() == 0, s.log.read_text()[-3000:]
     live, replayed = replay_digest(config, db)
@@ -148,6 +151,10 @@ def test_restart_while_tasks_run_loses_nothing_and_starts_nothing_twice(tmp):
     s2 = Served(config, db, tmp).start()
     try:
         s2.ready()
+        bad = tmp / "bad.yaml"
+        bad.write_text("queue: batch\ntasks: [{count: 1, resources: {gpu: 1}}]\ncommand: [true]\n")
+        p = s2.cli("submit", str(bad), check=False)
+        assert p.returncode == 2 and "tasks.0.resources.gpu" in p.stderr and "unknown resource" in p.stderr
         # the same key again after the restart: the first answer, nothing new
         r = s2.post("/v1/jobs", {"id": "small-0", "queue": "batch", "tasks": [{"count": 1, "resources": {"cpu": 1}}],
                                  "command": ["true"]}, headers={"Idempotency-Key": "k0"})
@@ -164,3 +171,15 @@ def test_restart_while_tasks_run_loses_nothing_and_starts_nothing_twice(tmp):
         assert s2.stop() == 0
     live, replayed = replay_digest(config, db)
     assert live == replayed
+
+
+def test_cli_without_a_server_is_one_line_and_exit_2(tmp):
+    import subprocess
+    import sys
+
+    from makeway.live.serve import free_port
+
+    p = subprocess.run([sys.executable, "-m", "makeway", "jobs", "--server", f"http://127.0.0.1:{free_port()}"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and p.stderr.startswith("error: --server: cannot reach")
+    assert len(p.stderr.strip().splitlines()) == 1

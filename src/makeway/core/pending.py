@@ -70,25 +70,23 @@ def fits_some_node(state: ClusterState, request: Res) -> bool:
 
 def blocking_max(state: ClusterState, queue: str, demand: Res) -> str | None:
     """The first queue on the path to the root whose ``max`` ``demand`` alone exceeds, or None."""
-    for q in state.path_to_root(queue):
-        limit = state.queues[q].max
-        if not limit:
-            continue
-        for k, v in demand.items():
-            if v > 0 and k in limit and limit[k] is not None and v > limit[k] + _EPS:
-                return q
-    return None
+    return _blocking(state, queue, demand, with_usage=False)
 
 
 def blocking_usage(state: ClusterState, queue: str, demand: Res) -> str | None:
     """The first queue on the path to the root whose ``max`` its usage plus ``demand`` exceeds."""
+    return _blocking(state, queue, demand, with_usage=True)
+
+
+def _blocking(state: ClusterState, queue: str, demand: Res, with_usage: bool) -> str | None:
     for q in state.path_to_root(queue):
         limit = state.queues[q].max
         if not limit:
             continue
-        usage = dict(state.queue_usage[q])
-        add_into(usage, demand)
-        if not fits_limit(usage, limit):
+        asked = dict(demand)
+        if with_usage:
+            add_into(asked, state.queue_usage[q])
+        if not fits_limit(asked, limit):
             return q
     return None
 
