@@ -157,3 +157,37 @@ def test_pending_reason_and_position(svc):
     assert client.get("/v1/jobs/huge").json()["pending"]["code"] == "fits-nowhere"
     codes = {j["id"]: j["reason_code"] for j in client.get("/v1/jobs").json()["jobs"]}
     assert codes["huge"] == "fits-nowhere" and codes["w0"] and codes["fill"] is None
+
+
+def test_recovery_starts_from_the_latest_snapshot_and_reproduces_the_digest(tmp_path):
+    url = f"sqlite:///{tmp_path / 'snap.db'}"
+    store = Store(url)
+    loop = SchedulerLoop(parse_config(CFG), store, recovery_grace=0, snapshot_every=2)
+    loop.recover()
+    app = create_app(loop, loop.cfg, store)
+    with TestClient(app) as client:
+        register(client)
+        for i in range(5):
+            client.post("/v1/jobs", json=job(f"j{i}"))
+            loop.step(force=True)
+        desired = client.get("/v1/agent/desired", params={"node": "n1"}).json()["attempts"]
+        client.post("/v1/agent/heartbeat", json={"node": "n1", "reports": [
+            {"seq": 1, "attempt": desired[0]["attempt"], "event": "exited", "exit_code": 0}]})
+        loop.step()
+    app.state.committer.close()
+    passes, digest = loop.core.pass_no, loop.core.digest
+    assert store.latest_snapshot()[0] == 6
+
+    again = SchedulerLoop(parse_config(CFG), Store(url), recovery_grace=0)
+    again.recover()
+    assert again.snapshot_pass == 6 and again.replayed_passes == passes - 6
+    assert again.core.digest == digest and again.report_seq == {"n1": 1}
+
+    with store._write() as conn:  # a snapshot that cannot be read: replay from the start instead
+        import sqlalchemy as sa
+        from makeway.live.store import snapshots_t
+        conn.execute(sa.update(snapshots_t).values(blob=b"not a pickle"))
+    full = SchedulerLoop(parse_config(CFG), Store(url), recovery_grace=0)
+    full.recover()
+    assert full.snapshot_pass == 0 and full.replayed_passes == passes and full.core.digest == digest
+    store.close()

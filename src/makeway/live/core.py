@@ -115,7 +115,7 @@ class LiveCore:
         self.now = 0.0
         self.pass_no = 0
         self.decision_count = 0
-        self._hash = hashlib.sha256()
+        self._digest = hashlib.sha256(b"makeway.live/1").hexdigest()
         self._hb_due: dict[str, float] = {}
         self._wake: Optional[float] = None
         self._dirty_jobs: dict[str, None] = {}
@@ -126,7 +126,8 @@ class LiveCore:
 
     @property
     def digest(self) -> str:
-        return self._hash.hexdigest()
+        """A chain over every decision so far: equal digests mean the same decisions in the same order."""
+        return self._digest
 
     def run_pass(self, events: Iterable[Event], now: float, schedule: bool = True) -> list[dict[str, Any]]:
         """Apply ``events`` in order, then let the model decide at ``now``; the decisions as records."""
@@ -173,7 +174,8 @@ class LiveCore:
         rec["idx"] = self.decision_count
         rec["time"] = self.now
         self.decision_count += 1
-        self._hash.update(json.dumps(rec, sort_keys=True, separators=(",", ":")).encode())
+        self._digest = hashlib.sha256((self._digest + json.dumps(rec, sort_keys=True, separators=(",", ":")))
+                                      .encode()).hexdigest()
         out.append(rec)
 
     def _apply(self, decisions: list[Decision], out: list[dict[str, Any]]) -> bool:

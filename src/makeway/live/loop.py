@@ -58,7 +58,8 @@ class SchedulerLoop:
     """Owns the core; the API reads it under ``lock`` and wakes the loop after journaling input."""
 
     def __init__(self, cfg: ClusterConfig, store: Any, *, clock: Callable[[], float] = time.time,
-                 recovery_grace: float = 10.0, idle_poll: float = 1.0, min_interval: float = 0.02):
+                 recovery_grace: float = 10.0, idle_poll: float = 1.0, min_interval: float = 0.02,
+                 snapshot_every: int = 1000):
         self.cfg = cfg
         self.store = store
         self.clock = clock
@@ -67,6 +68,10 @@ class SchedulerLoop:
         # inputs arriving within this many seconds of a pass wait for the next one, so a burst of
         # submissions costs a few passes rather than one each (Slurm's sched_min_interval)
         self.min_interval = min_interval
+        # every this many passes the pickled core rides along with the pass, so recovery replays
+        # only what came after it
+        self.snapshot_every = snapshot_every
+        self.snapshot_pass = 0
         self.lock = threading.RLock()
         self.published = threading.Condition()
         self.desired: dict[str, tuple[int, list[dict[str, Any]]]] = {}
@@ -103,9 +108,10 @@ class SchedulerLoop:
             store.meta_set("clock_origin", origin)
         self.origin = float(origin)
         self.epoch = store.bump_epoch()
-        events = store.events_after(0)
+        start_seq = self._load_snapshot()
+        events = store.events_after(start_seq)
         i = 0
-        for p in store.passes_after(0):
+        for p in store.passes_after(self.core.pass_no):
             batch = []
             while i < len(events) and events[i].seq <= p.applied_seq:
                 batch.append(_event(events[i]))
@@ -123,8 +129,42 @@ class SchedulerLoop:
         self._waiting_for = {n for n, live in self.core.node_live.items() if live}
         self._ready_at = self.clock() + (self.recovery_grace if self._waiting_for else 0.0)
         self.ready = not self._waiting_for
-        log.info("recovered: %d passes replayed, applied_seq %d, epoch %d, digest %s",
-                 self.replayed_passes, self.applied_seq, self.epoch, self.core.digest[:12])
+        log.info("recovered: snapshot of pass %d, %d passes replayed, applied_seq %d, epoch %d, digest %s",
+                 self.snapshot_pass, self.replayed_passes, self.applied_seq, self.epoch, self.core.digest[:12])
+
+    def _load_snapshot(self) -> int:
+        """Start from the latest snapshot when it is usable; the journal seq it covers (0 without one).
+
+        A snapshot from another makeway version, or one whose digest is not the one its pass
+        recorded, is ignored: replaying from the start is slower but always right."""
+        import pickle
+
+        from makeway import __version__
+
+        snap = self.store.latest_snapshot()
+        if snap is None:
+            return 0
+        pass_no, blob = snap
+        rows = self.store.passes_after(pass_no - 1, limit=1)
+        try:
+            version, core, reports = pickle.loads(blob)
+        except Exception as exc:  # noqa: BLE001 - an unreadable snapshot only costs a longer replay
+            log.warning("snapshot of pass %d unreadable (%s); replaying from the start", pass_no, exc)
+            return 0
+        if version != __version__ or not rows or core.pass_no != pass_no or core.digest != rows[0].digest:
+            log.warning("snapshot of pass %d not usable (makeway %s); replaying from the start", pass_no, version)
+            return 0
+        self.core, self.report_seq = core, dict(reports)
+        self.applied_seq = rows[0].applied_seq
+        self.snapshot_pass = pass_no
+        return self.applied_seq
+
+    def _snapshot(self) -> bytes:
+        import pickle
+
+        from makeway import __version__
+
+        return pickle.dumps((__version__, self.core, self.report_seq), protocol=pickle.HIGHEST_PROTOCOL)
 
     def _note_reports(self, batch: list[Event]) -> None:
         for ev in batch:
@@ -201,11 +241,12 @@ class SchedulerLoop:
             decisions = self.core.run_pass(events, now)
             jobs, attempts, nodes = self.core.drain_changes()
             applied = events[-1].seq if events else self.applied_seq
+            self._note_reports(events)
+            snap = self._snapshot() if self.snapshot_every and self.core.pass_no % self.snapshot_every == 0 else None
             self.store.record_pass(self.core.pass_no, applied, now, self.core.digest,
                                    [_decision_row(d) for d in decisions], [_job_row(j, now) for j in jobs],
-                                   attempts, [_node_row(n, now) for n in nodes])
+                                   attempts, [_node_row(n, now) for n in nodes], snapshot=snap)
             self.applied_seq = applied
-            self._note_reports(events)
         self.pass_ms.append((time.perf_counter() - t0) * 1000.0)
         self._publish()
         return True
