@@ -191,3 +191,18 @@ def test_recovery_starts_from_the_latest_snapshot_and_reproduces_the_digest(tmp_
     full.recover()
     assert full.snapshot_pass == 0 and full.replayed_passes == passes and full.core.digest == digest
     store.close()
+
+
+def test_a_list_of_jobs_is_one_request_all_or_nothing(svc):
+    client, loop, store = svc
+    r = client.post("/v1/jobs", json=[job("a"), job("b", queue="nope")])
+    assert r.status_code == 422 and r.json()["detail"]["field"] == "jobs.1.queue"
+    assert store.max_seq() == 0
+    assert client.post("/v1/jobs", json=[job("a"), job("a")]).status_code == 409
+    r = client.post("/v1/jobs", json={"jobs": [job("a"), job("b")]}, headers={"Idempotency-Key": "arr"})
+    assert r.status_code == 201 and [j["id"] for j in r.json()["jobs"]] == ["a", "b"]
+    again = client.post("/v1/jobs", json={"jobs": [job("a"), job("b")]}, headers={"Idempotency-Key": "arr"})
+    assert [j["created"] for j in again.json()["jobs"]] == [False, False] and store.max_seq() == 2
+    assert client.post("/v1/jobs", json=[job("b")]).status_code == 409
+    loop.step()
+    assert {j["id"] for j in client.get("/v1/jobs").json()["jobs"]} == {"a", "b"}

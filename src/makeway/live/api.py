@@ -29,6 +29,7 @@ from makeway.live.spec import SpecError, parse_job, parse_queue_change
 HEARTBEAT_INTERVAL = 2.0
 LEASE = 30.0
 MAX_WAIT = 30.0
+MAX_BATCH = 1000
 
 
 def _field_of(message: str) -> str:
@@ -123,6 +124,8 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
             body = json.loads(await request.body())
         except ValueError as exc:
             raise bad(400, f"body: not JSON: {exc}", "body") from None
+        if isinstance(body, list) or (isinstance(body, dict) and isinstance(body.get("jobs"), list)):
+            return await submit_many(body if isinstance(body, list) else body["jobs"], idempotency_key)
         data = body.get("job", body) if isinstance(body, dict) and isinstance(body.get("job"), dict) else body
         gen = None
         if isinstance(data, dict) and "id" not in data:
@@ -154,6 +157,56 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
         with ids_lock:
             accepted[spec["id"]] = spec
         return {"id": spec["id"], "seq": seq, "created": True}
+
+    async def submit_many(items: list[Any], key: Optional[str]) -> dict[str, Any]:
+        """A list of jobs in one request (a job array): all are checked first, then journaled in one
+        transaction; one bad job refuses the whole request, naming ``jobs.<i>.<field>``."""
+        if not 1 <= len(items) <= MAX_BATCH:
+            raise bad(422, f"jobs: between 1 and {MAX_BATCH} jobs in one request", "jobs")
+        specs = []
+        for i, data in enumerate(items):
+            gen = None
+            if isinstance(data, dict) and "id" not in data:
+                gen = f"j-{int(time.time() * 1000) % 10**10:010d}-{next(counter)}-{uuid.uuid4().hex[:4]}"
+            try:
+                specs.append(parse_job(data, cfg, gen))
+            except SpecError as exc:
+                raise bad(422, f"jobs.{i}.{exc}", f"jobs.{i}.{_field_of(str(exc))}") from None
+        ids = [sp["id"] for sp in specs]
+        if len(set(ids)) != len(ids):
+            dup = next(j for j in ids if ids.count(j) > 1)
+            raise bad(409, f"id: job {dup!r} appears twice in the request", "id")
+        with ids_lock:
+            if not key:
+                taken = next((j for j in ids if j in known_ids), None)
+                if taken is not None:
+                    raise bad(409, f"id: job {taken!r} already exists", "id")
+                known_ids.update(ids)
+        if loop.failed is not None:
+            raise bad(503, f"the scheduler stopped: {loop.failed}", "server")
+        at = now()
+        rows = [{"kind": "submit", "payload": {"job": sp}, "at": at, "tenant": "default",
+                 "idem_key": f"{key}#{i}" if key else None} for i, sp in enumerate(specs)]
+        try:
+            got = await asyncio.to_thread(store.append_events, rows)
+        except BaseException:
+            if not key:
+                with ids_lock:
+                    known_ids.difference_update(ids)
+            raise
+        loop.wake()
+        out = []
+        with ids_lock:
+            for sp, (seq, created) in zip(specs, got):
+                if created:
+                    known_ids.add(sp["id"])
+                    accepted[sp["id"]] = sp
+                    out.append({"id": sp["id"], "seq": seq, "created": True})
+                else:
+                    first = store.event(seq)
+                    out.append({"id": first.payload["job"]["id"] if first else sp["id"], "seq": seq,
+                                "created": False})
+        return {"jobs": out}
 
     def job_view(jid: str) -> dict[str, Any]:
         with loop.lock:
