@@ -145,6 +145,16 @@ def _res(r: Optional[dict]) -> str:
     return ",".join(f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v}" for k, v in r.items())
 
 
+def _share(share: Optional[dict]) -> str:
+    if not share:
+        return "-"
+    if "drs" in share:
+        return f"drs {share['drs']}" + (" (borrowing)" if share.get("borrowing") else "")
+    if "fair_share" in share:
+        return f"fair {share['fair_share']:.3g} / used {share['usage_share']:.3g}"
+    return ",".join(f"{k}={v}" for k, v in share.items())
+
+
 @app.command()
 def queues(server: Optional[str] = SERVER, output: str = OUTPUT) -> None:
     """The queue tree: guaranteed, max, usage, pending (sshare / kubectl get clusterqueues-like)."""
@@ -156,7 +166,7 @@ def queues(server: Optional[str] = SERVER, output: str = OUTPUT) -> None:
     for q in got["queues"]:
         depth[q["name"]] = depth.get(q["parent"], -1) + 1 if q["parent"] else 0
         rows.append(["  " * depth[q["name"]] + q["name"], _res(q["guaranteed"]), _res(q["max"]), _res(q["usage"]),
-                     q.get("share", "-"), q["pending"], q["running"]])
+                     _share(q.get("share")), q["pending"], q["running"]])
     _table(f"queues ({got.get('model')})", ["QUEUE", "GUARANTEED", "MAX", "USAGE", "SHARE", "PENDING", "RUNNING"], rows)
 
 

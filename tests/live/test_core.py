@@ -156,3 +156,26 @@ def test_bad_job_specs_name_the_field(spec, field):
     with pytest.raises(SpecError) as exc:
         parse_job(spec, parse_config(CFG))
     assert str(exc.value).startswith(field)
+
+
+def test_queue_shares_kueue_fair_sharing_and_ytsaurus():
+    fair = {**CFG, "preemption": {"model": "kueue", "settings": {"fairSharing": {}}}}
+    d = Driver(fair)
+    d.run(0.1, ("node", {"node": "n1", "capacity": {"cpu": 4}}))
+    d.run(1.0, d.submit(job("b", "batch", 4)))
+    shares = d.core.model.queue_shares(d.core.state, d.core.now)
+    assert shares["batch"]["drs"] > 0 and shares["batch"]["borrowing"] is True
+    assert shares["prod"]["drs"] == 0
+    assert Driver(CFG).core.model.queue_shares(Driver(CFG).core.state, 0.0) == {}  # classic: no share
+
+    yt = {"name": "yt", "resources": ["cpu"], "nodes": [{"name": "n1", "capacity": {"cpu": 4}}],
+          "queues": {"root": {}, "a": {"parent": "root"}, "b": {"parent": "root"}},
+          "preemption": {"model": "ytsaurus", "settings": {"fair_share_update_period": 0.5, "heartbeat_period": 0.5}}}
+    d = Driver(yt)
+    d.run(0.1, ("node", {"node": "n1", "capacity": {"cpu": 4}}))
+    d.run(1.0, d.submit(job("x", "a", 4)))
+    for t in (1.2, 1.8, 2.4, 3.0):  # a heartbeat starts the tasks, the next fair share update sees them
+        d.run(t)
+    assert d.core.jobs["x"].state == "running"
+    shares = d.core.model.queue_shares(d.core.state, d.core.now)
+    assert shares["a"]["fair_share"] == pytest.approx(1.0) and shares["a"]["usage_share"] == pytest.approx(1.0)

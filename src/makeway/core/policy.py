@@ -62,6 +62,12 @@ class PreemptionModel:
         holds it, if any); None to use them. Called between scheduling calls; reads only."""
         return None
 
+    def queue_shares(self, state: ClusterState, now: float) -> dict[str, dict[str, Any]]:
+        """Per queue, the share the model schedules by, for operators (``makeway queues``): e.g.
+        ``{"fair_share": 0.5, "usage_share": 0.7}`` (YTsaurus) or ``{"drs": 1200}`` (Kueue fair
+        sharing). Read-only; a model without a share says nothing."""
+        return {}
+
     def grace_period(self, state: ClusterState, allocation: str) -> float:
         """Seconds a victim keeps its resources after notice; the workload's own grace by default."""
         alloc = state.allocations[allocation]

@@ -350,10 +350,11 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
             pending_count: dict[str, int] = {}
             for wid in st.pending:
                 pending_count[st.workloads[wid].queue] = pending_count.get(st.workloads[wid].queue, 0) + 1
+            shares = core.model.queue_shares(st, core.now)
             out = []
             for name, q in st.queues.items():
                 out.append({"name": name, "parent": q.parent, "guaranteed": q.guaranteed, "max": q.max,
-                            "weight": q.weight, "usage": dict(st.queue_usage[name]),
+                            "weight": q.weight, "usage": dict(st.queue_usage[name]), "share": shares.get(name),
                             "pending": sum(pending_count.get(d, 0) for d in st.descendants(name)),
                             "running": len(st.queue_allocs[name]), "children": list(q.children)})
         return {"queues": out, "model": cfg.preemption.model}

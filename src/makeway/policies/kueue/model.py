@@ -547,6 +547,21 @@ class KueueModel(PreemptionModel):
         self._explained = (stamp, tree)
         return tree
 
+    def queue_shares(self, state: ClusterState, now: float) -> dict[str, dict[str, Any]]:
+        """With fair sharing, each ClusterQueue's and cohort's dominant resource share (the rounded
+        value Kueue reports in its status) over admitted usage."""
+        if not self.fair:
+            return {}
+        tree = self._explain_tree(state)
+        if tree is None:
+            return {}
+        out: dict[str, dict[str, Any]] = {}
+        for name, node in {**tree.cohorts, **tree.cqs}.items():
+            if name in state.queues:
+                share = dominant_resource_share(node)
+                out[name] = {"drs": share.rounded, "borrowing": share.borrowing}
+        return out
+
     def pending_reason(self, state: ClusterState, wl_id: str, now: float) -> tuple[str, str, dict[str, Any]] | None:
         """Kueue's inadmissible reasons: the flavor assignment against the quota tree (NoFit:
         insufficient quota; Preempt: quota held by others, a preemptor waiting for its victims or

@@ -161,6 +161,14 @@ class YTsaurusModel(PreemptionModel):
             return self.grace[allocation]
         return super().grace_period(state, allocation)
 
+    def queue_shares(self, state: ClusterState, now: float) -> dict[str, dict[str, Any]]:
+        """Each pool's fair share and usage share (dominant resource) as of the last update."""
+        snap = self.snap
+        if snap is None:
+            return {}
+        return {q: {"fair_share": max(a.fair_share, default=0.0), "usage_share": max(a.usage_share, default=0.0)}
+                for q, a in snap.result.attrs.items() if q in state.queues}
+
     def pending_reason(self, state: ClusterState, wl_id: str, now: float) -> tuple[str, str, dict[str, Any]] | None:
         """A failed operation never runs; one at its fair share waits for the pool tree's shares to
         move; a starving one gets preemptive heartbeats; pool limits are the generic ``quota``."""
