@@ -72,6 +72,11 @@ def serve(
                                          help="seconds to wait for agents to re-register after a restart"),
     min_pass_interval: float = typer.Option(0.02, "--min-pass-interval", min=0, max=60,
                                             help="seconds between scheduling passes at least (inputs batch up)"),
+    lease: float = typer.Option(30.0, "--lease", min=0, max=86400,
+                                help="seconds an agent may be silent before its supervisors kill its tasks; "
+                                     "3 s later the server declares the node lost and requeues them (0: never)"),
+    suspect_after: float = typer.Option(10.0, "--suspect-after", min=0, max=86400,
+                                        help="seconds of agent silence after which a node gets no new starts"),
 ) -> None:
     """Run the live scheduler: REST API, one scheduler loop, durable journal; prints the URL it listens on."""
     import logging
@@ -85,7 +90,8 @@ def serve(
         agent_dir = (config.parent / f"{config.stem}-agent").resolve()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     server = Server(cfg, url, host, port, local_agent=local_agent, agent_dir=agent_dir,
-                    recovery_grace=recovery_grace, min_pass_interval=min_pass_interval)
+                    recovery_grace=recovery_grace, min_pass_interval=min_pass_interval, lease=lease,
+                    suspect_after=suspect_after)
 
     def listening(u: str) -> None:
         typer.echo(f"makeway serving {cfg.name} ({cfg.preemption.model}) on {u}", err=False)

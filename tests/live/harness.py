@@ -41,9 +41,12 @@ def wait_for(cond: Callable[[], Any], timeout: float, what: str, every: float = 
 class Served:
     """One `makeway serve` subprocess with a local agent."""
 
-    def __init__(self, config: Path, db: str, workdir: Path, recovery_grace: float = 3.0):
+    def __init__(self, config: Path, db: str, workdir: Path, recovery_grace: float = 3.0, local_agent: bool = True,
+                 extra: list[str] = ()):
         self.config, self.db, self.workdir = config, db, workdir
         self.recovery_grace = recovery_grace
+        self.local_agent = local_agent
+        self.extra = list(extra)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
@@ -54,8 +57,8 @@ class Served:
         self.out = self.log.open("a")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "makeway", "serve", str(self.config), "--db", self.db, "--port", str(self.port),
-             "--local-agent", "--agent-dir", str(self.workdir / "agent"), "--recovery-grace",
-             str(self.recovery_grace)], stdout=self.out, stderr=subprocess.STDOUT, env=env, cwd=self.workdir)
+             *(["--local-agent", "--agent-dir", str(self.workdir / "agent")] if self.local_agent else []),
+             "--recovery-grace", str(self.recovery_grace), *self.extra], stdout=self.out, stderr=subprocess.STDOUT, env=env, cwd=self.workdir)
         wait_for(lambda: self.proc.poll() is None and httpx.get(self.url + "/healthz", timeout=2).status_code == 200
                  or self._dead(), timeout, "the server to listen")
         return self

@@ -206,3 +206,42 @@ def test_a_list_of_jobs_is_one_request_all_or_nothing(svc):
     assert client.post("/v1/jobs", json=[job("b")]).status_code == 409
     loop.step()
     assert {j["id"] for j in client.get("/v1/jobs").json()["jobs"]} == {"a", "b"}
+
+
+def test_silent_node_gets_no_starts_then_is_lost_and_its_work_requeued(tmp_path):
+    clock = [1000.0]
+    store = Store(f"sqlite:///{tmp_path / 'lease.db'}")
+    loop = SchedulerLoop(parse_config(CFG), store, recovery_grace=0, clock=lambda: clock[0], lease=10.0,
+                         suspect_after=4.0, kill_margin=3.0)
+    loop.recover()
+    app = create_app(loop, loop.cfg, store)
+    with TestClient(app) as client:
+        assert register(client)["lease"] == 10.0
+        client.post("/v1/jobs", json=job("a"))
+        loop.step()
+        assert client.get("/v1/jobs/a").json()["state"] == "running"
+        clock[0] += 5.0  # quiet past suspect_after: no new starts
+        assert [k for k, _ in loop.check_leases()] == ["silent"]
+        client.post("/v1/jobs", json=job("b"))
+        loop.step()
+        assert client.get("/v1/jobs/b").json()["state"] == "pending"
+        assert client.get("/v1/nodes").json()["nodes"][0]["silent"] is True
+        clock[0] += 5.0  # 10 s: inside lease + kill margin, nothing lost yet
+        assert loop.check_leases() == []
+        clock[0] += 3.5
+        assert [k for k, _ in loop.check_leases()] == ["lost"]
+        loop.step()
+        a = client.get("/v1/jobs/a").json()
+        assert a["state"] == "pending" and a["reason"]["rule"] == "node-lost"
+        assert a["attempts"][0]["state"] == "exited"
+        assert loop.core.desired("n1", 0.0)[1] == []
+        # the agent comes back: its heartbeat and long-poll are refused until it registers again
+        assert client.get("/v1/agent/desired", params={"node": "n1"}).status_code == 409
+        assert client.post("/v1/agent/heartbeat", json={"node": "n1", "reports": []}).status_code == 409
+        register(client)
+        loop.step()
+        a = client.get("/v1/jobs/a").json()
+        assert a["state"] == "running" and a["attempts"][-1]["attempt_no"] == 2
+        assert loop.core.state.check_invariants() == []
+    app.state.committer.close()
+    store.close()

@@ -183,3 +183,47 @@ def test_cli_without_a_server_is_one_line_and_exit_2(tmp):
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and p.stderr.startswith("error: --server: cannot reach")
     assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_agent_cut_off_past_its_lease(tmp):
+    """SIGSTOP the agent: its supervisors kill its tasks at the lease, and only after that does the
+    server declare the node lost and requeue the work (within two lease periods); the agent comes
+    back, registers again, and the tasks restart as second attempts, never overlapping the first."""
+    import signal
+    import subprocess
+    import sys
+
+    lease = 4.0
+    s = Served(LIVE / "kueue" / "cluster.yaml", sqlite_url(tmp), tmp, local_agent=False,
+               extra=["--lease", str(lease), "--suspect-after", "2"]).start()
+    agent = subprocess.Popen([sys.executable, "-m", "makeway", "agent", "--server", s.url, "--node", "local",
+                              "--capacity", "cpu=2", "--workdir", str(tmp / "agent")],
+                             stdout=subprocess.DEVNULL, stderr=(tmp / "agent.log").open("w"))
+    try:
+        s.ready()
+        s.cli("submit", str(job_file("kueue", "batch", tmp, 60, "batch-1", grace=1)))
+        wait_for(lambda: len(started_tasks(tmp, "batch-1")) == 2, 30, "both tasks to start")
+        pids = {int(x[4]) for x in markers(tmp) if x[0] == "start"}
+        agent.send_signal(signal.SIGSTOP)
+        cut = time.time()
+        dead = wait_for(lambda: all(not group_alive(p) for p in pids) and time.time(), 3 * lease, "the tasks to die",
+                        every=0.05)
+        lost = wait_for(lambda: (s.job("batch-1")["reason"] or {}).get("rule") == "node-lost" and time.time(),
+                        3 * lease, "the server to declare the node lost", every=0.05)
+        assert dead < lost, f"tasks died {dead - lost:.2f} s after the server requeued them"
+        assert lost - cut <= 2 * lease, f"requeue took {lost - cut:.1f} s (lease {lease} s)"
+        assert s.job("batch-1")["state"] == "pending"
+        agent.send_signal(signal.SIGCONT)
+        wait_for(lambda: sum(1 for m in markers(tmp) if m[0] == "start" and m[2] == "2") == 2, 30,
+                 "the second attempts to start")
+        assert overlapping_runs_by_pid(tmp, dead) == []
+    finally:
+        agent.send_signal(signal.SIGCONT)
+        agent.terminate()
+        agent.wait(10)
+        s.stop()
+
+
+def overlapping_runs_by_pid(tmp, first_dead):
+    """Second attempts that started before the first attempts were dead (SIGKILL leaves no end line)."""
+    return [m for m in markers(tmp) if m[0] == "start" and m[2] == "2" and float(m[3]) < first_dead]

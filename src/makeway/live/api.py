@@ -27,7 +27,6 @@ from makeway.live.loop import SchedulerLoop
 from makeway.live.spec import SpecError, parse_job, parse_queue_change
 
 HEARTBEAT_INTERVAL = 2.0
-LEASE = 30.0
 MAX_WAIT = 30.0
 MAX_BATCH = 1000
 
@@ -426,6 +425,15 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
 
     # -- agents ------------------------------------------------------------------------------------
 
+    def heartbeat_interval() -> float:
+        """Often enough that a healthy agent is never taken for a silent one."""
+        bounds = [HEARTBEAT_INTERVAL] + [t / 3 for t in (loop.lease, loop.suspect_after) if t]
+        return max(0.1, min(bounds))
+
+    def accepted_nodes(node: str) -> set[str]:
+        """Nodes whose registration is journaled but not yet applied by a pass."""
+        return {row.payload.get("node") for row in store.events_after(loop.applied_seq) if row.kind == "node"}
+
     @app.post("/v1/agent/register")
     def register(body: dict[str, Any] = Body(...)) -> dict[str, Any]:
         node = body.get("node")
@@ -438,6 +446,7 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
         unknown = [r for r, v in cap.items() if v and r not in cfg.resources]
         if unknown:
             raise bad(422, f"capacity.{unknown[0]}: unknown resource (declared: {', '.join(cfg.resources)})")
+        loop.seen(node)
         events = [("node", {"node": node, "capacity": cap, "labels": body.get("labels") or {}})]
         with loop.lock:
             known = loop.core.attempts
@@ -452,13 +461,21 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
                     events.append(("started", {"attempt": a.id, "node": node}))
         for kind, payload in events:
             journal(kind, payload)
-        return {"epoch": loop.epoch, "heartbeat_interval": HEARTBEAT_INTERVAL, "lease": LEASE}
+        return {"epoch": loop.epoch, "heartbeat_interval": heartbeat_interval(), "lease": loop.lease or None}
 
     @app.post("/v1/agent/heartbeat")
     def heartbeat(body: dict[str, Any] = Body(...)) -> dict[str, Any]:
         node = body.get("node")
         if not isinstance(node, str) or not node:
             raise bad(422, "node: a node name is required", "node")
+        with loop.lock:
+            registered = loop.core.registered.get(node, False)
+            silent = node in loop.core.silent
+        if not registered and node not in accepted_nodes(node):
+            raise bad(409, f"node: {node!r} is not registered (lost or unknown): register again", "node")
+        loop.seen(node)
+        if silent:
+            journal("silent", {"node": node, "silent": False})
         with reports_lock:
             acked = loop.report_seq.get(node, 0)
             for rep in sorted(body.get("reports") or [], key=lambda r: int(r.get("seq", 0))):
@@ -479,6 +496,11 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
     @app.get("/v1/agent/desired")
     def desired(node: str, version: Optional[int] = None,
                 wait: float = Query(0.0, ge=0, le=MAX_WAIT)) -> dict[str, Any]:
+        with loop.lock:
+            registered = loop.core.registered.get(node, False)
+        if not registered and node not in accepted_nodes(node):
+            raise bad(409, f"node: {node!r} is not registered (lost or unknown): register again", "node")
+        loop.seen(node)
         ver, attempts = loop.wait_desired(node, version, wait)
         return {"epoch": loop.epoch, "version": ver, "attempts": attempts}
 

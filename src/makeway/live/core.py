@@ -107,6 +107,7 @@ class LiveCore:
         self.model.bind(self.state)
         self.registered: dict[str, bool] = dict.fromkeys(self.state.nodes, False)
         self.cordoned: set[str] = set()
+        self.silent: set[str] = set()                # registered, but its agent stopped heartbeating
         self.jobs: dict[str, Job] = {}
         self.attempts: dict[str, Attempt] = {}
         self.current: dict[str, str] = {}            # task -> its latest attempt
@@ -367,12 +368,61 @@ class LiveCore:
         elif getattr(state.nodes[name], "removed", False):
             state.add_node(Node(name, dict(p["capacity"]), dict(p.get("labels") or {})))
         self.registered[name] = True
-        if name not in self.cordoned and not state.nodes[name].schedulable:
-            state.set_schedulable(name, True)
+        self.silent.discard(name)
+        self._sync_schedulable(name)
         if self.heartbeat_period and name not in self._hb_due:
             self._hb_due[name] = self.now
         self.node_version[name] += 1
         self._dirty_nodes[name] = None
+
+    def _on_silent(self, ev: Event, out: list[dict[str, Any]]) -> None:
+        """A node whose agent stopped heartbeating gets no new starts until it speaks again."""
+        name, silent = ev.payload["node"], bool(ev.payload.get("silent", True))
+        if name not in self.state.nodes or not self.registered.get(name):
+            return
+        self.silent.discard(name)
+        if silent:
+            self.silent.add(name)
+        self._sync_schedulable(name)
+        self._dirty_nodes[name] = None
+
+    def _on_lost(self, ev: Event, out: list[dict[str, Any]]) -> None:
+        """The node's lease ran out (its supervisors have killed its tasks): its attempts are lost and
+        their tasks wait again, with reason ``node-lost`` on the job; the node waits for its agent."""
+        name = ev.payload["node"]
+        if name not in self.state.nodes or not self.registered.get(name):
+            return
+        self.registered[name] = False
+        self.silent.discard(name)
+        self._sync_schedulable(name)
+        self._hb_due.pop(name, None)
+        reason = Reason("makeway", "node-lost", None,
+                        f"node {name} was silent past its lease; its supervisors stopped its tasks",
+                        {k: ev.payload[k] for k in ("node", "silent_for", "lease") if k in ev.payload}).to_dict()
+        for aid in list(self.node_live[name]):
+            a = self.attempts[aid]
+            job = self.jobs[a.job]
+            self._record({"kind": "lost", "task": a.task, "node": name, "workload": a.job, "reason": reason,
+                          "attempt": a.id}, out)
+            if a.state != STOPPING:
+                a.stop = {"kind": "lost", "signal": "SIGKILL", "deadline": self.now, "reason": reason,
+                          "preemptor": None}
+                job.preemptions.append({"time": self.now, "task": a.task, "attempt": a.id, "node": name, **reason})
+            requeue = job.state not in TERMINAL
+            if a.held and a.stop and a.stop["kind"] in ("cancelled", "failed"):
+                requeue = False
+            self._release(a, requeue=requeue)
+            a.state, a.ended = EXITED, self.now
+            del self.node_live[name][a.id]
+            job.live.pop(a.id, None)
+            self._touch(a)
+            self._refresh(job)
+        self._dirty_nodes[name] = None
+
+    def _sync_schedulable(self, name: str) -> None:
+        want = self.registered.get(name, False) and name not in self.cordoned and name not in self.silent
+        if self.state.nodes[name].schedulable != want:
+            self.state.set_schedulable(name, want)
 
     def _on_cordon(self, ev: Event, out: list[dict[str, Any]]) -> None:
         name, on = ev.payload["node"], bool(ev.payload.get("cordon", True))
@@ -380,12 +430,9 @@ class LiveCore:
             return
         if on:
             self.cordoned.add(name)
-            if self.state.nodes[name].schedulable:
-                self.state.set_schedulable(name, False)
         else:
             self.cordoned.discard(name)
-            if self.registered.get(name) and not self.state.nodes[name].schedulable:
-                self.state.set_schedulable(name, True)
+        self._sync_schedulable(name)
         if on and ev.payload.get("drain"):
             reason = Reason("makeway", "node-drain", None, f"node {name} drained",
                             {"node": name}).to_dict()
@@ -450,7 +497,7 @@ class LiveCore:
         n = self.state.nodes[name]
         return {"name": name, "capacity": dict(n.capacity), "labels": dict(n.labels),
                 "used": dict(self.state.node_used.get(name, {})), "registered": self.registered.get(name, False),
-                "cordoned": name in self.cordoned, "schedulable": n.schedulable,
+                "cordoned": name in self.cordoned, "silent": name in self.silent, "schedulable": n.schedulable,
                 "attempts": len(self.node_live.get(name, ()))}
 
     def drain_changes(self) -> tuple[list[dict], list[dict], list[dict]]:

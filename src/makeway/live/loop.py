@@ -59,7 +59,8 @@ class SchedulerLoop:
 
     def __init__(self, cfg: ClusterConfig, store: Any, *, clock: Callable[[], float] = time.time,
                  recovery_grace: float = 10.0, idle_poll: float = 1.0, min_interval: float = 0.02,
-                 snapshot_every: int = 1000):
+                 snapshot_every: int = 1000, lease: float = 30.0, suspect_after: float = 10.0,
+                 kill_margin: float = 3.0):
         self.cfg = cfg
         self.store = store
         self.clock = clock
@@ -71,6 +72,11 @@ class SchedulerLoop:
         # every this many passes the pickled core rides along with the pass, so recovery replays
         # only what came after it
         self.snapshot_every = snapshot_every
+        # node liveness, on this process's clock: silent past ``suspect_after`` -> no new starts;
+        # past ``lease + kill_margin`` (the supervisors kill their tasks at the lease) -> lost
+        self.lease, self.suspect_after, self.kill_margin = lease, suspect_after, kill_margin
+        self.last_seen: dict[str, float] = {}
+        self._liveness_since = 0.0
         self.snapshot_pass = 0
         self.lock = threading.RLock()
         self.published = threading.Condition()
@@ -128,6 +134,7 @@ class SchedulerLoop:
         self._publish(all_nodes=True)
         self._waiting_for = {n for n, live in self.core.node_live.items() if live}
         self._ready_at = self.clock() + (self.recovery_grace if self._waiting_for else 0.0)
+        self._liveness_since = self.clock()  # every agent gets a whole lease to come back
         self.ready = not self._waiting_for
         log.info("recovered: snapshot of pass %d, %d passes replayed, applied_seq %d, epoch %d, digest %s",
                  self.snapshot_pass, self.replayed_passes, self.applied_seq, self.epoch, self.core.digest[:12])
@@ -199,6 +206,8 @@ class SchedulerLoop:
         due = self.core.next_due()
         if not self.ready:
             return min(0.2, self.idle_poll)
+        if self.lease:
+            due = min(due if due is not None else float("inf"), self.core.now + 0.5)
         if due is None:
             return self.idle_poll
         return max(0.0, min(self.idle_poll, due - (self.clock() - self.origin)))
@@ -212,6 +221,7 @@ class SchedulerLoop:
             try:
                 if not self.ready and not self._check_ready():
                     continue
+                self.check_leases()
                 if self.step():
                     self._stop.wait(self.min_interval)
             except BaseException as exc:  # fail-stop: the core may be ahead of the database
@@ -219,6 +229,29 @@ class SchedulerLoop:
                 log.exception("scheduler loop stopped")
                 self.on_fatal(exc)
                 return
+
+    def seen(self, node: str) -> None:
+        """An agent spoke for ``node`` (register, heartbeat, long-poll)."""
+        self.last_seen[node] = self.clock()
+
+    def check_leases(self) -> list[tuple[str, dict[str, Any]]]:
+        """Journal ``silent``/``lost`` for registered nodes whose agents went quiet; the events written."""
+        if not self.lease:
+            return []
+        now = self.clock()
+        with self.lock:
+            core = self.core
+            nodes = [(n, n in core.silent) for n, reg in core.registered.items() if reg]
+        out = []
+        for node, flagged in nodes:
+            quiet = now - self.last_seen.get(node, self._liveness_since)
+            if quiet > self.lease + self.kill_margin:
+                out.append(("lost", {"node": node, "silent_for": round(quiet, 3), "lease": self.lease}))
+            elif quiet > self.suspect_after and not flagged:
+                out.append(("silent", {"node": node, "silent": True, "silent_for": round(quiet, 3)}))
+        for kind, payload in out:
+            self.store.append_event(kind, payload, at=self.service_now())
+        return out
 
     def _check_ready(self) -> bool:
         events = self.store.events_after(self.applied_seq)

@@ -40,7 +40,8 @@ class Server:
 
     def __init__(self, cfg: ClusterConfig, db: str, host: str = "127.0.0.1", port: int = 8642, *,
                  local_agent: bool = False, agent_dir: Optional[Path] = None, recovery_grace: float = 10.0,
-                 min_pass_interval: float = 0.02, log_level: str = "warning"):
+                 min_pass_interval: float = 0.02, lease: float = 30.0, suspect_after: float = 10.0,
+                 log_level: str = "warning"):
         import uvicorn
 
         from makeway.live.api import create_app
@@ -49,7 +50,8 @@ class Server:
 
         self.cfg = cfg
         self.store = Store(db)
-        self.loop = SchedulerLoop(cfg, self.store, recovery_grace=recovery_grace, min_interval=min_pass_interval)
+        self.loop = SchedulerLoop(cfg, self.store, recovery_grace=recovery_grace, min_interval=min_pass_interval,
+                                  lease=lease, suspect_after=suspect_after)
         self.loop.recover()
         self.host, self.port = host, port or free_port(host)
         self.agent_dir = Path(agent_dir) if agent_dir else None
