@@ -42,18 +42,19 @@ class Served:
     """One `makeway serve` subprocess with a local agent."""
 
     def __init__(self, config: Path, db: str, workdir: Path, recovery_grace: float = 3.0, local_agent: bool = True,
-                 extra: list[str] = ()):
+                 extra: list[str] = (), env: dict[str, str] | None = None):
         self.config, self.db, self.workdir = config, db, workdir
         self.recovery_grace = recovery_grace
         self.local_agent = local_agent
         self.extra = list(extra)
+        self.env = dict(env or {})
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
         self.log = workdir / "serve.log"
 
     def start(self, timeout: float = 60.0) -> "Served":
-        env = {**os.environ, "MAKEWAY_SERVER": self.url, "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, "MAKEWAY_SERVER": self.url, "PYTHONUNBUFFERED": "1", **self.env}
         self.out = self.log.open("a")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "makeway", "serve", str(self.config), "--db", self.db, "--port", str(self.port),

@@ -152,7 +152,7 @@ def test_restart_while_tasks_run_loses_nothing_and_starts_nothing_twice(tmp):
     try:
         s2.ready()
         bad = tmp / "bad.yaml"
-        bad.write_text("queue: batch\ntasks: [{count: 1, resources: {gpu: 1}}]\ncommand: [true]\n")
+        bad.write_text("queue: batch\ntasks: [{count: 1, resources: {gpu: 1}}]\ncommand: [x]\n")
         p = s2.cli("submit", str(bad), check=False)
         assert p.returncode == 2 and "tasks.0.resources.gpu" in p.stderr and "unknown resource" in p.stderr
         # the same key again after the restart: the first answer, nothing new

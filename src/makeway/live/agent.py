@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
 from makeway.errors import ConfigError
+from makeway.live.crash import crash_point
 from makeway.live.supervisor import read_json, write_json_atomic
 
 log = logging.getLogger("makeway.agent")
@@ -60,6 +61,7 @@ class Local:
     exit_code: Optional[int] = None
     signal: Optional[int] = None
     started: bool = False
+    lost: bool = False          # its supervisor died without recording how the task ended
 
 
 @dataclass(frozen=True)
@@ -272,8 +274,10 @@ class Agent:
     def seq(self) -> int:
         return self._reports[-1]["seq"] if self._reports else 0
 
-    def _append_report(self, attempt: str, event: str, exit_code=None, sig=None) -> None:
+    def _append_report(self, attempt: str, event: str, exit_code=None, sig=None, lost: bool = False) -> None:
         r = {"seq": self.seq + 1, "attempt": attempt, "event": event, "exit_code": exit_code, "signal": sig}
+        if lost:
+            r["lost"] = True
         with open(self._reports_path, "a") as f:
             f.write(json.dumps(r) + "\n")
             f.flush()
@@ -315,7 +319,7 @@ class Agent:
             pid = read_json(d / "pid.json")
             if done is not None:
                 return Local(attempt, "exited", stop_signal, done.get("exit_code"), done.get("signal"),
-                             started=pid is not None)
+                             started=pid is not None, lost=bool(done.get("error")))
             if pid is not None and supervisor_alive(pid.get("supervisor"), d):
                 return Local(attempt, "running", stop_signal, started=True)
             proc = self._spawned.get(d)
@@ -328,7 +332,7 @@ class Agent:
             record = {"exit_code": None, "signal": None, "ended": time.time(), "error": "supervisor never started the task"}
         write_json_atomic(d / "exit.json", record)
         log.warning("attempt %s: %s", attempt, record["error"])
-        return Local(attempt, "exited", stop_signal, None, record["signal"], started=pid is not None)
+        return Local(attempt, "exited", stop_signal, None, record["signal"], started=pid is not None, lost=True)
 
     def collect(self) -> bool:
         """Scan, and append a report for each new start and exit; True if there is one."""
@@ -340,7 +344,7 @@ class Agent:
                 if a.started and (attempt, "started") not in self._reported:
                     self._append_report(attempt, "started")
                 if a.state == "exited" and (attempt, "exited") not in self._reported:
-                    self._append_report(attempt, "exited", a.exit_code, a.signal)
+                    self._append_report(attempt, "exited", a.exit_code, a.signal, a.lost)
             return self.seq != before
 
     # -- actions ---------------------------------------------------------------------------------
@@ -374,6 +378,7 @@ class Agent:
             self._spawned[d] = subprocess.Popen([sys.executable, "-m", SUPERVISOR_MODULE, str(d)],
                                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                                                 start_new_session=True, close_fds=True)
+        crash_point("spawn")
         log.info("attempt %s: started", a.attempt)
 
     def _do_stop(self, a: Action) -> None:

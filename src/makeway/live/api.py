@@ -23,6 +23,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from makeway import __version__
 from makeway.config import ClusterConfig
 from makeway.live.core import TERMINAL
+from makeway.live.crash import crash_point
 from makeway.live.loop import SchedulerLoop
 from makeway.live.spec import SpecError, parse_job, parse_queue_change
 
@@ -74,6 +75,7 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
         if loop.failed is not None:
             raise bad(503, f"the scheduler stopped: {loop.failed}", "server")
         seq, created = committer.append(kind, payload, tenant="default", idem_key=key, at=now())
+        crash_point("event-commit")
         loop.wake()
         return seq, created
 
@@ -114,6 +116,7 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
             raise bad(503, f"the scheduler stopped: {loop.failed}", "server")
         fut = committer.submit(kind, payload, tenant="default", idem_key=key, at=now())
         seq, created = await asyncio.wrap_future(fut)
+        crash_point("event-commit")
         loop.wake()
         return seq, created
 
@@ -488,6 +491,8 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
                 payload = {"attempt": rep.get("attempt"), "node": node, "report_seq": seq}
                 if event == "exited":
                     payload.update(exit_code=rep.get("exit_code"), signal=rep.get("signal"))
+                    if rep.get("lost"):
+                        payload["lost"] = True
                 journal(event, payload)
                 acked = seq
                 loop.report_seq[node] = seq

@@ -268,7 +268,9 @@ class LiveCore:
         if requeue:
             self.state.requeue(a.task)
 
-    def _exited(self, a: Attempt, exit_code: Optional[int], sig: Optional[int]) -> None:
+    def _exited(self, a: Attempt, exit_code: Optional[int], sig: Optional[int], lost: bool = False) -> None:
+        """An attempt ended. ``lost``: its supervisor died without recording how, so whether the task
+        finished is unknown: it runs again (at least once) rather than failing the job."""
         if a.state == EXITED:
             return
         job = self.jobs[a.job]
@@ -285,6 +287,8 @@ class LiveCore:
                 self._release(a, requeue=job.state not in TERMINAL)
             elif kind is not None:
                 self._release(a, requeue=False)
+            elif lost:
+                self._release(a, requeue=job.state not in TERMINAL)
             elif exit_code == 0 and sig is None:
                 a.held = False
                 self.state.finish(a.task)
@@ -460,7 +464,7 @@ class LiveCore:
         a = self.attempts.get(ev.payload["attempt"])
         if a is None:
             return
-        self._exited(a, ev.payload.get("exit_code"), ev.payload.get("signal"))
+        self._exited(a, ev.payload.get("exit_code"), ev.payload.get("signal"), bool(ev.payload.get("lost")))
 
     # -- views -------------------------------------------------------------------------------------
 

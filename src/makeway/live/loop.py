@@ -22,6 +22,7 @@ from typing import Any, Callable, Optional
 from makeway.config import ClusterConfig
 from makeway.errors import MakewayError
 from makeway.live.core import Event, LiveCore
+from makeway.live.crash import crash_point
 
 log = logging.getLogger("makeway.serve")
 
@@ -280,6 +281,7 @@ class SchedulerLoop:
                                    [_decision_row(d) for d in decisions], [_job_row(j, now) for j in jobs],
                                    attempts, [_node_row(n, now) for n in nodes], snapshot=snap)
             self.applied_seq = applied
+        crash_point("pass-commit")
         self.pass_ms.append((time.perf_counter() - t0) * 1000.0)
         self._publish()
         return True

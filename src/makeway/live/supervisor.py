@@ -36,6 +36,8 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+from makeway.live.crash import crash_point
+
 TICK = 0.05
 """Seconds between checks of the child, ``stop.json`` and the deadline (no busy spin)."""
 TERM_GRACE = 5.0
@@ -221,6 +223,7 @@ class Supervisor:
         assert self.child is not None
         self.child.wait()
         self._drain()
+        crash_point("exit")
         write_json_atomic(self.dir / "exit.json", record)
         return 0
 
