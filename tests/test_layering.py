@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "makeway"
-FORBIDDEN = ("makeway.sim", "makeway.service", "makeway.adapters", "makeway.cli", "makeway.config",
-             "makeway.render", "makeway.conformance")
+FORBIDDEN = ("makeway.sim", "makeway.service", "makeway.live", "makeway.adapters", "makeway.cli",
+             "makeway.config", "makeway.render", "makeway.conformance")
 IO_MODULES = ("socket", "subprocess", "requests", "urllib", "http", "sqlite3", "time", "datetime")
 
 
@@ -36,3 +36,16 @@ def test_the_check_sees_a_violation(tmp_path):
     p = tmp_path / "x.py"
     p.write_text("from makeway.sim.engine import simulate\nimport time\n")
     assert imports_of(p) == ["makeway.sim.engine", "time"]
+
+
+# The live executor is replayed from the journal: it must not read a clock, a socket or a database.
+LIVE_PURE = ("core.py", "spec.py")
+LIVE_IO = IO_MODULES + ("sqlalchemy", "fastapi", "httpx", "uvicorn", "threading", "os")
+
+
+@pytest.mark.parametrize("name", LIVE_PURE)
+def test_live_executor_does_no_io(name):
+    path = SRC / "live" / name
+    bad = [m for m in imports_of(path) if m.split(".")[0] in LIVE_IO
+           or m.startswith(("makeway.live.store", "makeway.live.api", "makeway.live.loop"))]
+    assert not bad, f"live/{name} imports {bad}"
