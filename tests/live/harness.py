@@ -38,6 +38,14 @@ def wait_for(cond: Callable[[], Any], timeout: float, what: str, every: float = 
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
+class ServerExited(AssertionError):
+    """The serve process ended while a test waited on it."""
+
+    def __init__(self, returncode: int, log: str):
+        super().__init__(f"serve exited with {returncode}: {log}")
+        self.returncode = returncode
+
+
 class Served:
     """One `makeway serve` subprocess with a local agent."""
 
@@ -60,17 +68,17 @@ class Served:
             [sys.executable, "-m", "makeway", "serve", str(self.config), "--db", self.db, "--port", str(self.port),
              *(["--local-agent", "--agent-dir", str(self.workdir / "agent")] if self.local_agent else []),
              "--recovery-grace", str(self.recovery_grace), *self.extra], stdout=self.out, stderr=subprocess.STDOUT, env=env, cwd=self.workdir)
-        wait_for(lambda: self.proc.poll() is None and httpx.get(self.url + "/healthz", timeout=2).status_code == 200
-                 or self._dead(), timeout, "the server to listen")
+        wait_for(lambda: not self._dead() and httpx.get(self.url + "/healthz", timeout=2).status_code == 200,
+                 timeout, "the server to listen")
         return self
 
     def _dead(self) -> bool:
         if self.proc is not None and self.proc.poll() is not None:
-            raise AssertionError(f"serve exited with {self.proc.returncode}: {self.log.read_text()[-3000:]}")
+            raise ServerExited(self.proc.returncode, self.log.read_text()[-3000:])
         return False
 
     def ready(self, timeout: float = 30.0) -> None:
-        wait_for(lambda: httpx.get(self.url + "/readyz", timeout=2).status_code == 200 or self._dead(),
+        wait_for(lambda: not self._dead() and httpx.get(self.url + "/readyz", timeout=2).status_code == 200,
                  timeout, "readyz")
 
     def stop(self, sig: int = signal.SIGINT, timeout: float = 20.0) -> int:

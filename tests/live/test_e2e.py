@@ -227,3 +227,36 @@ def test_agent_cut_off_past_its_lease(tmp):
 def overlapping_runs_by_pid(tmp, first_dead):
     """Second attempts that started before the first attempts were dead (SIGKILL leaves no end line)."""
     return [m for m in markers(tmp) if m[0] == "start" and m[2] == "2" and float(m[3]) < first_dead]
+
+
+def test_agent_killed_ten_times_its_tasks_survive_and_never_restart(tmp):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    s = Served(LIVE / "kueue" / "cluster.yaml", sqlite_url(tmp), tmp, local_agent=False).start()
+    cmd = [sys.executable, "-m", "makeway", "agent", "--server", s.url, "--node", "local", "--capacity", "cpu=2",
+           "--workdir", str(tmp / "agent")]
+    log = (tmp / "agent.log").open("a")
+    agent = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
+    try:
+        s.ready()
+        s.cli("submit", str(job_file("kueue", "batch", tmp, 12, "batch-1", grace=1)))
+        wait_for(lambda: len(started_tasks(tmp, "batch-1")) == 2, 30, "both tasks to start")
+        pids = {int(x[4]) for x in markers(tmp) if x[0] == "start"}
+        for _ in range(10):
+            agent.send_signal(signal.SIGKILL)
+            agent.wait(10)
+            for p in pids:
+                os.kill(p, 0)  # raises if a task died with its agent
+            agent = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
+            time.sleep(0.5)
+        wait_for(lambda: s.job("batch-1")["state"] == "finished", 40, "the job to finish", every=0.25)
+        starts = [m for m in markers(tmp) if m[0] == "start"]
+        assert len(starts) == 2 and all(m[2] == "1" for m in starts), starts
+        assert all(a["attempt_no"] == 1 for a in s.job("batch-1")["attempts"])
+    finally:
+        agent.kill()
+        agent.wait(10)
+        s.stop()
