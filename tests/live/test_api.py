@@ -245,3 +245,27 @@ def test_silent_node_gets_no_starts_then_is_lost_and_its_work_requeued(tmp_path)
         assert loop.core.state.check_invariants() == []
     app.state.committer.close()
     store.close()
+
+
+def test_a_stale_leader_cannot_commit_a_pass(tmp_path):
+    """A second server on the same database bumps the epoch; the first one's next pass writes
+    nothing and stops it (fail-stop), so two schedulers never both decide."""
+    from makeway.live.store import StaleLeader
+
+    url = f"sqlite:///{tmp_path / 'epoch.db'}"
+    old = SchedulerLoop(parse_config(CFG), Store(url), recovery_grace=0)
+    old.recover()
+    old.store.append_event("node", {"node": "n1", "capacity": {"cpu": 2}}, at=0.0)
+    assert old.step()
+    new = SchedulerLoop(parse_config(CFG), Store(url), recovery_grace=0)
+    new.recover()
+    assert new.epoch == old.epoch + 1
+    old.store.append_event("submit", {"job": {**job("a"), "grace": 0.0, "priority": 0, "preemptible": True,
+                                                "requested_duration": None, "user": None, "labels": {},
+                                                "settings": {}, "env": {}, "stop_signal": "SIGTERM",
+                                                "cwd": None}}, at=1.0)
+    passes = len(old.store.passes_after(0))
+    with pytest.raises(StaleLeader):
+        old.step()
+    assert len(new.store.passes_after(0)) == passes
+    assert new.step()

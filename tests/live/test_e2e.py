@@ -21,7 +21,7 @@ from tests.live.harness import (LIVE, Served, dump, group_alive, job_file, kill_
 MODELS = ["kueue", "yunikorn", "ytsaurus", "symphony"]
 # seconds of batch work: long enough to be running when the model preempts (YTsaurus waits for its
 # starvation timeout and a heartbeat), short enough to keep the suite quick
-BATCH_SECONDS = {"kueue": 4, "yunikorn": 5, "ytsaurus": 8, "symphony": 4}
+BATCH_SECONDS = {"kueue": 4, "yunikorn": 5, "ytsaurus": 6, "symphony": 4}
 
 
 @pytest.fixture
@@ -242,7 +242,7 @@ def test_agent_killed_ten_times_its_tasks_survive_and_never_restart(tmp):
     agent = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
     try:
         s.ready()
-        s.cli("submit", str(job_file("kueue", "batch", tmp, 12, "batch-1", grace=1)))
+        s.cli("submit", str(job_file("kueue", "batch", tmp, 9, "batch-1", grace=1)))
         wait_for(lambda: len(started_tasks(tmp, "batch-1")) == 2, 30, "both tasks to start")
         pids = {int(x[4]) for x in markers(tmp) if x[0] == "start"}
         for _ in range(10):

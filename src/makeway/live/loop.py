@@ -279,7 +279,8 @@ class SchedulerLoop:
             snap = self._snapshot() if self.snapshot_every and self.core.pass_no % self.snapshot_every == 0 else None
             self.store.record_pass(self.core.pass_no, applied, now, self.core.digest,
                                    [_decision_row(d) for d in decisions], [_job_row(j, now) for j in jobs],
-                                   attempts, [_node_row(n, now) for n in nodes], snapshot=snap)
+                                   attempts, [_node_row(n, now) for n in nodes], snapshot=snap,
+                                   expect_epoch=self.epoch)
             self.applied_seq = applied
         crash_point("pass-commit")
         self.pass_ms.append((time.perf_counter() - t0) * 1000.0)
