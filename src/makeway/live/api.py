@@ -22,6 +22,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 
 from makeway import __version__
 from makeway.config import ClusterConfig
+from makeway.core.pending import explain_pending
 from makeway.live.core import TERMINAL
 from makeway.live.crash import crash_point
 from makeway.live.loop import SchedulerLoop
@@ -229,11 +230,7 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
                 "attempts": [], "node": None, "pending": {"code": "accepted", "message": "accepted", "position": None}}
 
     def pending_info(jid: str) -> dict[str, Any]:
-        try:
-            from makeway.core.pending import explain_pending
-        except ImportError:  # pragma: no cover - before the per-model reasons land
-            return {"code": "waiting", "message": "waiting", "position": None}
-        info = explain_pending(loop.core.state, loop.core.model, loop.core.now).get(jid)
+        info = _all_pending(loop.core).get(jid)
         if info is None:
             return {"code": "waiting", "message": "waiting", "position": None}
         return {"code": info.code, "message": info.message, "position": info.position, "queue": info.queue,
@@ -518,10 +515,7 @@ def _job_node(attempts: list[dict[str, Any]]) -> Optional[str]:
 
 
 def _all_pending(core: Any) -> dict[str, Any]:
-    try:
-        from makeway.core.pending import explain_pending
-    except ImportError:  # pragma: no cover
-        return {}
+    """Every pending workload's reason code and queue position, as the model sees them now."""
     return explain_pending(core.state, core.model, core.now)
 
 
