@@ -111,6 +111,10 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
 
     # -- jobs ------------------------------------------------------------------------------------
 
+    def new_job_id() -> str:
+        """An id for a job submitted without one: time, a counter and a random tail."""
+        return f"j-{int(time.time() * 1000) % 10**10:010d}-{next(counter)}-{uuid.uuid4().hex[:4]}"
+
     async def ajournal(kind: str, payload: dict[str, Any], key: Optional[str] = None) -> tuple[int, bool]:
         """``journal`` without a thread per waiting request: the event loop awaits the group commit."""
         if loop.failed is not None:
@@ -132,7 +136,7 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
         data = body.get("job", body) if isinstance(body, dict) and isinstance(body.get("job"), dict) else body
         gen = None
         if isinstance(data, dict) and "id" not in data:
-            gen = f"j-{int(time.time() * 1000) % 10**10:010d}-{next(counter)}-{uuid.uuid4().hex[:4]}"
+            gen = new_job_id()
         try:
             spec = parse_job(data, cfg, gen)
         except SpecError as exc:
@@ -170,7 +174,7 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
         for i, data in enumerate(items):
             gen = None
             if isinstance(data, dict) and "id" not in data:
-                gen = f"j-{int(time.time() * 1000) % 10**10:010d}-{next(counter)}-{uuid.uuid4().hex[:4]}"
+                gen = new_job_id()
             try:
                 specs.append(parse_job(data, cfg, gen))
             except SpecError as exc:
@@ -430,6 +434,17 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
         bounds = [HEARTBEAT_INTERVAL] + [t / 3 for t in (loop.lease, loop.suspect_after) if t]
         return max(0.1, min(bounds))
 
+    def require_registered(node: str) -> bool:
+        """409 for a node the server does not know (lost, or never registered): its agent must
+        register again. Marks the node seen; True when it had been flagged silent."""
+        with loop.lock:
+            registered = loop.core.registered.get(node, False)
+            silent = node in loop.core.silent
+        if not registered and node not in accepted_nodes(node):
+            raise bad(409, f"node: {node!r} is not registered (lost or unknown): register again", "node")
+        loop.seen(node)
+        return silent
+
     def accepted_nodes(node: str) -> set[str]:
         """Nodes whose registration is journaled but not yet applied by a pass."""
         return {row.payload.get("node") for row in store.events_after(loop.applied_seq) if row.kind == "node"}
@@ -468,13 +483,7 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
         node = body.get("node")
         if not isinstance(node, str) or not node:
             raise bad(422, "node: a node name is required", "node")
-        with loop.lock:
-            registered = loop.core.registered.get(node, False)
-            silent = node in loop.core.silent
-        if not registered and node not in accepted_nodes(node):
-            raise bad(409, f"node: {node!r} is not registered (lost or unknown): register again", "node")
-        loop.seen(node)
-        if silent:
+        if require_registered(node):
             journal("silent", {"node": node, "silent": False})
         with reports_lock:
             acked = loop.report_seq.get(node, 0)
@@ -498,11 +507,7 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
     @app.get("/v1/agent/desired")
     def desired(node: str, version: Optional[int] = None,
                 wait: float = Query(0.0, ge=0, le=MAX_WAIT)) -> dict[str, Any]:
-        with loop.lock:
-            registered = loop.core.registered.get(node, False)
-        if not registered and node not in accepted_nodes(node):
-            raise bad(409, f"node: {node!r} is not registered (lost or unknown): register again", "node")
-        loop.seen(node)
+        require_registered(node)
         ver, attempts = loop.wait_desired(node, version, wait)
         return {"epoch": loop.epoch, "version": ver, "attempts": attempts}
 

@@ -268,6 +268,16 @@ class LiveCore:
         if requeue:
             self.state.requeue(a.task)
 
+    def _mark_exited(self, a: Attempt) -> None:
+        """The attempt is over: off its node's desired set; a newer attempt that waited for it may go."""
+        a.state, a.ended = EXITED, self.now
+        del self.node_live[a.node][a.id]
+        self.jobs[a.job].live.pop(a.id, None)
+        self._touch(a)
+        nxt = self.current.get(a.task)
+        if nxt != a.id and nxt in self.attempts:
+            self._touch(self.attempts[nxt])
+
     def _exited(self, a: Attempt, exit_code: Optional[int], sig: Optional[int], lost: bool = False) -> None:
         """An attempt ended. ``lost``: its supervisor died without recording how, so whether the task
         finished is unknown: it runs again (at least once) rather than failing the job."""
@@ -275,13 +285,8 @@ class LiveCore:
             return
         job = self.jobs[a.job]
         kind = a.stop["kind"] if a.stop else None
-        a.state, a.exit_code, a.signal, a.ended = EXITED, exit_code, sig, self.now
-        del self.node_live[a.node][a.id]
-        job.live.pop(a.id, None)
-        self._touch(a)
-        nxt = self.current.get(a.task)
-        if nxt != a.id and nxt in self.attempts:  # a newer attempt waited for this one to end
-            self._touch(self.attempts[nxt])
+        a.exit_code, a.signal = exit_code, sig
+        self._mark_exited(a)
         if a.held:
             if kind in ("preempted", "drained"):
                 self._release(a, requeue=job.state not in TERMINAL)
@@ -416,10 +421,7 @@ class LiveCore:
             if a.held and a.stop and a.stop["kind"] in ("cancelled", "failed"):
                 requeue = False
             self._release(a, requeue=requeue)
-            a.state, a.ended = EXITED, self.now
-            del self.node_live[name][a.id]
-            job.live.pop(a.id, None)
-            self._touch(a)
+            self._mark_exited(a)
             self._refresh(job)
         self._dirty_nodes[name] = None
 
