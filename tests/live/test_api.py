@@ -269,3 +269,20 @@ def test_a_stale_leader_cannot_commit_a_pass(tmp_path):
         old.step()
     assert len(new.store.passes_after(0)) == passes
     assert new.step()
+
+
+def test_an_idle_loop_with_a_backlog_sleeps_instead_of_spinning(tmp_path):
+    """Nothing due, a backlog that cannot run, and the wall clock far past the last pass: the loop
+    waits (leases are checked twice a second), it does not poll the journal in a tight loop."""
+    clock = [1000.0]
+    store = Store(f"sqlite:///{tmp_path / 'idle.db'}")
+    loop = SchedulerLoop(parse_config(CFG), store, recovery_grace=0, clock=lambda: clock[0], lease=10.0)
+    loop.recover()
+    store.append_event("submit", {"job": {**job("big", count=5), "tasks": [{"count": 5, "resources": {"cpu": 1}}]}},
+                       at=0.0)
+    assert loop.step()
+    for _ in range(3):
+        clock[0] += 60.0
+        assert not loop.step()
+        assert 0.4 <= loop._timeout() <= loop.idle_poll
+    store.close()

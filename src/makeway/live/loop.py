@@ -207,11 +207,12 @@ class SchedulerLoop:
         due = self.core.next_due()
         if not self.ready:
             return min(0.2, self.idle_poll)
-        if self.lease:
-            due = min(due if due is not None else float("inf"), self.core.now + 0.5)
+        now = self.clock() - self.origin
+        if self.lease:  # leases are checked on the wall clock: the core's own clock stands still while idle
+            due = min(due if due is not None else float("inf"), now + 0.5)
         if due is None:
             return self.idle_poll
-        return max(0.0, min(self.idle_poll, due - (self.clock() - self.origin)))
+        return max(0.0, min(self.idle_poll, due - now))
 
     def _run(self) -> None:
         while not self._stop.is_set():
