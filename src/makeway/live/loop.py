@@ -70,6 +70,7 @@ class SchedulerLoop:
         # inputs arriving within this many seconds of a pass wait for the next one, so a burst of
         # submissions costs a few passes rather than one each (Slurm's sched_min_interval)
         self.min_interval = min_interval
+        self.pass_spacing = 2.0
         # every this many passes the pickled core rides along with the pass, so recovery replays
         # only what came after it
         self.snapshot_every = snapshot_every
@@ -225,7 +226,9 @@ class SchedulerLoop:
                     continue
                 self.check_leases()
                 if self.step():
-                    self._stop.wait(self.min_interval)
+                    # a long pass spaces the next one out, so the scheduler holds at most about a
+                    # third of the interpreter and the API keeps answering under a big backlog
+                    self._stop.wait(max(self.min_interval, self.pass_spacing * self.pass_ms[-1] / 1000.0))
             except BaseException as exc:  # fail-stop: the core may be ahead of the database
                 self.failed = exc
                 log.exception("scheduler loop stopped")
