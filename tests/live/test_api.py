@@ -28,7 +28,8 @@ def svc(tmp_path):
     loop = SchedulerLoop(parse_config(CFG), store, recovery_grace=0)
     loop.recover()
     app = create_app(loop, loop.cfg, store)
-    with TestClient(app) as client:
+    with TestClient(app.state.asgi) as client:  # as served: behind the submit fast path
+        client.app_routes = TestClient(app)
         yield client, loop, store
     app.state.committer.close()
     store.close()
@@ -286,3 +287,35 @@ def test_an_idle_loop_with_a_backlog_sleeps_instead_of_spinning(tmp_path):
         assert not loop.step()
         assert 0.4 <= loop._timeout() <= loop.idle_poll
     store.close()
+
+
+def test_the_submit_fast_path_answers_as_the_documented_route(svc):
+    """The same bodies through the fast path (what serve runs) and through FastAPI's route: the same
+    status, the same body (ids aside), and both journal alike."""
+    client, loop, store = svc
+    routed = client.app_routes
+    cases = [
+        (job("f1"), {}), (job("f1"), {}),                                 # 201, then 409
+        ({**job("f2"), "priority": "high"}, {}),                          # 422 naming the field
+        ({k: v for k, v in job("x").items() if k != "id"}, {"Idempotency-Key": "same"}),
+        ({k: v for k, v in job("x").items() if k != "id"}, {"Idempotency-Key": "same"}),
+        ([job("arr-1"), job("arr-2")], {}),                               # a job array
+    ]
+    for i, (body, headers) in enumerate(cases):
+        a = client.post("/v1/jobs", json=body, headers=headers)
+        b_body = body
+        if isinstance(body, dict) and body.get("id"):
+            b_body = {**body, "id": body["id"] + "-r"}
+        elif isinstance(body, list):
+            b_body = [{**j, "id": j["id"] + "-r"} for j in body]
+        b = routed.post("/v1/jobs", json=b_body, headers={k: v + "-r" for k, v in headers.items()})
+        assert a.status_code == b.status_code, (i, a.text, b.text)
+        ja, jb = a.json(), b.json()
+        if a.status_code >= 400:
+            assert ja["detail"]["field"] == jb["detail"]["field"], (i, ja, jb)
+        else:
+            assert set(ja) == set(jb) and ja.get("created") == jb.get("created"), (i, ja, jb)
+    bad = client.post("/v1/jobs", content=b"{not json", headers={"Content-Type": "application/json"})
+    assert bad.status_code == 400 and bad.json()["detail"]["field"] == "body"
+    kinds = [e.payload["job"]["id"] for e in store.events_after(0)]
+    assert "f1" in kinds and "f1-r" in kinds and "arr-2-r" in kinds

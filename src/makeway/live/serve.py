@@ -69,8 +69,9 @@ class Server:
                 server._closing()
                 super().handle_exit(sig, frame)
 
-        self.uvicorn = _Uvicorn(uvicorn.Config(self.app, host=self.host, port=self.port, log_level=log_level,
-                                               access_log=False, timeout_graceful_shutdown=2))
+        self.uvicorn = _Uvicorn(uvicorn.Config(self.app.state.asgi, host=self.host, port=self.port, log_level=log_level,
+                                               access_log=False, timeout_graceful_shutdown=2,
+                                               proxy_headers=False))  # no proxy in front by default
         self.loop.on_fatal = self._fatal
         self.agents: list[Any] = []
 

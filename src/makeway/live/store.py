@@ -331,9 +331,10 @@ class Store:
         raise AssertionError("unreachable")
 
     def _append(self, conn: Connection, rows: list[dict]) -> list[Appended]:
-        # a statement per row is cheaper for small batches; one look-up and one multi-row insert win
-        # from about 16 rows on SQLite and 6 on PostgreSQL (a round trip costs more; bench/store_append.py)
-        if len(rows) <= (16 if self.dialect == "sqlite" else 6):
+        # one look-up and one multi-row insert cost less CPU than a statement per row from 2 rows on
+        # SQLite (it matters: the committer shares the interpreter with the API), and win on wall time
+        # from about 6 rows on PostgreSQL, where each statement is a round trip (bench/store_append.py)
+        if len(rows) <= (1 if self.dialect == "sqlite" else 6):
             return [self._append_one(conn, r) for r in rows]
         return self._append_many(conn, rows)
 
