@@ -26,6 +26,7 @@ from makeway.live.core import TERMINAL
 from makeway.live import views
 from makeway.live.crash import crash_point
 from makeway.live.loop import SchedulerLoop
+from makeway.live.metrics import mount_metrics
 from makeway.live.spec import SpecError, parse_job, parse_queue_change
 
 HEARTBEAT_INTERVAL = 2.0
@@ -389,6 +390,7 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
         ver, attempts = loop.wait_desired(node, version, wait)
         return {"epoch": loop.epoch, "version": ver, "attempts": attempts}
 
+    mount_metrics(app, loop, cfg.preemption.model, accepted, committer)
     return app
 
 

@@ -8,6 +8,7 @@ shown as pending with reason ``accepted`` until the core knows them.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Optional
 
@@ -61,27 +62,30 @@ def job_view(loop: Any, jid: str, accepted: dict[str, dict[str, Any]]) -> dict[s
 
 
 def list_jobs(loop: Any, accepted: dict[str, dict[str, Any]], state: Optional[str] = None,
-              queue: Optional[str] = None, limit: int = 1000) -> dict[str, Any]:
+              queue: Optional[str] = None, limit: int = 1000, user: Optional[str] = None) -> dict[str, Any]:
     out = []
     with loop.lock:
         core = loop.core
         reasons = None
         for job in core.jobs.values():
-            if (state and job.state != state) or (queue and job.queue != queue):
+            if (state and job.state != state) or (queue and job.queue != queue) \
+                    or (user and job.spec.get("user") != user):
                 continue
             v = {"id": job.id, "queue": job.queue, "state": job.state, "submitted": job.submitted,
-                 "ended": job.ended, "priority": job.spec.get("priority", 0)}
+                 "ended": job.ended, "priority": job.spec.get("priority", 0), "user": job.spec.get("user")}
             atts = [core.attempts[a] for a in job.live]
             v["node"] = ",".join(sorted({a.node for a in atts})) or None
-            code = None
+            code = position = None
             if job.state not in TERMINAL and job.id in core.state.pending:
                 if reasons is None:
                     reasons = all_pending(core)
                 r = reasons.get(job.id)
                 code = r.code if r is not None else "waiting"
+                position = r.position if r is not None else None
             elif job.preemptions and job.state in ("pending", "preempting"):
                 code = "preempted"
             v["reason_code"] = code
+            v["position"] = position
             v["reason"] = job.preemptions[-1] if job.preemptions else None
             out.append(v)
             if len(out) >= limit:
@@ -89,10 +93,11 @@ def list_jobs(loop: Any, accepted: dict[str, dict[str, Any]], state: Optional[st
         for jid, spec in list(accepted.items()):
             if jid in core.jobs:
                 accepted.pop(jid, None)
-            elif (not state or state == "pending") and (not queue or spec["queue"] == queue):
+            elif (not state or state == "pending") and (not queue or spec["queue"] == queue) \
+                    and (not user or spec.get("user") == user):
                 out.append({"id": jid, "queue": spec["queue"], "state": "pending", "submitted": None,
-                            "ended": None, "priority": spec.get("priority", 0), "node": None,
-                            "reason_code": "accepted", "reason": None})
+                            "ended": None, "priority": spec.get("priority", 0), "user": spec.get("user"),
+                            "node": None, "reason_code": "accepted", "position": None, "reason": None})
     return {"jobs": out, "now": loop.service_now()}
 
 
@@ -170,6 +175,60 @@ def queues(loop: Any, model: str) -> dict[str, Any]:
     return {"queues": out, "model": model}
 
 
+def queue_board(loop: Any, model: str) -> dict[str, Any]:
+    """The queue tree for a person to read at a glance: ``queues`` in tree order with each queue's
+    depth, borrowed and lent amounts, and one scale per resource shared by every queue's bars
+    (the largest of the registered capacity and every guaranteed, max and usage figure).
+
+    Borrowed is usage above the queue's own guarantee (a root borrows from no one). Lent is the
+    part of a queue's idle guarantee that its siblings' borrowing takes: the siblings' borrowing is
+    shared out over their idle guarantees in proportion, never more than each one's idle part."""
+    data = queues(loop, model)
+    with loop.lock:
+        core = loop.core
+        resources = list(core.cfg.resources)
+        capacity: dict[str, float] = {}
+        for name, reg in core.registered.items():
+            if reg:
+                for r, v in core.state.nodes[name].capacity.items():
+                    capacity[r] = capacity.get(r, 0) + v
+    rows = data["queues"]
+    by_name = {q["name"]: q for q in rows}
+    for q in rows:
+        g, u = q["guaranteed"] or {}, q["usage"]
+        q["borrowed"] = {r: max(0, u.get(r, 0) - g.get(r, 0)) if q["parent"] else 0 for r in resources}
+        q["idle"] = {r: max(0, g.get(r, 0) - u.get(r, 0)) for r in resources}
+        q["lent"] = dict.fromkeys(resources, 0)
+    for parent in {q["parent"] for q in rows if q["parent"]}:
+        sib = [q for q in rows if q["parent"] == parent]
+        for r in resources:
+            took = sum(q["borrowed"][r] for q in sib)
+            idle = sum(q["idle"][r] for q in sib)
+            if took and idle:
+                for q in sib:
+                    q["lent"][r] = q["idle"][r] * min(1.0, took / idle)
+    ordered: list[dict[str, Any]] = []
+
+    def walk(name: str, depth: int) -> None:
+        q = by_name[name]
+        q["depth"] = depth
+        ordered.append(q)
+        for child in q["children"]:
+            if child in by_name:
+                walk(child, depth + 1)
+
+    for q in rows:
+        if q["parent"] is None or q["parent"] not in by_name:
+            walk(q["name"], 0)
+    scale = {}
+    for r in resources:
+        figures = [capacity.get(r, 0)]
+        for q in rows:
+            figures += [(q[k] or {}).get(r, 0) for k in ("guaranteed", "max", "usage")]
+        scale[r] = max(f for f in figures if math.isfinite(f)) or 1
+    return {"queues": ordered, "model": model, "resources": resources, "scale": scale, "capacity": capacity}
+
+
 def queue_pending(loop: Any, name: str) -> dict[str, Any]:
     with loop.lock:
         core = loop.core
@@ -183,17 +242,64 @@ def queue_pending(loop: Any, name: str) -> dict[str, Any]:
     return {"queue": name, "pending": rows}
 
 
+def node_state(core: Any, name: str) -> str:
+    """ready, suspect (its agent went quiet), cordoned, lost (past its lease, or gone), or
+    unregistered (a configured node no agent has offered yet)."""
+    if not core.registered.get(name, False):
+        return "lost" if core.node_version.get(name, 0) else "unregistered"
+    if name in core.cordoned:
+        return "cordoned"
+    if name in core.silent:
+        return "suspect"
+    return "ready"
+
+
 def nodes(loop: Any) -> dict[str, Any]:
+    """Each node as the core sees it, with its state and the seconds since its agent last spoke
+    (on this server's clock; None before it ever did)."""
+    wall = loop.clock()
     with loop.lock:
-        return {"nodes": [loop.core.node_view(n) for n in loop.core.state.nodes]}
+        out = []
+        for n in loop.core.state.nodes:
+            v = loop.core.node_view(n)
+            v["state"] = node_state(loop.core, n)
+            seen = loop.last_seen.get(n)
+            v["heartbeat_age"] = None if seen is None else max(0.0, wall - seen)
+            out.append(v)
+        return {"nodes": out}
+
+
+def _workload_of(core: Any, who: Optional[str]) -> Optional[str]:
+    """The job a preemptor names: a job id, or one of its task ids."""
+    if not who:
+        return None
+    if who in core.jobs:
+        return who
+    head = who.split("/", 1)[0]
+    return head if head in core.jobs else None
+
+
+def work_lost(core: Any, attempt_id: str, now: float) -> tuple[float, dict[str, float]]:
+    """Seconds an attempt held its resources before it was stopped, and those seconds times each
+    resource (the simulator's wasted work: from assignment to the end, or to ``now`` while it stops)."""
+    a = core.attempts.get(attempt_id)
+    if a is None:
+        return 0.0, {}
+    end = a.ended if a.ended is not None else now
+    secs = max(0.0, end - a.assigned)
+    res = core.state.task_resources(a.task) if a.job in core.state.workloads else {}
+    return secs, {k: v * secs for k, v in res.items()}
 
 
 def preemptions(loop: Any, limit: int = 100) -> dict[str, Any]:
     out = []
     with loop.lock:
-        for job in loop.core.jobs.values():
+        core = loop.core
+        for job in core.jobs.values():
             for p in job.preemptions:
-                out.append({"victim": job.id, **p})
+                pj = _workload_of(core, p.get("preemptor"))
+                out.append({"victim": job.id, **p, "queue": job.queue, "preemptor_job": pj,
+                            "preemptor_queue": core.jobs[pj].queue if pj else None})
     out.sort(key=lambda p: (p["time"], p["task"]))
     return {"preemptions": out[-limit:]}
 
