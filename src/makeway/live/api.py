@@ -28,6 +28,7 @@ from makeway.live.crash import crash_point
 from makeway.live.loop import SchedulerLoop
 from makeway.live.metrics import mount_metrics
 from makeway.live.spec import SpecError, parse_job, parse_queue_change
+from makeway.live.ui import mount_ui
 
 HEARTBEAT_INTERVAL = 2.0
 MAX_WAIT = 30.0
@@ -390,6 +391,7 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
         ver, attempts = loop.wait_desired(node, version, wait)
         return {"epoch": loop.epoch, "version": ver, "attempts": attempts}
 
+    mount_ui(app, loop, cfg.preemption.model, accepted, log_dirs)
     mount_metrics(app, loop, cfg.preemption.model, accepted, committer)
     return app
 

@@ -87,6 +87,7 @@ class Server:
         for a in self.agents:
             a.stop()
         self.loop.release_waiters()
+        self.app.state.feed.close()  # end the browsers' event streams too
 
     def _start_agents(self) -> None:
         from makeway.live.agent import start_local_agents
