@@ -12,7 +12,6 @@ import threading
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.live.scenario import reclaim, run_preemption, service, start_batch
@@ -188,7 +187,7 @@ def test_browser_sees_a_preemption_live(tmp_path):
                 page.wait_for_selector(prod_bar + '[data-usage="1"]', timeout=30000)
                 assert page.get_attribute(batch_bar, "data-borrowed") == "0"
                 assert page.evaluate("window.__marker") == "no reload"
-                assert page.locator(f'#q-prod .running').inner_text() == "1"
+                assert page.locator('#q-prod .running').inner_text() == "1"
                 page.screenshot(path=str(ARTIFACTS / "queues.png"), full_page=True)
 
                 page.click('nav a[href="/ui/preemptions"]')
@@ -217,14 +216,11 @@ def test_browser_sees_a_preemption_live(tmp_path):
                 page.screenshot(path=str(ARTIFACTS / "nodes.png"), full_page=True)
                 page.goto(s.url + "/ui/queues")
                 page.wait_for_selector("#live-status.connected", timeout=15000)
-                # an open event stream does not hold the server up: it stops cleanly at once
-                t0 = time.monotonic()
+                # a stopping server ends the open event stream itself (a "bye", not a dropped connection)
                 assert s.stop() == 0, s.log.read_text()[-3000:]
-                stop_seconds = time.monotonic() - t0
-                page.wait_for_function("!document.querySelector('#live-status.connected')", timeout=10000)
+                page.wait_for_function("document.body.dataset.stream === 'closed'", timeout=10000)
             finally:
                 browser.close()
-        assert stop_seconds < 15, f"serve took {stop_seconds:.1f} s to stop with a browser attached"
     except AssertionError:
         raise AssertionError(dump(s)) from None
     finally:

@@ -80,6 +80,7 @@ class Server:
 
     def _fatal(self, exc: BaseException) -> None:
         log.error("scheduler failed, stopping the server: %s", exc)
+        self.app.state.feed.close()
         self.uvicorn.should_exit = True
 
     def _closing(self) -> None:

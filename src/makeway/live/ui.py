@@ -125,15 +125,14 @@ def mount_ui(app: FastAPI, loop: Any, model: str, accepted: dict[str, Any],
         job = views.job_view(loop, jid, accepted)
         ex = views.explain(loop, jid, accepted)
         events = views.job_events(loop, jid, accepted)["events"]
-        feed_rows = {(p["attempt"], p["time"]): p for p in views.preemptions(loop, 100000)["preemptions"]
-                     if p["victim"] == jid}
         with loop.lock:
-            now = loop.core.now
+            core = loop.core
             preempted = []
             for p in ex["preemptions"]:
-                secs, lost = views.work_lost(loop.core, p["attempt"], now)
-                row = feed_rows.get((p["attempt"], p["time"]), p)
-                preempted.append({**row, "lost_seconds": secs, "lost": lost})
+                secs, lost = views.work_lost(core, p["attempt"], core.now)
+                by = views.preemptor_job(core, p.get("preemptor"))
+                preempted.append({**p, "preemptor_job": by, "preemptor_queue": core.jobs[by].queue if by else None,
+                                  "lost_seconds": secs, "lost": lost})
         log_text, log_note = None, None
         if job["attempts"]:
             try:

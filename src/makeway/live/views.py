@@ -269,7 +269,7 @@ def nodes(loop: Any) -> dict[str, Any]:
         return {"nodes": out}
 
 
-def _workload_of(core: Any, who: Optional[str]) -> Optional[str]:
+def preemptor_job(core: Any, who: Optional[str]) -> Optional[str]:
     """The job a preemptor names: a job id, or one of its task ids."""
     if not who:
         return None
@@ -297,7 +297,7 @@ def preemptions(loop: Any, limit: int = 100) -> dict[str, Any]:
         core = loop.core
         for job in core.jobs.values():
             for p in job.preemptions:
-                pj = _workload_of(core, p.get("preemptor"))
+                pj = preemptor_job(core, p.get("preemptor"))
                 out.append({"victim": job.id, **p, "queue": job.queue, "preemptor_job": pj,
                             "preemptor_queue": core.jobs[pj].queue if pj else None})
     out.sort(key=lambda p: (p["time"], p["task"]))
@@ -305,4 +305,5 @@ def preemptions(loop: Any, limit: int = 100) -> dict[str, Any]:
 
 
 __all__ = ["NotFound", "all_pending", "explain", "job_events", "job_log", "job_node", "job_view", "list_jobs",
-           "nodes", "pending_info", "preemptions", "queue_pending", "queues"]
+           "node_state", "nodes", "pending_info", "preemptions", "preemptor_job", "queue_board", "queue_pending",
+           "queues", "work_lost"]

@@ -11,11 +11,16 @@
     if (window.htmx) window.htmx.trigger(document.body, "mw-pass", info);
   });
   source.addEventListener("hello", function () {
+    document.body.dataset.stream = "open";
     if (status) status.classList.add("connected");
   });
   source.addEventListener("bye", function () {
-    source.close();
+    source.close();  // the server is stopping; a reload reconnects
+    document.body.dataset.stream = "closed";
     if (status) status.classList.remove("connected");
   });
-  source.onerror = function () { if (status) status.classList.remove("connected"); };
+  source.onerror = function () {
+    document.body.dataset.stream = "error";  // EventSource retries by itself
+    if (status) status.classList.remove("connected");
+  };
 })();
