@@ -22,11 +22,13 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 
 from makeway import __version__
 from makeway.config import ClusterConfig
-from makeway.core.pending import explain_pending
 from makeway.live.core import TERMINAL
+from makeway.live import views
 from makeway.live.crash import crash_point
 from makeway.live.loop import SchedulerLoop
+from makeway.live.metrics import mount_metrics
 from makeway.live.spec import SpecError, parse_job, parse_queue_change
+from makeway.live.ui import mount_ui
 
 HEARTBEAT_INTERVAL = 2.0
 MAX_WAIT = 30.0
@@ -88,6 +90,7 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
     ids_lock = threading.Lock()
     known_ids: set[str] = set()
     accepted: dict[str, dict[str, Any]] = {}       # journaled, not yet applied by a pass
+    app.state.accepted = accepted                  # the read views (UI too) show these as pending
     counter = itertools.count(1)
     reports_lock = threading.Lock()
     from makeway.live.store import GroupCommit
@@ -107,6 +110,10 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
         err = exc.errors()[0] if exc.errors() else {"loc": ("body",), "msg": "invalid"}
         loc = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
         return JSONResponse(status_code=422, content={"detail": {"field": loc, "error": f"{loc}: {err.get('msg')}"}})
+
+    @app.exception_handler(views.NotFound)
+    async def _not_found(request: Request, exc: views.NotFound) -> JSONResponse:
+        return JSONResponse(status_code=404, content={"detail": {"field": exc.field, "error": str(exc)}})
 
     def now() -> float:
         return loop.service_now()
@@ -263,74 +270,18 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
                                 "created": False})
         return {"jobs": out}
 
-    def job_view(jid: str) -> dict[str, Any]:
-        with loop.lock:
-            job = loop.core.jobs.get(jid)
-            if job is not None:
-                accepted.pop(jid, None)
-                v = job.view()
-                v["attempts"] = [loop.core.attempts[a].view() for a in job.attempts]
-                v["node"] = _job_node(v["attempts"])
-                if job.state not in TERMINAL and jid in loop.core.state.pending:
-                    v["pending"] = pending_info(jid)
-                return v
-        spec = accepted.get(jid)
-        if spec is None:
-            raise bad(404, f"job: no job {jid!r}", "job")
-        return {"id": jid, "queue": spec["queue"], "tenant": "default", "state": "pending", "submitted": None,
-                "ended": None, "message": "accepted; not yet seen by the scheduler", "spec": spec, "reason": None,
-                "attempts": [], "node": None, "pending": {"code": "accepted", "message": "accepted", "position": None}}
-
-    def pending_info(jid: str) -> dict[str, Any]:
-        info = _all_pending(loop.core).get(jid)
-        if info is None:
-            return {"code": "waiting", "message": "waiting", "position": None}
-        return {"code": info.code, "message": info.message, "position": info.position, "queue": info.queue,
-                "blocking": info.blocking, "values": info.values}
-
     @app.get("/v1/jobs")
     def list_jobs(state: Optional[str] = None, queue: Optional[str] = None,
                   limit: int = Query(1000, ge=1, le=100000)) -> dict[str, Any]:
-        out = []
-        with loop.lock:
-            core = loop.core
-            reasons = None
-            for job in core.jobs.values():
-                if (state and job.state != state) or (queue and job.queue != queue):
-                    continue
-                v = {"id": job.id, "queue": job.queue, "state": job.state, "submitted": job.submitted,
-                     "ended": job.ended, "priority": job.spec.get("priority", 0)}
-                atts = [core.attempts[a] for a in job.live]
-                v["node"] = ",".join(sorted({a.node for a in atts})) or None
-                code = None
-                if job.state not in TERMINAL and job.id in core.state.pending:
-                    if reasons is None:
-                        reasons = _all_pending(core)
-                    r = reasons.get(job.id)
-                    code = r.code if r is not None else "waiting"
-                elif job.preemptions and job.state in ("pending", "preempting"):
-                    code = "preempted"
-                v["reason_code"] = code
-                v["reason"] = job.preemptions[-1] if job.preemptions else None
-                out.append(v)
-                if len(out) >= limit:
-                    break
-            for jid, spec in list(accepted.items()):
-                if jid in core.jobs:
-                    accepted.pop(jid, None)
-                elif (not state or state == "pending") and (not queue or spec["queue"] == queue):
-                    out.append({"id": jid, "queue": spec["queue"], "state": "pending", "submitted": None,
-                                "ended": None, "priority": spec.get("priority", 0), "node": None,
-                                "reason_code": "accepted", "reason": None})
-        return {"jobs": out, "now": loop.service_now()}
+        return views.list_jobs(loop, accepted, state, queue, limit)
 
     @app.get("/v1/jobs/{jid}")
     def get_job(jid: str) -> dict[str, Any]:
-        return job_view(jid)
+        return views.job_view(loop, jid, accepted)
 
     @app.delete("/v1/jobs/{jid}", status_code=202)
     def cancel(jid: str, idempotency_key: Optional[str] = Header(None)) -> dict[str, Any]:
-        v = job_view(jid)
+        v = views.job_view(loop, jid, accepted)
         if v["state"] in TERMINAL:
             return {"id": jid, "state": v["state"], "seq": None}
         seq, _ = journal("cancel", {"job": jid}, idempotency_key)
@@ -338,77 +289,22 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
 
     @app.get("/v1/jobs/{jid}/explain")
     def explain(jid: str) -> dict[str, Any]:
-        v = job_view(jid)
-        story = []
-        with loop.lock:
-            for a in v["attempts"]:
-                story.append(f"attempt {a['attempt_no']} of {a['task']} on {a['node']}: {a['state']}"
-                             + (f", exit {a['exit_code']}" if a["exit_code"] is not None else "")
-                             + (f", signal {a['signal']}" if a["signal"] is not None else ""))
-            job = loop.core.jobs.get(jid)
-            preemptions = list(job.preemptions) if job else []
-        for p in preemptions:
-            story.append(f"t={p['time']:.3f} task {p['task']} preempted on {p['node']} by {p.get('preemptor')} "
-                         f"({p['model']} rule {p['rule']}): {p.get('detail', '')}")
-        return {"id": jid, "state": v["state"], "queue": v["queue"], "pending": v.get("pending"),
-                "reason": v["reason"], "preemptions": preemptions, "attempts": v["attempts"],
-                "message": v.get("message", ""), "story": story}
+        return views.explain(loop, jid, accepted)
 
     @app.get("/v1/jobs/{jid}/events")
     def job_events(jid: str) -> dict[str, Any]:
-        v = job_view(jid)
-        events: list[dict[str, Any]] = [{"time": v["submitted"], "event": "submitted"}]
-        for a in v["attempts"]:
-            events.append({"time": a["started"], "event": "started", "attempt": a["attempt"], "node": a["node"]})
-            if a["ended"] is not None:
-                events.append({"time": a["ended"], "event": "exited", "attempt": a["attempt"],
-                               "exit_code": a["exit_code"], "signal": a["signal"]})
-        with loop.lock:
-            job = loop.core.jobs.get(jid)
-            for p in (job.preemptions if job else []):
-                events.append({"time": p["time"], "event": "preempted", "attempt": p["attempt"], "reason": p})
-        if v["ended"] is not None:
-            events.append({"time": v["ended"], "event": v["state"]})
-        events.sort(key=lambda e: (e["time"] is None, e["time"] or 0.0))
-        return {"id": jid, "events": events}
+        return views.job_events(loop, jid, accepted)
 
     @app.get("/v1/jobs/{jid}/logs", response_class=PlainTextResponse)
     def job_logs(jid: str, task: Optional[str] = None, attempt: Optional[int] = None,
                  stream: str = Query("stdout", pattern="^(stdout|stderr)$")) -> str:
-        v = job_view(jid)
-        atts = [a for a in v["attempts"] if (task is None or a["task"] == task)
-                and (attempt is None or a["attempt_no"] == attempt)]
-        if not atts:
-            raise bad(404, f"attempt: job {jid!r} has no such attempt", "attempt")
-        a = atts[-1]
-        base = (log_dirs or {}).get(a["node"])
-        if base is None:
-            raise bad(404, f"logs: node {a['node']} is not served by this server's local agent; "
-                           f"read them on the node", "logs")
-        path = base / "attempts" / a["attempt"].replace("/", "_").replace("#", "_") / f"{stream}.log"
-        try:
-            return path.read_text(errors="replace")
-        except OSError:
-            raise bad(404, f"logs: no {stream} for attempt {a['attempt']} yet", "logs") from None
+        return views.job_log(loop, jid, accepted, log_dirs, task, attempt, stream)
 
     # -- queues ----------------------------------------------------------------------------------
 
     @app.get("/v1/queues")
     def queues() -> dict[str, Any]:
-        with loop.lock:
-            core = loop.core
-            st = core.state
-            pending_count: dict[str, int] = {}
-            for wid in st.pending:
-                pending_count[st.workloads[wid].queue] = pending_count.get(st.workloads[wid].queue, 0) + 1
-            shares = core.model.queue_shares(st, core.now)
-            out = []
-            for name, q in st.queues.items():
-                out.append({"name": name, "parent": q.parent, "guaranteed": q.guaranteed, "max": q.max,
-                            "weight": q.weight, "usage": dict(st.queue_usage[name]), "share": shares.get(name),
-                            "pending": sum(pending_count.get(d, 0) for d in st.descendants(name)),
-                            "running": len(st.queue_allocs[name]), "children": list(q.children)})
-        return {"queues": out, "model": cfg.preemption.model}
+        return views.queues(loop, cfg.preemption.model)
 
     @app.patch("/v1/queues/{name}")
     def patch_queue(name: str, body: Any = Body(...), idempotency_key: Optional[str] = Header(None)) -> dict[str, Any]:
@@ -426,23 +322,13 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
 
     @app.get("/v1/queues/{name}/pending")
     def queue_pending(name: str) -> dict[str, Any]:
-        with loop.lock:
-            core = loop.core
-            if name not in core.state.queues:
-                raise bad(404, f"queue: no queue {name!r}", "queue")
-            reasons = _all_pending(core)
-            leaves = set(core.state.descendants(name))
-            rows = [{"job": wid, "queue": r.queue, "position": r.position, "code": r.code, "message": r.message}
-                    for wid, r in reasons.items() if r.queue in leaves]
-        rows.sort(key=lambda r: (r["queue"], r["position"] or 0, r["job"]))
-        return {"queue": name, "pending": rows}
+        return views.queue_pending(loop, name)
 
     # -- nodes -----------------------------------------------------------------------------------
 
     @app.get("/v1/nodes")
     def nodes() -> dict[str, Any]:
-        with loop.lock:
-            return {"nodes": [loop.core.node_view(n) for n in loop.core.state.nodes]}
+        return views.nodes(loop)
 
     def _node_op(name: str, cordon: bool, drain: bool, key: Optional[str]) -> dict[str, Any]:
         with loop.lock:
@@ -467,13 +353,7 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
 
     @app.get("/v1/preemptions")
     def preemptions(limit: int = Query(100, ge=1, le=10000)) -> dict[str, Any]:
-        out = []
-        with loop.lock:
-            for job in loop.core.jobs.values():
-                for p in job.preemptions:
-                    out.append({"victim": job.id, **p})
-        out.sort(key=lambda p: (p["time"], p["task"]))
-        return {"preemptions": out[-limit:]}
+        return views.preemptions(loop, limit)
 
     # -- agents ------------------------------------------------------------------------------------
 
@@ -559,17 +439,9 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
         ver, attempts = loop.wait_desired(node, version, wait)
         return {"epoch": loop.epoch, "version": ver, "attempts": attempts}
 
+    mount_ui(app, loop, cfg.preemption.model, accepted, log_dirs)
+    mount_metrics(app, loop, cfg.preemption.model, accepted, committer)
     return app
-
-
-def _job_node(attempts: list[dict[str, Any]]) -> Optional[str]:
-    live = sorted({a["node"] for a in attempts if a["state"] != "exited"})
-    return ",".join(live) or None
-
-
-def _all_pending(core: Any) -> dict[str, Any]:
-    """Every pending workload's reason code and queue position, as the model sees them now."""
-    return explain_pending(core.state, core.model, core.now)
 
 
 __all__ = ["create_app"]

@@ -23,6 +23,7 @@ from makeway.config import ClusterConfig
 from makeway.errors import MakewayError
 from makeway.live.core import Event, LiveCore
 from makeway.live.crash import crash_point
+from makeway.live.sse import pass_summary
 
 log = logging.getLogger("makeway.serve")
 
@@ -99,6 +100,8 @@ class SchedulerLoop:
         self._releasing = False
         self.pass_ms: deque[float] = deque(maxlen=10000)
         self.on_fatal: Callable[[BaseException], None] = lambda exc: None
+        # called after each committed pass with its summary (``sse.pass_summary``)
+        self.pass_listeners: list[Callable[[dict[str, Any]], None]] = []
 
     # -- clock --------------------------------------------------------------------------------------
 
@@ -287,9 +290,21 @@ class SchedulerLoop:
                                    expect_epoch=self.epoch)
             self.applied_seq = applied
         crash_point("pass-commit")
-        self.pass_ms.append((time.perf_counter() - t0) * 1000.0)
+        seconds = time.perf_counter() - t0
+        self.pass_ms.append(seconds * 1000.0)
         self._publish()
+        if self.pass_listeners:
+            self._tell(pass_summary(self.core.pass_no, now, seconds, decisions, jobs, nodes))
         return True
+
+    def _tell(self, info: dict[str, Any]) -> None:
+        """Hand a committed pass's summary to the listeners (live pages, metrics); a listener that
+        fails is logged, never allowed to stop the scheduler."""
+        for fn in list(self.pass_listeners):
+            try:
+                fn(info)
+            except Exception:  # noqa: BLE001 - observers only
+                log.exception("pass listener %r failed", fn)
 
     # -- desired sets -------------------------------------------------------------------------------
 

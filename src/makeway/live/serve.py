@@ -81,6 +81,7 @@ class Server:
 
     def _fatal(self, exc: BaseException) -> None:
         log.error("scheduler failed, stopping the server: %s", exc)
+        self.app.state.feed.close()
         self.uvicorn.should_exit = True
 
     def _closing(self) -> None:
@@ -88,6 +89,7 @@ class Server:
         for a in self.agents:
             a.stop()
         self.loop.release_waiters()
+        self.app.state.feed.close()  # end the browsers' event streams too
 
     def _start_agents(self) -> None:
         from makeway.live.agent import start_local_agents

@@ -23,6 +23,7 @@ import json
 import math
 import queue
 import threading
+import time
 from concurrent.futures import Future
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -608,6 +609,8 @@ class GroupCommit:
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._closed = False
         self._guard = threading.Lock()
+        # called with (seconds, rows) after each committed batch (the commit-latency metric)
+        self.observers: list = []
         self._thread = threading.Thread(target=self._run, name="makeway-journal", daemon=True)
         self._thread.start()
 
@@ -657,14 +660,23 @@ class GroupCommit:
                     stopping = True
                     break
                 batch.append(item)
+            t0 = time.perf_counter()
             try:
                 answers = self.store._append_rows([row for row, _ in batch])
             except BaseException as exc:  # the callers own the failure; the committer keeps serving
                 for _, fut in batch:
                     fut.set_exception(exc)
             else:
+                self._observe(time.perf_counter() - t0, len(batch))
                 for (_, fut), answer in zip(batch, answers):
                     fut.set_result(answer)
+
+    def _observe(self, seconds: float, rows: int) -> None:
+        for fn in list(self.observers):
+            try:
+                fn(seconds, rows)
+            except Exception:  # noqa: BLE001 - observers only
+                pass
 
 
 # ---------------------------------------------------------------------------------------------- rows
