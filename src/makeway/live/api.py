@@ -51,9 +51,10 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
     auth = auth or Authenticator(store)
     tenancy = Tenancy(cfg)
 
-    def guard(request: Request) -> Principal:
+    async def guard(request: Request) -> Principal:
         """Every route but health and the API docs needs a principal (when tokens exist); agent
-        endpoints take an agent or admin token, every other route refuses an agent token."""
+        endpoints take an agent or admin token, every other route refuses an agent token. Async, so
+        a submit takes no thread hop: look-ups are cached, the store is read about once a second."""
         path = request.url.path
         if path in PUBLIC:
             return Principal("anonymous", "none")
