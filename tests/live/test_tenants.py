@@ -125,6 +125,11 @@ def test_a_tenant_cannot_see_cancel_or_preempt_another_tenants_jobs_nor_change_q
         # queue-level figures are for everyone; pending lists and the feed only show what one may see
         assert {q["name"] for q in s.req("alice", "GET", "/v1/queues").json()["queues"]} == set(CFG["queues"])
         assert s.req("bob", "GET", "/v1/preemptions").json()["preemptions"] == []
+        assert s.req("bob", "POST", "/v1/jobs", json=job("b2", "b-dev", count=2)).status_code == 201
+        s.step()  # one of b2's tasks waits (b-dev's max is 2): its position shows to bob and b's admin, not to team-a
+        assert [r["job"] for r in s.req("bob", "GET", "/v1/queues/b-dev/pending").json()["pending"]] == ["b2"]
+        assert [r["job"] for r in s.req("b-admin", "GET", "/v1/queues/root/pending").json()["pending"]] == ["b2"]
+        assert s.req("a-admin", "GET", "/v1/queues/root/pending").json()["pending"] == []
 
         # the tenant admin sees and preempts its tenant's jobs, never the other tenant's
         assert sorted(j["id"] for j in s.req("a-admin", "GET", "/v1/jobs").json()["jobs"]) == ["a1", "a2"]
@@ -383,3 +388,13 @@ def test_the_client_sends_the_token(monkeypatch):
     c.get("/v1/jobs")
     assert seen == ["Bearer mwt_t", "Bearer mwt_env"]
 
+
+
+def test_a_cached_look_up_does_not_read_the_store(svc):
+    auth = svc.app.state.auth
+    header = svc.as_("alice")["Authorization"]
+    assert auth.needs_store(header)
+    assert auth.authenticate(header)[0].name == "alice"
+    assert not auth.needs_store(header) and not auth.needs_store("Bearer not-a-token") and not auth.needs_store(None)
+    svc.clock.t += 2
+    assert auth.needs_store(header)

@@ -54,11 +54,15 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
     async def guard(request: Request) -> Principal:
         """Every route but health and the API docs needs a principal (when tokens exist); agent
         endpoints take an agent or admin token, every other route refuses an agent token. Async, so
-        a submit takes no thread hop: look-ups are cached, the store is read about once a second."""
+        a submit takes no thread hop; the rare store read (a look-up not cached) runs in a thread."""
         path = request.url.path
         if path in PUBLIC:
             return Principal("anonymous", "none")
-        p, why = auth.authenticate(request.headers.get("authorization"))
+        header = request.headers.get("authorization")
+        if auth.needs_store(header):
+            p, why = await asyncio.to_thread(auth.authenticate, header)
+        else:
+            p, why = auth.authenticate(header)
         if p is None:
             raise HTTPException(401, {"field": "authorization", "error": f"authorization: {why}"},
                                 headers={"WWW-Authenticate": "Bearer"})

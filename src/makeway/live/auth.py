@@ -250,6 +250,17 @@ class Authenticator:
         self._open_until = now + self.ttl
         return True
 
+    def needs_store(self, header: Optional[str]) -> bool:
+        """Whether ``authenticate(header)`` may read the store (an async caller runs it in a thread then)."""
+        now = self.clock()
+        if not self._closed:
+            return now >= self._open_until
+        tid = token_id(header.strip().partition(" ")[2].strip()) if header else None
+        if tid is None:
+            return False
+        hit = self._cache.get(tid)
+        return hit is None or hit[0] <= now
+
     def authenticate(self, header: Optional[str]) -> tuple[Optional[Principal], str]:
         """(principal, "") or (None, why) for a 401. An open server takes any header as ``LOCAL``."""
         token = ""
