@@ -309,6 +309,8 @@ def explain(
     args: List[str] = typer.Argument(..., help="RESULTS WORKLOAD (a results file), or JOB (a live job, with --server)"),
     server: Optional[str] = typer.Option(None, "--server", help="live server URL (default: $MAKEWAY_SERVER)"),
     output: str = typer.Option("table", "--output", "-o", help="table or json (live jobs)"),
+    token: Optional[str] = typer.Option(None, "--token", help="bearer token for --server (default: $MAKEWAY_TOKEN)",
+                                        show_default=False),
 ) -> None:
     """Tell the story of one workload: why it waited, who preempted it and why, what was lost.
 
@@ -324,7 +326,7 @@ def explain(
     if len(args) == 1 and (server or os.environ.get("MAKEWAY_SERVER")):
         from makeway.cli_live import explain_live
 
-        explain_live(args[0], server, output)
+        explain_live(args[0], server, output, token)
         return
     raise fail("explain: give RESULTS WORKLOAD, or JOB with --server/MAKEWAY_SERVER")
 

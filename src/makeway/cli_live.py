@@ -1,7 +1,9 @@
-"""The live commands: ``serve`` and the CLI over its REST API (submit, jobs, queues, nodes, cancel).
+"""The live commands: ``serve``, ``token`` and the CLI over the REST API (submit, jobs, queues, nodes,
+cancel, preempt, audit).
 
-Registered on the main ``app`` by ``makeway.cli``; every one takes ``--server`` (default
-``MAKEWAY_SERVER``, else http://127.0.0.1:8642) and turns a refused request into one stderr line.
+Registered on the main ``app`` by ``makeway.cli``; every client command takes ``--server`` (default
+``MAKEWAY_SERVER``, else http://127.0.0.1:8642) and ``--token`` (default ``MAKEWAY_TOKEN``), and turns a
+refused request into one stderr line.
 """
 
 from __future__ import annotations
@@ -17,12 +19,13 @@ from makeway.cli import app, fail
 
 SERVER = typer.Option(None, "--server", help="makeway server URL (default: $MAKEWAY_SERVER or http://127.0.0.1:8642)")
 OUTPUT = typer.Option("table", "--output", "-o", help="table or json")
+TOKEN = typer.Option(None, "--token", help="bearer token (default: $MAKEWAY_TOKEN)", show_default=False)
 
 
-def _client(server: Optional[str]):
+def _client(server: Optional[str], token: Optional[str] = None):
     from makeway.live.client import Client
 
-    return Client(server)
+    return Client(server, token=token)
 
 
 def _age(seconds: Optional[float]) -> str:
@@ -49,10 +52,11 @@ def _check_output(output: str) -> None:
         raise fail(f"--output: {output!r} is not table or json")
 
 
-def _listing(server: Optional[str], output: str, path: str, key: str, **params: Any) -> Optional[dict]:
+def _listing(server: Optional[str], output: str, path: str, key: str, token: Optional[str] = None,
+             **params: Any) -> Optional[dict]:
     """GET a list; with ``--output json`` print it and return None, else return the whole answer."""
     _check_output(output)
-    got = _client(server).get(path, **params)
+    got = _client(server, token).get(path, **params)
     if output == "json":
         typer.echo(json.dumps(got[key], indent=1))
         return None
@@ -89,12 +93,14 @@ def serve(
     if local_agent and agent_dir is None:
         agent_dir = (config.parent / f"{config.stem}-agent").resolve()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # its per-start INFO lines say nothing to an operator
     server = Server(cfg, url, host, port, local_agent=local_agent, agent_dir=agent_dir,
                     recovery_grace=recovery_grace, min_pass_interval=min_pass_interval, lease=lease,
                     suspect_after=suspect_after)
 
     def listening(u: str) -> None:
         typer.echo(f"makeway serving {cfg.name} ({cfg.preemption.model}) on {u}", err=False)
+        typer.echo(server.access_note)
         sys.stdout.flush()
 
     server.run(on_listen=listening)
@@ -121,9 +127,10 @@ def submit(
     job: str = typer.Argument(..., help="job file (YAML or JSON; '-' for stdin)"),
     server: Optional[str] = SERVER,
     key: Optional[str] = typer.Option(None, "--idempotency-key", help="retry-safe key for this submission"),
+    token: Optional[str] = TOKEN,
 ) -> None:
     """Submit one job (the fields of a trace line plus command and env); prints its id."""
-    got = _client(server).submit(_read_job(job), key)
+    got = _client(server, token).submit(_read_job(job), key)
     typer.echo(got["id"])
 
 
@@ -133,9 +140,10 @@ def jobs(
     output: str = OUTPUT,
     state: Optional[str] = typer.Option(None, "--state", help="only jobs in this state"),
     queue: Optional[str] = typer.Option(None, "--queue", help="only jobs of this queue"),
+    token: Optional[str] = TOKEN,
 ) -> None:
-    """List jobs, squeue-like: id, queue, state, node, age, reason code."""
-    got = _listing(server, output, "/v1/jobs", "jobs", state=state, queue=queue)
+    """List jobs, squeue-like: id, queue, state, node, age, reason code (the ones your token may see)."""
+    got = _listing(server, output, "/v1/jobs", "jobs", token, state=state, queue=queue)
     if got is None:
         return
     now = got.get("now", 0.0)
@@ -162,9 +170,9 @@ def _share(share: Optional[dict]) -> str:
 
 
 @app.command()
-def queues(server: Optional[str] = SERVER, output: str = OUTPUT) -> None:
+def queues(server: Optional[str] = SERVER, output: str = OUTPUT, token: Optional[str] = TOKEN) -> None:
     """The queue tree: guaranteed, max, usage, pending (sshare / kubectl get clusterqueues-like)."""
-    got = _listing(server, output, "/v1/queues", "queues")
+    got = _listing(server, output, "/v1/queues", "queues", token)
     if got is None:
         return
     depth: dict[str, int] = {}
@@ -177,9 +185,9 @@ def queues(server: Optional[str] = SERVER, output: str = OUTPUT) -> None:
 
 
 @app.command()
-def nodes(server: Optional[str] = SERVER, output: str = OUTPUT) -> None:
+def nodes(server: Optional[str] = SERVER, output: str = OUTPUT, token: Optional[str] = TOKEN) -> None:
     """Nodes: capacity, used, registered, cordoned, attempts."""
-    got = _listing(server, output, "/v1/nodes", "nodes")
+    got = _listing(server, output, "/v1/nodes", "nodes", token)
     if got is None:
         return
     rows = [[n["name"], _res(n["capacity"]), _res(n["used"]),
@@ -189,14 +197,110 @@ def nodes(server: Optional[str] = SERVER, output: str = OUTPUT) -> None:
 
 
 @app.command()
-def cancel(job: str = typer.Argument(..., help="job id"), server: Optional[str] = SERVER) -> None:
+def cancel(job: str = typer.Argument(..., help="job id"), server: Optional[str] = SERVER,
+           token: Optional[str] = TOKEN) -> None:
     """Cancel a job: pending tasks are dropped, running ones get their stop signal and grace."""
-    got = _client(server).cancel(job)
+    got = _client(server, token).cancel(job)
     typer.echo(f"{got['id']} {got['state']}")
 
 
-def explain_live(job: str, server: Optional[str], output: str = "table") -> None:
-    got = _client(server).get(f"/v1/jobs/{job}/explain")
+@app.command()
+def preempt(job: str = typer.Argument(..., help="job id"), server: Optional[str] = SERVER,
+            token: Optional[str] = TOKEN) -> None:
+    """Preempt a job by hand (admin, or its tenant's admin): its running tasks stop and it waits again."""
+    got = _client(server, token).preempt(job)
+    typer.echo(f"{got['id']} {got['state']}")
+
+
+@app.command()
+def audit(server: Optional[str] = SERVER, output: str = OUTPUT, token: Optional[str] = TOKEN,
+          limit: int = typer.Option(1000, "--limit", min=1, max=100000)) -> None:
+    """The audit log: quota changes, cancels, preemptions, node operations and refused attempts, with who."""
+    got = _listing(server, output, "/v1/audit", "audit", token, limit=limit)
+    if got is None:
+        return
+    rows = [[a["id"], f"{a['at']:.3f}", a["who"], a["role"], a.get("tenant"), a["action"], a["target"],
+             a["outcome"], (a.get("details") or {}).get("error", "")] for a in got["audit"]]
+    _table("audit", ["ID", "AT", "WHO", "ROLE", "TENANT", "ACTION", "TARGET", "OUTCOME", "ERROR"], rows)
+
+
+# -- tokens ----------------------------------------------------------------------------------------
+
+token_app = typer.Typer(no_args_is_help=True, help="Bearer tokens of a live server (stored hashed in its database).")
+app.add_typer(token_app, name="token")
+DB = typer.Option(..., "--db", help="the server's database URL (as given to 'makeway serve --db')")
+
+
+def _store(db: str):
+    from makeway.live.store import Store
+
+    return Store(db)
+
+
+@token_app.command("create")
+def token_create(
+    role: str = typer.Option(..., "--role", help="admin, tenant-admin, user or agent"),
+    tenant: Optional[str] = typer.Option(None, "--tenant", help="the tenant of a tenant-admin or user token"),
+    name: Optional[str] = typer.Option(None, "--name", help="a name to list and revoke it by (default: role-id)"),
+    db: str = DB,
+    config: Optional[Path] = typer.Option(None, "--config", help="cluster config: check that the tenant is declared"),
+) -> None:
+    """Create a token and print it, once: only its hash is stored. The first token makes every request
+    to the server need one (and lets it listen beyond 127.0.0.1)."""
+    import getpass
+
+    from makeway.live.auth import check_grant, create_token
+
+    cfg = None
+    if config is not None:
+        from makeway.config import load_config
+
+        cfg = load_config(config)
+    check_grant(role, tenant, name, cfg)  # before the database is opened (or created)
+    with _store(db) as store:
+        token, row = create_token(store, role, tenant, name, cfg, by=f"cli:{getpass.getuser()}")
+    typer.echo(token)
+    typer.echo(f"created token {row['name']} (id {row['id']}, role {role}"
+               + (f", tenant {tenant}" if tenant else "") + "); it is shown only now", err=True)
+
+
+@token_app.command("list")
+def token_list(db: str = DB, output: str = OUTPUT) -> None:
+    """Tokens (never their secrets): id, name, role, tenant, created, revoked."""
+    _check_output(output)
+    with _store(db) as store:
+        rows = store.tokens()
+    if output == "json":
+        typer.echo(json.dumps(rows, indent=1))
+        return
+    _table("tokens", ["ID", "NAME", "ROLE", "TENANT", "CREATED", "REVOKED"],
+           [[r["id"], r["name"], r["role"], r["tenant"], _when(r["created"]), _when(r["revoked"])] for r in rows])
+
+
+@token_app.command("revoke")
+def token_revoke(token: str = typer.Argument(..., help="id or name of the token"), db: str = DB) -> None:
+    """Revoke a token (a running server stops taking it within a second)."""
+    import getpass
+    import time
+
+    with _store(db) as store:
+        row = store.revoke_token(token, time.time())
+        if row is None:
+            raise fail(f"token: no token with id or name {token!r}")
+        store.add_audit({"at": time.time(), "who": f"cli:{getpass.getuser()}", "role": "admin",
+                         "action": "token.revoke", "target": f"token:{row['name']}", "target_tenant": row["tenant"],
+                         "outcome": "ok", "status": 0, "details": {"id": row["id"]}})
+    typer.echo(f"revoked {row['name']} ({row['id']})")
+
+
+def _when(t: Optional[float]) -> Optional[str]:
+    import datetime
+
+    return None if t is None else datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def explain_live(job: str, server: Optional[str], output: str = "table", token: Optional[str] = None) -> None:
+    got = _client(server, token).get(f"/v1/jobs/{job}/explain")
     if output == "json":
         typer.echo(json.dumps(got, indent=1))
         return

@@ -97,6 +97,15 @@ class SimulationSpec(_Strict):
     heartbeat_period: Optional[float] = Field(default=None, ge=MIN_HEARTBEAT, le=MAX_TIME)
 
 
+class TenantSpec(_Strict):
+    """A tenant of the live service owns the subtrees rooted at ``queues`` (docs/tenants.md)."""
+
+    queues: list[str] = Field(min_length=1)
+
+
+TENANT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
 class ClusterConfig(_Strict):
     name: str = "cluster"
     resources: list[str] = Field(min_length=1)
@@ -105,6 +114,7 @@ class ClusterConfig(_Strict):
     preemption: PreemptionSpec = Field(default_factory=PreemptionSpec)
     trace: Optional[str] = None
     simulation: SimulationSpec = Field(default_factory=SimulationSpec)
+    tenants: dict[str, TenantSpec] = Field(default_factory=dict)
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -299,8 +309,38 @@ def _check_semantics(cfg: ClusterConfig) -> None:
                 break
             seen.add(cur)
             cur = cfg.queues[cur].parent
+    problems.extend(_tenant_problems(cfg))
     if problems:
         raise ConfigError("; ".join(dict.fromkeys(problems)))
+
+
+def _tenant_problems(cfg: ClusterConfig) -> list[str]:
+    """Each tenant names queues that exist, and no queue is in two tenants' subtrees (nor listed twice)."""
+    problems: list[str] = []
+    roots: list[tuple[str, int, str]] = []
+    for tname, t in cfg.tenants.items():
+        if not TENANT_NAME.match(tname):
+            problems.append(f"tenants.{tname}: not a tenant name (letters, digits and ._-, at most 64)")
+        for i, root in enumerate(t.queues):
+            if root not in cfg.queues:
+                problems.append(f"tenants.{tname}.queues.{i}: unknown queue {root!r}")
+            else:
+                roots.append((tname, i, root))
+
+    def ancestors(q: str) -> set[str]:
+        out: set[str] = set()
+        while q is not None and q in cfg.queues and q not in out:
+            out.add(q)
+            q = cfg.queues[q].parent
+        return out
+
+    for j, (tname, i, root) in enumerate(roots):
+        up = ancestors(root)
+        for other, k, oroot in roots[:j]:
+            if oroot in up or root in ancestors(oroot):
+                problems.append(f"tenants.{tname}.queues.{i}: queue {root!r} overlaps the subtree of "
+                                f"{oroot!r} (tenant {other!r})")
+    return problems
 
 
 def parse_config(data: Any, source: str = "config") -> ClusterConfig:

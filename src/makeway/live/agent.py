@@ -218,7 +218,7 @@ class Agent:
 
     def __init__(self, server_url: str, node: str, capacity: Mapping[str, Any], labels: Optional[Mapping[str, str]] = None,
                  workdir: str | Path = ".", *, heartbeat_interval: Optional[float] = None, poll_wait: float = 20.0,
-                 http_timeout: float = 10.0) -> None:
+                 http_timeout: float = 10.0, token: Optional[str] = None) -> None:
         import httpx
 
         self.server = server_url.rstrip("/")
@@ -236,7 +236,9 @@ class Agent:
         self.epoch: Optional[int] = None
         self.newest_epoch = -1
         self.version: Any = -1
-        self.http = httpx.Client(timeout=httpx.Timeout(http_timeout, read=poll_wait + http_timeout))
+        token = token or os.environ.get("MAKEWAY_TOKEN")  # an agent or admin token, when the server has tokens
+        self.http = httpx.Client(timeout=httpx.Timeout(http_timeout, read=poll_wait + http_timeout),
+                                 headers={"Authorization": f"Bearer {token}"} if token else None)
         self._lock = threading.RLock()
         self._stopping = threading.Event()
         self._wake = threading.Event()

@@ -16,12 +16,14 @@ import uuid
 from pathlib import Path
 from typing import Any, Optional
 
-from fastapi import Body, FastAPI, Header, HTTPException, Query, Request
+from fastapi import Body, Depends, FastAPI, Header, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
 
 from makeway import __version__
 from makeway.config import ClusterConfig
+from makeway.live.auth import (Authenticator, Principal, Tenancy, may_cancel, may_preempt, quota_problem, sees_job,
+                               submit_problem)
 from makeway.live.core import TERMINAL
 from makeway.live import views
 from makeway.live.crash import crash_point
@@ -31,6 +33,8 @@ from makeway.live.spec import SpecError, parse_job, parse_queue_change
 from makeway.live.ui import mount_ui
 
 HEARTBEAT_INTERVAL = 2.0
+PUBLIC = ("/healthz", "/readyz", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json")
+AGENT_PATHS = "/v1/agent/"
 MAX_WAIT = 30.0
 MAX_BATCH = 1000
 
@@ -54,17 +58,19 @@ class SubmitFastPath:
     cannot disagree (tests/live/test_api.py holds them to the same answers).
     """
 
-    def __init__(self, app: Any, accept: Any) -> None:
-        self.app, self.accept = app, accept
+    def __init__(self, app: Any, accept: Any, principal: Any) -> None:
+        self.app, self.accept, self.principal = app, accept, principal
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != "/v1/jobs":
             await self.app(scope, receive, send)
             return
-        key = None
+        key = authorization = None
         for name, value in scope["headers"]:
             if name == b"idempotency-key":
                 key = value.decode("latin-1")
+            elif name == b"authorization":
+                authorization = value.decode("latin-1")
         chunks = []
         while True:
             msg = await receive()
@@ -73,20 +79,53 @@ class SubmitFastPath:
             chunks.append(msg.get("body", b""))
             if not msg.get("more_body"):
                 break
+        extra: list[tuple[bytes, bytes]] = []
         try:
-            status, content = 201, await self.accept(b"".join(chunks), key)
+            who = await self.principal(scope["path"], authorization)
+            status, content = 201, await self.accept(b"".join(chunks), key, who)
         except HTTPException as exc:
             status, content = exc.status_code, {"detail": exc.detail}
+            extra = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (exc.headers or {}).items()]
         body = json.dumps(content, separators=(",", ":")).encode()
         await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                                *extra]})
         await send({"type": "http.response.body", "body": body})
 
 
 def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
-               log_dirs: Optional[dict[str, Path]] = None) -> FastAPI:
-    app = FastAPI(title="makeway", version=__version__,
+               log_dirs: Optional[dict[str, Path]] = None, auth: Optional[Authenticator] = None) -> FastAPI:
+    auth = auth or Authenticator(store)
+    tenancy = Tenancy(cfg)
+
+    async def principal(path: str, header: Optional[str]) -> Principal:
+        """Who asks (HTTPException 401/403 otherwise). Every route but health and the API docs needs a
+        principal (when tokens exist); agent endpoints take an agent or admin token, every other route
+        refuses an agent token. Async, so a submit takes no thread hop; the rare store read (a look-up
+        not cached) runs in a thread. Shared by the routes' dependency and the submit fast path."""
+        if path in PUBLIC:
+            return Principal("anonymous", "none")
+        if auth.needs_store(header):
+            p, why = await asyncio.to_thread(auth.authenticate, header)
+        else:
+            p, why = auth.authenticate(header)
+        if p is None:
+            raise HTTPException(401, {"field": "authorization", "error": f"authorization: {why}"},
+                                headers={"WWW-Authenticate": "Bearer"})
+        agent_path = path.startswith(AGENT_PATHS)
+        if (agent_path and p.role not in ("agent", "admin")) or (not agent_path and p.role == "agent"):
+            raise HTTPException(403, {"field": "authorization", "error": f"authorization: a {p.role} token "
+                                      f"cannot use {'the agent endpoints' if agent_path else 'this endpoint'}"})
+        return p
+
+    async def guard(request: Request) -> Principal:
+        p = await principal(request.url.path, request.headers.get("authorization"))
+        request.state.principal = p
+        return p
+
+    app = FastAPI(title="makeway", version=__version__, dependencies=[Depends(guard)],
                   description="makeway live scheduler: jobs, queues, nodes, preemptions, agents")
+    app.state.auth = auth
     ids_lock = threading.Lock()
     known_ids: set[str] = set()
     accepted: dict[str, dict[str, Any]] = {}       # journaled, not yet applied by a pass
@@ -118,10 +157,32 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
     def now() -> float:
         return loop.service_now()
 
-    def journal(kind: str, payload: dict[str, Any], key: Optional[str] = None) -> tuple[int, bool]:
+    def record(p: Principal, action: str, target: str, target_tenant: Optional[str], outcome: str, status: int,
+               details: Optional[dict[str, Any]] = None) -> None:
+        store.add_audit({"at": loop.clock(), "who": p.name, "role": p.role, "tenant": p.tenant, "action": action,
+                         "target": target, "target_tenant": target_tenant, "outcome": outcome, "status": status,
+                         "details": details})
+
+    def refuse(p: Principal, status: int, action: str, target: str, target_tenant: Optional[str],
+               message: str, field: Optional[str] = None, details: Optional[dict[str, Any]] = None) -> HTTPException:
+        """The refusal, audited (who tried what on which target)."""
+        record(p, action, target, target_tenant, "forbidden" if status == 403 else "not-found", status,
+               {**(details or {}), "error": message})
+        return bad(status, message, field)
+
+    def journal(kind: str, payload: dict[str, Any], key: Optional[str] = None, *, tenant: str = "default",
+                audit: Optional[tuple[Principal, str, str, Optional[str], dict[str, Any]]] = None) -> tuple[int, bool]:
+        """Commit one input; with ``audit`` = (principal, action, target, target tenant, details) its
+        audit row commits in the same transaction."""
         if loop.failed is not None:
             raise bad(503, f"the scheduler stopped: {loop.failed}", "server")
-        seq, created = committer.append(kind, payload, tenant="default", idem_key=key, at=now())
+        if audit is not None:
+            p, action, target, ttenant, details = audit
+            row = {"at": loop.clock(), "who": p.name, "role": p.role, "tenant": p.tenant, "action": action,
+                   "target": target, "target_tenant": ttenant, "outcome": "ok", "status": 200, "details": details}
+            seq, created = store.append_audited(kind, payload, row, tenant=tenant, idem_key=key, at=now())
+        else:
+            seq, created = committer.append(kind, payload, tenant=tenant, idem_key=key, at=now())
         crash_point("event-commit")
         loop.wake()
         return seq, created
@@ -161,17 +222,29 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
         """An id for a job submitted without one: time, a counter and a random tail."""
         return f"j-{int(time.time() * 1000) % 10**10:010d}-{next(counter)}-{uuid.uuid4().hex[:4]}"
 
-    async def ajournal(kind: str, payload: dict[str, Any], key: Optional[str] = None) -> tuple[int, bool]:
+    async def ajournal(kind: str, payload: dict[str, Any], key: Optional[str] = None,
+                       tenant: str = "default") -> tuple[int, bool]:
         """``journal`` without a thread per waiting request: the event loop awaits the group commit."""
         if loop.failed is not None:
             raise bad(503, f"the scheduler stopped: {loop.failed}", "server")
-        fut = committer.submit(kind, payload, tenant="default", idem_key=key, at=now())
+        fut = committer.submit(kind, payload, tenant=tenant, idem_key=key, at=now())
         seq, created = await asyncio.wrap_future(fut)
         crash_point("event-commit")
         loop.wake()
         return seq, created
 
-    async def accept(raw: bytes, idempotency_key: Optional[str]) -> dict[str, Any]:
+    def authorize_submit(p: Principal, spec: dict[str, Any], where: str = "") -> str:
+        """The tenant the job belongs to, once ``p`` may submit it; a user's job records its user."""
+        problem = submit_problem(p, tenancy, spec["queue"], spec.get("user"))
+        if problem is not None:
+            field, message = problem
+            raise refuse(p, 403, "job.submit", f"job:{spec['id']}", tenancy.tenant_of(spec["queue"]),
+                         f"{where}{message}", f"{where}{field}", {"queue": spec["queue"]})
+        if p.role == "user":
+            spec["user"] = p.name
+        return tenancy.job_tenant(spec["queue"])
+
+    async def accept(raw: bytes, idempotency_key: Optional[str], p: Principal) -> dict[str, Any]:
         """A submission's body in, its answer out (HTTPException for a refusal): shared by the route,
         which documents it in the OpenAPI schema, and by ``SubmitFastPath``, which serves it."""
         try:
@@ -179,7 +252,7 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
         except ValueError as exc:
             raise bad(400, f"body: not JSON: {exc}", "body") from None
         if isinstance(body, list) or (isinstance(body, dict) and isinstance(body.get("jobs"), list)):
-            return await submit_many(body if isinstance(body, list) else body["jobs"], idempotency_key)
+            return await submit_many(body if isinstance(body, list) else body["jobs"], idempotency_key, p)
         data = body.get("job", body) if isinstance(body, dict) and isinstance(body.get("job"), dict) else body
         gen = None
         if isinstance(data, dict) and "id" not in data:
@@ -188,8 +261,9 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
             spec = parse_job(data, cfg, gen)
         except SpecError as exc:
             raise bad(422, str(exc)) from None
+        tenant = authorize_submit(p, spec)
         if key := idempotency_key:
-            seq, created = await ajournal("submit", {"job": spec}, key)
+            seq, created = await ajournal("submit", {"job": spec}, key, tenant)
             if not created:
                 first = store.event(seq)
                 jid = first.payload["job"]["id"] if first is not None else spec["id"]
@@ -203,7 +277,7 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
                 raise bad(409, f"id: job {spec['id']!r} already exists", "id")
             known_ids.add(spec["id"])
         try:
-            seq, _ = await ajournal("submit", {"job": spec})
+            seq, _ = await ajournal("submit", {"job": spec}, None, tenant)
         except BaseException:
             with ids_lock:
                 known_ids.discard(spec["id"])
@@ -213,14 +287,15 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
         return {"id": spec["id"], "seq": seq, "created": True}
 
     @app.post("/v1/jobs", status_code=201)
-    async def submit(request: Request, idempotency_key: Optional[str] = Header(None)) -> dict[str, Any]:
+    async def submit(request: Request, idempotency_key: Optional[str] = Header(None),
+                     p: Principal = Depends(guard)) -> dict[str, Any]:
         """Submit one job (an object, or ``{"job": {...}}``) or a job array (a list, or ``{"jobs": [...]}``,
         at most 1,000, all or nothing). The answer comes after the commit: a 201 is durable."""
-        return await accept(await request.body(), idempotency_key)
+        return await accept(await request.body(), idempotency_key, p)
 
-    app.state.asgi = SubmitFastPath(app, accept)  # what serve runs: the app behind the submit fast path
+    app.state.asgi = SubmitFastPath(app, accept, principal)  # what serve runs: the app behind the submit fast path
 
-    async def submit_many(items: list[Any], key: Optional[str]) -> dict[str, Any]:
+    async def submit_many(items: list[Any], key: Optional[str], p: Principal) -> dict[str, Any]:
         """A list of jobs in one request (a job array): all are checked first, then journaled in one
         transaction; one bad job refuses the whole request, naming ``jobs.<i>.<field>``."""
         if not 1 <= len(items) <= MAX_BATCH:
@@ -234,6 +309,7 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
                 specs.append(parse_job(data, cfg, gen))
             except SpecError as exc:
                 raise bad(422, f"jobs.{i}.{exc}", f"jobs.{i}.{_field_of(str(exc))}") from None
+        tenants = [authorize_submit(p, sp, f"jobs.{i}.") for i, sp in enumerate(specs)]
         ids = [sp["id"] for sp in specs]
         if len(set(ids)) != len(ids):
             dup = next(j for j in ids if ids.count(j) > 1)
@@ -247,8 +323,8 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
         if loop.failed is not None:
             raise bad(503, f"the scheduler stopped: {loop.failed}", "server")
         at = now()
-        rows = [{"kind": "submit", "payload": {"job": sp}, "at": at, "tenant": "default",
-                 "idem_key": f"{key}#{i}" if key else None} for i, sp in enumerate(specs)]
+        rows = [{"kind": "submit", "payload": {"job": sp}, "at": at, "tenant": t,
+                 "idem_key": f"{key}#{i}" if key else None} for i, (sp, t) in enumerate(zip(specs, tenants))]
         try:
             got = await asyncio.to_thread(store.append_events, rows)
         except BaseException:
@@ -270,34 +346,74 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
                                 "created": False})
         return {"jobs": out}
 
+    def visible_to(p: Principal) -> Any:
+        """The tenancy rule as the views take it: which (queue, user) jobs ``p`` is shown."""
+        return None if p.admin else (lambda queue, user: sees_job(p, tenancy, queue, user))
+
+    def job_view(jid: str, p: Principal, action: Optional[str] = None) -> dict[str, Any]:
+        """The job as ``p`` may see it; a job it may not see is the same 404 as one that does not
+        exist (audited when ``action`` names what was attempted)."""
+        try:
+            v = views.job_view(loop, jid, accepted, tenancy.job_tenant)
+        except views.NotFound:
+            if action is not None:
+                raise refuse(p, 404, action, f"job:{jid}", None, f"job: no job {jid!r}", "job") from None
+            raise
+        if not p.admin and not sees_job(p, tenancy, v["queue"], v["spec"].get("user")):
+            if action is not None:
+                raise refuse(p, 404, action, f"job:{jid}", tenancy.job_tenant(v["queue"]), f"job: no job {jid!r}", "job")
+            raise bad(404, f"job: no job {jid!r}", "job")
+        return v
+
     @app.get("/v1/jobs")
     def list_jobs(state: Optional[str] = None, queue: Optional[str] = None,
-                  limit: int = Query(1000, ge=1, le=100000)) -> dict[str, Any]:
-        return views.list_jobs(loop, accepted, state, queue, limit)
+                  limit: int = Query(1000, ge=1, le=100000), p: Principal = Depends(guard)) -> dict[str, Any]:
+        return views.list_jobs(loop, accepted, state, queue, limit, visible=visible_to(p), tenant_of=tenancy.job_tenant)
 
     @app.get("/v1/jobs/{jid}")
-    def get_job(jid: str) -> dict[str, Any]:
-        return views.job_view(loop, jid, accepted)
+    def get_job(jid: str, p: Principal = Depends(guard)) -> dict[str, Any]:
+        return job_view(jid, p)
 
     @app.delete("/v1/jobs/{jid}", status_code=202)
-    def cancel(jid: str, idempotency_key: Optional[str] = Header(None)) -> dict[str, Any]:
-        v = views.job_view(loop, jid, accepted)
+    def cancel(jid: str, idempotency_key: Optional[str] = Header(None), p: Principal = Depends(guard)) -> dict[str, Any]:
+        v = job_view(jid, p, "job.cancel")
+        user = v["spec"].get("user")
+        if not may_cancel(p, tenancy, v["queue"], user):
+            raise refuse(p, 403, "job.cancel", f"job:{jid}", v["tenant"], f"job: {p.name} may not cancel {jid!r}")
         if v["state"] in TERMINAL:
             return {"id": jid, "state": v["state"], "seq": None}
-        seq, _ = journal("cancel", {"job": jid}, idempotency_key)
+        seq, _ = journal("cancel", {"job": jid, "by": p.name}, idempotency_key, tenant=p.scope,
+                         audit=(p, "job.cancel", f"job:{jid}", v["tenant"], {"queue": v["queue"], "user": user}))
         return {"id": jid, "state": "cancelling", "seq": seq}
 
+    @app.post("/v1/jobs/{jid}/preempt", status_code=202)
+    def preempt(jid: str, idempotency_key: Optional[str] = Header(None), p: Principal = Depends(guard)) -> dict[str, Any]:
+        """Manual preemption: the job's running tasks get their stop signal and grace, then wait again
+        (reason rule ``manual``, naming who). Admins, and tenant admins within their tenant."""
+        v = job_view(jid, p, "job.preempt")
+        if not may_preempt(p, tenancy, v["queue"]):
+            raise refuse(p, 403, "job.preempt", f"job:{jid}", v["tenant"],
+                         f"job: a {p.role} token may not preempt {jid!r}")
+        if v["state"] in TERMINAL or not any(a["state"] in ("assigned", "running") for a in v["attempts"]):
+            raise bad(409, f"job: {jid!r} has nothing running to preempt ({v['state']})", "job")
+        seq, _ = journal("preempt", {"job": jid, "by": p.name}, idempotency_key, tenant=p.scope,
+                         audit=(p, "job.preempt", f"job:{jid}", v["tenant"], {"queue": v["queue"]}))
+        return {"id": jid, "state": "preempting", "seq": seq}
+
     @app.get("/v1/jobs/{jid}/explain")
-    def explain(jid: str) -> dict[str, Any]:
+    def explain(jid: str, p: Principal = Depends(guard)) -> dict[str, Any]:
+        job_view(jid, p)
         return views.explain(loop, jid, accepted)
 
     @app.get("/v1/jobs/{jid}/events")
-    def job_events(jid: str) -> dict[str, Any]:
+    def job_events(jid: str, p: Principal = Depends(guard)) -> dict[str, Any]:
+        job_view(jid, p)
         return views.job_events(loop, jid, accepted)
 
     @app.get("/v1/jobs/{jid}/logs", response_class=PlainTextResponse)
     def job_logs(jid: str, task: Optional[str] = None, attempt: Optional[int] = None,
-                 stream: str = Query("stdout", pattern="^(stdout|stderr)$")) -> str:
+                 stream: str = Query("stdout", pattern="^(stdout|stderr)$"), p: Principal = Depends(guard)) -> str:
+        job_view(jid, p)
         return views.job_log(loop, jid, accepted, log_dirs, task, attempt, stream)
 
     # -- queues ----------------------------------------------------------------------------------
@@ -307,22 +423,38 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
         return views.queues(loop, cfg.preemption.model)
 
     @app.patch("/v1/queues/{name}")
-    def patch_queue(name: str, body: Any = Body(...), idempotency_key: Optional[str] = Header(None)) -> dict[str, Any]:
+    def patch_queue(name: str, body: Any = Body(...), idempotency_key: Optional[str] = Header(None),
+                    p: Principal = Depends(guard)) -> dict[str, Any]:
         with loop.lock:
             q = loop.core.state.queues.get(name)
             if q is None:
                 raise bad(404, f"queue: no queue {name!r}", "queue")
             current = (q.guaranteed, q.max)
+        if not p.admin and p.role != "tenant-admin":
+            raise refuse(p, 403, "queue.patch", f"queue:{name}", tenancy.tenant_of(name),
+                         f"queue: a {p.role} token cannot change quotas", "queue", {"body": body})
         try:
             changes = parse_queue_change(body, cfg, name, current)
         except SpecError as exc:
             raise bad(422, str(exc)) from None
-        seq, _ = journal("queue", {"queue": name, "changes": changes}, idempotency_key)
+
+        def root_limits(root: str) -> tuple[Optional[dict], Optional[dict]]:
+            with loop.lock:
+                rq = loop.core.state.queues[root]
+                return rq.guaranteed, rq.max
+
+        problem = quota_problem(p, tenancy, name, changes, root_limits)
+        if problem is not None:
+            raise refuse(p, 403, "queue.patch", f"queue:{name}", tenancy.tenant_of(name), problem, None,
+                         {"changes": changes})
+        seq, _ = journal("queue", {"queue": name, "changes": changes}, idempotency_key, tenant=p.scope,
+                         audit=(p, "queue.patch", f"queue:{name}", tenancy.tenant_of(name),
+                                {"changes": changes, "before": {"guaranteed": current[0], "max": current[1]}}))
         return {"queue": name, "seq": seq, "changes": changes}
 
     @app.get("/v1/queues/{name}/pending")
-    def queue_pending(name: str) -> dict[str, Any]:
-        return views.queue_pending(loop, name)
+    def queue_pending(name: str, p: Principal = Depends(guard)) -> dict[str, Any]:
+        return views.queue_pending(loop, name, visible=visible_to(p))
 
     # -- nodes -----------------------------------------------------------------------------------
 
@@ -330,30 +462,46 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
     def nodes() -> dict[str, Any]:
         return views.nodes(loop)
 
-    def _node_op(name: str, cordon: bool, drain: bool, key: Optional[str]) -> dict[str, Any]:
+    def _node_op(name: str, cordon: bool, drain: bool, key: Optional[str], p: Principal) -> dict[str, Any]:
+        action = "node.drain" if drain else ("node.cordon" if cordon else "node.uncordon")
+        if not p.admin:
+            raise refuse(p, 403, action, f"node:{name}", None, f"node: a {p.role} token cannot {action[5:]} nodes")
         with loop.lock:
             if name not in loop.core.state.nodes:
                 raise bad(404, f"node: no node {name!r}", "node")
-        seq, _ = journal("cordon", {"node": name, "cordon": cordon, "drain": drain}, key)
+        seq, _ = journal("cordon", {"node": name, "cordon": cordon, "drain": drain}, key, tenant=p.scope,
+                         audit=(p, action, f"node:{name}", None, {}))
         return {"node": name, "cordon": cordon, "drain": drain, "seq": seq}
 
     @app.post("/v1/nodes/{name}/cordon")
-    def cordon(name: str, idempotency_key: Optional[str] = Header(None)) -> dict[str, Any]:
-        return _node_op(name, True, False, idempotency_key)
+    def cordon(name: str, idempotency_key: Optional[str] = Header(None), p: Principal = Depends(guard)) -> dict[str, Any]:
+        return _node_op(name, True, False, idempotency_key, p)
 
     @app.post("/v1/nodes/{name}/uncordon")
-    def uncordon(name: str, idempotency_key: Optional[str] = Header(None)) -> dict[str, Any]:
-        return _node_op(name, False, False, idempotency_key)
+    def uncordon(name: str, idempotency_key: Optional[str] = Header(None), p: Principal = Depends(guard)) -> dict[str, Any]:
+        return _node_op(name, False, False, idempotency_key, p)
 
     @app.post("/v1/nodes/{name}/drain")
-    def drain(name: str, idempotency_key: Optional[str] = Header(None)) -> dict[str, Any]:
-        return _node_op(name, True, True, idempotency_key)
+    def drain(name: str, idempotency_key: Optional[str] = Header(None), p: Principal = Depends(guard)) -> dict[str, Any]:
+        return _node_op(name, True, True, idempotency_key, p)
 
     # -- preemptions -------------------------------------------------------------------------------
 
     @app.get("/v1/preemptions")
-    def preemptions(limit: int = Query(100, ge=1, le=10000)) -> dict[str, Any]:
-        return views.preemptions(loop, limit)
+    def preemptions(limit: int = Query(100, ge=1, le=10000), p: Principal = Depends(guard)) -> dict[str, Any]:
+        return views.preemptions(loop, limit, visible=visible_to(p))
+
+    # -- audit -------------------------------------------------------------------------------------
+
+    @app.get("/v1/audit")
+    def audit_log(after: int = Query(0, ge=0), limit: int = Query(1000, ge=1, le=100000),
+                  p: Principal = Depends(guard)) -> dict[str, Any]:
+        """Who did what: every quota change, cancel, manual preemption, node operation and every
+        refused attempt. Admins see all; a tenant admin its tenant's principals and targets."""
+        if not p.admin and p.role != "tenant-admin":
+            raise refuse(p, 403, "audit.read", "audit", p.tenant, f"audit: a {p.role} token cannot read the audit log",
+                         "audit")
+        return {"audit": store.audit(None if p.admin else p.tenant, after, limit)}
 
     # -- agents ------------------------------------------------------------------------------------
 
@@ -439,7 +587,8 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
         ver, attempts = loop.wait_desired(node, version, wait)
         return {"epoch": loop.epoch, "version": ver, "attempts": attempts}
 
-    mount_ui(app, loop, cfg.preemption.model, accepted, log_dirs)
+    mount_ui(app, loop, cfg.preemption.model, accepted, log_dirs,
+             visible_for=lambda request: visible_to(request.state.principal))
     mount_metrics(app, loop, cfg.preemption.model, accepted, committer)
     return app
 

@@ -1,5 +1,7 @@
 """The HTTP client the CLI uses to talk to ``makeway serve`` (``--server`` or ``MAKEWAY_SERVER``).
 
+It sends ``Authorization: Bearer <token>`` from ``--token`` or ``MAKEWAY_TOKEN`` when one is given.
+
 Server answers become ``MakewayError`` lines naming the field (the API's 4xx body), so a bad job file
 is exit status 2 with the same message a local check would give.
 """
@@ -28,9 +30,11 @@ def server_url(explicit: Optional[str]) -> str:
 
 
 class Client:
-    def __init__(self, server: Optional[str] = None, timeout: float = 30.0):
+    def __init__(self, server: Optional[str] = None, timeout: float = 30.0, token: Optional[str] = None):
         self.base = server_url(server)
-        self.http = httpx.Client(base_url=self.base, timeout=timeout)
+        token = token or os.environ.get("MAKEWAY_TOKEN")
+        headers = {"Authorization": f"Bearer {token}"} if token else None
+        self.http = httpx.Client(base_url=self.base, timeout=timeout, headers=headers)
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
         try:
@@ -63,6 +67,9 @@ class Client:
 
     def patch_queue(self, queue: str, changes: dict[str, Any]) -> dict[str, Any]:
         return self.request("PATCH", f"/v1/queues/{queue}", json=changes)
+
+    def preempt(self, job: str) -> dict[str, Any]:
+        return self.request("POST", f"/v1/jobs/{job}/preempt")
 
 
 __all__ = ["Client", "DEFAULT_SERVER", "ServerError", "server_url"]

@@ -361,6 +361,21 @@ class LiveCore:
             return
         self._end_job(job, CANCELLED, ev.payload.get("message") or "cancelled", "cancelled")
 
+    def _on_preempt(self, ev: Event, out: list[dict[str, Any]]) -> None:
+        """A manual preemption (an operator's, through the API): the job's running tasks get their
+        stop signal and grace and wait again, as if its model had preempted them (rule ``manual``)."""
+        job = self.jobs.get(ev.payload["job"])
+        if job is None or job.state in TERMINAL:
+            return
+        by = ev.payload.get("by")
+        reason = Reason("makeway", "manual", None, f"preempted by {by}" if by else "preempted by an operator",
+                        {"by": by} if by else {})
+        for aid in list(job.live):
+            a = self.attempts[aid]
+            alloc = self.state.allocations.get(a.task)
+            if a.held and a.state != STOPPING and alloc is not None and not alloc.preempting:
+                self._preempt(Preempt(a.task, reason), out)
+
     def _on_queue(self, ev: Event, out: list[dict[str, Any]]) -> None:
         name = ev.payload["queue"]
         old = self.state.update_queue(name, **ev.payload["changes"])

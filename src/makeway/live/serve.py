@@ -4,11 +4,15 @@ Start-up order matters for durability: migrate, recover (replay the journal), th
 the loop, so no request is answered by a core that has not caught up with what was acknowledged.
 A loop that fails stops the server (fail-stop); a clean stop (SIGINT/SIGTERM) lets the current pass
 commit, then exits, leaving running tasks to their supervisors.
+
+With no token in the database the server is open to whoever can connect, so it listens on loopback
+only (``--host`` elsewhere is refused) and says so; once a token exists every request needs one.
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
 import signal
 import socket
 import threading
@@ -48,8 +52,19 @@ class Server:
         from makeway.live.loop import SchedulerLoop
         from makeway.live.store import Store
 
+        from makeway.live.auth import Authenticator, Principal, is_loopback
+
         self.cfg = cfg
         self.store = Store(db)
+        self.open = not self.store.has_tokens()
+        if self.open and not is_loopback(host):
+            self.store.close()
+            raise MakewayError(f"--host: {host} would serve anyone who can connect, and no token is configured; "
+                               "create one with 'makeway token create --role admin --db URL', "
+                               "or serve on 127.0.0.1")
+        self.auth = Authenticator(self.store)
+        self.agent_token = secrets.token_urlsafe(32)  # the local agents' credential: in memory only
+        self.auth.add_secret(self.agent_token, Principal("local-agent", "agent"))
         self.loop = SchedulerLoop(cfg, self.store, recovery_grace=recovery_grace, min_interval=min_pass_interval,
                                   lease=lease, suspect_after=suspect_after)
         self.loop.recover()
@@ -61,7 +76,7 @@ class Server:
             if self.agent_dir is None:
                 raise MakewayError("--agent-dir: needed with --local-agent")
             log_dirs = {n.name: self.agent_dir / n.name for n in build_nodes(cfg)}
-        self.app = create_app(self.loop, cfg, self.store, log_dirs=log_dirs)
+        self.app = create_app(self.loop, cfg, self.store, log_dirs=log_dirs, auth=self.auth)
         server = self
 
         class _Uvicorn(uvicorn.Server):
@@ -74,6 +89,14 @@ class Server:
                                                proxy_headers=False))  # no proxy in front by default
         self.loop.on_fatal = self._fatal
         self.agents: list[Any] = []
+
+    @property
+    def access_note(self) -> str:
+        """One line on who may use this server, printed at start."""
+        if self.open:
+            return ("no token configured: open to local users only (127.0.0.1); "
+                    "'makeway token create --role admin' makes every request need a token")
+        return "tokens configured: every request needs 'Authorization: Bearer <token>'"
 
     @property
     def url(self) -> str:
@@ -95,7 +118,7 @@ class Server:
         from makeway.live.agent import start_local_agents
 
         assert self.agent_dir is not None
-        self.agents = start_local_agents(self.url, build_nodes(self.cfg), self.agent_dir)
+        self.agents = start_local_agents(self.url, build_nodes(self.cfg), self.agent_dir, token=self.agent_token)
 
     def run(self, on_listen: Any = None) -> None:
         started = threading.Event()

@@ -169,6 +169,37 @@ nodes_t = sa.Table(
     sa.Column("last_seen", sa.Double, nullable=True),
 )
 
+tokens_t = sa.Table(
+    "tokens", metadata,
+    sa.Column("id", sa.Text, primary_key=True),
+    sa.Column("hash", sa.Text, nullable=False),
+    sa.Column("name", sa.Text, nullable=False, unique=True),
+    sa.Column("role", sa.Text, nullable=False),
+    sa.Column("tenant", sa.Text, nullable=True),
+    sa.Column("created", sa.Double, nullable=False),
+    sa.Column("revoked", sa.Double, nullable=True),
+)
+audit_t = sa.Table(
+    "audit", metadata,
+    sa.Column("id", _BigId, primary_key=True, autoincrement=True),
+    sa.Column("at", sa.Double, nullable=False),
+    sa.Column("who", sa.Text, nullable=False),
+    sa.Column("role", sa.Text, nullable=False),
+    sa.Column("tenant", sa.Text, nullable=True),
+    sa.Column("action", sa.Text, nullable=False),
+    sa.Column("target", sa.Text, nullable=False),
+    sa.Column("target_tenant", sa.Text, nullable=True),
+    sa.Column("outcome", sa.Text, nullable=False),
+    sa.Column("status", sa.Integer, nullable=False),
+    sa.Column("seq", sa.BigInteger, nullable=True),
+    sa.Column("details", _Json, nullable=True),
+    sa.Index("ix_audit_tenant_id", "tenant", "id"),
+    sa.Index("ix_audit_target_tenant_id", "target_tenant", "id"),
+    sqlite_autoincrement=True,
+)
+AUDIT_COLUMNS = ("at", "who", "role", "tenant", "action", "target", "target_tenant", "outcome", "status", "seq",
+                 "details")
+
 _QUERY_TABLES = {"jobs": (jobs_t, "id"), "attempts": (attempts_t, "attempt"), "nodes": (nodes_t, "name")}
 _DECISION_COLUMNS = ("idx", "kind", "task", "node", "workload", "reason")
 
@@ -383,6 +414,18 @@ class Store:
                 out[i] = Appended(out[j].seq, False)
         return out  # type: ignore[return-value]
 
+    def append_audited(self, kind: str, payload: dict, audit: dict, *, tenant: str = "default",
+                       idem_key: str | None = None, at: float) -> Appended:
+        """Commit one input and its audit row (``seq`` filled in) together; a retried key writes no
+        second audit row. For the rare inputs someone must answer for: quotas, cancels, preemptions."""
+        row = _event_row(0, {"kind": kind, "payload": payload, "tenant": tenant, "idem_key": idem_key, "at": at})
+        arow = _audit_row(audit)
+        with self._write(lock=JOURNAL_LOCK) as conn:
+            got = self._append(conn, [row])[0]
+            if got.created:
+                conn.execute(sa.insert(audit_t), {**arow, "seq": got.seq})
+        return got
+
     def events_after(self, seq: int, limit: int | None = None) -> list[EventRow]:
         """Events with a seq above ``seq``, in seq order (at most ``limit``)."""
         q = sa.select(events_t).where(events_t.c.seq > seq).order_by(events_t.c.seq)
@@ -586,6 +629,70 @@ class Store:
             return [r._asdict() for r in conn.execute(sa.select(nodes_t).order_by(nodes_t.c.name))]
 
 
+    # -- tokens and audit -------------------------------------------------------------------------
+
+    def add_token(self, token_id: str, hash_: str, name: str, role: str, tenant: str | None, created: float) -> None:
+        """Store a token's lookup id and hash (never the token); ``StoreError`` naming ``name`` or ``id``
+        when either is taken."""
+        with self._write() as conn:
+            taken = conn.execute(sa.select(tokens_t.c.id, tokens_t.c.name).where(
+                sa.or_(tokens_t.c.id == token_id, tokens_t.c.name == name))).first()
+            if taken is not None:
+                field = "name" if taken.name == name else "id"
+                raise StoreError(f"{field}: a token named {name!r} exists" if field == "name"
+                                 else f"id: token id {token_id!r} is taken")
+            conn.execute(sa.insert(tokens_t).values(id=token_id, hash=hash_, name=name, role=role, tenant=tenant,
+                                                    created=created, revoked=None))
+
+    def token(self, token_id: str) -> dict | None:
+        with self._read() as conn:
+            r = conn.execute(sa.select(tokens_t).where(tokens_t.c.id == token_id)).first()
+        return None if r is None else r._asdict()
+
+    def tokens(self) -> list[dict]:
+        """Every token, revoked ones too, oldest first (hash left out)."""
+        cols = [c for c in tokens_t.c if c.name != "hash"]
+        with self._read() as conn:
+            return [r._asdict() for r in conn.execute(sa.select(*cols).order_by(tokens_t.c.created, tokens_t.c.id))]
+
+    def has_tokens(self) -> bool:
+        """Whether any token was ever created: revoking the last one does not open the server up."""
+        with self._read() as conn:
+            return conn.execute(sa.select(tokens_t.c.id).limit(1)).first() is not None
+
+    def revoke_token(self, id_or_name: str, at: float) -> dict | None:
+        """Revoke the token with this id or name; its row (None when there is none). Idempotent."""
+        with self._write() as conn:
+            r = conn.execute(sa.select(tokens_t).where(
+                sa.or_(tokens_t.c.id == id_or_name, tokens_t.c.name == id_or_name))).first()
+            if r is None:
+                return None
+            if r.revoked is None:
+                conn.execute(sa.update(tokens_t).where(tokens_t.c.id == r.id).values(revoked=at))
+            row = r._asdict()
+            row.pop("hash")
+            row["revoked"] = row["revoked"] if row["revoked"] is not None else at
+            return row
+
+    def add_audit(self, row: dict) -> int:
+        """Append one audit row (columns of ``AUDIT_COLUMNS``); its id."""
+        arow = _audit_row(row)
+        with self._write() as conn:
+            return int(conn.execute(sa.insert(audit_t).values(**arow).returning(audit_t.c.id)).scalar_one())
+
+    def audit(self, tenant: str | None = None, after_id: int = 0, limit: int | None = 1000) -> list[dict]:
+        """Audit rows in order after ``after_id``; with ``tenant``, the rows its principals made or
+        whose target is in its subtree."""
+        q = sa.select(audit_t).where(audit_t.c.id > after_id)
+        if tenant is not None:
+            q = q.where(sa.or_(audit_t.c.tenant == tenant, audit_t.c.target_tenant == tenant))
+        q = q.order_by(audit_t.c.id)
+        if limit is not None:
+            q = q.limit(limit)
+        with self._read() as conn:
+            return [r._asdict() for r in conn.execute(q)]
+
+
 def migrate(url: str) -> None:
     """Bring the database at ``url`` to the newest schema (what opening a ``Store`` does first)."""
     Store(url).close()
@@ -704,6 +811,22 @@ def _event_row(i: int, item: dict) -> dict:
     except (TypeError, ValueError) as exc:
         raise StoreError(f"{where}.payload: not JSON ({exc})") from None
     return {"kind": kind, "payload": payload, "at": float(at), "tenant": tenant, "idem_key": idem_key}
+
+
+def _audit_row(row: dict) -> dict:
+    extra = set(row) - set(AUDIT_COLUMNS)
+    if extra:
+        raise StoreError(f"audit: unknown column(s) {sorted(extra)}")
+    for col in ("who", "role", "action", "target", "outcome"):
+        if not isinstance(row.get(col), str) or not row[col]:
+            raise StoreError(f"audit.{col}: expected a non-empty string, got {row.get(col)!r}")
+    at = row.get("at")
+    if isinstance(at, bool) or not isinstance(at, (int, float)) or not math.isfinite(at):
+        raise StoreError(f"audit.at: expected a finite number, got {at!r}")
+    out = {c: row.get(c) for c in AUDIT_COLUMNS}
+    out["at"] = float(at)
+    out["status"] = int(row.get("status") or 0)
+    return out
 
 
 def _event(r) -> EventRow:

@@ -11,7 +11,7 @@ import json
 import math
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, StreamingResponse
@@ -66,9 +66,15 @@ def _env() -> Environment:
 
 
 def mount_ui(app: FastAPI, loop: Any, model: str, accepted: dict[str, Any],
-             log_dirs: Optional[dict[str, Path]] = None) -> PassFeed:
+             log_dirs: Optional[dict[str, Path]] = None,
+             visible_for: Optional[Callable[[Request], Any]] = None) -> PassFeed:
     """The pages, their static files, ``/`` -> ``/ui/`` and the SSE stream; the feed that the
-    scheduler loop publishes each pass to (``app.state.feed``; ``close`` it to end the streams)."""
+    scheduler loop publishes each pass to (``app.state.feed``; ``close`` it to end the streams).
+    ``visible_for(request)`` is the API's tenancy rule for whoever asks (None: everything shown):
+    the pages show a user the jobs the JSON API would, and queue-level figures to everyone."""
+
+    def shown(request: Request) -> Any:
+        return visible_for(request) if visible_for is not None else None
     env = _env()
     feed = PassFeed()
     loop.pass_listeners.append(feed.publish)
@@ -108,7 +114,7 @@ def mount_ui(app: FastAPI, loop: Any, model: str, accepted: dict[str, Any],
     def jobs_page(request: Request, queue: Optional[str] = None, state: Optional[str] = None,
                   user: Optional[str] = None, limit: int = Query(500, ge=1, le=100000)) -> HTMLResponse:
         queue, state, user = queue or None, state or None, user or None
-        jobs = views.list_jobs(loop, accepted, state, queue, limit, user)["jobs"]
+        jobs = views.list_jobs(loop, accepted, state, queue, limit, user, visible=shown(request))["jobs"]
         with loop.lock:
             names = list(loop.core.state.queues)
         return page(request, "jobs", "jobs", jobs=jobs, queues=names, states=JOB_STATES,
@@ -117,12 +123,14 @@ def mount_ui(app: FastAPI, loop: Any, model: str, accepted: dict[str, Any],
     @app.get("/ui/jobs/{jid}", include_in_schema=False)
     def job_page(request: Request, jid: str) -> HTMLResponse:
         try:
-            return page(request, "job", f"job {jid}", **job_story(jid))
+            return page(request, "job", f"job {jid}", **job_story(jid, shown(request)))
         except views.NotFound as exc:
             return missing(request, exc)
 
-    def job_story(jid: str) -> dict[str, Any]:
+    def job_story(jid: str, visible: Any) -> dict[str, Any]:
         job = views.job_view(loop, jid, accepted)
+        if visible is not None and not visible(job["queue"], job["spec"].get("user")):
+            raise views.NotFound("job", f"job: no job {jid!r}")
         ex = views.explain(loop, jid, accepted)
         events = views.job_events(loop, jid, accepted)["events"]
         with loop.lock:
@@ -145,7 +153,7 @@ def mount_ui(app: FastAPI, loop: Any, model: str, accepted: dict[str, Any],
 
     @app.get("/ui/preemptions", include_in_schema=False)
     def preemptions_page(request: Request, limit: int = Query(200, ge=1, le=10000)) -> HTMLResponse:
-        rows = views.preemptions(loop, 10**9)["preemptions"]
+        rows = views.preemptions(loop, 10**9, visible=shown(request))["preemptions"]
         by_rule: dict[str, int] = {}
         matrix: dict[tuple[str, str], int] = {}
         for p in rows:

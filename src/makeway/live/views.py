@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from makeway.core.pending import explain_pending
 from makeway.live.core import TERMINAL
@@ -42,7 +42,16 @@ def pending_info(core: Any, jid: str) -> dict[str, Any]:
             "blocking": info.blocking, "values": info.values}
 
 
-def job_view(loop: Any, jid: str, accepted: dict[str, dict[str, Any]]) -> dict[str, Any]:
+Visible = Optional[Callable[[str, Optional[str]], bool]]
+"""Whether a job of (queue, user) is shown to whoever asks: the API's tenancy rule; None shows all."""
+
+
+def _shown(visible: Visible, queue: str, user: Optional[str]) -> bool:
+    return visible is None or visible(queue, user)
+
+
+def job_view(loop: Any, jid: str, accepted: dict[str, dict[str, Any]],
+             tenant_of: Optional[Callable[[str], str]] = None) -> dict[str, Any]:
     with loop.lock:
         job = loop.core.jobs.get(jid)
         if job is not None:
@@ -56,23 +65,26 @@ def job_view(loop: Any, jid: str, accepted: dict[str, dict[str, Any]]) -> dict[s
     spec = accepted.get(jid)
     if spec is None:
         raise NotFound("job", f"job: no job {jid!r}")
-    return {"id": jid, "queue": spec["queue"], "tenant": "default", "state": "pending", "submitted": None,
+    tenant = tenant_of(spec["queue"]) if tenant_of is not None else "default"
+    return {"id": jid, "queue": spec["queue"], "tenant": tenant, "state": "pending", "submitted": None,
             "ended": None, "message": "accepted; not yet seen by the scheduler", "spec": spec, "reason": None,
             "attempts": [], "node": None, "pending": {"code": "accepted", "message": "accepted", "position": None}}
 
 
 def list_jobs(loop: Any, accepted: dict[str, dict[str, Any]], state: Optional[str] = None,
-              queue: Optional[str] = None, limit: int = 1000, user: Optional[str] = None) -> dict[str, Any]:
+              queue: Optional[str] = None, limit: int = 1000, user: Optional[str] = None,
+              visible: Visible = None, tenant_of: Optional[Callable[[str], str]] = None) -> dict[str, Any]:
     out = []
     with loop.lock:
         core = loop.core
         reasons = None
         for job in core.jobs.values():
             if (state and job.state != state) or (queue and job.queue != queue) \
-                    or (user and job.spec.get("user") != user):
+                    or (user and job.spec.get("user") != user) or not _shown(visible, job.queue, job.spec.get("user")):
                 continue
             v = {"id": job.id, "queue": job.queue, "state": job.state, "submitted": job.submitted,
-                 "ended": job.ended, "priority": job.spec.get("priority", 0), "user": job.spec.get("user")}
+                 "ended": job.ended, "priority": job.spec.get("priority", 0), "tenant": job.tenant,
+                 "user": job.spec.get("user")}
             atts = [core.attempts[a] for a in job.live]
             v["node"] = ",".join(sorted({a.node for a in atts})) or None
             code = position = None
@@ -94,9 +106,10 @@ def list_jobs(loop: Any, accepted: dict[str, dict[str, Any]], state: Optional[st
             if jid in core.jobs:
                 accepted.pop(jid, None)
             elif (not state or state == "pending") and (not queue or spec["queue"] == queue) \
-                    and (not user or spec.get("user") == user):
+                    and (not user or spec.get("user") == user) and _shown(visible, spec["queue"], spec.get("user")):
                 out.append({"id": jid, "queue": spec["queue"], "state": "pending", "submitted": None,
                             "ended": None, "priority": spec.get("priority", 0), "user": spec.get("user"),
+                            "tenant": tenant_of(spec["queue"]) if tenant_of is not None else "default",
                             "node": None, "reason_code": "accepted", "position": None, "reason": None})
     return {"jobs": out, "now": loop.service_now()}
 
@@ -229,7 +242,7 @@ def queue_board(loop: Any, model: str) -> dict[str, Any]:
     return {"queues": ordered, "model": model, "resources": resources, "scale": scale, "capacity": capacity}
 
 
-def queue_pending(loop: Any, name: str) -> dict[str, Any]:
+def queue_pending(loop: Any, name: str, visible: Visible = None) -> dict[str, Any]:
     with loop.lock:
         core = loop.core
         if name not in core.state.queues:
@@ -237,7 +250,8 @@ def queue_pending(loop: Any, name: str) -> dict[str, Any]:
         reasons = all_pending(core)
         leaves = set(core.state.descendants(name))
         rows = [{"job": wid, "queue": r.queue, "position": r.position, "code": r.code, "message": r.message}
-                for wid, r in reasons.items() if r.queue in leaves]
+                for wid, r in reasons.items() if r.queue in leaves
+                and _shown(visible, r.queue, core.state.workloads[wid].user)]
     rows.sort(key=lambda r: (r["queue"], r["position"] or 0, r["job"]))
     return {"queue": name, "pending": rows}
 
@@ -291,11 +305,13 @@ def work_lost(core: Any, attempt_id: str, now: float) -> tuple[float, dict[str, 
     return secs, {k: v * secs for k, v in res.items()}
 
 
-def preemptions(loop: Any, limit: int = 100) -> dict[str, Any]:
+def preemptions(loop: Any, limit: int = 100, visible: Visible = None) -> dict[str, Any]:
     out = []
     with loop.lock:
         core = loop.core
         for job in core.jobs.values():
+            if not _shown(visible, job.queue, job.spec.get("user")):
+                continue
             for p in job.preemptions:
                 pj = preemptor_job(core, p.get("preemptor"))
                 out.append({"victim": job.id, **p, "queue": job.queue, "preemptor_job": pj,
