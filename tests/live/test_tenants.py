@@ -57,7 +57,7 @@ class Svc:
         self.loop = SchedulerLoop(parse_config(CFG), self.store, recovery_grace=0, clock=self.clock)
         self.loop.recover()
         self.app = create_app(self.loop, self.loop.cfg, self.store, auth=Authenticator(self.store, clock=self.clock))
-        self.client = TestClient(self.app)
+        self.client = TestClient(self.app.state.asgi)  # as served: submits take the fast path
 
     def as_(self, who: str | None) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.tokens[who]}"} if who else {}
@@ -398,3 +398,18 @@ def test_a_cached_look_up_does_not_read_the_store(svc):
     assert not auth.needs_store(header) and not auth.needs_store("Bearer not-a-token") and not auth.needs_store(None)
     svc.clock.t += 2
     assert auth.needs_store(header)
+
+
+def test_the_web_ui_shows_a_user_only_what_the_api_would(svc):
+    """The pages follow the same tenancy rule as the JSON API: bob's job is not on alice's job list,
+    its page is a 404, and its preemptions are not in her feed; queue-level figures stay visible."""
+    assert svc.req("alice", "POST", "/v1/jobs", json=job("a1", "a-dev")).status_code == 201
+    assert svc.req("bob", "POST", "/v1/jobs", json=job("b1", "b-dev")).status_code == 201
+    svc.step()
+    page = svc.req("alice", "GET", "/ui/jobs")
+    assert page.status_code == 200 and "a1" in page.text and "b1" not in page.text
+    assert svc.req("alice", "GET", "/ui/jobs/b1").status_code == 404
+    assert svc.req("admin", "GET", "/ui/jobs/b1").status_code == 200
+    assert "b-dev" in svc.req("alice", "GET", "/ui/queues").text
+    assert svc.req(None, "GET", "/ui/jobs").status_code == 401
+    assert svc.req(None, "POST", "/v1/jobs", json=job("anon", "a-dev")).status_code == 401
