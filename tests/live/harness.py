@@ -50,8 +50,9 @@ class Served:
     """One `makeway serve` subprocess with a local agent."""
 
     def __init__(self, config: Path, db: str, workdir: Path, recovery_grace: float = 3.0, local_agent: bool = True,
-                 extra: list[str] = (), env: dict[str, str] | None = None):
+                 extra: list[str] = (), env: dict[str, str] | None = None, launcher: "Launcher | None" = None):
         self.config, self.db, self.workdir = config, db, workdir
+        self.launcher = launcher
         self.recovery_grace = recovery_grace
         self.local_agent = local_agent
         self.extra = list(extra)
@@ -63,11 +64,15 @@ class Served:
 
     def start(self, timeout: float = 60.0) -> "Served":
         env = {**os.environ, "MAKEWAY_SERVER": self.url, "PYTHONUNBUFFERED": "1", **self.env}
-        self.out = self.log.open("a")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "makeway", "serve", str(self.config), "--db", self.db, "--port", str(self.port),
-             *(["--local-agent", "--agent-dir", str(self.workdir / "agent")] if self.local_agent else []),
-             "--recovery-grace", str(self.recovery_grace), *self.extra], stdout=self.out, stderr=subprocess.STDOUT, env=env, cwd=self.workdir)
+        args = ["serve", str(self.config), "--db", self.db, "--port", str(self.port),
+                *(["--local-agent", "--agent-dir", str(self.workdir / "agent")] if self.local_agent else []),
+                "--recovery-grace", str(self.recovery_grace), *self.extra]
+        if self.launcher is not None:
+            self.proc = self.launcher.spawn(args, env, self.workdir, self.log)
+        else:
+            self.out = self.log.open("a")
+            self.proc = subprocess.Popen([sys.executable, "-m", "makeway", *args], stdout=self.out,
+                                         stderr=subprocess.STDOUT, env=env, cwd=self.workdir)
         wait_for(lambda: not self._dead() and httpx.get(self.url + "/healthz", timeout=2).status_code == 200,
                  timeout, "the server to listen")
         return self
@@ -185,3 +190,182 @@ def dump(s: Served) -> str:
         return json.dumps(s.get("/v1/jobs"), indent=1)[:4000] + "\n" + s.log.read_text()[-4000:]
     except Exception as exc:  # noqa: BLE001 - diagnostics only
         return f"(no dump: {exc})"
+
+
+def duplicate_starts(tmp: Path) -> list[str]:
+    """(task, attempt) pairs whose start marker appears more than once: one attempt started twice."""
+    from collections import Counter
+
+    seen = Counter((m[1], m[2]) for m in markers(tmp) if m[0] == "start")
+    return [f"{t} attempt {a} started {n} times" for (t, a), n in sorted(seen.items()) if n > 1]
+
+
+def core_problems(core: Any) -> list[str]:
+    """What must never hold in a live core: the state's own invariants broken, a task with two attempts
+    assigned or running, a task handed out to run (on any node) while another of its attempts has not
+    exited, or an allocation without exactly one attempt holding it."""
+    from makeway.live.core import ASSIGNED, EXITED, RUNNING
+
+    problems = list(core.state.check_invariants())
+    by_task: dict[str, list[Any]] = {}
+    for a in core.attempts.values():
+        by_task.setdefault(a.task, []).append(a)
+    runs: dict[str, list[str]] = {}
+    for node in core.node_live:
+        for entry in core.desired(node, 0.0)[1]:
+            if entry["action"] == "run":
+                runs.setdefault(entry["task"], []).append(entry["attempt"])
+    for task, atts in by_task.items():
+        active = [a.id for a in atts if a.state in (ASSIGNED, RUNNING)]
+        if len(active) > 1:
+            problems.append(f"{task}: attempts {active} assigned or running at once")
+        handed = runs.get(task, [])
+        if len(handed) > 1:
+            problems.append(f"{task}: attempts {handed} handed out to run at once")
+        if handed:
+            others = [a.id for a in atts if a.id != handed[0] and a.state != EXITED]
+            if others:
+                problems.append(f"{task}: {handed[0]} handed out while {others} have not exited")
+        held = [a.id for a in atts if a.held and a.state != EXITED]
+        if task in core.state.allocations and len(held) != 1:
+            problems.append(f"{task}: allocated, held by attempts {held}")
+        if task not in core.state.allocations and held:
+            problems.append(f"{task}: not allocated, yet attempts {held} hold it")
+    return problems
+
+
+def replay_checked(cfg: Any, url: str) -> tuple[int, list[str]]:
+    """Replay the journal at ``url`` pass by pass into a fresh core, checking the recorded digest and
+    ``core_problems`` after every pass; (passes replayed, problems found, each naming its pass)."""
+    from makeway.live.core import Event, LiveCore
+    from makeway.live.store import Store
+
+    store = Store(url)
+    try:
+        events, passes = store.events_after(0), store.passes_after(0)
+    finally:
+        store.close()
+    core = LiveCore(cfg)
+    problems: list[str] = []
+    i = 0
+    for p in passes:
+        batch = []
+        while i < len(events) and events[i].seq <= p.applied_seq:
+            e = events[i]
+            batch.append(Event(e.seq, e.kind, e.payload, e.at, e.tenant))
+            i += 1
+        core.run_pass(batch, p.now)
+        if core.digest != p.digest:
+            problems.append(f"pass {p.pass_no}: replay digest {core.digest[:12]} != recorded {p.digest[:12]}")
+            break
+        problems.extend(f"pass {p.pass_no}: {x}" for x in core_problems(core))
+    return len(passes), problems
+
+
+_LAUNCHER = r'''
+import json, os, sys, time, traceback
+import makeway.cli, makeway.live.agent, makeway.live.api, makeway.live.loop, makeway.live.serve, makeway.live.store
+import alembic.command, uvicorn
+from makeway.live.store import Store  # noqa: F401 - imported so a child starts warm
+
+def reply(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+for line in sys.stdin:
+    cmd = json.loads(line)
+    if cmd["op"] == "spawn":
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                fd = os.open(cmd["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+                os.dup2(fd, 1); os.dup2(fd, 2); os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+                os.chdir(cmd["cwd"])
+                os.environ.clear(); os.environ.update(cmd["env"])
+                sys.argv = ["makeway", *cmd["args"]]
+                makeway.cli.main()
+                code = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                try:
+                    sys.stdout.flush(); sys.stderr.flush()
+                finally:
+                    os._exit(code)
+        reply({"pid": pid})
+    elif cmd["op"] == "poll":
+        try:
+            got, status = os.waitpid(cmd["pid"], os.WNOHANG)
+        except ChildProcessError:
+            got, status = 0, None
+        reply({"code": os.waitstatus_to_exitcode(status) if got else None})
+'''
+
+
+class Launcher:
+    """Starts `makeway serve` processes forked from one process that has imported makeway, FastAPI,
+    SQLAlchemy and Alembic already, so a restart costs what serve itself does (migrate, replay,
+    listen) rather than seconds of imports. Each child is a real process, running the same
+    ``makeway.cli.main`` as the command, killed with real signals; ``tag`` goes on the launcher's
+    command line (and so its children's) for ``kill_leftovers``."""
+
+    def __init__(self, tag: str):
+        import threading
+
+        self.lock = threading.Lock()
+        self.proc = subprocess.Popen([sys.executable, "-c", _LAUNCHER, tag], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, cwd=REPO)
+
+    def call(self, **cmd: Any) -> dict:
+        with self.lock:
+            assert self.proc.stdin is not None and self.proc.stdout is not None
+            self.proc.stdin.write(json.dumps(cmd) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        if not line:
+            raise AssertionError(f"the launcher died ({self.proc.poll()})")
+        return json.loads(line)
+
+    def spawn(self, args: list[str], env: dict[str, str], cwd: Path, log: Path) -> "Forked":
+        return Forked(self, self.call(op="spawn", args=args, env=env, cwd=str(cwd), log=str(log))["pid"])
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+class Forked:
+    """A launcher's child with the part of ``subprocess.Popen``'s interface the harness uses."""
+
+    def __init__(self, launcher: Launcher, pid: int):
+        self.launcher, self.pid = launcher, pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.returncode = self.launcher.call(op="poll", pid=self.pid)["code"]
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(f"pid {self.pid}", timeout)
+            time.sleep(0.02)
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, sig)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)

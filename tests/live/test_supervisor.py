@@ -213,6 +213,7 @@ def test_an_expired_lease_kills_the_task(tmp_path):
     started(d)
     ended = finished(d, timeout=3)
     assert ended["signal"] == signal.SIGKILL
+    assert ended["error"].startswith("lease expired"), "not the task's own end: the agent reports it lost"
     assert sup.wait(5) == 0
     assert read(d / "notice.json")["kind"] == "lease-expired"
 

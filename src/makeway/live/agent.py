@@ -429,7 +429,7 @@ class Agent:
             local = self.scan()
             unacked = {r["attempt"] for r in self._reports if r["seq"] > self._acked}
             attempts = [{"attempt": a.attempt, "state": "exited" if a.state == "exited" else "running",
-                         "exit_code": a.exit_code, "signal": a.signal}
+                         "exit_code": a.exit_code, "signal": a.signal, **({"lost": True} if a.lost else {})}
                         for a in local.values() if a.state != "exited" or a.attempt in unacked]
         sent_at = time.time()
         body = self._post("/v1/agent/register", {"node": self.node, "capacity": self.capacity, "labels": self.labels,

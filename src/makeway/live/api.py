@@ -547,7 +547,8 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
                     continue
                 if rep.get("state") == "exited" and a.state != "exited":
                     events.append(("exited", {"attempt": a.id, "node": node, "exit_code": rep.get("exit_code"),
-                                              "signal": rep.get("signal")}))
+                                              "signal": rep.get("signal"),
+                                              **({"lost": True} if rep.get("lost") else {})}))
                 elif rep.get("state") == "running" and a.state == "assigned":
                     events.append(("started", {"attempt": a.id, "node": node}))
         for kind, payload in events:

@@ -153,6 +153,7 @@ class Supervisor:
         self.deadline: Optional[float] = None
         self.lease: Optional[Path] = None
         self.next_lease_check = 0.0
+        self.lease_expired = False
         self.terminate = False
 
     # -- setup ---------------------------------------------------------------------------------
@@ -223,6 +224,9 @@ class Supervisor:
         assert self.child is not None
         self.child.wait()
         self._drain()
+        if self.lease_expired and record["exit_code"] != 0:
+            # not the task's own end: the agent reports it lost, so the task runs again, not failing its job
+            record["error"] = "lease expired: killed by its supervisor"
         crash_point("exit")
         write_json_atomic(self.dir / "exit.json", record)
         return 0
@@ -282,6 +286,7 @@ class Supervisor:
         lease = read_json(self.lease)
         expires = lease.get("expires") if lease else None
         if isinstance(expires, (int, float)) and now > expires:
+            self.lease_expired = True
             self._stop(signal.SIGKILL, now, {"kind": "lease-expired", "reason": None, "preemptor": None,
                                              "deadline": now})
 
