@@ -127,7 +127,7 @@ def test_kill_the_leader_the_standby_takes_over(tmp, pg_database):
 
         t0 = time.monotonic()
         for i in range(6):  # 4 run at once (through the kill), 2 wait
-            submit(f"j{i}", 4.0 if i < 4 else 1.0, 5)
+            submit(f"j{i}", 5.0 if i < 4 else 1.0, 5)
         starts = lambda: {m[1]: m for m in markers(tmp) if m[0] == "start"}  # noqa: E731
         running = wait_for(lambda: len(starts()) == 4 and starts(), 30, "four tasks to start")
 

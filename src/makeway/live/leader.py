@@ -106,6 +106,7 @@ class PgAdvisoryLock(LeaderLock):
         self.key, self.poll = key, poll
         self._conn: Optional[sa.Connection] = None
         self._held = False
+        self.error: Optional[str] = None
         self._closed = threading.Event()
         self._guard = threading.Lock()
 
@@ -132,17 +133,23 @@ class PgAdvisoryLock(LeaderLock):
                 got = bool(self._connection().execute(sa.text("SELECT pg_try_advisory_lock(:k)"),
                                                       {"k": self.key}).scalar_one())
             except sa.exc.DBAPIError as exc:
-                log.warning("leader lock: %s", str(exc.orig or exc).strip().splitlines()[0])
+                self.error = str(exc.orig or exc).strip().splitlines()[0]
                 self._drop()
                 return False
+            self.error = None
             self._held = got
             return got
 
     def wait(self, stop: threading.Event) -> bool:
         """Try every ``poll`` seconds until the lock is ours (True) or ``stop`` is set (False)."""
+        told = None
         while not stop.is_set() and not self._closed.is_set():
             if self.try_acquire():
                 return True
+            if self.error != told:
+                told = self.error
+                if told:
+                    log.warning("leader lock: %s; trying again", told)
             stop.wait(self.poll)
         return False
 
