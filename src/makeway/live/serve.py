@@ -138,12 +138,6 @@ class Server:
         self.agents: list[Any] = []
         self.failed: Optional[BaseException] = None
         self._stopping = threading.Event()
-        if self.leading:
-            try:
-                self._lead()
-            except BaseException:
-                self.close()
-                raise
         server = self
 
         class _Uvicorn(uvicorn.Server):
@@ -153,6 +147,12 @@ class Server:
 
         self.uvicorn = _Uvicorn(uvicorn.Config(self.gate, host=self.host, port=self.port, log_level=log_level,
                                                access_log=False, timeout_graceful_shutdown=2))
+        if self.leading:
+            try:
+                self._lead()
+            except BaseException:
+                self.close()
+                raise
 
     @property
     def url(self) -> str:
