@@ -466,7 +466,9 @@ def import_config(
 
 @app.command()
 def agent(
-    server: Optional[str] = typer.Option(None, "--server", envvar="MAKEWAY_SERVER", help="server URL (env MAKEWAY_SERVER)"),
+    server: Optional[str] = typer.Option(None, "--server", envvar="MAKEWAY_SERVER",
+                                         help="server URL, or URL1,URL2 for a leader and its standbys "
+                                              "(env MAKEWAY_SERVER)"),
     node: Optional[str] = typer.Option(None, "--node", help="node name (default: this machine's host name)"),
     capacity: Optional[str] = typer.Option(None, "--capacity", help="e.g. cpu=4,memory=8Gi (default: this machine's)"),
     labels: Optional[str] = typer.Option(None, "--labels", help="k=v,... offered to the scheduler"),
@@ -480,11 +482,11 @@ def agent(
     import socket
 
     from makeway.live.agent import Agent, machine_capacity, parse_capacity, parse_pairs
+    from makeway.live.client import parse_servers
 
     if not server:
         raise fail("--server: required (or set MAKEWAY_SERVER)")
-    if not server.startswith(("http://", "https://")):
-        raise fail(f"--server: {server!r} is not an http:// or https:// URL")
+    servers = parse_servers(server)
     node = node or socket.gethostname()
     cap = parse_capacity(capacity) if capacity else machine_capacity()
     if not cap:
@@ -497,13 +499,13 @@ def agent(
     except OSError as exc:
         raise fail(f"--workdir: cannot create {workdir}: {exc.strerror}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
-    worker = Agent(server, node, cap, parse_pairs(labels, "--labels"), workdir)
+    worker = Agent(servers, node, cap, parse_pairs(labels, "--labels"), workdir)
 
     def _interrupt(signum, frame):
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, _interrupt)
-    typer.echo(f"makeway agent: node {node} -> {server} (workdir {workdir})", err=True)
+    typer.echo(f"makeway agent: node {node} -> {', '.join(servers)} (workdir {workdir})", err=True)
     worker.run()
 
 

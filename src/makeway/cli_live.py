@@ -17,7 +17,8 @@ import typer
 
 from makeway.cli import app, fail
 
-SERVER = typer.Option(None, "--server", help="makeway server URL (default: $MAKEWAY_SERVER or http://127.0.0.1:8642)")
+SERVER = typer.Option(None, "--server", help="makeway server URL, or URL1,URL2 to fail over to a standby "
+                                             "(default: $MAKEWAY_SERVER or http://127.0.0.1:8642)")
 OUTPUT = typer.Option("table", "--output", "-o", help="table or json")
 TOKEN = typer.Option(None, "--token", help="bearer token (default: $MAKEWAY_TOKEN)", show_default=False)
 
@@ -82,7 +83,10 @@ def serve(
     suspect_after: float = typer.Option(10.0, "--suspect-after", min=0, max=86400,
                                         help="seconds of agent silence after which a node gets no new starts"),
 ) -> None:
-    """Run the live scheduler: REST API, one scheduler loop, durable journal; prints the URL it listens on."""
+    """Run the live scheduler: REST API, one scheduler loop, durable journal; prints the URL it listens on.
+
+    A second serve on the same PostgreSQL database is a standby that takes over when the first one
+    stops; on a SQLite file it is refused (exit 2)."""
     import logging
 
     from makeway.config import load_config
@@ -103,7 +107,12 @@ def serve(
         typer.echo(server.access_note)
         sys.stdout.flush()
 
-    server.run(on_listen=listening)
+    def standing_by(u: str) -> None:
+        typer.echo(f"makeway standby for {cfg.name} on {u}: another serve leads this database; "
+                   "taking over when it stops", err=False)
+        sys.stdout.flush()
+
+    server.run(on_listen=listening, on_standby=standing_by)
 
 
 def _read_job(path: str) -> dict[str, Any]:

@@ -17,6 +17,10 @@ Three activities share one lock over the attempt directories:
   requeues them.
 
 :func:`reconcile` is pure (desired set + local attempts -> actions) and tested without processes.
+
+With several servers (a PostgreSQL leader and its standbys) the agent talks to one at a time and
+moves to the next on a connection error, a 503 (a standby) or an answer from an epoch older than the
+newest it has seen (a stale leader), registering there; the tasks run on meanwhile.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from makeway.errors import ConfigError
 from makeway.live.crash import crash_point
@@ -213,15 +217,24 @@ class Unregistered(Exception):
     """The server does not know this node or this epoch (404/409): register again."""
 
 
+class Unavailable(Exception):
+    """This server does not lead (503: a standby, or its scheduler stopped), or it answers for an
+    epoch older than one already seen (a stale leader): try the next server and register there."""
+
+
 class Agent:
     """Runs one node's attempts for a makeway server; ``run()`` blocks until ``stop()``."""
 
-    def __init__(self, server_url: str, node: str, capacity: Mapping[str, Any], labels: Optional[Mapping[str, str]] = None,
+    def __init__(self, server_url: str | Sequence[str], node: str, capacity: Mapping[str, Any], labels: Optional[Mapping[str, str]] = None,
                  workdir: str | Path = ".", *, heartbeat_interval: Optional[float] = None, poll_wait: float = 20.0,
                  http_timeout: float = 10.0, token: Optional[str] = None) -> None:
         import httpx
 
-        self.server = server_url.rstrip("/")
+        from makeway.live.client import parse_servers
+
+        self.servers = (parse_servers(server_url) if isinstance(server_url, str)
+                        else parse_servers(",".join(server_url)))
+        self._current = 0
         self.node = node
         self.capacity = dict(capacity)
         self.labels = dict(labels or {})
@@ -243,6 +256,7 @@ class Agent:
         self._stopping = threading.Event()
         self._wake = threading.Event()
         self._registered = threading.Event()
+        self._tried = 0  # servers that failed in a row
         self._spawned: dict[Path, subprocess.Popen] = {}
         self._final: dict[Path, Local] = {}
         self._dirs: dict[str, Path] = {}
@@ -251,6 +265,25 @@ class Agent:
         self._reports: list[dict] = []
         self._load_reports()
         self._acked = int((read_json(self.workdir / "acked.json") or {}).get("acked", 0))
+
+    @property
+    def server(self) -> str:
+        """The server this agent talks to now (one of ``servers``)."""
+        return self.servers[self._current]
+
+    def _next_server(self, why: BaseException) -> bool:
+        """Move to the next server (registering there); True when every server was tried since the
+        last success, so the caller should back off."""
+        if len(self.servers) > 1:
+            old = self.server
+            self._current = (self._current + 1) % len(self.servers)
+            self._registered.clear()
+            log.info("server %s: %s; trying %s", old, why, self.server)
+        self._tried += 1
+        if self._tried >= len(self.servers):
+            self._tried = 0
+            return True
+        return False
 
     # -- reports, kept on disk ------------------------------------------------------------------
     def _load_reports(self) -> None:
@@ -416,8 +449,14 @@ class Agent:
         r = self.http.post(self.server + path, json=body)
         if r.status_code in (404, 409):
             raise Unregistered(f"{path}: {r.status_code} {r.text[:200]}")
+        if r.status_code == 503:
+            raise Unavailable(f"{path}: 503 {r.text[:200]}")
         r.raise_for_status()
         return r.json()
+
+    def _check_epoch(self, epoch: int, what: str) -> None:
+        if epoch < self.newest_epoch:
+            raise Unavailable(f"{what}: epoch {epoch} is older than {self.newest_epoch} (a stale leader)")
 
     def _refresh_lease(self, sent_at: float) -> None:
         if self.lease:
@@ -434,6 +473,7 @@ class Agent:
         sent_at = time.time()
         body = self._post("/v1/agent/register", {"node": self.node, "capacity": self.capacity, "labels": self.labels,
                                                  "attempts": attempts})
+        self._check_epoch(int(body["epoch"]), "register")
         self.epoch = int(body["epoch"])
         self.newest_epoch = max(self.newest_epoch, self.epoch)
         if self.fixed_interval is None and body.get("heartbeat_interval"):
@@ -449,6 +489,8 @@ class Agent:
         reports = self.unacked()
         sent_at = time.time()
         body = self._post("/v1/agent/heartbeat", {"node": self.node, "epoch": self.epoch, "reports": reports})
+        if body.get("epoch") is not None:
+            self._check_epoch(int(body["epoch"]), "heartbeat")
         acked = int(body.get("acked", 0))
         self._refresh_lease(sent_at)
         with self._lock:
@@ -462,15 +504,20 @@ class Agent:
                           params={"node": self.node, "version": self.version, "wait": self.poll_wait})
         if r.status_code in (404, 409):
             raise Unregistered(f"/v1/agent/desired: {r.status_code}")
+        if r.status_code == 503:
+            raise Unavailable(f"/v1/agent/desired: 503 {r.text[:200]}")
         r.raise_for_status()
         body = r.json()
         epoch = int(body.get("epoch", -1))
         if epoch > (self.epoch if self.epoch is not None else -1):
             self.newest_epoch = max(self.newest_epoch, epoch)
             raise Unregistered(f"server epoch {epoch} is newer than {self.epoch}")
-        if epoch < self.newest_epoch or epoch != self.epoch:
+        if epoch < self.newest_epoch:
             log.info("ignored a desired set from epoch %s (newest %s)", epoch, self.newest_epoch)
-            return None
+            raise Unavailable(f"/v1/agent/desired: epoch {epoch} is older than {self.newest_epoch} (a stale leader)")
+        if epoch != self.epoch:
+            log.info("ignored a desired set from epoch %s (registered under %s)", epoch, self.epoch)
+            raise Unregistered(f"server epoch {epoch} is not {self.epoch}")
         self.version = body.get("version", -1)
         return list(body.get("attempts") or [])
 
@@ -502,6 +549,8 @@ class Agent:
 
     def run(self) -> None:
         """Register, then long-poll and reconcile until ``stop()`` (or KeyboardInterrupt)."""
+        import httpx
+
         beats = threading.Thread(target=self._heartbeats, name="makeway-agent-heartbeat", daemon=True)
         beats.start()
         backoff = 0.2
@@ -514,9 +563,18 @@ class Agent:
                     if desired is not None:
                         self.reconcile_with(desired)
                     backoff = 0.2
+                    self._tried = 0
                 except Unregistered as exc:
                     log.info("%s; registering again", exc)
                     self._registered.clear()
+                except (Unavailable, httpx.TransportError) as exc:
+                    if self._stopping.is_set():
+                        break
+                    if self._next_server(exc):
+                        if len(self.servers) == 1:
+                            log.warning("server %s: %s", self.server, exc)
+                        self._stopping.wait(backoff)
+                        backoff = min(backoff * 2, 5.0 if len(self.servers) == 1 else 2.0)
                 except Exception as exc:
                     if self._stopping.is_set():
                         break

@@ -4,6 +4,12 @@ It sends ``Authorization: Bearer <token>`` from ``--token`` or ``MAKEWAY_TOKEN``
 
 Server answers become ``MakewayError`` lines naming the field (the API's 4xx body), so a bad job file
 is exit status 2 with the same message a local check would give.
+
+``--server`` may list several servers (``URL1,URL2``: a leader and its standbys on one PostgreSQL
+database). A request goes to the server that answered last; on a 503 (a standby, or a server
+whose scheduler stopped) or when a server cannot be reached, the next one is tried. A request that
+may have reached a server before its connection broke is retried only when repeating it is
+harmless: a GET, or a write carrying an ``Idempotency-Key``.
 """
 
 from __future__ import annotations
@@ -22,25 +28,60 @@ class ServerError(MakewayError):
     """The server refused a request or could not be reached."""
 
 
+def parse_servers(text: Optional[str], option: str = "--server") -> list[str]:
+    """``"http://a:1,http://b:2"`` -> the URLs, in order; a ``ServerError`` naming ``option`` otherwise."""
+    urls = [u.strip().rstrip("/") for u in (text or "").split(",") if u.strip()]
+    if not urls:
+        raise ServerError(f"{option}: no server URL given")
+    for u in urls:
+        if not u.startswith(("http://", "https://")):
+            raise ServerError(f"{option}: {u!r} is not an http(s) URL")
+    return list(dict.fromkeys(urls))
+
+
+def server_urls(explicit: Optional[str]) -> list[str]:
+    return parse_servers(explicit or os.environ.get("MAKEWAY_SERVER") or DEFAULT_SERVER)
+
+
 def server_url(explicit: Optional[str]) -> str:
-    url = explicit or os.environ.get("MAKEWAY_SERVER") or DEFAULT_SERVER
-    if not url.startswith(("http://", "https://")):
-        raise ServerError(f"--server: {url!r} is not an http(s) URL")
-    return url.rstrip("/")
+    """The first of the servers given (``server_urls`` for all of them)."""
+    return server_urls(explicit)[0]
 
 
 class Client:
-    def __init__(self, server: Optional[str] = None, timeout: float = 30.0, token: Optional[str] = None):
-        self.base = server_url(server)
+    def __init__(self, server: Optional[str] = None, timeout: float = 30.0, token: Optional[str] = None,
+                 transport: Optional[httpx.BaseTransport] = None):
+        self.servers = server_urls(server)
+        self.base = self.servers[0]
         token = token or os.environ.get("MAKEWAY_TOKEN")
         headers = {"Authorization": f"Bearer {token}"} if token else None
-        self.http = httpx.Client(base_url=self.base, timeout=timeout, headers=headers)
+        self.http = httpx.Client(timeout=timeout, transport=transport, headers=headers)
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
-        try:
-            resp = self.http.request(method, path, **kwargs)
-        except httpx.HTTPError as exc:
-            raise ServerError(f"--server: cannot reach {self.base}: {exc}") from None
+        retry_safe = method == "GET" or any(k.lower() == "idempotency-key" for k in (kwargs.get("headers") or {}))
+        start = self.servers.index(self.base)
+        order = self.servers[start:] + self.servers[:start]
+        failures = []
+        resp = None
+        for i, base in enumerate(order):
+            try:
+                resp = self.http.request(method, base + path, **kwargs)
+            except httpx.ConnectError as exc:  # never reached the server: always safe to try the next
+                failures.append(f"{base}: {exc}")
+                continue
+            except httpx.HTTPError as exc:
+                failures.append(f"{base}: {exc}")
+                if retry_safe:
+                    continue
+                raise ServerError(f"--server: {base}: {exc} (the request may or may not have been applied; "
+                                  "repeat it with an Idempotency-Key to be sure)") from None
+            if resp.status_code == 503 and i + 1 < len(order):
+                failures.append(f"{base}: 503")
+                continue
+            self.base = base
+            break
+        if resp is None:
+            raise ServerError(f"--server: cannot reach {'; '.join(failures)}")
         if resp.status_code >= 400:
             try:
                 detail = resp.json().get("detail")
@@ -72,4 +113,4 @@ class Client:
         return self.request("POST", f"/v1/jobs/{job}/preempt")
 
 
-__all__ = ["Client", "DEFAULT_SERVER", "ServerError", "server_url"]
+__all__ = ["Client", "DEFAULT_SERVER", "ServerError", "parse_servers", "server_url", "server_urls"]

@@ -258,7 +258,7 @@ class SchedulerLoop:
             elif quiet > self.suspect_after and not flagged:
                 out.append(("silent", {"node": node, "silent": True, "silent_for": round(quiet, 3)}))
         for kind, payload in out:
-            self.store.append_event(kind, payload, at=self.service_now())
+            self.store.append_event_as(self.epoch, kind, payload, at=self.service_now())
         return out
 
     def _check_ready(self) -> bool:

@@ -11,7 +11,8 @@ Two properties the scheduler loop relies on, and how each backend keeps them:
   never become visible after one with a higher ``seq``. SQLite has one writer at a time (the writer
   takes the lock at ``BEGIN IMMEDIATE``); PostgreSQL hands out sequence values before commit, so
   appends hold a transaction-scoped advisory lock (``JOURNAL_LOCK``) and commit in ``seq`` order.
-* A stale leader must not commit a pass (``expect_epoch``): the pass first updates the ``epoch``
+* A stale leader must not commit a pass (``expect_epoch``), nor journal a node silent or lost
+  (``append_event_as``): the transaction first updates the ``epoch``
   row under its expected value; if another process bumped it, 0 rows match and ``StaleLeader`` is
   raised before anything is written. On PostgreSQL that row lock also orders the pass against a
   concurrent ``bump_epoch``.
@@ -340,6 +341,14 @@ class Store:
         return self.append_events([{"kind": kind, "payload": payload, "tenant": tenant,
                                     "idem_key": idem_key, "at": at}])[0]
 
+    def append_event_as(self, epoch: int, kind: str, payload: dict, *, at: float) -> Appended:
+        """Commit one input the scheduler itself decided (a node gone silent or lost) only while
+        ``epoch`` is current: a stale leader's view of the agents is stale too (``StaleLeader``)."""
+        row = _event_row(0, {"kind": kind, "payload": payload, "at": at})
+        with self._write(lock=JOURNAL_LOCK) as conn:
+            self._check_epoch(conn, epoch, f"{kind} event")
+            return self._append_one(conn, row)
+
     def append_events(self, items: Iterable[dict]) -> list[Appended]:
         """Commit a batch of inputs in one transaction, in order; one ``Appended`` per item.
 
@@ -467,12 +476,7 @@ class Store:
             dec_rows.append({"pass_no": pass_no, **{c: d.get(c) for c in _DECISION_COLUMNS}})
         with self._write() as conn:
             if expect_epoch is not None:
-                hit = conn.execute(
-                    sa.update(meta_t).where(meta_t.c.key == "epoch", meta_t.c.value == str(int(expect_epoch)))
-                    .values(value=meta_t.c.value)
-                ).rowcount
-                if hit != 1:
-                    raise StaleLeader(f"pass {pass_no}: epoch {expect_epoch} is no longer current")
+                self._check_epoch(conn, expect_epoch, f"pass {pass_no}")
             for name, rows in (("jobs", jobs), ("attempts", attempts), ("nodes", nodes)):
                 self._upsert(conn, name, rows)
             if dec_rows:
@@ -485,6 +489,17 @@ class Store:
                 conn.execute(sa.delete(snapshots_t).where(snapshots_t.c.pass_no.not_in(keep.scalar_subquery())))
             conn.execute(sa.insert(passes_t).values(pass_no=pass_no, applied_seq=applied_seq, now=now,
                                                   digest=digest))
+
+    @staticmethod
+    def _check_epoch(conn: Connection, epoch: int, what: str) -> None:
+        """Touch the ``epoch`` row under its expected value, or raise ``StaleLeader``; the row lock this
+        takes on PostgreSQL orders the transaction against a concurrent ``bump_epoch``."""
+        hit = conn.execute(
+            sa.update(meta_t).where(meta_t.c.key == "epoch", meta_t.c.value == str(int(epoch)))
+            .values(value=meta_t.c.value)
+        ).rowcount
+        if hit != 1:
+            raise StaleLeader(f"{what}: epoch {epoch} is no longer current (another server leads now)")
 
     def _upsert(self, conn: Connection, name: str, rows: Iterable[dict]) -> None:
         table, pk = _QUERY_TABLES[name]
