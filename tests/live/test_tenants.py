@@ -293,8 +293,7 @@ def test_an_open_server_keeps_to_loopback_and_says_so(tmp_path):
             assert c.post("/v1/agent/register", headers={"Authorization": f"Bearer {srv.agent_token}"},
                           json={"node": "n1", "capacity": {"cpu": 1}}).status_code == 200
     finally:
-        srv.app.state.committer.close()
-        srv.store.close()
+        srv.close()  # the committer, the leader lock and the database
     with Store(url) as st:
         create_token(st, "admin")
     srv = Server(cfg, url, host="0.0.0.0", port=0)
@@ -305,8 +304,7 @@ def test_an_open_server_keeps_to_loopback_and_says_so(tmp_path):
             assert c.post("/v1/agent/register", headers={"Authorization": f"Bearer {srv.agent_token}"},
                           json={"node": "n1", "capacity": {"cpu": 1}}).status_code == 200
     finally:
-        srv.app.state.committer.close()
-        srv.store.close()
+        srv.close()  # the committer, the leader lock and the database
 
 
 def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
