@@ -62,8 +62,9 @@ def run_scenario(model, db, tmp):
         batch = job_file(model, "batch", tmp, BATCH_SECONDS[model], "batch-1", grace=5)
         assert s.cli("submit", str(batch)).stdout.strip() == "batch-1"
         wait_for(lambda: len(started_tasks(tmp, "batch-1")) == 2, 30, "both batch tasks to start")
-        urgent = job_file(model, "urgent", tmp, 1.0, "urgent-1")
-        assert s.cli("submit", str(urgent)).stdout.strip() == "urgent-1"
+        # over HTTP: a CLI start can take seconds on a loaded machine, long enough for the batch to end
+        urgent = s.post("/v1/jobs", yaml.safe_load(job_file(model, "urgent", tmp, 1.0, "urgent-1").read_text()))
+        assert urgent.status_code == 201 and urgent.json()["id"] == "urgent-1", urgent.text
         try:
             wait_for(lambda: s.job("batch-1")["state"] == "finished" and s.job("urgent-1")["state"] == "finished",
                      90, "both jobs to finish", every=0.25)
@@ -117,7 +118,8 @@ def test_victim_ignoring_sigterm_is_killed_with_its_children_at_the_deadline(tmp
         s.cli("submit", str(batch))
         wait_for(lambda: len(started_tasks(tmp, "stubborn")) == 2, 30, "both tasks to start")
         pids = {int(x[4]) for x in markers(tmp) if x[0] == "start"}
-        s.cli("submit", str(job_file("kueue", "urgent", tmp, 1, "urgent-1")))
+        assert s.post("/v1/jobs", yaml.safe_load(job_file("kueue", "urgent", tmp, 1, "urgent-1").read_text())
+                      ).status_code == 201  # HTTP, not the CLI: the preempting window is short
         seen = wait_for(lambda: s.job("stubborn")["state"] == "preempting" and time.time(), 30, "the preemption",
                         every=0.05)
         dead = wait_for(lambda: all(not group_alive(p) for p in pids) and time.time(), 10, "the victims to die",
