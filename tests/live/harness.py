@@ -369,3 +369,14 @@ class Forked:
 
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
+
+
+def two_queue_kueue(name: str, nodes: dict[str, float]) -> dict:
+    """The live tests' cluster: Kueue, ``prod`` and ``batch`` under one root, each guaranteed 2 cpu and
+    reclaiming from the other (``batch`` may borrow up to 4), on the given nodes (name -> cpu)."""
+    prio = {"preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}}
+    return {"name": name, "resources": ["cpu"],
+            "nodes": [{"name": n, "capacity": {"cpu": c}} for n, c in nodes.items()],
+            "queues": {"root": {}, "prod": {"parent": "root", "guaranteed": {"cpu": 2}, "settings": prio},
+                       "batch": {"parent": "root", "guaranteed": {"cpu": 2}, "max": {"cpu": 4}, "settings": prio}},
+            "preemption": {"model": "kueue"}}

@@ -10,19 +10,9 @@ import pytest
 from makeway.config import parse_config
 from makeway.live.core import Event, LiveCore
 from makeway.live.spec import SpecError, parse_job
+from tests.live.harness import two_queue_kueue
 
-CFG = {
-    "name": "live-kueue", "resources": ["cpu"],
-    "nodes": [{"name": "n1", "capacity": {"cpu": 4}}],
-    "queues": {
-        "root": {},
-        "prod": {"parent": "root", "guaranteed": {"cpu": 2},
-                 "settings": {"preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}}},
-        "batch": {"parent": "root", "guaranteed": {"cpu": 2}, "max": {"cpu": 4},
-                  "settings": {"preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}}},
-    },
-    "preemption": {"model": "kueue"},
-}
+CFG = two_queue_kueue("live-kueue", {"n1": 4})
 
 
 def job(jid, queue, count, grace=5.0, priority=0):

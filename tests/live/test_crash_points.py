@@ -5,7 +5,6 @@ marker lines), and the journal replays to the recorded decision digests."""
 
 from __future__ import annotations
 
-import time
 
 import httpx
 import pytest

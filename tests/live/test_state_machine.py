@@ -37,20 +37,9 @@ from makeway.live.api import create_app
 from makeway.live.core import TERMINAL
 from makeway.live.loop import SchedulerLoop
 from makeway.live.store import Store
-from tests.live.harness import core_problems, replay_checked
+from tests.live.harness import core_problems, replay_checked, two_queue_kueue
 
-CFG = {
-    "name": "machine", "resources": ["cpu"],
-    "nodes": [{"name": "n1", "capacity": {"cpu": 2}}, {"name": "n2", "capacity": {"cpu": 2}}],
-    "queues": {
-        "root": {},
-        "prod": {"parent": "root", "guaranteed": {"cpu": 2},
-                 "settings": {"preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}}},
-        "batch": {"parent": "root", "guaranteed": {"cpu": 2}, "max": {"cpu": 4},
-                  "settings": {"preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}}},
-    },
-    "preemption": {"model": "kueue"},
-}
+CFG = two_queue_kueue("machine", {"n1": 2, "n2": 2})
 CONFIG = parse_config(CFG)
 LEASE, SUSPECT, MARGIN, GRACE = 10.0, 4.0, 3.0, 5.0
 EXAMPLES, STEPS = 10, 25
@@ -376,7 +365,7 @@ class LiveMachine(RuleBasedStateMachine):
     def acknowledged_jobs_are_journaled_and_listed_with_a_reason(self):
         if self.server is None:
             return
-        store, loop = self.server.store, self.server.loop
+        store = self.server.store
         journaled = {e.payload["job"]["id"] for e in store.events_after(0) if e.kind == "submit"}
         missing = [j for j in self.acked if j not in journaled]
         assert not missing, f"acknowledged, not in the journal: {missing}"

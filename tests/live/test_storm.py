@@ -26,21 +26,10 @@ import pytest
 
 from makeway.config import parse_config
 from tests.live.harness import (Launcher, Served, duplicate_starts, kill_leftovers, markers, overlapping_runs,
-                                replay_checked, wait_for)
+                                replay_checked, two_queue_kueue, wait_for)
 
 SEED = 20150915
-CFG = {
-    "name": "storm", "resources": ["cpu"],
-    "nodes": [{"name": "n1", "capacity": {"cpu": 2}}, {"name": "n2", "capacity": {"cpu": 2}}],
-    "queues": {
-        "root": {},
-        "prod": {"parent": "root", "guaranteed": {"cpu": 2},
-                 "settings": {"preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}}},
-        "batch": {"parent": "root", "guaranteed": {"cpu": 2}, "max": {"cpu": 4},
-                  "settings": {"preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}}},
-    },
-    "preemption": {"model": "kueue"},
-}
+CFG = two_queue_kueue("storm", {"n1": 2, "n2": 2})
 # start and end lines with task, attempt, time and pid, appended (O_APPEND) by the task itself; a stop
 # signal ends it with an end line too, so a missing end line means it was killed
 TASK = """#!/bin/sh
