@@ -65,8 +65,9 @@ def _cut_lock_sessions(db_url: str) -> int:
 
     dbname = db_url.rsplit("/", 1)[1]
     admin = db_url.rsplit("/", 1)[0] + "/postgres"
-    rows = _pg_admin(admin, "SELECT pg_terminate_backend(l.pid) FROM pg_locks l JOIN pg_database d ON d.oid = l.database "
-                            "WHERE d.datname = :d AND l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 "
+    rows = _pg_admin(admin, "SELECT pg_terminate_backend(l.pid) FROM pg_locks l "
+                            "JOIN pg_database d ON d.oid = l.database WHERE d.datname = :d "
+                            "AND l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 "
                             "AND ((l.classid::bigint << 32) | l.objid::bigint) = :k", d=dbname, k=LEADER_LOCK)
     return len(rows)
 

@@ -225,8 +225,9 @@ class Unavailable(Exception):
 class Agent:
     """Runs one node's attempts for a makeway server; ``run()`` blocks until ``stop()``."""
 
-    def __init__(self, server_url: str | Sequence[str], node: str, capacity: Mapping[str, Any], labels: Optional[Mapping[str, str]] = None,
-                 workdir: str | Path = ".", *, heartbeat_interval: Optional[float] = None, poll_wait: float = 20.0,
+    def __init__(self, server_url: str | Sequence[str], node: str, capacity: Mapping[str, Any],
+                 labels: Optional[Mapping[str, str]] = None, workdir: str | Path = ".", *,
+                 heartbeat_interval: Optional[float] = None, poll_wait: float = 20.0,
                  http_timeout: float = 10.0, token: Optional[str] = None) -> None:
         import httpx
 
