@@ -153,8 +153,9 @@ def overlapping_runs(tmp: Path) -> list[str]:
 
 
 def kill_leftovers(tag: str) -> None:
-    """SIGKILL every process whose command line mentions ``tag`` (a test's temp dir)."""
-    me = os.getpid()
+    """SIGKILL every process whose command line mentions ``tag`` (a test's temp dir), and the whole
+    process group of each (a task's children need not mention it: a failed test must not leave them)."""
+    me, mine = os.getpid(), os.getpgid(0)
     for d in Path("/proc").iterdir():
         if not d.name.isdigit() or int(d.name) == me:
             continue
@@ -164,6 +165,9 @@ def kill_leftovers(tag: str) -> None:
             continue
         if tag in cmd:
             try:
+                pgid = os.getpgid(int(d.name))
+                if pgid != mine:
+                    os.killpg(pgid, signal.SIGKILL)
                 os.kill(int(d.name), signal.SIGKILL)
             except OSError:
                 pass
