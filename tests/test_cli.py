@@ -157,8 +157,11 @@ def test_ctrl_c_says_how_far_and_writes_nothing(tmp_path):
         json.dumps({"id": f"j{i}", "queue": "q", "submit": i, "duration": 5,
                     "tasks": [{"count": 1, "resources": {"cpu": 1}}]}) + "\n" for i in range(400_000)))
     out = tmp_path / "r.json"
+    # SIGINT back to its default in the child: a shell's background job (e.g. CI started with '&')
+    # passes SIGINT on ignored, and Python then leaves it ignored
     proc = subprocess.Popen([sys.executable, "-m", "makeway", "simulate", str(cfg), "-q", "-o", str(out)],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(6)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
