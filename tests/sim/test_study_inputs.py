@@ -27,6 +27,11 @@ def test_yaml_map_exact_then_rules_in_order_then_default():
     got = {vc: qm.target({"queue": vc}) for vc in ("6214e9", "b436b2", "11cb48", "6c71a0", "0e4a51", "ed69ec")}
     assert got == {"6214e9": "prod", "b436b2": "prod", "11cb48": "research", "6c71a0": "research",
                    "0e4a51": "research", "ed69ec": "batch"}
+    qm.check(load_config(STUDY / "cluster.yaml").queues)
+    study = load_config(STUDY / "cluster.yaml")
+    assert [q for q in study.queues if q != "root"] == ["prod", "research", "batch"]
+    for model in ("kueue", "yunikorn", "ytsaurus", "symphony"):
+        parse_config({**study.model_dump(), "preemption": {"model": model, "settings": study.preemption.settings}})
     rec = qm.apply({"id": "j", "queue": "6214e9"})
     assert rec["queue"] == "prod" and rec["labels"] == {"trace_queue": "6214e9"}
 
