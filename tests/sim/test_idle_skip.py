@@ -89,11 +89,12 @@ def test_horizon_inside_an_idle_gap_stops_where_the_unskipped_run_stops(horizon)
 
 def test_advance_adds_as_the_unskipped_run_does():
     """The skipped times are the floats the run's repeated ``now + period`` would give."""
-    times, periods = np.array([1234000.05, 1234000.1, 1234567.891]), np.array([0.2, 5.0, 0.3])
-    occ, counts, nxt = _advance(times, periods, 1234600.0, inclusive=False)
-    for i in range(3):
-        t, seen = float(times[i]), []
-        while t < 1234600.0:
-            seen.append(t)
-            t += float(periods[i])
-        assert occ[i, :counts[i]].tolist() == seen and float(nxt[i]) == t
+    for period in (0.2, 5.0, 0.3):
+        times = np.array([1234000.05, 1234000.1, 1234567.891])
+        occ, counts, nxt = _advance(times, period, 1234600.0, inclusive=False)
+        for i in range(3):
+            t, seen = float(times[i]), []
+            while t < 1234600.0:
+                seen.append(t)
+                t += period
+            assert occ[i, :counts[i]].tolist() == seen and float(nxt[i]) == t

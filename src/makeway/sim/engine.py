@@ -320,23 +320,41 @@ class Simulation:
         limit = horizon if beyond else real
         periodic.sort()
         times = np.array([e[0] for e in periodic])
-        periods = np.array([e[3] if e[1] == TICK else e[3][1] for e in periodic])
-        tick_rows = [i for i, e in enumerate(periodic) if e[1] == TICK]
-        beat_rows = [i for i, e in enumerate(periodic) if e[1] == HEARTBEAT]
+        period_of = [e[3] if e[1] == TICK else e[3][1] for e in periodic]
+        groups: dict[tuple[int, float], list[int]] = {}  # rows of one kind and period advance together
+        for i, e in enumerate(periodic):
+            groups.setdefault((e[1], period_of[i]), []).append(i)
         last = -math.inf
         start = now
         while True:
             end = min(limit, start + SKIP_CHUNK)
             final = end >= limit
-            occ, counts, times = _advance(times, periods, end, inclusive=beyond and final)
-            total = int(counts.sum())
-            if total:
+            ticks, beat_occ, beat_counts, beat_rows = np.empty(0), [], [], []
+            for (kind, period), rows in groups.items():
+                occ, counts, nxt = _advance(times[rows], period, end, inclusive=beyond and final)
+                times[rows] = nxt
+                total = int(counts.sum())
+                if not total:
+                    continue
                 self.skipped_calls += total
-                last = max(last, float(np.max(np.where(counts > 0, occ[np.arange(len(counts)), counts - 1],
-                                                       -np.inf))))
-                ticks = occ[tick_rows[0], :counts[tick_rows[0]]] if tick_rows else occ[:0, 0]
-                self.model.skip_periodic(self.state, ticks, [periodic[i][3][0] for i in beat_rows],
-                                         occ[beat_rows], counts[beat_rows])
+                last = max(last, float(np.max(occ[np.arange(len(rows)), np.maximum(counts - 1, 0)]
+                                              [counts > 0])))
+                if kind == TICK:
+                    ticks = np.sort(np.concatenate([ticks, occ[counts > 0].ravel()]))
+                    ticks = ticks[np.isfinite(ticks)]
+                else:
+                    beat_occ.append(occ)
+                    beat_counts.append(counts)
+                    beat_rows.extend(rows)
+            if beat_rows or len(ticks):
+                width = max((o.shape[1] for o in beat_occ), default=0)
+                beats = np.full((len(beat_rows), width), np.inf)
+                r = 0
+                for o in beat_occ:
+                    beats[r:r + len(o), :o.shape[1]] = o
+                    r += len(o)
+                counts_all = np.concatenate(beat_counts) if beat_counts else np.zeros(0, dtype=int)
+                self.model.skip_periodic(self.state, ticks, [periodic[i][3][0] for i in beat_rows], beats, counts_all)
             if final:
                 break
             start = end
@@ -400,21 +418,20 @@ class Simulation:
         raise SimulationError(f"unknown event kind {kind}")
 
 
-def _advance(times: np.ndarray, periods: np.ndarray, end: float, inclusive: bool
+def _advance(times: np.ndarray, period: float, end: float, inclusive: bool
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every periodic time before ``end`` (up to and including it when ``inclusive``), per row.
 
-    Row i starts at ``times[i]`` and adds ``periods[i]`` again and again, exactly as the unskipped
+    Row i starts at ``times[i]`` and adds ``period`` again and again, exactly as the unskipped
     run's re-pushes do (``add.accumulate`` adds in sequence, so the floats are the same). Returns
     (occurrences, padded with +inf; how many per row; each row's first time not skipped).
     """
     n = len(times)
-    span = max(0.0, end - float(times.min()))
-    m = int(span / float(periods.min())) + 3
+    m = int(max(0.0, end - float(times.min())) / period) + 3
     while True:
         steps = np.empty((n, m + 1))
         steps[:, 0] = times
-        steps[:, 1:] = periods[:, None]
+        steps[:, 1:] = period
         acc = np.add.accumulate(steps, axis=1)
         skipped = acc <= end if inclusive else acc < end
         counts = skipped.sum(axis=1)
@@ -422,7 +439,8 @@ def _advance(times: np.ndarray, periods: np.ndarray, end: float, inclusive: bool
             break
         m *= 2
     nxt = acc[np.arange(n), counts]
-    return np.where(skipped, acc, np.inf)[:, :m], counts, nxt
+    width = max(1, int(counts.max()))
+    return np.where(skipped, acc, np.inf)[:, :width], counts, nxt
 
 
 def simulate(state: ClusterState, model: PreemptionModel, workloads: Iterable[Workload],

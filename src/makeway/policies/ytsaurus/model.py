@@ -696,22 +696,20 @@ def _catch_up_backoff(backoff: heartbeat.Backoff, nodes: list[str], beats: np.nd
     step = beats[:, :-1] + period
     alternate = np.all(~valid | (beats[:, 1:] == step), axis=1)
     every = np.all(~valid | (beats[:, 1:] > step), axis=1)
-    for i, node in enumerate(nodes):
-        c, f = int(counts[i]), int(first[i])
-        if f >= c:
+    c = counts.astype(int)
+    ran = first < c
+    idx = np.where(every, c - 1, first + 2 * ((c - 1 - first) // 2))
+    picked = beats[np.arange(len(nodes)), np.clip(idx, 0, width - 1)]
+    for i in np.flatnonzero(ran).tolist():
+        node = nodes[i]
+        if every[i] or alternate[i]:
+            last[node] = float(picked[i])
             continue
-        if every[i]:
-            idx = c - 1
-        elif alternate[i]:
-            idx = f + 2 * ((c - 1 - f) // 2)
-        else:
-            t = last.get(node)
-            for h in beats[i, :c].tolist():
-                if t is None or h > t + period:
-                    t = h
-            last[node] = t
-            continue
-        last[node] = float(beats[i, idx])
+        t = last.get(node)
+        for h in beats[i, :c[i]].tolist():
+            if t is None or h > t + period:
+                t = h
+        last[node] = t
 
 
 def _from_arrays(arr, params: dict[str, starvation.Params]) -> tuple[dict, dict[str, str]]:
