@@ -1,5 +1,6 @@
 """The cluster configs and traces shipped under examples/, for the tests that go through all of them.
-Live job files (examples/live/*/jobs/) are jobs, not cluster configs, and are left out."""
+Live job files (examples/live/*/jobs/) are jobs, not cluster configs, and are left out; so are the
+queue maps of studies (examples/studies/*/queue-map*.yaml, read by --queue-map)."""
 
 from pathlib import Path
 
@@ -7,7 +8,7 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def example_configs() -> list[Path]:
-    return sorted(p for p in EXAMPLES.rglob("*.yaml") if "jobs" not in p.parts)
+    return sorted(p for p in EXAMPLES.rglob("*.yaml") if "jobs" not in p.parts and not p.name.startswith("queue-map"))
 
 
 def example_traces() -> list[Path]:

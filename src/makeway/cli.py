@@ -108,6 +108,8 @@ def _warn_stats(stats, strict: bool) -> None:
     if stats.skipped:
         typer.echo(f"warning: {_count(stats.skipped, 'unreadable record')} skipped "
                    "(use --strict to stop at the first)", err=True)
+    for what, n in stats.notes.items():
+        typer.echo(f"note: {n:,} {what}", err=True)
 
 
 def _warn_unplaceable(rec) -> None:
@@ -160,26 +162,82 @@ class _Progress:
             self._progress.stop()
 
 
-def _config_for(config: Optional[Path], trace: Optional[Path], trace_format: Optional[str], quiet: bool):
-    """The config file, or, without one, the cluster the trace itself describes."""
+def _config_for(config: Optional[Path], trace: Optional[Path], trace_format: Optional[str], quiet: bool,
+                scale: Optional[float] = None, save: Optional[Path] = None):
+    """The config file, or, without one, the cluster the trace itself describes; scaled by
+    ``--scale-cluster`` and written to ``--save-cluster`` when asked."""
     from makeway.config import load_config, parse_config
 
-    if config is not None:
-        return load_config(config)
-    if trace is None:
-        raise fail("give a CONFIG, or a --trace that describes its own cluster")
-    from makeway.sim.importers import cluster_from_trace
+    if scale is not None:
+        from makeway.sim.scale import check_factor
 
-    data = cluster_from_trace(trace, trace_format)
-    if data is None:
-        raise fail(f"{trace}: this trace does not describe its cluster; give a CONFIG")
-    cfg = parse_config(data, f"cluster built from {trace}")
-    if not quiet:
+        check_factor(scale)
+    if config is not None:
+        cfg = load_config(config)
+        if scale is None and save is None:
+            return cfg
+        data, source, built = cfg.model_dump(), str(config), False
+        if cfg.trace is not None and save is not None:
+            from makeway.config import trace_path
+
+            data["trace"] = str(trace_path(cfg, config).resolve())
+    else:
+        if trace is None:
+            raise fail("give a CONFIG, or a --trace that describes its own cluster")
+        from makeway.sim.importers import cluster_from_trace
+
+        data = cluster_from_trace(trace, trace_format)
+        if data is None:
+            raise fail(f"{trace}: this trace does not describe its cluster; give a CONFIG")
+        data["trace"] = str(trace.resolve())
+        source, built = f"cluster built from {trace}", True
+    if scale is not None:
+        from makeway.sim.scale import scale_cluster
+
+        data = scale_cluster(data, scale, quotas=built)
+        source += f" scaled by {scale:g}"
+    cfg = parse_config(data, source)
+    if save is not None:
         import yaml
 
-        typer.echo(f"# cluster built from {trace}:")
-        typer.echo(yaml.safe_dump(data, sort_keys=False).rstrip())
+        save.write_text(yaml.safe_dump(cfg.model_dump(exclude_defaults=True), sort_keys=False))
+    if not quiet and (built or save is not None):
+        from makeway.sim.scale import describe
+
+        where = f"written to {save}" if save is not None else "--save-cluster FILE writes it as a config"
+        typer.echo(f"# {source}: {describe(cfg.model_dump())}; {where}")
     return cfg
+
+
+def _study_options(trace: Optional[Path], trace_format: Optional[str], queue_map: Optional[str],
+                   swf_processors: Optional[str]):
+    """(queue map, importer options) from the options every trace-replaying command shares."""
+    qmap = None
+    if queue_map is not None:
+        from makeway.sim.queue_map import load
+
+        qmap = load(queue_map)
+    options: dict = {}
+    if swf_processors is not None:
+        from makeway.sim.importers.swf import PROCESSORS
+
+        if swf_processors not in PROCESSORS:
+            raise fail(f"--swf-processors: {swf_processors!r} is not one of {', '.join(PROCESSORS)}")
+        if trace is not None:
+            from makeway.sim.importers import detect_format
+
+            fmt = trace_format or detect_format(trace)
+            if fmt != "swf":
+                raise fail(f"--swf-processors: only for SWF traces ({trace} is {fmt})")
+        options["processors"] = swf_processors
+    return qmap, options
+
+
+_QUEUE_MAP_HELP = ("trace queue/user/VC -> config queue: a YAML file ({by, map, rules, default}) or inline "
+                   "'PATTERN=QUEUE,...' globs, '*=QUEUE' the default (docs/studies.md)")
+_SCALE_HELP = "scale the node count of every node kind by F > 0 (rounded half up, at least 1 per kind)"
+_SAVE_HELP = "write the cluster this run uses (built from the trace, scaled) as a config YAML"
+_SWF_HELP = "SWF processors: requested (field 8, default) or allocated (field 5) first"
 
 
 @app.command()
@@ -193,6 +251,10 @@ def simulate(
     strict: Optional[bool] = typer.Option(None, "--strict/--lenient", help="an unreadable trace record is an error (default for makeway JSONL) or skipped with a warning (default for real traces)"),
     allow_empty: bool = typer.Option(False, "--allow-empty", help="run even when no workload could be read"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="print nothing but errors"),
+    queue_map: Optional[str] = typer.Option(None, "--queue-map", help=_QUEUE_MAP_HELP),
+    scale_cluster: Optional[float] = typer.Option(None, "--scale-cluster", metavar="F", help=_SCALE_HELP),
+    save_cluster: Optional[Path] = typer.Option(None, "--save-cluster", help=_SAVE_HELP),
+    swf_processors: Optional[str] = typer.Option(None, "--swf-processors", help=_SWF_HELP),
 ) -> None:
     """Replay a trace against a cluster config and print the summary."""
     import json
@@ -200,16 +262,20 @@ def simulate(
     from makeway.config import trace_path
 
     check_output(out, "--out")
+    check_output(save_cluster, "--save-cluster")
     check_horizon(horizon)
-    cfg = _config_for(config, trace, trace_format, quiet)
+    qmap, topts = _study_options(trace, trace_format, queue_map, swf_processors)
+    cfg = _config_for(config, trace, trace_format, quiet, scale_cluster, save_cluster)
     if model is not None:
         cfg = cfg.model_copy(update={"preemption": cfg.preemption.model_copy(update={"model": model})})
         from makeway.config import parse_config
 
         cfg = parse_config(cfg.model_dump(), "--model")
     tpath = trace or (trace_path(cfg, config) if config is not None else None)
+    if swf_processors is not None and trace is None:
+        _study_options(tpath, trace_format, None, swf_processors)
     rec = run_simulation(cfg, tpath, trace_format, strict=strict, horizon=horizon, progress=not quiet,
-                         allow_empty=allow_empty)
+                         allow_empty=allow_empty, queue_map=qmap, trace_options=topts)
     summary = rec.summary()
     if not quiet:
         from makeway.render import print_summary
@@ -224,7 +290,8 @@ def simulate(
 
 
 def run_simulation(cfg, tpath: Optional[Path], trace_format: Optional[str], *, strict: Optional[bool] = None,
-                   horizon: Optional[float] = None, progress: bool = False, allow_empty: bool = False):
+                   horizon: Optional[float] = None, progress: bool = False, allow_empty: bool = False,
+                   queue_map=None, trace_options: Optional[dict] = None):
     """``makeway.sim.run.run`` with a progress line, warnings on stderr and Ctrl-C said in one line."""
     from makeway.sim.importers import ImportStats
     from makeway.sim.run import RunInterrupted, run
@@ -233,7 +300,8 @@ def run_simulation(cfg, tpath: Optional[Path], trace_format: Optional[str], *, s
     try:
         with _Progress(progress) as bar:
             rec = run(cfg, tpath, trace_format, strict=strict, horizon=horizon, allow_empty=allow_empty,
-                      progress=bar if bar.enabled else None, stats=stats)
+                      progress=bar if bar.enabled else None, stats=stats, queue_map=queue_map,
+                      trace_options=trace_options)
     except RunInterrupted as exc:
         typer.echo(f"interrupted {exc.where}; no results were written", err=True)
         raise typer.Exit(130) from None
@@ -333,7 +401,7 @@ def explain(
 
 @app.command()
 def compare(
-    configs: List[Path] = typer.Argument(..., help="one or more cluster configs"),
+    configs: Optional[List[Path]] = typer.Argument(None, help="cluster configs (none: the cluster --trace describes)"),
     trace: Optional[Path] = typer.Option(None, "--trace", help="trace replayed under every config (default: each config's own)"),
     trace_format: Optional[str] = typer.Option(None, "--trace-format"),
     models: Optional[List[str]] = typer.Option(None, "--model", help="run each config under these models (repeatable, or comma-separated)"),
@@ -341,31 +409,45 @@ def compare(
     strict: Optional[bool] = typer.Option(None, "--strict/--lenient", help="unreadable trace records: an error (default for makeway JSONL) or skipped with a warning"),
     allow_empty: bool = typer.Option(False, "--allow-empty", help="run even when no workload could be read"),
     quiet: bool = typer.Option(False, "--quiet", "-q"),
+    horizon: Optional[float] = typer.Option(None, "--horizon", help="stop every run at this simulated time (s)"),
+    queue_map: Optional[str] = typer.Option(None, "--queue-map", help=_QUEUE_MAP_HELP),
+    scale_cluster: Optional[float] = typer.Option(None, "--scale-cluster", metavar="F", help=_SCALE_HELP),
+    save_cluster: Optional[Path] = typer.Option(None, "--save-cluster", help=_SAVE_HELP + " (the first config's)"),
+    swf_processors: Optional[str] = typer.Option(None, "--swf-processors", help=_SWF_HELP),
 ) -> None:
     """Run the same trace under several configs or models and show the outcomes side by side."""
     from rich.console import Console
     from rich.table import Table
 
-    from makeway.config import load_config, parse_config, trace_path
+    from makeway.config import parse_config, trace_path
     from makeway.reports.compare import compare_rows, render_compare
 
     check_output(output, "--output")
+    check_output(save_cluster, "--save-cluster")
+    check_horizon(horizon)
     models = [m.strip() for arg in (models or []) for m in arg.split(",") if m.strip()] or None
+    qmap, topts = _study_options(trace, trace_format, queue_map, swf_processors)
+    configs = list(configs or [])
+    if not configs and trace is None:
+        raise fail("compare: give cluster configs, or --trace with a trace that describes its cluster")
     planned = []
-    for cpath in configs:  # every config and model is checked before the first run starts
-        cfg = load_config(cpath)
+    for i, cpath in enumerate(configs or [None]):  # every config and model is checked before the first run
+        cfg = _config_for(cpath, trace, trace_format, quiet, scale_cluster, save_cluster if i == 0 else None)
         for m in (models or [cfg.preemption.model]):
             data = cfg.model_dump()
             data["preemption"]["model"] = m
-            planned.append((cpath, m, parse_config(data, str(cpath))))
+            planned.append((cpath, m, parse_config(data, str(cpath or trace))))
     if len(planned) < 2:
         raise fail("compare needs at least two runs: give several configs or several --model")
     runs, labels = [], []
     for cpath, m, run_cfg in planned:
-        tpath = trace or trace_path(run_cfg, cpath)
-        rec = run_simulation(run_cfg, tpath, trace_format, progress=not quiet, allow_empty=allow_empty, strict=strict)
+        tpath = trace or (trace_path(run_cfg, cpath) if cpath is not None else None)
+        if swf_processors is not None and trace is None:
+            _study_options(tpath, trace_format, None, swf_processors)
+        rec = run_simulation(run_cfg, tpath, trace_format, progress=not quiet, allow_empty=allow_empty, strict=strict,
+                             horizon=horizon, queue_map=qmap, trace_options=topts)
         label = f"{run_cfg.name}/{m}" if len(configs) > 1 else m
-        runs.append(rec.results({"config": {"name": run_cfg.name, "model": m, "path": str(cpath)},
+        runs.append(rec.results({"config": {"name": run_cfg.name, "model": m, "path": str(cpath) if cpath else None},
                                  "trace": str(tpath) if tpath else None}))
         labels.append(label)
     rows = compare_rows(runs, labels)

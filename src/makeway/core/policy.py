@@ -9,6 +9,8 @@ The executor calls, in this order for each instant:
   * ``schedule(state, now)`` once after the events of the instant were applied,
   * ``heartbeat(state, node, now)`` for node heartbeats, when ``heartbeat_period`` is set,
 and asks ``next_wakeup(state, now)`` when the model wants a call at a later time (a timer).
+A model that says it is ``quiet`` lets the simulator skip its ticks and heartbeats up to the next
+other event; ``skip_periodic`` then tells it which calls it did not get.
 """
 
 from __future__ import annotations
@@ -48,6 +50,20 @@ class PreemptionModel:
 
     def next_wakeup(self, state: ClusterState, now: float) -> float | None:
         return None
+
+    def quiet(self, state: ClusterState, now: float) -> bool:
+        """True when, until the next event that is not a tick or heartbeat, every periodic call
+        (``schedule`` at their instants, ``heartbeat``) would return no decisions and change only
+        what ``skip_periodic`` catches up on, so the simulator may skip them (idle stretches of
+        long traces). Default False: a model opts in, and a test compares its skipped and
+        unskipped runs. Reads only."""
+        return False
+
+    def skip_periodic(self, state: ClusterState, ticks: Any, nodes: list[str], beats: Any, counts: Any) -> None:
+        """The periodic calls skipped after ``quiet`` said yes, in time order, at most an hour of
+        them per call: ``ticks`` (times, a float array), and per node ``nodes[i]`` the heartbeat
+        times ``beats[i, :counts[i]]`` (rows padded with +inf). The same floats the unskipped run
+        would have used."""
 
     def queue_order(self, state: ClusterState, queue: str, now: float) -> list[str]:
         """Pending workloads of leaf ``queue`` in the order this model serves them, for the

@@ -4,6 +4,18 @@ Events at the same instant are applied in a fixed order (finishes and grace expi
 first, then config changes, then submissions), then the model's ``schedule`` runs once, then node
 heartbeats. Every tie is broken by a sequence number, so a run is a pure function of its inputs.
 
+Idle stretches cost nothing: when the model says it is ``quiet`` (nothing it could place or
+preempt until the next submission, finish, grace expiry, config change or timer) the periodic
+events up to that next event are skipped in one step, and the model catches up on the few things
+they would have moved (``skip_periodic``: e.g. the time of YTsaurus's last fair share update).
+Skipped periodic times are computed by the same repeated float additions as the unskipped run, so
+every later event falls on the same instant and the decisions are the same
+(``SimOptions.skip_idle=False`` pays for every call, as a check).
+
+A zero-length task finishes at the instant it starts: its finish is a new event at the same time,
+so the instant is processed again (finish first, then ``schedule``) before the clock moves; the
+freed resources can be used at once. (Simulators such as AccaSim wait for the next event instead.)
+
 A run that can make no more progress (allocations preempted and restarted for ever, nothing left to
 submit) is stopped by ``progress.NoProgressWatch``; the recorder then carries ``stopped_reason``.
 """
@@ -11,6 +23,7 @@ submit) is stopped by ``progress.NoProgressWatch``; the recorder then carries ``
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -22,6 +35,11 @@ from makeway.errors import MakewayError
 from makeway.sim.metrics import Recorder
 from makeway.sim.progress import NoProgressWatch
 from makeway.sim.trace import ConfigChange
+
+import numpy as np
+
+SKIP_CHUNK = 3600.0
+"""Seconds of skipped periodic times materialised at once (memory stays small on long stretches)."""
 
 # Event kinds, in the order they are applied within one instant.
 FINISH, GRACE, CONFIG, SUBMIT, WAKE, TICK, HEARTBEAT = range(7)
@@ -44,6 +62,8 @@ class SimOptions:
     # seconds without progress before a cycling run is stopped; None: max(600 s, 50 heartbeat or
     # tick periods); math.inf: never
     no_progress_window: float | None = None
+    # skip ticks and heartbeats across stretches the model reports quiet (same decisions, less work)
+    skip_idle: bool = True
 
 
 @dataclass(slots=True)
@@ -65,6 +85,7 @@ class Simulation:
     _inputs: int = 0                     # submissions, config events and wake-ups in the heap
     _watch: NoProgressWatch | None = None
     _preempted_now: bool = False
+    skipped_calls: int = 0               # periodic events skipped over quiet stretches
 
     # A model whose victims leave at once is asked again in the same instant, so the preemptor can
     # use what was freed; bounded, so a model that keeps preempting cannot spin forever.
@@ -271,8 +292,80 @@ class Simulation:
                     break
             else:
                 idle_since = None
+            if self.options.skip_idle and self._heap and self._heap[0][1] in _PERIODIC:
+                self._skip_quiet(time)
         self.recorder.close(self.now)
         return self.recorder
+
+    def _skip_quiet(self, now: float) -> None:
+        """Move every tick and heartbeat past a stretch the model reports quiet (see the module doc).
+
+        The stretch ends before the next non-periodic event (streamed submissions included): the
+        periodic events due exactly then are kept. Past the horizon, every periodic time up to the
+        horizon is skipped and the clock is left at the last of them, where the unskipped run stops.
+        """
+        if not self.model.quiet(self.state, now):
+            return
+        real = self._next.submit if self._next is not None else math.inf
+        periodic = []
+        for entry in self._heap:
+            if entry[1] in _PERIODIC:
+                periodic.append(entry)
+            elif entry[0] < real:
+                real = entry[0]
+        if real == math.inf:
+            return  # nothing left to happen: the idle rule of ``run`` ends the run
+        horizon = self.options.horizon
+        beyond = horizon is not None and real > horizon
+        limit = horizon if beyond else real
+        periodic.sort()
+        times = np.array([e[0] for e in periodic])
+        period_of = [e[3] if e[1] == TICK else e[3][1] for e in periodic]
+        groups: dict[tuple[int, float], list[int]] = {}  # rows of one kind and period advance together
+        for i, e in enumerate(periodic):
+            groups.setdefault((e[1], period_of[i]), []).append(i)
+        last = -math.inf
+        start = now
+        while True:
+            end = min(limit, start + SKIP_CHUNK)
+            final = end >= limit
+            ticks, beat_occ, beat_counts, beat_rows = np.empty(0), [], [], []
+            for (kind, period), rows in groups.items():
+                occ, counts, nxt = _advance(times[rows], period, end, inclusive=beyond and final)
+                times[rows] = nxt
+                total = int(counts.sum())
+                if not total:
+                    continue
+                self.skipped_calls += total
+                last = max(last, float(np.max(occ[np.arange(len(rows)), np.maximum(counts - 1, 0)]
+                                              [counts > 0])))
+                if kind == TICK:
+                    ticks = np.sort(np.concatenate([ticks, occ[counts > 0].ravel()]))
+                    ticks = ticks[np.isfinite(ticks)]
+                else:
+                    beat_occ.append(occ)
+                    beat_counts.append(counts)
+                    beat_rows.extend(rows)
+            if beat_rows or len(ticks):
+                width = max((o.shape[1] for o in beat_occ), default=0)
+                beats = np.full((len(beat_rows), width), np.inf)
+                r = 0
+                for o in beat_occ:
+                    beats[r:r + len(o), :o.shape[1]] = o
+                    r += len(o)
+                counts_all = np.concatenate(beat_counts) if beat_counts else np.zeros(0, dtype=int)
+                self.model.skip_periodic(self.state, ticks, [periodic[i][3][0] for i in beat_rows], beats, counts_all)
+            if final:
+                break
+            start = end
+        others = [e for e in self._heap if e[1] not in _PERIODIC]
+        for e, t in zip(periodic, times.tolist()):
+            self._seq += 1
+            others.append((t, e[1], self._seq, e[3]))
+        heapq.heapify(others)
+        self._heap = others
+        if beyond and last > self.now:
+            self.now = last
 
     def _handle(self, kind: int, payload: Any, beats: list[str]) -> bool:
         state, now = self.state, self.now
@@ -323,6 +416,31 @@ class Simulation:
             self._push(now + period, HEARTBEAT, payload)
             return False
         raise SimulationError(f"unknown event kind {kind}")
+
+
+def _advance(times: np.ndarray, period: float, end: float, inclusive: bool
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every periodic time before ``end`` (up to and including it when ``inclusive``), per row.
+
+    Row i starts at ``times[i]`` and adds ``period`` again and again, exactly as the unskipped
+    run's re-pushes do (``add.accumulate`` adds in sequence, so the floats are the same). Returns
+    (occurrences, padded with +inf; how many per row; each row's first time not skipped).
+    """
+    n = len(times)
+    m = int(max(0.0, end - float(times.min())) / period) + 3
+    while True:
+        steps = np.empty((n, m + 1))
+        steps[:, 0] = times
+        steps[:, 1:] = period
+        acc = np.add.accumulate(steps, axis=1)
+        skipped = acc <= end if inclusive else acc < end
+        counts = skipped.sum(axis=1)
+        if (counts < m + 1).all():
+            break
+        m *= 2
+    nxt = acc[np.arange(n), counts]
+    width = max(1, int(counts.max()))
+    return np.where(skipped, acc, np.inf)[:, :width], counts, nxt
 
 
 def simulate(state: ClusterState, model: PreemptionModel, workloads: Iterable[Workload],

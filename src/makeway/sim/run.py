@@ -21,6 +21,7 @@ from makeway.sim.engine import SimOptions, Simulation
 from makeway.sim.importers import ImportStats, detect_format, read_trace
 from makeway.sim.importers._common import Reporter
 from makeway.sim.metrics import Recorder
+from makeway.sim.queue_map import QueueMap
 from makeway.sim.trace import ConfigChange, check_changes, parse_record
 
 
@@ -48,12 +49,16 @@ def _no_workloads(tpath: Optional[Path], stats: ImportStats) -> MakewayError:
 def run(cfg: ClusterConfig, trace: Optional[Path] = None, trace_format: Optional[str] = None, *,
         strict: Optional[bool] = None, horizon: Optional[float] = None, allow_empty: bool = False,
         progress: Optional[Callable[[float, int], None]] = None,
-        stats: Optional[ImportStats] = None) -> Recorder:
+        stats: Optional[ImportStats] = None, queue_map: Optional[QueueMap] = None,
+        trace_options: Optional[dict] = None, skip_idle: bool = True) -> Recorder:
     """Simulate ``trace`` on the cluster ``cfg`` describes, under its ``preemption.model``.
 
     ``strict``: an unreadable record stops the run (the default for makeway JSONL) or is skipped with
     a warning (the default for real traces, which are garbled in the wild). ``stats`` (given by the caller) collects the trace reader's warnings and counts; ``progress``
-    is called with (simulated time, events) as the run goes. Returns the ``Recorder``: its
+    is called with (simulated time, events) as the run goes. ``queue_map`` sends each workload to
+    a queue of the config (``makeway.sim.queue_map``); ``trace_options`` go to the importer (e.g.
+    ``{"processors": "requested"}`` for SWF); ``skip_idle=False`` pays for every heartbeat and tick
+    of idle stretches (the engine's ``SimOptions.skip_idle``). Returns the ``Recorder``: its
     ``summary()`` and ``results(meta)`` are what ``makeway simulate`` prints and writes.
     """
     tpath = trace
@@ -65,12 +70,16 @@ def run(cfg: ClusterConfig, trace: Optional[Path] = None, trace_format: Optional
     seen_ids: set[str] = set()
     declared = set(cfg.resources)
     rep = Reporter(tpath or "", strict, stats)
+    if queue_map is not None:
+        queue_map.check(cfg.queues)
 
     def workloads():
         if tpath is None:
             return
-        for rec in read_trace(tpath, fmt, strict=strict, stats=stats):
+        for rec in read_trace(tpath, fmt, strict=strict, stats=stats, **(trace_options or {})):
             where = rec.get("id", "?") if isinstance(rec, dict) else "?"
+            if queue_map is not None and isinstance(rec, dict) and rec.get("event", "submit") == "submit":
+                rec = queue_map.apply(rec)
             try:
                 item = parse_record(rec)
             except MakewayError as exc:
@@ -110,7 +119,8 @@ def run(cfg: ClusterConfig, trace: Optional[Path] = None, trace_format: Optional
 
     opts = SimOptions(horizon=horizon or cfg.simulation.horizon,
                       kill_at_requested_time=cfg.simulation.kill_at_requested_time,
-                      heartbeat_period=cfg.simulation.heartbeat_period, progress=progress)
+                      heartbeat_period=cfg.simulation.heartbeat_period, progress=progress,
+                      skip_idle=skip_idle)
     sim = Simulation(build_state(cfg), load_model(cfg.preemption.model, cfg.preemption.settings), opts)
     try:
         sim.add_changes(changes)

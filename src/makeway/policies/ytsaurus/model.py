@@ -17,6 +17,7 @@ share and never makes a pool starve, and a note of kind ``operation-failed`` say
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -85,6 +86,8 @@ class YTsaurusModel(PreemptionModel):
         self._pos: dict[str, int] = {}
         self._largest: dict[str, float] = {}  # per resource, the most one node has
         self._topology = -1  # the state's topology epoch ``_largest`` was read at
+        self._quiet_snap: tuple[Snapshot, bool] | None = None  # ``quiet``'s verdict on a snapshot
+        self._overcommit_epoch = -1            # topology epoch at which no node was overcommitted
         self.failed: dict[str, str] = {}       # operation -> why the controller failed it
         self._failed_notes: list[Decision] = []
         ig = s.get("integral_guarantees") or {}
@@ -155,6 +158,68 @@ class YTsaurusModel(PreemptionModel):
 
     def next_wakeup(self, state: ClusterState, now: float) -> float | None:
         return None
+
+    # -- idle stretches --------------------------------------------------------------------------
+
+    def quiet(self, state: ClusterState, now: float) -> bool:
+        """Nothing to place (every pending operation failed), the snapshot already reflects the
+        state (so further updates only move its time), nobody starving or below fair share, no
+        graceful operation running, no pool above its limits, no node above its capacity: then
+        heartbeats start and preempt nothing and updates change only ``snap.time``, and backoffs
+        are the rest ``skip_periodic`` catches up on. Integral guarantees accumulate with time:
+        never quiet with them."""
+        snap = self.snap
+        if snap is None or self.dirty or self._failed_notes:
+            return False
+        failed = self.failed
+        for w in state.pending:
+            if w not in failed:
+                return False
+        key = (state.alloc_epoch, state.submit_epoch, state.config_epoch, state.freed_epoch, state.topology_epoch)
+        if key != self._fs_key or self._has_integral(state):
+            return False
+        cached = self._quiet_snap
+        if cached is not None and cached[0] is snap:
+            return cached[1]
+        verdict = self._settled(state, snap)
+        self._quiet_snap = (snap, verdict)
+        return verdict
+
+    def _settled(self, state: ClusterState, snap: Snapshot) -> bool:
+        view = snap.view
+        if any(st == "below_fair_share" for st in view.status.values()):
+            return False
+        if any(c.status != starvation.NON or c.since is not None for c in view.clocks.values()):
+            return False
+        if any(self._graceful(state, w) for w in state.running):
+            return False
+        for q in state.queues.values():
+            if q.max:
+                usage = state.queue_usage.get(q.name) or {}
+                if any(v is not None and float(usage.get(r, 0)) > float(v) + 1e-9 for r, v in q.max.items()):
+                    return False
+        if self._overcommit_epoch != state.topology_epoch:
+            for n, node in state.nodes.items():
+                used = state.node_used[n]
+                if any(float(v) > float(node.capacity.get(r, 0)) + 1e-9 for r, v in used.items()):
+                    return False
+            self._overcommit_epoch = state.topology_epoch  # starts always fit: none until capacity changes
+        return True
+
+    def skip_periodic(self, state: ClusterState, ticks: Any, nodes: list[str], beats: Any, counts: Any) -> None:
+        """Catch up on skipped quiet calls: the time of the last fair share update (the instant
+        ``schedule`` would last have refreshed the snapshot) and each node's preemptive backoff."""
+        snap = self.snap
+        assert snap is not None
+        flat = np.sort(beats[np.isfinite(beats)]) if len(nodes) else np.empty(0)
+        t = _last_update(snap.time, self.update_period, np.asarray(ticks, dtype=float), flat)
+        if t != snap.time:
+            self.snap = Snapshot(t, snap.tree, snap.result, snap.params, snap.view, snap.published)
+            self._quiet_snap = (self.snap, True)
+        if self.enabled:
+            rows = [i for i, n in enumerate(nodes) if counts[i] and state.nodes[n].schedulable]
+            if rows:
+                _catch_up_backoff(self.backoff, [nodes[i] for i in rows], beats[rows], counts[rows])
 
     def grace_period(self, state: ClusterState, allocation: str) -> float:
         if allocation in self.grace:
@@ -592,6 +657,59 @@ class _LiveQueueUsage(dict):
 
 
 __all__ = ["YTsaurusModel", "AP", "NP", "P"]
+
+
+def _last_update(since: float, period: float, ticks: np.ndarray, beats: np.ndarray) -> float:
+    """The time of the last snapshot refresh over skipped instants (ticks and heartbeats merged):
+    ``schedule`` refreshes at the first instant ``now >= since + period - 1e-9``, in the same float
+    arithmetic. Runs of ticks that each refresh (nothing in between reaching the threshold first)
+    are checked as arrays; the rest goes instant by instant."""
+    s = since
+    while True:
+        thr = s + period - 1e-9
+        j = int(np.searchsorted(ticks, thr, "left"))
+        b = int(np.searchsorted(beats, thr, "left"))
+        tj = float(ticks[j]) if j < len(ticks) else math.inf
+        hb = float(beats[b]) if b < len(beats) else math.inf
+        x = min(tj, hb)
+        if x == math.inf:
+            return s
+        s = x
+        if x == tj and j + 1 < len(ticks):
+            rest = ticks[j:]
+            thr_r = rest[:-1] + period - 1e-9
+            ok = (rest[1:] >= thr_r) & (np.searchsorted(beats, thr_r, "left") == np.searchsorted(beats, rest[1:], "left"))
+            bad = int(np.argmin(ok)) if not ok.all() else len(ok)
+            s = float(rest[bad])
+
+
+def _catch_up_backoff(backoff: heartbeat.Backoff, nodes: list[str], beats: np.ndarray, counts: np.ndarray) -> None:
+    """``Backoff.should_run`` over skipped heartbeats, per node: the last time it ran is all that
+    stays. Heartbeats exactly one backoff apart (the default: both 5 s) run every other time; more
+    than a backoff apart, every time; anything else is replayed one heartbeat at a time."""
+    period = backoff.period
+    last = backoff.last
+    prior = np.array([last.get(n, np.nan) for n in nodes])
+    first = np.where(np.isnan(prior), 0, (beats <= (prior + period)[:, None]).sum(axis=1))
+    width = beats.shape[1]
+    valid = np.arange(1, width)[None, :] < counts[:, None]
+    step = beats[:, :-1] + period
+    alternate = np.all(~valid | (beats[:, 1:] == step), axis=1)
+    every = np.all(~valid | (beats[:, 1:] > step), axis=1)
+    c = counts.astype(int)
+    ran = first < c
+    idx = np.where(every, c - 1, first + 2 * ((c - 1 - first) // 2))
+    picked = beats[np.arange(len(nodes)), np.clip(idx, 0, width - 1)]
+    for i in np.flatnonzero(ran).tolist():
+        node = nodes[i]
+        if every[i] or alternate[i]:
+            last[node] = float(picked[i])
+            continue
+        t = last.get(node)
+        for h in beats[i, :c[i]].tolist():
+            if t is None or h > t + period:
+                t = h
+        last[node] = t
 
 
 def _from_arrays(arr, params: dict[str, starvation.Params]) -> tuple[dict, dict[str, str]]:

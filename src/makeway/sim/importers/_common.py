@@ -26,6 +26,7 @@ class ImportStats:
     ``skipped`` counts bad lines (malformed, impossible values). ``dropped`` counts well-formed
     records deliberately left out, by reason (a job cancelled before it started has no demand to
     replay), so the numbers add up against the source: lines = records + skipped + dropped + merged.
+    ``notes`` counts records a mapping choice affected (kept, not skipped), by what.
     """
 
     records: int = 0
@@ -35,6 +36,7 @@ class ImportStats:
     dropped: dict[str, int] = field(default_factory=dict)
     merged: int = 0
     events: int = 0
+    notes: dict[str, int] = field(default_factory=dict)
 
     def warn(self, message: str) -> None:
         self.warning_count += 1
@@ -43,6 +45,10 @@ class ImportStats:
 
     def drop(self, reason: str) -> None:
         self.dropped[reason] = self.dropped.get(reason, 0) + 1
+
+    def count(self, what: str) -> None:
+        """A mapping choice that changed records without skipping them (SWF processors), counted."""
+        self.notes[what] = self.notes.get(what, 0) + 1
 
 
 class Reporter:

@@ -6,10 +6,16 @@ One job per line, 18 whitespace-separated fields, ``-1`` = unknown, ``;`` header
 Mapping (why: SWF describes a space-shared machine of interchangeable processors):
 
 * job number (1) -> ``id`` (as a string); submit (2) -> ``submit`` (seconds from log start);
-  run time (4) -> ``duration``; allocated procs (5), else requested procs (8) -> one task of
-  ``{cpu: procs}`` on a processor pool (``layout="pool"``, default) or ``procs`` one-cpu tasks (a
+  run time (4) -> ``duration``; processors -> one task of ``{cpu: procs}`` on a processor pool (``layout="pool"``, default) or ``procs`` one-cpu tasks (a
   gang, ``layout="nodes"``); requested time (9) ->
   ``requested_duration``; user (12) -> ``user: u<n>``.
+* processors: ``processors="requested"`` (default) reads requested processors (8) and falls back on
+  allocated (5) when the log has no request; ``"allocated"`` reads allocated first, requested when
+  -1. Requested is the job's demand, what AccaSim and most HPC simulators replay, and what a
+  different machine or scheduler would be asked for; allocated is what the logged machine gave,
+  rounded to its own granularity (LANL's CM-5 gave 512 processors to 1,182 jobs that asked for 256,
+  partitions being powers of two of at least 32). ``ImportStats.notes`` counts the jobs whose two
+  numbers differ, so the choice is never silent.
 * queue: the queue (15) named from the header (``Queue:`` lines) when set, else the partition
   (16), else ``default``; ``queue_by`` chooses ``user``/``group`` instead.
 * status (11): 1 completed and 0 failed are replayed for their run time; 5 cancelled is replayed
@@ -92,7 +98,10 @@ def queue_name(hdr: SwfHeader, queue: int, partition: int) -> str:
 Row = tuple[float, int, int, float, float, int, float, int, int, int, int, int]
 
 
-def _parse(lineno: int, line: str, rep: Reporter) -> Row | None:
+PROCESSORS = ("requested", "allocated")
+
+
+def _parse(lineno: int, line: str, rep: Reporter, processors: str = "requested") -> Row | None:
     parts = line.split()
     if len(parts) < FIELDS:
         rep.bad(lineno, wrong_width(FIELDS, len(parts), "fields"))
@@ -113,7 +122,13 @@ def _parse(lineno: int, line: str, rep: Reporter) -> Row | None:
     if submit < 0:
         rep.bad(lineno, f"job {job}: submit time {parts[1]} is unknown or negative")
         return None
-    procs = int(alloc) if alloc > 0 else int(req_procs)
+    if processors == "requested":
+        procs = int(req_procs) if req_procs > 0 else int(alloc)
+    else:
+        procs = int(alloc) if alloc > 0 else int(req_procs)
+    if alloc > 0 and req_procs > 0 and alloc != req_procs:
+        rep.stats.count(f"jobs whose allocated processors (field 5) differ from requested (field 8): "
+                        f"{processors} read (--swf-processors)")
     if procs <= 0:
         rep.bad(lineno, f"job {job}: no processor count (allocated and requested are {parts[4]}, {parts[7]})")
         return None
@@ -134,12 +149,12 @@ def _is_number(s: str) -> bool:
         return False
 
 
-def _rows(path: Path, rep: Reporter) -> Iterator[Row]:
+def _rows(path: Path, rep: Reporter, processors: str = "requested") -> Iterator[Row]:
     for lineno, line in numbered_lines(path, rep):
         s = line.strip()
         if not s or s.startswith(";"):
             continue
-        row = _parse(lineno, s, rep)
+        row = _parse(lineno, s, rep, processors)
         if row is not None:
             yield row
 
@@ -201,14 +216,17 @@ def _check_layout(layout: str) -> None:
 
 
 def read(path: Path, *, strict: bool = False, stats: ImportStats | None = None,
-         queue_by: str = "auto", layout: str = "pool") -> Iterator[dict[str, Any]]:
+         queue_by: str = "auto", layout: str = "pool", processors: str = "requested") -> Iterator[dict[str, Any]]:
     """Stream SWF jobs as makeway trace records, sorted by submit time.
 
     ``layout="pool"`` (default): a job is one task of ``procs`` cpu on a machine modelled as one pool
     of processors, which is how the archive's logs are replayed (processors are interchangeable,
     there is no topology in SWF) and costs one allocation per job. ``layout="nodes"``: a gang of
     ``procs`` one-cpu tasks on ``MaxNodes`` nodes, when node-level placement matters.
+    ``processors``: ``requested`` (field 8, default) or ``allocated`` (field 5) first; see the module doc.
     """
+    if processors not in PROCESSORS:
+        raise ValueError(f"processors must be one of {PROCESSORS}")
     if queue_by not in QUEUE_BY:
         raise ValueError(f"queue_by must be one of {QUEUE_BY}")
     _check_layout(layout)
@@ -216,12 +234,12 @@ def read(path: Path, *, strict: bool = False, stats: ImportStats | None = None,
     rep = Reporter(path, strict, stats)
     hdr = read_header(path)
     if _needs_sort(path):
-        rows = list(_rows(path, rep))
+        rows = list(_rows(path, rep, processors))
         rows = _merge_partials(rows, rep)
         rows.sort(key=lambda r: (r[0], r[1]))
         source: Iterator[Row] = iter(rows)
     else:
-        source = _rows(path, rep)
+        source = _rows(path, rep, processors)
     for row in source:
         rec = _record(row, hdr, queue_by, rep, layout)
         if rec is not None:
