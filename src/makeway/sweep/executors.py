@@ -48,8 +48,9 @@ def run_ray(cells: list[CellSpec], address: Optional[str], jobs: int) -> Iterato
         import ray
     except ImportError:
         raise _missing("ray", "ray") from None
-    if not ray.is_initialized():
-        kwargs = {"address": address} if address else {"num_cpus": jobs}
+    started = not ray.is_initialized()
+    if started:
+        kwargs = {"address": address} if address else {"num_cpus": jobs, "include_dashboard": False}
         ray.init(log_to_driver=False, **kwargs)
     remote = ray.remote(num_cpus=1)(run_cell)
     pending = {remote.remote(c): c for c in cells}
@@ -62,6 +63,9 @@ def run_ray(cells: list[CellSpec], address: Optional[str], jobs: int) -> Iterato
         for ref in pending:
             ray.cancel(ref, force=True)
         raise
+    finally:
+        if started:
+            ray.shutdown()
 
 
 def run_dask(cells: list[CellSpec], address: Optional[str], jobs: int) -> Iterator[tuple[CellSpec, dict]]:

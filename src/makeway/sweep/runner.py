@@ -65,7 +65,7 @@ def run_sweep(grid: Grid, out: Path, executor: str = "process", jobs: int = 1, a
     done = dict(found)
     if on_progress:
         on_progress(len(done), len(unique))
-    for spec, record in execute(todo, executor, jobs, address):
+    for spec, record in (execute(todo, executor, jobs, address) if todo else ()):
         store.save(record)
         done[spec.key] = record
         outcome.computed += 1
