@@ -103,14 +103,25 @@ def rich_table(grid: Grid, header: list[str], rows: list[list[Any]]):
     skip = {"cell", "jobs_submitted", "wait_p99_s", "makespan_s", "starvation_s"}
     skip |= ({"config"} if not grid.multi_config else set()) | ({"trace"} if not grid.multi_trace else set())
     skip |= {c for i, c in enumerate(header) if c == "gpu_hours_wasted" and not any(r[i] for r in rows)}
+    settings = [i for i, c in enumerate(header) if c.startswith("setting ")]
+    merged = len(settings) > 2  # many axes: one "settings" column of k=v, not a column per key
+    if merged:
+        skip |= {header[i] for i in settings}
     cols = [i for i, c in enumerate(header) if c not in skip]
     table = Table(title=f"makeway sweep: {grid.name} ({len(rows)} cells)", title_justify="left")
     for i in cols:
         name = header[i]
         text = i < 4 or name.startswith("setting ")
         table.add_column(_title(name), justify="left" if text else "right", no_wrap=not text)
+        if merged and name == "model":
+            table.add_column("settings", justify="left")
     for row in rows:
-        table.add_row(*[_fmt(header[i], row[i]) if i >= 4 else str(row[i]).rsplit("/", 1)[-1] for i in cols])
+        cells = []
+        for i in cols:
+            cells.append(_fmt(header[i], row[i]) if i >= 4 else str(row[i]).rsplit("/", 1)[-1])
+            if merged and header[i] == "model":
+                cells.append(" ".join(f"{header[j].removeprefix('setting ')}={row[j]}" for j in settings if row[j] != ""))
+        table.add_row(*cells)
     return table
 
 
