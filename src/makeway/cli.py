@@ -515,6 +515,23 @@ def bench(
     typer.echo(f"wrote {out}")
 
 
+@app.command()
+def sweep(
+    grid: Path = typer.Argument(..., help="GRID.yaml: configs x traces x models x settings"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="output directory: cells/, table.csv, report.html (default: GRID's name + '.sweep' beside it)"),
+    executor: str = typer.Option("process", "--executor", help="process (local pool), ray or dask"),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="parallel cells on this machine (default: CPU count)"),
+    address: Optional[str] = typer.Option(None, "--address", help="Ray or Dask cluster to run on (default: a local one)"),
+    max_cells: Optional[int] = typer.Option(None, "--max-cells", help="run at most this many unfinished cells, then stop"),
+    no_report: bool = typer.Option(False, "--no-report", help="write the table only, not report.html"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="print nothing but errors"),
+) -> None:
+    """Run a grid of what-ifs; finished cells are kept (content-addressed) and skipped on a rerun."""
+    from makeway.sweep.cli import sweep_command
+
+    sweep_command(grid, out, executor, jobs, address, max_cells, not no_report, quiet)
+
+
 IMPORTERS = ("kueue", "yunikorn", "ytsaurus", "symphony")
 
 
