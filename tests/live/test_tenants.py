@@ -48,12 +48,12 @@ class Clock:
 
 
 class Svc:
-    def __init__(self, url: str, tokens: bool = True) -> None:
+    def __init__(self, url: str, tokens: bool = True, cfg: dict | None = None) -> None:
         self.store = Store(url)
         self.tokens = {name: create_token(self.store, role, tenant, name)[0] for name, (role, tenant)
                        in GRANTS.items()} if tokens else {}
         self.clock = Clock()
-        self.loop = SchedulerLoop(parse_config(CFG), self.store, recovery_grace=0, clock=self.clock)
+        self.loop = SchedulerLoop(parse_config(cfg or CFG), self.store, recovery_grace=0, clock=self.clock)
         self.loop.recover()
         self.app = create_app(self.loop, self.loop.cfg, self.store, auth=Authenticator(self.store, clock=self.clock))
         self.client = TestClient(self.app.state.asgi)  # as served: submits take the fast path
@@ -117,6 +117,7 @@ def test_a_tenant_cannot_see_cancel_or_preempt_another_tenants_jobs_nor_change_q
         assert s.req("alice", "DELETE", "/v1/jobs/b1").status_code == 404
         assert s.req("alice", "POST", "/v1/jobs/b1/preempt").status_code == 404
         assert s.req("alice", "POST", "/v1/jobs/a1/preempt").status_code == 403  # a user preempts nothing
+        assert s.req("alice", "PATCH", "/v1/jobs/b1", json={"priority": 9}).status_code == 404
         for q in ("a-dev", "b-dev", "a"):
             r = s.req("alice", "PATCH", f"/v1/queues/{q}", json={"max": {"cpu": 1}})
             assert r.status_code == 403, r.text
@@ -148,7 +149,7 @@ def test_a_tenant_cannot_see_cancel_or_preempt_another_tenants_jobs_nor_change_q
         assert audit == [
             ("alice", "job.submit", "job:x1", "forbidden"), ("alice", "job.submit", "job:x2", "forbidden"),
             ("alice", "job.cancel", "job:b1", "not-found"), ("alice", "job.preempt", "job:b1", "not-found"),
-            ("alice", "job.preempt", "job:a1", "forbidden"),
+            ("alice", "job.preempt", "job:a1", "forbidden"), ("alice", "job.reprioritise", "job:b1", "not-found"),
             ("alice", "queue.patch", "queue:a-dev", "forbidden"), ("alice", "queue.patch", "queue:b-dev", "forbidden"),
             ("alice", "queue.patch", "queue:a", "forbidden"), ("alice", "audit.read", "audit", "forbidden"),
             ("a-admin", "job.preempt", "job:b1", "not-found"), ("a-admin", "job.preempt", "job:a2", "ok"),
