@@ -30,10 +30,11 @@ from makeway.live.crash import crash_point
 from makeway.live.loop import SchedulerLoop
 from makeway.live.metrics import mount_metrics
 from makeway.live.spec import SpecError, parse_job, parse_priority_change, parse_queue_change
-from makeway.live.ui import mount_ui
+from makeway.live.login import cookie_header, login_redirect, mount_login
+from makeway.live.ui import mount_ui, ui_env
 
 HEARTBEAT_INTERVAL = 2.0
-PUBLIC = ("/healthz", "/readyz", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json")
+PUBLIC = ("/healthz", "/readyz", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json", "/ui/login", "/ui/logout")
 AGENT_PATHS = "/v1/agent/"
 MAX_WAIT = 30.0
 MAX_BATCH = 1000
@@ -119,7 +120,13 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
         return p
 
     async def guard(request: Request) -> Principal:
-        p = await principal(request.url.path, request.headers.get("authorization"))
+        try:
+            p = await principal(request.url.path, cookie_header(request))
+        except HTTPException as exc:
+            to = login_redirect(request) if exc.status_code == 401 else None
+            if to is None:
+                raise
+            raise HTTPException(303, "log in first", headers={"Location": to.headers["location"]}) from None
         request.state.principal = p
         return p
 
@@ -623,6 +630,9 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
     mount_ui(app, loop, cfg.preemption.model, accepted, log_dirs,
              visible_for=lambda request: visible_to(request.state.principal))
     mount_metrics(app, loop, cfg.preemption.model, accepted, committer)
+    mount_login(app, ui_env(), auth.authenticate,
+                lambda p, outcome, status, details: record(p or Principal("anonymous", "none"), "ui.login", "ui",
+                                                           p.tenant if p else None, outcome, status, details))
     return app
 
 
