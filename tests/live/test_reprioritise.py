@@ -57,6 +57,9 @@ def test_a_raised_priority_starts_first_and_replays(svc):
     assert s.req("alice", "GET", "/v1/jobs/p2").json()["spec"]["priority"] == 5
     assert s.req("alice", "GET", "/v1/jobs/p2").json()["changes"] == [
         {"time": s.loop.core.now, "change": "priority", "from": 0, "to": 5, "by": "a-admin", "applied": True}]
+    assert [e for e in s.req("alice", "GET", "/v1/jobs/p2/events").json()["events"] if e["event"] == "reprioritised"] \
+        == [{"time": s.loop.core.now, "event": "reprioritised", "from": 0, "to": 5, "by": "a-admin"}]
+    assert any("priority 0 -> 5 by a-admin" in line for line in s.req("alice", "GET", "/v1/jobs/p2/explain").json()["story"])
     finish_all(s)
     s.step()
     assert running(s) == {"r": "finished", "p1": "pending", "p2": "running"}  # p1 was first in line before
