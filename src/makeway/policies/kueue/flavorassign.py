@@ -237,6 +237,8 @@ def assign(cq: QNode, pod_sets: Sequence[PodSetRequest], fair: bool, fungibility
     for i, ps in enumerate(pod_sets):
         count = ps.count if counts is None else counts[i]
         requests = ps.total(count)
+        if _group_of(cq, "pods") is not None:
+            requests["pods"] = count  # a queue that covers "pods" counts them as a resource
         psa = PodSetAssignment(ps.name, count, requests)
         group_flavors: dict[str, str] = {}
         group_modes: dict[str, str] = {}

@@ -21,9 +21,10 @@ from makeway.core.resources import Res, add_into
 from makeway.core.state import ClusterState
 from makeway.policies.default import first_fit
 from makeway.policies.kueue.assign import FIT, NOFIT, Assignment, assign_flavors
+from makeway.policies.kueue.cycle import tournament_winner
 from makeway.policies.kueue.drs import dominant_resource_share
 from makeway.policies.kueue.preemption import DEFAULT_STRATEGIES, Preemptor, Target, get_targets
-from makeway.policies.kueue.quota import (ANY, FR, Admitted, CohortSpec, CQSpec, QNode, QuotaTree, borrowing,
+from makeway.policies.kueue.quota import (ANY, FR, Admitted, CohortSpec, CQSpec, QNode, QuotaTree,
                                           units)
 from makeway.policies.kueue.setup import specs_from_queues
 
@@ -54,6 +55,14 @@ class _Head:
     assignment: Assignment
     priority: int
     submit: float
+
+    @property
+    def usage(self) -> dict[FR, int]:
+        return self.assignment.usage
+
+    @property
+    def borrows(self) -> bool:
+        return self.assignment.borrows
 
 
 class KueueModel(PreemptionModel):
@@ -597,44 +606,9 @@ class KueueModel(PreemptionModel):
     # -- fair-sharing admission order -----------------------------------------------------------
 
     def _tournament(self, tree: QuotaTree, heads: list[_Head]) -> _Head:
-        """Kueue's fair-sharing iterator: at every cohort, the child whose head is best by
-        (not borrowing on its flavors, lower DRS with the head's usage, priority, time)."""
-        levels: dict[str, dict[int, tuple]] = {}
-        for h in heads:
-            tree.add_usage(h.cq, h.assignment.usage)
-            per: dict[int, tuple] = {}
-            node: QNode | None = h.cq
-            while node is not None and node.parent is not None:
-                b = any(borrowing(node, fr) for fr in h.assignment.usage)
-                per[id(node)] = (b, dominant_resource_share(node).key())
-                node = node.parent
-            tree.add_usage(h.cq, h.assignment.usage, -1)
-            levels[h.wl] = per
-        by_cq = {h.cq.name: h for h in heads}
-
-        def key(node: QNode, h: _Head) -> tuple:
-            lv = levels[h.wl].get(id(node), (False, (False, 0.0)))
-            return (not self._is_waiting(h), lv[0], lv[1], -h.priority, h.submit, h.wl)
-
-        def rec(co: QNode) -> _Head | None:
-            best, best_key = None, None
-            for c in co.child_cqs:
-                h = by_cq.get(c.name)
-                if h is not None and (best is None or key(c, h) < best_key):
-                    best, best_key = h, key(c, h)
-            for c in co.child_cohorts:
-                h = rec(c)
-                if h is not None and (best is None or key(c, h) < best_key):
-                    best, best_key = h, key(c, h)
-            return best
-
-        winners = []
-        roots = {id(h.cq.root()): h.cq.root() for h in heads}
-        for r in roots.values():
-            w = by_cq[r.name] if r.is_cq else rec(r)
-            if w is not None:
-                winners.append(w)
-        return min(winners, key=lambda h: (not self._is_waiting(h), h.assignment.borrows, -h.priority, h.submit, h.wl))
+        """Kueue's fair-sharing iterator (``cycle.tournament_winner``, shared with the whole-cycle
+        conformance runs), with preemptors waiting for their victims first."""
+        return tournament_winner(tree, heads, self._is_waiting)
 
     def _is_waiting(self, h: _Head) -> bool:
         return self.prioritize_preemptors and h.wl in self._waiting
