@@ -19,6 +19,7 @@ from makeway.policies.kueue.cycle import (BEST_EFFORT_FIFO, MISCONFIGURED, RQ_GE
                                           requeue_to_active, run_cycle, writes_status)
 from makeway.policies.kueue.flavorassign import Fungibility, PodSetRequest
 from makeway.policies.kueue.preemption import DEFAULT_STRATEGIES
+from makeway.policies.kueue.selectors import selector_matches, untolerated
 from makeway.policies.kueue.quota import FR, Admitted, CohortSpec, CQSpec, FlavorQuota, Policy, QuotaTree, units
 
 _GIB = 2**30
@@ -98,52 +99,6 @@ def _policy(spec: Mapping[str, Any] | None) -> Policy:
     return Policy("Never" if within is None else str(within), "Never" if reclaim is None else str(reclaim),
                   "Never" if bwc is None else str(bwc.get("policy") if bwc.get("policy") is not None else ""),
                   None if bwc is None else bwc.get("maxPriorityThreshold"))
-
-
-def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
-    """A Kubernetes LabelSelector; a null selector matches nothing (``LabelSelectorAsSelector(nil)``)."""
-    if selector is None:
-        return False
-    for k, v in (selector.get("matchLabels") or {}).items():
-        if labels.get(k) != v:
-            return False
-    for ex in selector.get("matchExpressions") or []:
-        key, op, values = ex["key"], ex["operator"], list(ex.get("values") or [])
-        if op == "In":
-            ok = key in labels and labels[key] in values
-        elif op == "NotIn":
-            ok = key not in labels or labels[key] not in values
-        elif op == "Exists":
-            ok = key in labels
-        elif op == "DoesNotExist":
-            ok = key not in labels
-        else:
-            raise Unsupported(f"namespaceSelector operator {op!r}")
-        if not ok:
-            return False
-    return True
-
-
-def untolerated(taints: list[Mapping[str, Any]], tolerations: list[Mapping[str, Any]]) -> Mapping[str, Any] | None:
-    """The first NoSchedule/NoExecute taint no toleration tolerates (``FindMatchingUntoleratedTaint``)."""
-    for t in taints:
-        if t.get("effect") not in ("NoSchedule", "NoExecute"):
-            continue
-        if not any(_tolerates(tol, t) for tol in tolerations):
-            return t
-    return None
-
-
-def _tolerates(tol: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
-    if tol.get("effect") and tol.get("effect") != taint.get("effect"):
-        return False
-    key = tol.get("key") or ""
-    if key and key != taint.get("key"):
-        return False
-    op = tol.get("operator") or "Equal"
-    if op == "Exists":
-        return True
-    return key == taint.get("key") and (tol.get("value") or "") == (taint.get("value") or "")
 
 
 def _gates(config: Mapping[str, Any]) -> dict[str, bool]:
