@@ -105,7 +105,8 @@ def test_readme_documents_the_keys_this_test_knows():
                                            "quotaReservedReason", "message"}
 
 
-_OUTCOME_OF = {"outcome": "pending", "admittedCondition": "admitted", "evictedReason": "preempted", "preemptionReason": "preempted",
+_OUTCOME_OF = {"outcome": "pending", "admittedCondition": "admitted", "evictedReason": "preempted",
+               "preemptionReason": "preempted",
                "quotaReservedReason": "pending"}
 
 

@@ -165,7 +165,8 @@ def _heap_key(w: Mapping[str, Any]) -> tuple:
 def _hash(w: Mapping[str, Any]) -> tuple:
     """The scheduling equivalence hash: priority and the pod sets' shape."""
     return (int(w.get("priority", 0)),
-            tuple((ps["name"], ps.get("count", 1), ps.get("minCount"), tuple(sorted((ps.get("requests") or {}).items())),
+            tuple((ps["name"], ps.get("count", 1), ps.get("minCount"),
+                   tuple(sorted((ps.get("requests") or {}).items())),
                    tuple(sorted((ps.get("limits") or {}).items())), repr(ps.get("tolerations")))
                   for ps in w.get("podSets", [])))
 
@@ -180,7 +181,8 @@ def _head(w: Mapping[str, Any], cq: Mapping[str, Any], cq_resources: set[str], f
         over = sorted(r for r, v in requests.items() if r in limits and v > limits[r])
         if over and rejected is None:
             rejected = (MISCONFIGURED, RQ_GENERIC,
-                        f"resource validation failed: requests exceed limits for {', '.join(over)} in pod set {ps['name']}")
+                        f"resource validation failed: requests exceed limits for {', '.join(over)} "
+                        f"in pod set {ps['name']}")
         per_pod = {r: _q(r, v) for r, v in requests.items()}
         if ignore_undeclared:
             per_pod = {r: v for r, v in per_pod.items() if r in cq_resources}
@@ -188,7 +190,8 @@ def _head(w: Mapping[str, Any], cq: Mapping[str, Any], cq_resources: set[str], f
         for name, f in flavors.items():
             t = untolerated(f.get("taints") or [], list(ps.get("tolerations") or []) + list(f.get("tolerations") or []))
             if t is not None:
-                excluded[name] = f"untolerated taint {{{t.get('key')} {t.get('value')} {t.get('effect')}}} in flavor {name}"
+                taint = f"{t.get('key')} {t.get('value')} {t.get('effect')}"
+                excluded[name] = f"untolerated taint {{{taint}}} in flavor {name}"
         count = int(ps.get("count", 1))
         mc = ps.get("minCount")
         pod_sets.append(PodSetRequest(ps["name"], count, per_pod, None if mc is None else int(mc), excluded))

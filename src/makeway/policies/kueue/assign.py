@@ -26,6 +26,7 @@ class Assignment:
     usage: dict[FR, int] = field(default_factory=dict)
     frs_need: set[FR] = field(default_factory=set)
     borrows: bool = False
+    borrowing: int = 0  # height of the cohort subtree the request borrows from (0: within nominal)
     reason: str = ""
 
 
@@ -40,7 +41,8 @@ def assign_flavors(cq: QNode, pod_sets: Sequence[Mapping[str, int]], covered: se
     a = assign(cq, requests, fair, Fungibility.of(fungibility))
     mode = a.mode
     out = Assignment(mode=mode, flavors=[dict(ps.flavors) for ps in a.pod_sets],
-                     usage={fr: v for fr, v in a.usage.items() if v > 0}, borrows=a.borrowing > 0)
+                     usage={fr: v for fr, v in a.usage.items() if v > 0}, borrows=a.borrowing > 0,
+                     borrowing=a.borrowing)
     if mode == NOFIT:
         out.reason = a.message() or a.no_fit_reason
         out.flavors = []

@@ -229,8 +229,11 @@ def tournament_winner(tree: QuotaTree, heads: Sequence[Any], first: Callable[[An
 def classic_order(entries: Iterable[Entry], priority_sorting: bool = True) -> list[Entry]:
     """``makeClassicalIterator``: lower borrowing level first (the height of the cohort subtree the
     request borrows from; 0 = within nominal quota), higher priority, earlier creation."""
-    return sorted(entries, key=lambda e: (e.assignment.borrowing if e.assignment else 0, -e.priority if priority_sorting else 0, e.submit, e.head.uid,
-                                          e.wl))
+    def key(e: Entry) -> tuple:
+        level = e.assignment.borrowing if e.assignment else 0
+        return (level, -e.priority if priority_sorting else 0, e.submit, e.head.uid, e.wl)
+
+    return sorted(entries, key=key)
 
 
 # -- processing ---------------------------------------------------------------------------------

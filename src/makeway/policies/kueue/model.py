@@ -4,8 +4,8 @@ fair-sharing preemption of whole workloads, on makeway's cluster state.
 Each ``schedule`` call rebuilds Kueue's snapshot (the quota tree with every admitted workload's
 usage, keyed by the flavor of the nodes its pods run on) and runs admission cycles: one head per
 ClusterQueue (BestEffortFIFO: priority, then creation time), heads ordered as Kueue orders them
-(classic: non-borrowing first, priority, time; fair sharing: the DRS tournament), each head either
-admitted (gang: all pods placed first-fit on nodes of its flavors, or none), or, in Preempt mode,
+(classic: lower borrowing level first, priority, time; fair sharing: the DRS tournament), each
+head either admitted (gang: all pods placed first-fit on nodes of its flavors, or none), or, in Preempt mode,
 its targets evicted (every allocation of each victim). The preemptor is admitted in a later call,
 once its victims have released their quota, as in Kueue.
 """
@@ -359,7 +359,7 @@ class KueueModel(PreemptionModel):
                     heads.remove(h)
                     self._process_strict(state, tree, h, now, decisions, promised, victims, queues)
             else:
-                heads.sort(key=lambda h: (not self._is_waiting(h), h.assignment.borrows, -h.priority, h.submit, h.wl))
+                heads.sort(key=lambda h: (not self._is_waiting(h), h.assignment.borrowing, -h.priority, h.submit, h.wl))
                 for h in heads:
                     self._process_strict(state, tree, h, now, decisions, promised, victims, queues)
         self._end_call(state, tree, decisions)
@@ -377,10 +377,9 @@ class KueueModel(PreemptionModel):
         self._process(state, tree, h, now, decisions, promised, victims)
         if not self._strict(state, h.cq.name):
             return
-        if not any(isinstance(d, Start) for d in decisions[n:]):
-            queues[h.cq.name] = []
-            if self._namespace_ok(state, h.cq.name, h.wl):
-                self._parked.discard(h.wl)
+        if not any(isinstance(d, Start) for d in decisions[n:]) and self._namespace_ok(state, h.cq.name, h.wl):
+            queues[h.cq.name] = []  # a namespace mismatch is set aside, as Kueue does in both strategies
+            self._parked.discard(h.wl)
 
     @staticmethod
     def _epochs(state: ClusterState) -> tuple:

@@ -31,7 +31,8 @@ def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, st
     return True
 
 
-def untolerated(taints: Sequence[Mapping[str, Any]], tolerations: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+def untolerated(taints: Sequence[Mapping[str, Any]],
+                tolerations: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     """The first NoSchedule/NoExecute taint no toleration tolerates (``FindMatchingUntoleratedTaint``)."""
     for t in taints:
         if t.get("effect") not in ("NoSchedule", "NoExecute"):
