@@ -75,14 +75,21 @@ GOLDEN = {
     "baseline": "7d70c8ce1159475f",
     "baseline_05": "1a96b23eea36e6d6",
     "random_fair": "351195845e3643a1",
-    "random_classic": "e590a9eb24bea095",
+    # Re-recorded (issue 19): classic head order compares the borrowing *level* (height of the cohort
+    # subtree the request borrows from), as Kueue's makeClassicalIterator does (Assignment.Borrows()
+    # is an int; kueue-cycle case sched-in-a-hierarchical-cohort-workload-borrowing-less-is-scheduled-
+    # first). First change, t=217.3: w66 (q4 in sub, borrows from sub) now goes before w52 (q0,
+    # borrows from org; same priority, earlier), is admitted without preempting, and w52 waits.
+    "random_classic": "7efff00377d9ad2b",
     # Re-recorded (issue 13) when a workload admitted and finished between two calls was found
     # to leave its release unnoticed, so parked workloads stayed parked on an idle cluster.
     # victims with a grace period: they keep their quota, marked evicted, until they leave
     # (re-recorded when a stale "no targets" memo was fixed; equal to evaluating every head,
     # see test_grace_period_decides_as_full_evaluation)
     "grace_fair": "ec7a3c069928d2a1",
-    "grace_classic": "66298f8ae5d07b98",
+    # issue 19, same rule: at t=83.5 w18 (q3 in sub, lower borrowing level) goes before the older w11
+    # (q1, borrows from org; same priority), preempts w23 as before, and w11 no longer fits after it.
+    "grace_classic": "b856e5f4ecd0cc41",
 }
 
 

@@ -116,3 +116,29 @@ metadata: {name: sample}
     cfg, warnings = import_files([_write(tmp_path, text)])
     assert cfg["preemption"]["settings"]["fairSharing"] == {"preemptionStrategies": ["LessThanInitialShare"]}
     assert any("Job/sample" in w and "skipped" in w for w in warnings)
+
+
+QUEUEING = CQ.format(api="v1beta2", cohort_field="cohortName", nominal=4) + """  queueingStrategy: STRATEGY
+  namespaceSelector: {matchLabels: {dep: eng}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: spot}
+spec:
+  nodeTaints: [{key: spot, value: "true", effect: NoSchedule}]
+"""
+
+
+def test_queueing_strategy_selector_and_taints_are_kept(tmp_path):
+    cfg, _ = import_files([_write(tmp_path, QUEUEING.replace("STRATEGY", "StrictFIFO"))])
+    team = cfg["queues"]["team-a"]["settings"]
+    assert team["queueingStrategy"] == "StrictFIFO"
+    assert team["namespaceSelector"] == {"matchLabels": {"dep": "eng"}}
+    assert cfg["preemption"]["settings"]["resourceFlavors"] == {
+        "spot": {"nodeTaints": [{"key": "spot", "value": "true", "effect": "NoSchedule"}]}}
+    _accepts(cfg)
+
+
+def test_unknown_queueing_strategy_names_the_field(tmp_path):
+    with pytest.raises(ConfigError, match=r"ClusterQueue/team-a: spec\.queueingStrategy: 'Fastest'"):
+        import_files([_write(tmp_path, QUEUEING.replace("STRATEGY", "Fastest"))])

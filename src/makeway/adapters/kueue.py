@@ -252,6 +252,13 @@ def import_files(paths: list[Path]) -> tuple[dict, list[str]]:
             settings["preemption"] = spec["preemption"]
         if spec.get("flavorFungibility"):
             settings["flavorFungibility"] = spec["flavorFungibility"]
+        strategy = spec.get("queueingStrategy")
+        if strategy is not None:
+            if strategy not in ("BestEffortFIFO", "StrictFIFO"):
+                raise ConfigError(d.where(f"spec.queueingStrategy: {strategy!r} is not BestEffortFIFO or StrictFIFO"))
+            settings["queueingStrategy"] = strategy
+        if spec.get("namespaceSelector") is not None:
+            settings["namespaceSelector"] = _mapping(spec["namespaceSelector"], d.where("spec.namespaceSelector"))
         if name in local_queues:
             settings["localQueues"] = sorted(local_queues[name])
         q = {"settings": settings}
@@ -287,6 +294,14 @@ def import_files(paths: list[Path]) -> tuple[dict, list[str]]:
     settings: dict[str, Any] = {"fairSharing": fair}
     if priority_classes:
         settings["priorityClasses"] = dict(sorted(priority_classes.items()))
+    tainted = {}
+    for name, spec in sorted(flavors.items()):
+        kept = {k: _list(spec.get(k), f"ResourceFlavor/{name}: spec.{k}") for k in ("nodeTaints", "tolerations")
+                if spec.get(k)}
+        if kept:
+            tainted[name] = kept
+    if tainted:
+        settings["resourceFlavors"] = tainted
     stem = Path(paths[0]).stem if paths else "kueue"
     return ({"name": stem, "resources": resources, "nodes": nodes, "queues": ordered,
              "preemption": {"model": "kueue", "settings": settings}}, warnings)

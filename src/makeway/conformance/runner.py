@@ -22,6 +22,7 @@ LOADERS: dict[str, str] = {
     "yunikorn-quota-change": "makeway.conformance.yunikorn_quota:run_case",
     "kueue-classic": "makeway.conformance.kueue:run_case",
     "kueue-fair-sharing": "makeway.conformance.kueue:run_case",
+    "kueue-cycle": "makeway.conformance.kueue_cycle:run_case",
     "ytsaurus-fair-share": "makeway.conformance.ytsaurus:run_case",
     "ytsaurus-starvation": "makeway.conformance.ytsaurus:run_case",
     "ytsaurus-preemption": "makeway.conformance.ytsaurus:run_case",

@@ -1,9 +1,11 @@
-"""Flavor assignment (``fitsResourceQuota``): which flavor each resource of a workload gets, and in
-which mode (Fit, Preempt, NoFit). Flavors of a resource group are tried in the ClusterQueue's order;
-``flavorFungibility`` decides whether to stop at a flavor that borrows or needs preemption.
+"""Flavor assignment as the simulator model asks for it: the Kueue flavor assigner
+(``flavorassign.assign``) on a workload's per-pod-set totals, reduced to what the model reads (mode,
+flavor per pod set and resource, quota usage, the flavor-resources that need preemption, borrowing).
 
-Simplification (documented): the preemption oracle that ranks several Preempt flavors is not run;
-the first flavor in Preempt mode is taken.
+Resources no queue covers are not quota-managed (only nodes limit them) and are left out. The
+simulator runs the assigner without the preemption oracle: a flavor that needs preemption counts
+as "preempt" even when target selection would find nobody there (the whole-cycle runs,
+``cycle.nominate``, use the oracle).
 """
 
 from __future__ import annotations
@@ -11,11 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from makeway.policies.kueue.quota import (FR, NEVER, QNode, borrowing, cq_available, local_available,
-                                          potential_available)
+from makeway.policies.kueue.flavorassign import FIT, NOFIT, PREEMPT, Fungibility, PodSetRequest, assign
+from makeway.policies.kueue.quota import FR, QNode
 
-FIT, PREEMPT, NOFIT = "Fit", "Preempt", "NoFit"
-_RANK = {NOFIT: 0, PREEMPT: 1, FIT: 2}
+__all__ = ["FIT", "NOFIT", "PREEMPT", "Assignment", "assign_flavors"]
 
 
 @dataclass(slots=True)
@@ -25,80 +26,26 @@ class Assignment:
     usage: dict[FR, int] = field(default_factory=dict)
     frs_need: set[FR] = field(default_factory=set)
     borrows: bool = False
+    borrowing: int = 0  # height of the cohort subtree the request borrows from (0: within nominal)
     reason: str = ""
 
 
-def _may_reclaim_in_hierarchy(cq: QNode, fr: FR, val: int) -> bool:
-    """Whether ``val`` fits inside a proper subtree of the cohort tree (FindHeightOfLowestSubtreeThatFits)."""
-    if cq.parent is None or not borrowing(cq, fr, val):
-        return False
-    remaining = val - local_available(cq, fr)
-    for node in cq.path_parent_to_root():
-        if not borrowing(node, fr, remaining):
-            return node.parent is not None
-        remaining -= local_available(node, fr)
-    return False
-
-
-def resource_mode(cq: QNode, fr: FR, val: int, fair: bool) -> str:
-    if fr not in cq.quotas:
-        return NOFIT
-    if val > potential_available(cq, fr):
-        return NOFIT
-    if val <= cq_available(cq, fr):
-        return FIT
-    pol = cq.policy
-    can_borrow_preempt = pol.borrow_within_cohort != NEVER or (fair and pol.reclaim_within_cohort != NEVER)
-    if cq.nominal(fr) >= val or _may_reclaim_in_hierarchy(cq, fr, val) or can_borrow_preempt:
-        return PREEMPT
-    return NOFIT
-
-
 def assign_flavors(cq: QNode, pod_sets: Sequence[Mapping[str, int]], covered: set[str], fair: bool,
-                   fungibility: Mapping[str, str] | None = None) -> Assignment:
-    """``pod_sets``: total request per resource of each pod set, in Kueue units (count x per pod)."""
-    fung = fungibility or {}
-    stop_at_borrow = fung.get("whenCanBorrow", "MayStopSearch") in ("MayStopSearch", "Borrow")
-    stop_at_preempt = fung.get("whenCanPreempt", "TryNextFlavor") in ("MayStopSearch", "Preempt")
-    out = Assignment()
-    for ps in pod_sets:
-        chosen: dict[str, str] = {}
-        requested = {r: v for r, v in ps.items() if v > 0 and r in covered}
-        for resources, flavors in cq.groups:
-            in_group = [r for r in requested if r in resources]
-            if not in_group:
-                continue
-            best: tuple[int, bool, str, dict[str, str]] | None = None  # (mode rank, not borrowing, flavor)
-            for flv in flavors:
-                modes = {}
-                for r in in_group:
-                    fr = (flv, r)
-                    modes[r] = resource_mode(cq, fr, requested[r] + out.usage.get(fr, 0), fair)
-                mode = min(modes.values(), key=_RANK.__getitem__)
-                borrows = any(borrowing(cq, (flv, r), requested[r] + out.usage.get((flv, r), 0)) for r in in_group)
-                cand = (_RANK[mode], not borrows, flv, modes)
-                if best is None or cand[:2] > best[:2]:
-                    best = cand
-                if mode == FIT and (not borrows or stop_at_borrow):
-                    break
-                if mode == PREEMPT and stop_at_preempt:
-                    break
-            if best is None or best[0] == _RANK[NOFIT]:
-                out.mode = NOFIT
-                out.reason = f"no flavor of {','.join(flavors)} fits {','.join(in_group)}"
-                return out
-            for r in in_group:
-                fr = (best[2], r)
-                chosen[r] = best[2]
-                out.usage[fr] = out.usage.get(fr, 0) + requested[r]
-                if best[3][r] == PREEMPT:
-                    out.frs_need.add(fr)
-        missing = [r for r in requested if r not in chosen]
-        if missing:
-            out.mode = NOFIT
-            out.reason = f"resource {','.join(missing)} is not covered by the ClusterQueue"
-            return out
-        out.flavors.append(chosen)
-    out.mode = PREEMPT if out.frs_need else FIT
-    out.borrows = any(borrowing(cq, fr, v) for fr, v in out.usage.items())
+                   fungibility: Mapping[str, str] | None = None,
+                   excluded: Mapping[str, str] | None = None) -> Assignment:
+    """``pod_sets``: total request per resource of each pod set, in Kueue units (count x per pod);
+    ``excluded``: flavors the workload's pods cannot use (untolerated taints), flavor -> why."""
+    requests = [PodSetRequest(str(i), 1, {r: v for r, v in ps.items() if v > 0 and r in covered}, None,
+                              excluded or {})
+                for i, ps in enumerate(pod_sets)]
+    a = assign(cq, requests, fair, Fungibility.of(fungibility))
+    mode = a.mode
+    out = Assignment(mode=mode, flavors=[dict(ps.flavors) for ps in a.pod_sets],
+                     usage={fr: v for fr, v in a.usage.items() if v > 0}, borrows=a.borrowing > 0,
+                     borrowing=a.borrowing)
+    if mode == NOFIT:
+        out.reason = a.message() or a.no_fit_reason
+        out.flavors = []
+        return out
+    out.frs_need = a.frs_need if mode == PREEMPT else set()
     return out

@@ -4,8 +4,8 @@ fair-sharing preemption of whole workloads, on makeway's cluster state.
 Each ``schedule`` call rebuilds Kueue's snapshot (the quota tree with every admitted workload's
 usage, keyed by the flavor of the nodes its pods run on) and runs admission cycles: one head per
 ClusterQueue (BestEffortFIFO: priority, then creation time), heads ordered as Kueue orders them
-(classic: non-borrowing first, priority, time; fair sharing: the DRS tournament), each head either
-admitted (gang: all pods placed first-fit on nodes of its flavors, or none), or, in Preempt mode,
+(classic: lower borrowing level first, priority, time; fair sharing: the DRS tournament), each
+head either admitted (gang: all pods placed first-fit on nodes of its flavors, or none), or, in Preempt mode,
 its targets evicted (every allocation of each victim). The preemptor is admitted in a later call,
 once its victims have released their quota, as in Kueue.
 """
@@ -21,9 +21,11 @@ from makeway.core.resources import Res, add_into
 from makeway.core.state import ClusterState
 from makeway.policies.default import first_fit
 from makeway.policies.kueue.assign import FIT, NOFIT, Assignment, assign_flavors
+from makeway.policies.kueue.cycle import STRICT_FIFO, tournament_winner
+from makeway.policies.kueue.selectors import selector_matches, untolerated
 from makeway.policies.kueue.drs import dominant_resource_share
 from makeway.policies.kueue.preemption import DEFAULT_STRATEGIES, Preemptor, Target, get_targets
-from makeway.policies.kueue.quota import (ANY, FR, Admitted, CohortSpec, CQSpec, QNode, QuotaTree, borrowing,
+from makeway.policies.kueue.quota import (ANY, FR, Admitted, CohortSpec, CQSpec, QNode, QuotaTree,
                                           units)
 from makeway.policies.kueue.setup import specs_from_queues
 
@@ -54,6 +56,14 @@ class _Head:
     assignment: Assignment
     priority: int
     submit: float
+
+    @property
+    def usage(self) -> dict[FR, int]:
+        return self.assignment.usage
+
+    @property
+    def borrows(self) -> bool:
+        return self.assignment.borrows
 
 
 class KueueModel(PreemptionModel):
@@ -105,6 +115,10 @@ class KueueModel(PreemptionModel):
         self._explained: tuple[tuple, QuotaTree] | None = None  # pending_reason's snapshot
         self.priority_classes: dict[str, int] = {str(k): int(v) for k, v in
                                                  (self.settings.get("priorityClasses") or {}).items()}
+        self.flavor_specs: dict[str, dict] = {str(k): dict(v or {}) for k, v in
+                                              (self.settings.get("resourceFlavors") or {}).items()}
+        self.namespaces: dict[str, dict] = {str(k): dict(v or {}) for k, v in
+                                            (self.settings.get("namespaces") or {}).items()}
 
     def priority(self, wl) -> int:
         """A workload's ``settings.priorityClassName`` (WorkloadPriorityClass) wins over its priority."""
@@ -277,15 +291,39 @@ class KueueModel(PreemptionModel):
         if shape is None:
             shape = tuple(tuple(sorted(ps.items())) for ps in self._pod_sets(state, wl_id))
             self._shapes[wl_id] = shape
-        key = (cq.name, shape)
+        excluded = self._excluded(state, wl_id)
+        key = (cq.name, shape, tuple(sorted(excluded)))
         hit = self._assign_memo.get(key)
         root = cq.root().name
         if hit is not None and hit[0] == self._version.get(root, 0):
             return hit[1]
         a = assign_flavors(cq, [dict(ps) for ps in shape], self._covered, self.fair,
-                           (state.queues[cq.name].settings or {}).get("flavorFungibility"))
+                           (state.queues[cq.name].settings or {}).get("flavorFungibility"), excluded)
         self._assign_memo[key] = (self._version.get(root, 0), a)
         return a
+
+    def _excluded(self, state: ClusterState, wl_id: str) -> dict[str, str]:
+        """Flavors whose node taints the workload's pods do not tolerate (flavor -> why)."""
+        if not self.flavor_specs:
+            return {}
+        tolerations = list((state.workloads[wl_id].settings or {}).get("tolerations") or [])
+        out = {}
+        for name, spec in self.flavor_specs.items():
+            t = untolerated(spec.get("nodeTaints") or [], tolerations + list(spec.get("tolerations") or []))
+            if t is not None:
+                out[name] = f"untolerated taint {t.get('key')}={t.get('value', '')}:{t.get('effect')} in flavor {name}"
+        return out
+
+    def _namespace_ok(self, state: ClusterState, cq: str, wl_id: str) -> bool:
+        """The ClusterQueue's ``namespaceSelector`` against the workload's namespace labels."""
+        selector = (state.queues[cq].settings or {}).get("namespaceSelector")
+        if selector is None:
+            return True
+        ns = str((state.workloads[wl_id].settings or {}).get("namespace") or "default")
+        return selector_matches(selector, self.namespaces.get(ns, {}))
+
+    def _strict(self, state: ClusterState, cq: str) -> bool:
+        return (state.queues[cq].settings or {}).get("queueingStrategy") == STRICT_FIFO
 
     def _pending_by_queue(self, state: ClusterState) -> dict[str, list[str]]:
         """Fully pending workloads per ClusterQueue, best first (BestEffortFIFO: priority, then time)."""
@@ -329,17 +367,29 @@ class KueueModel(PreemptionModel):
                 while heads:
                     h = self._tournament(tree, heads)
                     heads.remove(h)
-                    self._process(state, tree, h, now, decisions, promised, victims)
+                    self._process_strict(state, tree, h, now, decisions, promised, victims, queues)
             else:
-                heads.sort(key=lambda h: (not self._is_waiting(h), h.assignment.borrows, -h.priority, h.submit, h.wl))
+                heads.sort(key=lambda h: (not self._is_waiting(h), h.assignment.borrowing, -h.priority, h.submit, h.wl))
                 for h in heads:
-                    self._process(state, tree, h, now, decisions, promised, victims)
+                    self._process_strict(state, tree, h, now, decisions, promised, victims, queues)
         self._end_call(state, tree, decisions)
         # A call can change the model without deciding anything (a preemptor whose victims are all
         # still terminating is re-admitted in the snapshot); only a call that changed nothing is
         # a fixed point that a repeat with unchanged state may skip.
         self._idle = None if decisions or self._gversion != gversion else self._epochs(state)
         return decisions
+
+    def _process_strict(self, state: ClusterState, tree: QuotaTree, h: _Head, now: float, decisions: list[Decision],
+                        promised: dict[str, Res], victims: set[str], queues: dict[str, list[str]]) -> None:
+        """``_process``, then StrictFIFO: a head that did not start blocks the rest of its queue
+        for this call and is never parked (Kueue requeues it at once, at the head)."""
+        n = len(decisions)
+        self._process(state, tree, h, now, decisions, promised, victims)
+        if not self._strict(state, h.cq.name):
+            return
+        if not any(isinstance(d, Start) for d in decisions[n:]) and self._namespace_ok(state, h.cq.name, h.wl):
+            queues[h.cq.name] = []  # a namespace mismatch is set aside, as Kueue does in both strategies
+            self._parked.discard(h.wl)
 
     @staticmethod
     def _epochs(state: ClusterState) -> tuple:
@@ -362,8 +412,10 @@ class KueueModel(PreemptionModel):
         wl = state.workloads[wl_id]
         # node placement reads pods, not totals: 2 pods of 1 cpu and 1 pod of 2 cpu are not twins
         pods = tuple((g.count, tuple(sorted(g.resources.items()))) for g in wl.groups)
+        ws = wl.settings or {}
         key = (cq.name, shape, pods, self.priority(wl),
-               wl.submit if cq.policy.within_cluster_queue == "LowerOrNewerEqualPriority" else None)
+               wl.submit if cq.policy.within_cluster_queue == "LowerOrNewerEqualPriority" else None,
+               repr(ws.get("tolerations")), ws.get("namespace"))
         self._hkeys[wl_id] = key
         return key
 
@@ -403,6 +455,9 @@ class KueueModel(PreemptionModel):
                       promised: dict[str, Res], victims: set[str]) -> None:
         cq = h.cq
         wl = state.workloads[h.wl]
+        if not self._namespace_ok(state, cq.name, h.wl):
+            self._parked.add(h.wl)  # Misconfigured; requeued only when the configuration changes
+            return
         a = self._assign(state, cq, h.wl)
         if a.mode == NOFIT:
             self._parked.add(h.wl)
@@ -607,44 +662,9 @@ class KueueModel(PreemptionModel):
     # -- fair-sharing admission order -----------------------------------------------------------
 
     def _tournament(self, tree: QuotaTree, heads: list[_Head]) -> _Head:
-        """Kueue's fair-sharing iterator: at every cohort, the child whose head is best by
-        (not borrowing on its flavors, lower DRS with the head's usage, priority, time)."""
-        levels: dict[str, dict[int, tuple]] = {}
-        for h in heads:
-            tree.add_usage(h.cq, h.assignment.usage)
-            per: dict[int, tuple] = {}
-            node: QNode | None = h.cq
-            while node is not None and node.parent is not None:
-                b = any(borrowing(node, fr) for fr in h.assignment.usage)
-                per[id(node)] = (b, dominant_resource_share(node).key())
-                node = node.parent
-            tree.add_usage(h.cq, h.assignment.usage, -1)
-            levels[h.wl] = per
-        by_cq = {h.cq.name: h for h in heads}
-
-        def key(node: QNode, h: _Head) -> tuple:
-            lv = levels[h.wl].get(id(node), (False, (False, 0.0)))
-            return (not self._is_waiting(h), lv[0], lv[1], -h.priority, h.submit, h.wl)
-
-        def rec(co: QNode) -> _Head | None:
-            best, best_key = None, None
-            for c in co.child_cqs:
-                h = by_cq.get(c.name)
-                if h is not None and (best is None or key(c, h) < best_key):
-                    best, best_key = h, key(c, h)
-            for c in co.child_cohorts:
-                h = rec(c)
-                if h is not None and (best is None or key(c, h) < best_key):
-                    best, best_key = h, key(c, h)
-            return best
-
-        winners = []
-        roots = {id(h.cq.root()): h.cq.root() for h in heads}
-        for r in roots.values():
-            w = by_cq[r.name] if r.is_cq else rec(r)
-            if w is not None:
-                winners.append(w)
-        return min(winners, key=lambda h: (not self._is_waiting(h), h.assignment.borrows, -h.priority, h.submit, h.wl))
+        """Kueue's fair-sharing iterator (``cycle.tournament_winner``, shared with the whole-cycle
+        conformance runs), with preemptors waiting for their victims first."""
+        return tournament_winner(tree, heads, self._is_waiting)
 
     def _is_waiting(self, h: _Head) -> bool:
         return self.prioritize_preemptors and h.wl in self._waiting

@@ -32,6 +32,40 @@ class Preemption(Settings):
 class FlavorFungibility(Settings):
     whenCanBorrow: Literal["MayStopSearch", "TryNextFlavor", "Borrow"] = "MayStopSearch"
     whenCanPreempt: Literal["TryNextFlavor", "MayStopSearch", "Preempt"] = "TryNextFlavor"
+    preference: Optional[Literal["BorrowingOverPreemption", "PreemptionOverBorrowing"]] = None
+
+
+class SelectorRequirement(Settings):
+    key: StrictStr = Field(min_length=1)
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[StrictStr] = Field(default_factory=list)
+
+
+class LabelSelector(Settings):
+    """A Kubernetes label selector (ClusterQueue ``namespaceSelector``); ``{}`` matches everything."""
+
+    matchLabels: dict[str, StrictStr] = Field(default_factory=dict)
+    matchExpressions: list[SelectorRequirement] = Field(default_factory=list)
+
+
+class Taint(Settings):
+    key: StrictStr = Field(min_length=1)
+    value: StrictStr = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class Toleration(Settings):
+    key: StrictStr = ""
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: StrictStr = ""
+    effect: Optional[Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]] = None
+
+
+class ResourceFlavor(Settings):
+    """ResourceFlavor ``spec``: the taints of its nodes and the tolerations it adds to pods."""
+
+    nodeTaints: list[Taint] = Field(default_factory=list)
+    tolerations: list[Toleration] = Field(default_factory=list)
 
 
 class FlavorResource(Settings):
@@ -79,6 +113,8 @@ class KueueSettings(Settings):
     prioritizePreemptorWorkloads: Flag = True
     flavorLabel: StrictStr = "flavor"
     defaultFlavor: StrictStr = "default"
+    resourceFlavors: dict[str, ResourceFlavor] = Field(default_factory=dict)
+    namespaces: dict[str, dict[str, StrictStr]] = Field(default_factory=dict)  # namespace -> labels
 
 
 class KueueQueueSettings(Settings):
@@ -88,6 +124,8 @@ class KueueQueueSettings(Settings):
     resourceGroups: Optional[list[ResourceGroup]] = None
     preemption: Optional[Preemption] = None
     flavorFungibility: Optional[FlavorFungibility] = None
+    queueingStrategy: Literal["BestEffortFIFO", "StrictFIFO"] = "BestEffortFIFO"
+    namespaceSelector: Optional[LabelSelector] = None
     localQueues: list[StrictStr] = Field(default_factory=list)
 
 
@@ -95,3 +133,5 @@ class KueueWorkloadSettings(Settings):
     """Workload ``settings`` in a trace."""
 
     priorityClassName: Optional[StrictStr] = None
+    namespace: StrictStr = "default"
+    tolerations: list[Toleration] = Field(default_factory=list)
