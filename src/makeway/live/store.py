@@ -54,6 +54,14 @@ class StoreError(MakewayError):
     """A database URL or an argument of the store is invalid; the message names which."""
 
 
+class IdTaken(StoreError):
+    """A submit names a job id the journal already holds (the API's 409 naming ``id``)."""
+
+    def __init__(self, job_id: str) -> None:
+        self.job_id = job_id
+        super().__init__(f"id: job {job_id!r} already exists")
+
+
 class StaleLeader(RuntimeError):
     """A pass was committed under an epoch that is no longer current: another leader took over."""
 
@@ -170,6 +178,13 @@ nodes_t = sa.Table(
     sa.Column("last_seen", sa.Double, nullable=True),
 )
 
+# Every submitted job id, claimed in the transaction that journals the submit: several API processes
+# share the journal, so uniqueness is the database's to keep (a primary key), not a set in memory.
+job_ids_t = sa.Table(
+    "job_ids", metadata,
+    sa.Column("id", sa.Text, primary_key=True),
+)
+
 tokens_t = sa.Table(
     "tokens", metadata,
     sa.Column("id", sa.Text, primary_key=True),
@@ -269,6 +284,9 @@ class Store:
             events_t.c.seq)
         self._seq_of_key = sa.select(events_t.c.seq).where(events_t.c.tenant == sa.bindparam("t"),
                                                            events_t.c.idem_key == sa.bindparam("k"))
+        claim = self._insert()(job_ids_t).on_conflict_do_nothing(index_elements=["id"])
+        self._claim_id = claim.values(id=sa.bindparam("id")).returning(job_ids_t.c.id)
+        self._claim_ids = claim.returning(job_ids_t.c.id)
         if migrate:
             try:
                 self.migrate()
@@ -347,7 +365,7 @@ class Store:
         row = _event_row(0, {"kind": kind, "payload": payload, "at": at})
         with self._write(lock=JOURNAL_LOCK) as conn:
             self._check_epoch(conn, epoch, f"{kind} event")
-            return self._append_one(conn, row)
+            return self._append(conn, [row])[0]
 
     def append_events(self, items: Iterable[dict]) -> list[Appended]:
         """Commit a batch of inputs in one transaction, in order; one ``Appended`` per item.
@@ -357,13 +375,16 @@ class Store:
         """
         return self._append_rows([_event_row(i, item) for i, item in enumerate(items)])
 
-    def _append_rows(self, rows: list[dict]) -> list[Appended]:
+    def _append_rows(self, rows: list[dict], *, per_row: bool = False) -> list[Any]:
+        """Commit ``rows`` in one transaction. A submit whose job id is taken raises ``IdTaken``
+        (nothing is written), or with ``per_row`` stands in the answer list as that exception
+        while the other rows commit (the group committer's batches are unrelated requests)."""
         if not rows:
             return []
         for attempt in range(3):
             try:
                 with self._write(lock=JOURNAL_LOCK) as conn:
-                    return self._append(conn, rows)
+                    return self._append(conn, rows, per_row)
             except IntegrityError:
                 # Another writer committed one of our keys between the look-up and the insert (only
                 # possible without the journal lock, e.g. an older process): look again.
@@ -371,57 +392,63 @@ class Store:
                     raise
         raise AssertionError("unreachable")
 
-    def _append(self, conn: Connection, rows: list[dict]) -> list[Appended]:
-        # one look-up and one multi-row insert cost less CPU than a statement per row from 2 rows on
-        # SQLite (it matters: the committer shares the interpreter with the API), and win on wall time
-        # from about 6 rows on PostgreSQL, where each statement is a round trip (bench/store_append.py)
-        if len(rows) <= (1 if self.dialect == "sqlite" else 6):
-            return [self._append_one(conn, r) for r in rows]
-        return self._append_many(conn, rows)
-
-    def _append_one(self, conn: Connection, row: dict) -> Appended:
-        """Insert unless the key is taken (then its seq); a key earlier in the same batch counts."""
-        if row["idem_key"] is None:
-            return Appended(conn.execute(self._ins_event, row).scalar_one(), True)
-        seq = conn.execute(self._ins_keyed_event, row).scalar_one_or_none()
-        if seq is not None:
-            return Appended(seq, True)
-        return Appended(conn.execute(self._seq_of_key, {"t": row["tenant"], "k": row["idem_key"]}).scalar_one(),
-                        False)
-
-    def _append_many(self, conn: Connection, rows: list[dict]) -> list[Appended]:
+    def _append(self, conn: Connection, rows: list[dict], per_row: bool = False) -> list[Any]:
+        """Idempotency keys first (a retry answers with its first row, even when that row's job id is
+        now taken: by itself), then the job ids of the new submits, then one insert of what is new."""
+        out: list[Any] = [None] * len(rows)
         keyed = {(r["tenant"], r["idem_key"]) for r in rows if r["idem_key"] is not None}
-        known: dict[tuple[str, str], int] = {}
-        if keyed:
-            found = conn.execute(
-                sa.select(events_t.c.seq, events_t.c.tenant, events_t.c.idem_key)
-                .where(events_t.c.idem_key.in_(sorted({k for _, k in keyed})))
-            )
-            known = {(t, k): s for s, t, k in found if (t, k) in keyed}
-        out: list[Appended | None] = []
-        fresh: list[dict] = []
-        first_in_batch: dict[tuple[str, str], int] = {}
+        known = self._known_keys(conn, keyed) if keyed else {}
+        first_of_key: dict[tuple[str, str], int] = {}
         dup_of: dict[int, int] = {}
-        for r in rows:
-            key = (r["tenant"], r["idem_key"])
-            if r["idem_key"] is not None and key in known:
-                out.append(Appended(known[key], False))
-            elif r["idem_key"] is not None and key in first_in_batch:
-                dup_of[len(out)] = first_in_batch[key]
-                out.append(None)
+        fresh: list[int] = []
+        for i, r in enumerate(rows):
+            if r["idem_key"] is not None:
+                key = (r["tenant"], r["idem_key"])
+                if key in known:
+                    out[i] = Appended(known[key], False)
+                    continue
+                if key in first_of_key:
+                    dup_of[i] = first_of_key[key]
+                    continue
+                first_of_key[key] = i
+            fresh.append(i)
+        ids = {i: jid for i in fresh if rows[i]["kind"] == "submit" and (jid := _job_id(rows[i])) is not None}
+        if ids:
+            wanted = list(dict.fromkeys(ids.values()))
+            if len(wanted) == 1:
+                claimed = set(conn.execute(self._claim_id, {"id": wanted[0]}).scalars())
             else:
-                if r["idem_key"] is not None:
-                    first_in_batch[key] = len(out)
-                out.append(None)
-                fresh.append(r)
-        if fresh:
-            seqs = iter(conn.execute(self._ins_events, fresh).scalars().all())
-            for i, a in enumerate(out):
-                if a is None and i not in dup_of:
-                    out[i] = Appended(next(seqs), True)
-            for i, j in dup_of.items():
-                out[i] = Appended(out[j].seq, False)
-        return out  # type: ignore[return-value]
+                claimed = set(conn.execute(self._claim_ids, [{"id": j} for j in wanted]).scalars())
+            keep = []
+            for i in fresh:
+                jid = ids.get(i)
+                if jid is not None:
+                    if jid not in claimed:
+                        if not per_row:
+                            raise IdTaken(jid)
+                        out[i] = IdTaken(jid)
+                        continue
+                    claimed.discard(jid)  # a second row with the same id in this batch is taken
+                keep.append(i)
+            fresh = keep
+        if len(fresh) == 1:
+            out[fresh[0]] = Appended(conn.execute(self._ins_event, rows[fresh[0]]).scalar_one(), True)
+        elif fresh:
+            seqs = conn.execute(self._ins_events, [rows[i] for i in fresh]).scalars().all()
+            for i, seq in zip(fresh, seqs):
+                out[i] = Appended(seq, True)
+        for i, j in dup_of.items():
+            out[i] = out[j] if isinstance(out[j], IdTaken) else Appended(out[j].seq, False)
+        return out
+
+    def _known_keys(self, conn: Connection, keyed: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
+        if len(keyed) == 1:
+            (t, k), = keyed
+            seq = conn.execute(self._seq_of_key, {"t": t, "k": k}).scalar_one_or_none()
+            return {} if seq is None else {(t, k): seq}
+        found = conn.execute(sa.select(events_t.c.seq, events_t.c.tenant, events_t.c.idem_key)
+                             .where(events_t.c.idem_key.in_(sorted({k for _, k in keyed}))))
+        return {(t, k): s for s, t, k in found if (t, k) in keyed}
 
     def append_audited(self, kind: str, payload: dict, audit: dict, *, tenant: str = "default",
                        idem_key: str | None = None, at: float) -> Appended:
@@ -784,14 +811,17 @@ class GroupCommit:
                 batch.append(item)
             t0 = time.perf_counter()
             try:
-                answers = self.store._append_rows([row for row, _ in batch])
+                answers = self.store._append_rows([row for row, _ in batch], per_row=True)
             except BaseException as exc:  # the callers own the failure; the committer keeps serving
                 for _, fut in batch:
                     fut.set_exception(exc)
             else:
                 self._observe(time.perf_counter() - t0, len(batch))
                 for (_, fut), answer in zip(batch, answers):
-                    fut.set_result(answer)
+                    if isinstance(answer, BaseException):
+                        fut.set_exception(answer)
+                    else:
+                        fut.set_result(answer)
 
     def _observe(self, seconds: float, rows: int) -> None:
         for fn in list(self.observers):
@@ -826,6 +856,13 @@ def _event_row(i: int, item: dict) -> dict:
     except (TypeError, ValueError) as exc:
         raise StoreError(f"{where}.payload: not JSON ({exc})") from None
     return {"kind": kind, "payload": payload, "at": float(at), "tenant": tenant, "idem_key": idem_key}
+
+
+def _job_id(row: dict) -> str | None:
+    """The job id a submit row claims (None for a payload without one: the store's own tests)."""
+    job = row["payload"].get("job")
+    jid = job.get("id") if isinstance(job, dict) else None
+    return jid if isinstance(jid, str) else None
 
 
 def _audit_row(row: dict) -> dict:
