@@ -410,6 +410,6 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
 
     mount_ui(app, loop, cfg.preemption.model, accepted, log_dirs,
              visible_for=lambda request: visible_to(request.state.principal))
-    mount_metrics(app, loop, cfg.preemption.model, accepted, committer)
+    mount_metrics(app, loop, cfg.preemption.model, accepted, committer, refresh=catch_up)
     return app
 
