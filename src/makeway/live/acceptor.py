@@ -2,23 +2,25 @@
 
 One interpreter cannot parse, validate and commit submits fast enough while it also schedules, so
 the serving process (the *leader*: it owns the scheduler loop) starts N-1 acceptor processes that
-serve the same listening socket. An acceptor answers ``POST /v1/jobs`` itself, through the same
+serve its listening socket. An acceptor answers ``POST /v1/jobs`` itself, through the same
 ``Submitter`` as the leader over a store connection and a group committer of its own: submits need
 nothing from the scheduler's memory (ids are unique in the database, keys in the journal). Every
 other request it forwards, unchanged, to the leader over a unix socket only these processes know
 (in a 0700 directory), streaming the answer back, so server-sent events and the agents' long-polls
-work whichever process took the connection.
+work whichever process took the connection. Once an acceptor serves, the leader stops taking
+connections from the public socket itself: its share of the cores goes to scheduling (a pass per
+batch of submits costs about as much CPU as accepting them) and the requests passed on to it.
 
 Why an inherited descriptor rather than SO_REUSEPORT: the socket is bound once, by the leader, so
 no other program can bind the same port alongside (any process of the same user could with
 SO_REUSEPORT), port 0 needs no second step, and connections waiting in the one accept queue are
-not lost when an acceptor exits: the leader, which also accepts on it, takes them.
+not lost when an acceptor exits: the others take them, and the leader starts it again.
 
 Lifetimes: each acceptor watches a pipe whose only write end the leader holds; end of file (the
 leader closed it to stop them, or died, even by SIGKILL) makes it finish the requests it has, commit
 what is queued, and exit. The leader is told of new journal rows through a second pipe, one byte a
 submit (a full pipe means a wake is pending already), so the scheduler runs a pass at once instead
-of at its idle poll.
+of at its idle poll; an acceptor that serves says so on the same pipe (``R``).
 """
 
 from __future__ import annotations
@@ -62,21 +64,37 @@ def listening_socket(host: str, port: int) -> socket.socket:
 
 
 class Acceptors:
-    """The leader's side: the private socket it forwards to, the pipes, the acceptor processes."""
+    """The leader's side: the private socket it forwards to, the pipes, the acceptor processes.
 
-    def __init__(self, count: int, wake: Callable[[], None]) -> None:
+    ``on_ready`` is called (once, from a thread of its own) when the first acceptor serves; an
+    acceptor that exits while the set is running is started again (same number), so the public
+    socket, which the leader stops taking connections from once acceptors serve, is never unserved
+    for long.
+    """
+
+    RESTART_CHECK = 0.5
+
+    def __init__(self, count: int, wake: Callable[[], None], on_ready: Callable[[], None] = lambda: None) -> None:
         self.count = count
         self.wake = wake
+        self.on_ready = on_ready
+        self.ready = 0
+        self.restarts = 0
         self.dir = Path(tempfile.mkdtemp(prefix="makeway-api-"))  # mkdtemp makes it 0700
         self.path = self.dir / "leader.sock"
         self.private = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.private.bind(str(self.path))
         self.private.listen(1024)
-        self.procs: list[subprocess.Popen] = []
+        self.procs: dict[int, subprocess.Popen] = {}
+        self._sock: Optional[socket.socket] = None
+        self._spec: dict[str, Any] = {}
+        self._watch_r: Optional[int] = None
         self._watch_w: Optional[int] = None
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_w, False)
+        self._running = threading.Event()
         self._closed = threading.Event()
+        self._guard = threading.Lock()
         threading.Thread(target=self._wakes, name="makeway-acceptor-wakes", daemon=True).start()
 
     def _wakes(self) -> None:
@@ -87,39 +105,64 @@ class Acceptors:
                 return
             if not got:
                 return
-            self.wake()
+            ready = got.count(b"R")
+            if ready:
+                self.ready += ready
+                if self.ready == ready:  # the first one
+                    threading.Thread(target=self.on_ready, name="makeway-acceptors-ready", daemon=True).start()
+            if len(got) > ready:
+                self.wake()
 
     def start(self, sock: socket.socket, spec: dict[str, Any]) -> None:
         """Start ``count`` acceptors on ``sock``; ``spec`` holds what they need (config, db, ...)."""
-        if self.procs or self._closed.is_set():
-            return
-        watch_r, self._watch_w = os.pipe()
-        try:
+        with self._guard:
+            if self._running.is_set() or self._closed.is_set():
+                return
+            self._sock, self._spec = sock, spec
+            self._watch_r, self._watch_w = os.pipe()
             for i in range(1, self.count + 1):
-                fds = {"worker": i, "listen_fd": sock.fileno(), "watch_fd": watch_r, "wake_fd": self._wake_w,
-                       "leader": str(self.path)}
-                blob = json.dumps(fds).encode() + b"\n" + pickle.dumps(spec)
-                proc = subprocess.Popen([sys.executable, "-c", "from makeway.live.acceptor import main; main()"],
-                                        stdin=subprocess.PIPE, pass_fds=(sock.fileno(), watch_r, self._wake_w),
-                                        start_new_session=False)
-                assert proc.stdin is not None
-                proc.stdin.write(blob)
-                proc.stdin.close()
-                self.procs.append(proc)
-        finally:
-            os.close(watch_r)
-        log.info("started %d acceptor process(es): pids %s", len(self.procs), [p.pid for p in self.procs])
+                self._spawn(i)
+            self._running.set()
+        threading.Thread(target=self._keep, name="makeway-acceptors", daemon=True).start()
+        log.info("started %d acceptor process(es): pids %s", len(self.procs), self.pids())
+
+    def _spawn(self, worker: int) -> None:
+        assert self._sock is not None and self._watch_r is not None
+        fds = {"worker": worker, "listen_fd": self._sock.fileno(), "watch_fd": self._watch_r,
+               "wake_fd": self._wake_w, "leader": str(self.path)}
+        blob = json.dumps(fds).encode() + b"\n" + pickle.dumps(self._spec)
+        proc = subprocess.Popen([sys.executable, "-c", "from makeway.live.acceptor import main; main()"],
+                                stdin=subprocess.PIPE, pass_fds=(self._sock.fileno(), self._watch_r, self._wake_w))
+        assert proc.stdin is not None
+        proc.stdin.write(blob)
+        proc.stdin.close()
+        self.procs[worker] = proc
+
+    def _keep(self) -> None:
+        while not self._closed.wait(self.RESTART_CHECK):
+            with self._guard:
+                if not self._running.is_set():
+                    return
+                for worker, proc in list(self.procs.items()):
+                    if proc.poll() is not None:
+                        log.warning("acceptor %d (pid %d) exited with %s; starting it again", worker, proc.pid,
+                                    proc.returncode)
+                        self.restarts += 1
+                        self._spawn(worker)
 
     def pids(self) -> list[int]:
-        return [p.pid for p in self.procs]
+        return [p.pid for _, p in sorted(self.procs.items())]
 
     def stop(self, timeout: float = 5.0) -> None:
         """Tell the acceptors to finish (close the watch pipe), wait for them, kill the slow ones."""
-        if self._watch_w is not None:
-            os.close(self._watch_w)
-            self._watch_w = None
+        with self._guard:
+            self._running.clear()
+            for fd in (self._watch_w, self._watch_r):
+                if fd is not None:
+                    os.close(fd)
+            self._watch_w = self._watch_r = None
         deadline = time.monotonic() + timeout
-        for p in self.procs:
+        for p in list(self.procs.values()):
             try:
                 p.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
@@ -253,6 +296,13 @@ def main() -> None:
     app = SubmitFastPath(Forward(spec["leader"], spec["worker"]), submitter.accept, make_principal(auth), spec["worker"])
     server = uvicorn.Server(uvicorn.Config(app, lifespan="off", log_level=spec.get("log_level", "warning"),
                                            access_log=False, timeout_graceful_shutdown=2, proxy_headers=False))
+    def announce() -> None:
+        while not server.started and not server.should_exit:
+            time.sleep(0.02)
+        if server.started:
+            os.write(spec["wake_fd"], b"R")  # serving: the leader may leave the public socket to us
+
+    threading.Thread(target=announce, name="makeway-acceptor-ready", daemon=True).start()
     sock = socket.socket(fileno=spec["listen_fd"])
     try:
         server.run(sockets=[sock])

@@ -68,10 +68,13 @@ class Gate:
 
     def __init__(self, leader_info: Callable[[], Optional[dict]]) -> None:
         self.inner: Any = None
+        self.loop: Optional[asyncio.AbstractEventLoop] = None  # uvicorn's, seen at the lifespan start
         self.leader_info = leader_info
         self.state = "standby"
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if self.loop is None:
+            self.loop = asyncio.get_running_loop()
         inner = self.inner
         if inner is not None:
             return await inner(scope, receive, send)
@@ -167,7 +170,7 @@ class Server:
         if api_workers > 1:
             from makeway.live.acceptor import Acceptors
 
-            self.acceptors = Acceptors(api_workers - 1, self.loop.wake)
+            self.acceptors = Acceptors(api_workers - 1, self.loop.wake, on_ready=self._leave_public)
         self.app: Any = None
         self.gate = Gate(self._leader_info)
         self.agents: list[Any] = []
@@ -262,6 +265,18 @@ class Server:
         assert self.agent_dir is not None
         self.agents = start_local_agents(self.url, build_nodes(self.cfg), self.agent_dir, token=self.agent_token)
 
+    def _leave_public(self) -> None:
+        """Acceptors serve the public socket: this process stops taking connections from it and keeps
+        its cores for scheduling and the requests they pass on (its copy of the socket stays open,
+        for acceptors started again)."""
+        loop, servers = self.gate.loop, getattr(self.uvicorn, "servers", None)
+        if loop is None or not servers:
+            return
+        try:
+            loop.call_soon_threadsafe(servers[0].close)
+        except RuntimeError:
+            pass  # uvicorn's loop is closed: the server is stopping anyway
+
     def _start_acceptors(self) -> None:
         """Leading now: the acceptor processes take their share of the socket (never on a standby)."""
         assert self.sock is not None
@@ -307,7 +322,7 @@ class Server:
 
         old = {s: signal.signal(s, stopped) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
-            self.uvicorn.run(sockets=None if self.sock is None else [self.sock, self.acceptors.private])
+            self.uvicorn.run(sockets=None if self.sock is None else [self.sock.dup(), self.acceptors.private])
         except _Stopped:
             pass  # uvicorn re-raises the signal it handled once it has shut down: a clean stop
         finally:

@@ -140,9 +140,10 @@ class Submitter:
             raise bad(422, str(exc)) from None
         tenant = self.authorize(p, spec)
         self._check_running()
-        fut = self.committer.submit("submit", {"job": spec}, tenant=tenant, idem_key=idempotency_key, at=self.now())
+        fut = self.committer.submit_async("submit", {"job": spec}, tenant=tenant, idem_key=idempotency_key,
+                                          at=self.now())
         try:
-            seq, created = await asyncio.wrap_future(fut)
+            seq, created = await fut
         except IdTaken as exc:
             raise bad(409, str(exc), "id") from None
         crash_point("event-commit")
