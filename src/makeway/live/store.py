@@ -21,8 +21,10 @@ Two properties the scheduler loop relies on, and how each backend keeps them:
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import math
+import os
 import queue
 import threading
 import time
@@ -278,6 +280,10 @@ class Store:
         self.engine = make_engine(url)
         self.dialect = self.engine.dialect.name
         self._writer = threading.Lock() if self.dialect == "sqlite" else None
+        self._writer_fd: int | None = None
+        db_file = self.engine.url.database if self.dialect == "sqlite" else None
+        if db_file not in (None, "", ":memory:"):
+            self._writer_fd = os.open(os.path.abspath(db_file) + ".write.lock", os.O_RDWR | os.O_CREAT, 0o644)
         ins = self._insert()(events_t)
         self._ins_event = events_t.insert().returning(events_t.c.seq)
         self._ins_events = events_t.insert().returning(events_t.c.seq, sort_by_parameter_order=True)
@@ -292,13 +298,16 @@ class Store:
             try:
                 self.migrate()
             except sa.exc.OperationalError as exc:
-                self.engine.dispose()
+                self.close()
                 safe = self.engine.url.render_as_string(hide_password=True)
                 raise StoreError(f"db: cannot open {safe}: {str(exc.orig).strip().splitlines()[0]}") from None
             self.meta_setdefault("epoch", "0")
 
     def close(self) -> None:
         self.engine.dispose()
+        if self._writer_fd is not None:
+            os.close(self._writer_fd)
+            self._writer_fd = None
 
     def __enter__(self) -> "Store":
         return self
@@ -310,13 +319,21 @@ class Store:
 
     @contextmanager
     def _write(self, *, lock: int | None = None) -> Iterator[Connection]:
-        # SQLite has one writer: writers of this process queue on a lock instead of meeting in
-        # SQLite's busy handler, which sleeps in steps of milliseconds and serialises badly
+        # SQLite has one writer: writers queue on a lock instead of meeting in SQLite's busy handler,
+        # which sleeps in steps of milliseconds and serialises badly. Threads of this process queue
+        # on a mutex; processes on the same file (serve --api-workers) on an flock beside it, which
+        # wakes the next writer as soon as it is released.
         with self._writer if self._writer is not None else nullcontext():
-            with self.engine.begin() as conn:
-                if lock is not None and self.dialect == "postgresql":
-                    conn.execute(_ADVISORY_XACT_LOCK, {"k": lock})
-                yield conn
+            if self._writer_fd is not None:
+                fcntl.flock(self._writer_fd, fcntl.LOCK_EX)
+            try:
+                with self.engine.begin() as conn:
+                    if lock is not None and self.dialect == "postgresql":
+                        conn.execute(_ADVISORY_XACT_LOCK, {"k": lock})
+                    yield conn
+            finally:
+                if self._writer_fd is not None:
+                    fcntl.flock(self._writer_fd, fcntl.LOCK_UN)
 
     @contextmanager
     def _read(self) -> Iterator[Connection]:
