@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import ssl
 import threading
 import time
 from pathlib import Path
@@ -59,11 +60,18 @@ def alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
+_TLS = ssl.create_default_context()  # made once: a client makes one per instance otherwise (slow)
+
+
+def client(url: str, **kw) -> httpx.Client:
+    return httpx.Client(base_url=url, timeout=20, verify=_TLS, **kw)
+
+
 def connections_by_worker(url: str, want: set[str], prefix: str, tries: int = 80) -> dict[str, httpx.Client]:
     """Keep-alive connections, one per process in ``want`` that answered, until each is seen."""
     found: dict[str, httpx.Client] = {}
     for i in range(tries):
-        c = httpx.Client(base_url=url, timeout=20, limits=httpx.Limits(max_connections=1))
+        c = client(url, limits=httpx.Limits(max_connections=1))
         r = c.post("/v1/jobs", json=job(f"{prefix}-{i}"))
         assert r.status_code == 201, r.text
         w = r.headers["x-makeway-worker"]
@@ -87,7 +95,7 @@ def every_worker(url: str, want: set[str]) -> dict[str, httpx.Client] | None:
 
 def race(url: str, body: dict, n: int, headers: dict | None = None) -> list[httpx.Response]:
     """``n`` fresh connections post ``body`` at the same moment."""
-    clients = [httpx.Client(base_url=url, timeout=20) for _ in range(n)]
+    clients = [client(url) for _ in range(n)]
     for c in clients:
         c.get("/healthz")  # connect first, so the posts start together
     go = threading.Barrier(n)
@@ -111,10 +119,11 @@ def race(url: str, body: dict, n: int, headers: dict | None = None) -> list[http
 def served(tmp_path):
     started: list[Served] = []
 
-    def start(db: str, workers: int = 3) -> Served:
+    def start(db: str, workers: int = 3, ready: bool = True) -> Served:
         s = Served(config(tmp_path), db, tmp_path, recovery_grace=0, local_agent=False,
                    extra=["--api-workers", str(workers), "--lease", "0"]).start()
-        s.ready()
+        if ready:
+            s.ready()
         started.append(s)
         return s
 
@@ -138,8 +147,8 @@ def test_submits_through_several_processes(served, tmp_path):
     ok: list[str] = []
     lock = threading.Lock()
 
-    def client(c: int) -> None:
-        with httpx.Client(base_url=s.url, timeout=20) as h:
+    def post_jobs(c: int) -> None:
+        with client(s.url) as h:
             for i in range(25):
                 r = h.post("/v1/jobs", json=job(f"j{c}-{i}", "ab"[i % 2]))
                 with lock:
@@ -147,7 +156,7 @@ def test_submits_through_several_processes(served, tmp_path):
                     ok.append(r.json()["id"])
                     workers[r.headers["x-makeway-worker"]] = workers.get(r.headers["x-makeway-worker"], 0) + 1
 
-    ts = [threading.Thread(target=client, args=(c,)) for c in range(8)]
+    ts = [threading.Thread(target=post_jobs, args=(c,)) for c in range(8)]
     for t in ts:
         t.start()
     for t in ts:
@@ -220,19 +229,31 @@ def test_submits_through_several_processes(served, tmp_path):
     wait_for(lambda: not any(alive(p) for p in pids), 10, "the acceptors to exit")
 
 
-def test_uniqueness_race_on_postgresql_and_acceptors_die_with_a_killed_serve(served, pg_database):
+def test_uniqueness_race_on_postgresql_and_acceptors_follow_the_lead(served, pg_database):
     s = served(pg_database, workers=3)
     pids = acceptors_of(s.proc.pid)
     assert len(pids) == 2
+    box: list[Served] = []  # the standby starts while the leader is raced
+    starting = threading.Thread(target=lambda: box.append(served(pg_database, workers=2, ready=False)))
+    starting.start()
     for c in wait_for(lambda: every_worker(s.url, {"1", "2"}), 30, "the acceptors to serve").values():
         c.close()
     for k in range(3):
         answers = race(s.url, job(f"dup{k}"), 10)
         assert sorted(r.status_code for r in answers) == [201] + [409] * 9
         assert all(r.json()["detail"]["field"] == "id" for r in answers if r.status_code == 409)
+    starting.join(60)
+    standby = box[0]
+    assert acceptors_of(standby.proc.pid) == []  # a standby starts none
+    # kill -9 of the leader: its acceptors go with it; the standby leads and starts its own
     s.proc.kill()
     s.proc.wait(10)
     wait_for(lambda: not any(alive(p) for p in pids), 5, "the acceptors to exit after serve was killed")
+    standby.ready()
+    wait_for(lambda: len(acceptors_of(standby.proc.pid)) == 1, 30, "the new leader's acceptor")
+    conns = wait_for(lambda: every_worker(standby.url, {"1"}), 30, "the new leader's acceptor to serve")
+    assert conns["1"].post("/v1/jobs", json=job("dup0")).status_code == 409  # ids outlive the leader
+    conns["1"].close()
 
 
 def test_api_workers_below_one_is_refused(tmp_path):
