@@ -228,6 +228,16 @@ def preempt(job: str = typer.Argument(..., help="job id"), server: Optional[str]
 
 
 @app.command()
+def reprioritise(job: str = typer.Argument(..., help="job id"),
+                 priority: int = typer.Argument(..., help="the new priority (higher goes first)"),
+                 server: Optional[str] = SERVER, token: Optional[str] = TOKEN) -> None:
+    """Change a waiting job's priority (scontrol update Priority=-like): users may lower their own
+    jobs', tenant admins and admins may set any."""
+    got = _client(server, token).reprioritise(job, priority)
+    typer.echo(f"{got['id']} priority {got['previous']} -> {got['priority']}")
+
+
+@app.command()
 def audit(server: Optional[str] = SERVER, output: str = OUTPUT, token: Optional[str] = TOKEN,
           limit: int = typer.Option(1000, "--limit", min=1, max=100000)) -> None:
     """The audit log: quota changes, cancels, preemptions, node operations and refused attempts, with who."""

@@ -48,12 +48,12 @@ class Clock:
 
 
 class Svc:
-    def __init__(self, url: str, tokens: bool = True) -> None:
+    def __init__(self, url: str, tokens: bool = True, cfg: dict | None = None) -> None:
         self.store = Store(url)
         self.tokens = {name: create_token(self.store, role, tenant, name)[0] for name, (role, tenant)
                        in GRANTS.items()} if tokens else {}
         self.clock = Clock()
-        self.loop = SchedulerLoop(parse_config(CFG), self.store, recovery_grace=0, clock=self.clock)
+        self.loop = SchedulerLoop(parse_config(cfg or CFG), self.store, recovery_grace=0, clock=self.clock)
         self.loop.recover()
         self.app = create_app(self.loop, self.loop.cfg, self.store, auth=Authenticator(self.store, clock=self.clock))
         self.client = TestClient(self.app.state.asgi)  # as served: submits take the fast path
@@ -117,6 +117,7 @@ def test_a_tenant_cannot_see_cancel_or_preempt_another_tenants_jobs_nor_change_q
         assert s.req("alice", "DELETE", "/v1/jobs/b1").status_code == 404
         assert s.req("alice", "POST", "/v1/jobs/b1/preempt").status_code == 404
         assert s.req("alice", "POST", "/v1/jobs/a1/preempt").status_code == 403  # a user preempts nothing
+        assert s.req("alice", "PATCH", "/v1/jobs/b1", json={"priority": 9}).status_code == 404
         for q in ("a-dev", "b-dev", "a"):
             r = s.req("alice", "PATCH", f"/v1/queues/{q}", json={"max": {"cpu": 1}})
             assert r.status_code == 403, r.text
@@ -148,7 +149,7 @@ def test_a_tenant_cannot_see_cancel_or_preempt_another_tenants_jobs_nor_change_q
         assert audit == [
             ("alice", "job.submit", "job:x1", "forbidden"), ("alice", "job.submit", "job:x2", "forbidden"),
             ("alice", "job.cancel", "job:b1", "not-found"), ("alice", "job.preempt", "job:b1", "not-found"),
-            ("alice", "job.preempt", "job:a1", "forbidden"),
+            ("alice", "job.preempt", "job:a1", "forbidden"), ("alice", "job.reprioritise", "job:b1", "not-found"),
             ("alice", "queue.patch", "queue:a-dev", "forbidden"), ("alice", "queue.patch", "queue:b-dev", "forbidden"),
             ("alice", "queue.patch", "queue:a", "forbidden"), ("alice", "audit.read", "audit", "forbidden"),
             ("a-admin", "job.preempt", "job:b1", "not-found"), ("a-admin", "job.preempt", "job:a2", "ok"),
@@ -408,5 +409,46 @@ def test_the_web_ui_shows_a_user_only_what_the_api_would(svc):
     assert svc.req("alice", "GET", "/ui/jobs/b1").status_code == 404
     assert svc.req("admin", "GET", "/ui/jobs/b1").status_code == 200
     assert "b-dev" in svc.req("alice", "GET", "/ui/queues").text
-    assert svc.req(None, "GET", "/ui/jobs").status_code == 401
+    r = svc.req(None, "GET", "/ui/jobs", params={"state": "running"}, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/ui/login?next=%2Fui%2Fjobs%3Fstate%3Drunning"
+    assert svc.req(None, "GET", "/v1/jobs").status_code == 401  # the API answers, it does not redirect
     assert svc.req(None, "POST", "/v1/jobs", json=job("anon", "a-dev")).status_code == 401
+
+
+def login(svc, token: str, next_url: str = "/ui/jobs") -> httpx.Response:
+    return svc.client.post("/ui/login", data={"token": token, "next": next_url}, follow_redirects=False)
+
+
+def test_a_browser_logs_in_with_a_token_and_reads_only_what_its_token_may(svc):
+    """The login form takes a token into an HttpOnly, SameSite=Strict cookie; the cookie opens reads
+    (pages and JSON) with the token's own tenancy, never a write; bad logins are audited."""
+    assert svc.req("alice", "POST", "/v1/jobs", json=job("a1", "a-dev")).status_code == 201
+    assert svc.req("bob", "POST", "/v1/jobs", json=job("b1", "b-dev")).status_code == 201
+    svc.step()
+    assert "password" in svc.client.get("/ui/login").text
+    r = login(svc, "mwt_not-a-token")
+    assert r.status_code == 401 and "token:" in r.text and "set-cookie" not in r.headers
+    assert login(svc, svc.tokens["agent"]).status_code == 401
+    assert login(svc, "").status_code == 422
+    r = login(svc, svc.tokens["alice"])
+    assert r.status_code == 303 and r.headers["location"] == "/ui/jobs"
+    cookie = r.headers["set-cookie"]
+    assert "makeway_token=" in cookie and "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict")
+    page = svc.client.get("/ui/jobs")  # the client keeps the cookie, as a browser does
+    assert page.status_code == 200 and "a1" in page.text and "b1" not in page.text and "log out" in page.text
+    assert [j["id"] for j in svc.client.get("/v1/jobs").json()["jobs"]] == ["a1"]
+    assert svc.client.get("/ui/jobs/b1").status_code == 404
+    # a cookie never writes: a forged cross-site form gets nothing done
+    assert svc.client.post("/v1/jobs", json=job("a9", "a-dev")).status_code == 401
+    assert svc.client.delete("/v1/jobs/a1").status_code == 401
+    assert svc.client.patch("/v1/jobs/a1", json={"priority": -1}).status_code == 401
+    # a login never sends the browser elsewhere
+    for evil in ("https://evil.example/", "//evil.example/ui", "/\\evil.example"):
+        assert login(svc, svc.tokens["alice"], evil).headers["location"] == "/ui/"
+    r = svc.client.post("/ui/logout", follow_redirects=False)
+    assert r.status_code == 303 and 'makeway_token=""' in r.headers["set-cookie"].replace("makeway_token=;", 'makeway_token="";')
+    svc.client.cookies.clear()
+    assert svc.client.get("/ui/jobs", follow_redirects=False).status_code == 303
+    logins = [(a[0], a[3]) for a in svc.audit() if a[1] == "ui.login"]
+    assert logins == [("anonymous", "unauthenticated"), ("anonymous", "forbidden"), ("alice", "ok"),
+                      ("alice", "ok"), ("alice", "ok"), ("alice", "ok")]

@@ -226,3 +226,48 @@ def test_browser_sees_a_preemption_live(tmp_path):
     finally:
         s.stop()
         kill_leftovers(str(tmp_path))
+
+
+def test_browser_logs_in_with_a_token(tmp_path):
+    """Once tokens exist a browser is sent to the login form; the token it types opens the pages and
+    their live stream (the cookie rides on the EventSource too), and logging out closes them again."""
+    _browser_or_skip()
+    from playwright.sync_api import sync_playwright
+
+    from makeway.live.auth import create_token
+    from makeway.live.store import Store
+    from tests.live.harness import LIVE, Served, dump, kill_leftovers
+
+    db = f"sqlite:///{tmp_path / 'login.db'}"
+    store = Store(db)
+    token = create_token(store, "admin", None, "ops")[0]
+    store.close()
+    s = Served(LIVE / "kueue" / "cluster.yaml", db, tmp_path, recovery_grace=0.5, local_agent=False)
+    try:
+        s.start()
+        s.ready()
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            try:
+                page = browser.new_page()
+                page.goto(s.url + "/ui/nodes")
+                assert "/ui/login?next=" in page.url
+                page.fill('input[name="token"]', "mwt_wrong")
+                page.click('form.login button')
+                assert "token:" in page.locator(".error").inner_text()
+                page.fill('input[name="token"]', token)
+                page.click('form.login button')
+                page.wait_for_url("**/ui/nodes")
+                page.wait_for_selector("#live-status.connected", timeout=15000)
+                page.screenshot(path=str(ARTIFACTS / "login-then-nodes.png"), full_page=True)
+                page.click("form.logout button")
+                page.wait_for_url("**/ui/login")
+                page.goto(s.url + "/ui/queues")
+                assert "/ui/login?next=" in page.url
+            finally:
+                browser.close()
+    except AssertionError:
+        raise AssertionError(dump(s)) from None
+    finally:
+        s.stop()
+        kill_leftovers(str(tmp_path))

@@ -70,6 +70,28 @@ def test_key_is_content_addressed(tmp_path):
     assert cell_key(a) != before  # the trace's bytes, not its name
 
 
+def test_study_inputs_travel_with_each_cell_and_change_its_key(tmp_path):
+    """A grid's queue map, cluster scale and SWF processors choice reach every cell (as data, so a
+    remote worker reads no extra file), enter its content address, and change what it runs."""
+    from makeway.sweep.cell import run_cell
+    from makeway.sweep.grid import cell_config
+
+    (tmp_path / "map.yaml").write_text("by: queue\nmap: {prod: batch}\ndefault: batch\n")
+    plain = load_grid(grid_file(tmp_path, f"configs: [{QUICKSTART}]\nmodels: [kueue]\n")).cells[0]
+    g = load_grid(grid_file(tmp_path, f"configs: [{QUICKSTART}]\nmodels: [kueue]\nqueue_map: map.yaml\n"
+                                      "scale_cluster: 0.5\n"))
+    cell = g.cells[0]
+    assert cell.queue_map == {"by": "queue", "map": {"prod": "batch"}, "default": "batch"} and cell.scale == 0.5
+    assert cell_key(cell) != cell_key(plain)
+    assert cell_key(dataclasses.replace(cell, scale=0.25)) != cell_key(cell)
+    cap = lambda c: sum(n.count * n.capacity["cpu"] for n in cell_config(c).nodes)  # noqa: E731
+    assert cap(cell) == cap(plain) / 2
+    inline = load_grid(grid_file(tmp_path, f"configs: [{QUICKSTART}]\nmodels: [kueue]\nqueue_map: '*=batch'\n"))
+    assert inline.cells[0].queue_map == "*=batch"
+    queues = {w["queue"] for w in run_cell(inline.cells[0])["results"]["workloads"]}
+    assert queues == {"batch"} != {w["queue"] for w in run_cell(plain)["results"]["workloads"]}
+
+
 BAD = [
     ("configs: []\n", "configs: List should have at least 1 item"),
     (f"configs: [{QUICKSTART}]\nmodel: [kueue]\n", "model: unknown field"),
@@ -95,6 +117,10 @@ BAD = [
     (f"configs: [{QUICKSTART}]\nmodels: [kueue]\nmodel_settings: {{kueue: {{fairSharing: [true, 3]}}}}\n",
      "model_settings.kueue.fairSharing[1] ("),
     ("- just a list\n", "the top level must be a mapping"),
+    (f"configs: [{QUICKSTART}]\nqueue_map: nowhere.yaml\n", "queue_map:"),
+    (f"configs: [{QUICKSTART}]\nqueue_map: '*=nope'\n", "queue 'nope'"),
+    (f"configs: [{QUICKSTART}]\nscale_cluster: 0\n", "scale_cluster: 0.0 is not a factor > 0"),
+    (f"configs: [{QUICKSTART}]\nswf_processors: most\n", "swf_processors: 'most' is not one of"),
 ]
 
 

@@ -47,3 +47,38 @@ def test_limit_decrease_preempts_over_limit_pool():
     assert len(pre) == 3
     assert {p["reason"]["rule"] for p in pre} == {"resource-limits-overcommit"}
     assert len(state.running["w"]) == 5
+
+
+def _pool_starves_scenario(scope: str | None):
+    """The example's cluster with ``prod`` a fair-share pool that tolerates nothing below its fair
+    share (tolerance 1.0) and an operation in it that tolerates everything (0.0: it is never below
+    its own share, so it never starves on its own account)."""
+    cfg = load_config(EXAMPLE)
+    data = cfg.model_dump()
+    data["queues"]["prod"]["settings"] = {"mode": "fair_share", "fair_share_starvation_tolerance": 1.0}
+    if scope is not None:
+        data["preemption"]["settings"]["scheduling_preemption_priority_scope"] = scope
+    from makeway.config import parse_config
+
+    cfg = parse_config(data)
+    state = build_state(cfg)
+    model = load_model("ytsaurus", cfg.preemption.settings)
+    cpu = lambda n: (TaskGroup(n, {"cpu": 1, "memory": 2 * 2**30}),)  # noqa: E731
+    wls = [Workload("prod-a", "prod", 0, 3600, cpu(4)),
+           Workload("research-batch", "research", 0, 3600, cpu(12)),
+           Workload("prod-b", "prod", 30, 600, cpu(6), settings={"fair_share_starvation_tolerance": 0.0})]
+    return simulate(state, model, wls, options=SimOptions(horizon=200, check_invariants=True))
+
+
+def test_a_starving_pool_lets_its_non_starving_operation_preempt():
+    """SEMANTICS 4.3: with the default scope (operation_and_ancestors) an operation takes the preemption
+    priority of its lowest starving ancestor. ``prod`` (usage 4 of a fair share of 8) starves while
+    ``prod-b`` itself never does; prod-b preempts research's allocations on the pool's behalf. With
+    scope operation_only only the operation's own status counts, and nothing is preempted."""
+    rec = _pool_starves_scenario(None)
+    pre = _events(rec, "preempt")
+    assert pre and {p["reason"]["preemptor"] for p in pre} == {"prod-b"}
+    assert all(p["allocation"].startswith("research-batch/") for p in pre)
+    assert all(p["time"] > 30 + 10 for p in pre)  # after the pool's starvation timeout
+    assert not [n for n in _events(rec, "note") if n["subject"] == "prod-b" and n["values"].get("starving")]
+    assert _events(_pool_starves_scenario("operation_only"), "preempt") == []

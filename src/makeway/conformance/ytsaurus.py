@@ -293,7 +293,9 @@ def answer(case: dict, got: dict[str, Any]) -> None:
                                 or ctx.priority(op, scope) == heartbeat.STAGE_PRIORITY.get(stage)]
                         for stage in exp[key]}
         elif key == "promisedGuaranteeFairShare":
-            got[key] = {k: _vecd(a[k].promised) for k in exp[key] if k in a and a[k].promised is not None}
+            # an element outside every promised subtree has a zero promised share, as YTsaurus's attribute
+            got[key] = {k: _vecd(a[k].promised if a[k].promised is not None else [0.0] * len(a[k].fair_share))
+                        for k in exp[key] if k in a}
         elif key == "allocationPreemptionLevel":
             levels = {}
             for o in inp.get("operations") or []:

@@ -32,6 +32,8 @@ class PreemptionModel:
     tick_period: float | None = None
     # whether a workload's pending tasks start together or not at all (the ``gang`` pending reason)
     all_or_nothing = False
+    # why a workload's priority cannot change once submitted under this model (None: it can)
+    fixed_priority: str | None = None
 
     def __init__(self, settings: Mapping[str, Any] | None = None):
         self.settings: dict[str, Any] = dict(settings or {})
@@ -47,6 +49,11 @@ class PreemptionModel:
 
     def on_config_change(self, state: ClusterState, queue: str, old: Queue, now: float) -> list[Decision]:
         return []
+
+    def on_priority_change(self, state: ClusterState, wl_id: str, old: int, now: float) -> None:
+        """Called after ``state.set_priority`` gave waiting workload ``wl_id`` a new priority (``old``
+        was its priority), so a model drops what it cached from the old one. Only called when
+        ``fixed_priority`` is None."""
 
     def next_wakeup(self, state: ClusterState, now: float) -> float | None:
         return None

@@ -11,6 +11,7 @@ return decisions.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Iterable, Iterator
 
 from makeway.core.journal import Journal
@@ -341,6 +342,25 @@ class ClusterState:
         self.submit_epoch += 1
         self.pending_log.append(wl_id)
         add_into(self.pending_res.setdefault(wl_id, {}), self.task_resources(tid))
+
+    def set_priority(self, wl_id: str, priority: int) -> Workload:
+        """Give a waiting workload a new priority; the old workload object is returned.
+
+        Only a workload with nothing running may change: its running tasks' allocations carry the
+        priority they started with, which preemption orders victims by, and a workload half at one
+        priority and half at another has no meaning in any of the models. The workload is logged as
+        pending again, so models that keep a backlog re-sort it."""
+        wl = self.workloads.get(wl_id)
+        if wl is None:
+            raise StateError(f"unknown workload {wl_id!r}")
+        if wl_id in self.withdrawn:
+            raise StateError(f"workload {wl_id!r} was withdrawn")
+        if self.running.get(wl_id):
+            raise StateError(f"workload {wl_id!r} has running tasks")
+        self.workloads[wl_id] = replace(wl, priority=priority)
+        self.submit_epoch += 1
+        self.pending_log.append(wl_id)
+        return wl
 
     def mark_preempting(self, tid: str) -> None:
         self.allocations[tid].preempting = True

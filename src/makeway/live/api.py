@@ -23,11 +23,12 @@ from makeway.live import views
 from makeway.live.crash import crash_point
 from makeway.live.loop import SchedulerLoop
 from makeway.live.metrics import mount_metrics
-from makeway.live.spec import SpecError, parse_queue_change
+from makeway.live.login import cookie_header, login_redirect, mount_login
+from makeway.live.spec import SpecError, parse_priority_change, parse_queue_change
 from makeway.live.submit import AGENT_PATHS, MAX_BATCH, PUBLIC, Submitter, SubmitFastPath, bad, make_principal
+from makeway.live.ui import mount_ui, ui_env
 
 __all__ = ["AGENT_PATHS", "MAX_BATCH", "PUBLIC", "SubmitFastPath", "bad", "create_app"]
-from makeway.live.ui import mount_ui
 
 HEARTBEAT_INTERVAL = 2.0
 MAX_WAIT = 30.0
@@ -44,7 +45,13 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
     principal = make_principal(auth)
 
     async def guard(request: Request) -> Principal:
-        p = await principal(request.url.path, request.headers.get("authorization"))
+        try:
+            p = await principal(request.url.path, cookie_header(request))
+        except HTTPException as exc:
+            to = login_redirect(request) if exc.status_code == 401 else None
+            if to is None:
+                raise
+            raise HTTPException(303, "log in first", headers={"Location": to.headers["location"]}) from None
         request.state.principal = p
         return p
 
@@ -205,6 +212,38 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
         seq, _ = journal("cancel", {"job": jid, "by": p.name}, idempotency_key, tenant=p.scope,
                          audit=(p, "job.cancel", f"job:{jid}", v["tenant"], {"queue": v["queue"], "user": user}))
         return {"id": jid, "state": "cancelling", "seq": seq}
+
+    @app.patch("/v1/jobs/{jid}", status_code=202)
+    def reprioritise(jid: str, body: Any = Body(...), idempotency_key: Optional[str] = Header(None),
+                     p: Principal = Depends(guard)) -> dict[str, Any]:
+        """Change a waiting job's priority (``{"priority": N}``, the only field that changes). As with
+        Slurm's ``scontrol update``, a user may lower its own job's priority; raising one takes its
+        tenant's admin or an admin. Refused (409) while any of the job's tasks runs, and under a model
+        whose priorities are fixed at submission (YuniKorn)."""
+        v = job_view(jid, p, "job.reprioritise")
+        try:
+            priority = parse_priority_change(body)
+        except SpecError as exc:
+            raise bad(422, str(exc)) from None
+        old = v["spec"].get("priority", 0)
+        if p.role == "user" and priority > old:
+            raise refuse(p, 403, "job.reprioritise", f"job:{jid}", v["tenant"],
+                         f"priority: a user may lower its own job's priority, not raise it ({old} -> {priority})",
+                         "priority", {"from": old, "to": priority})
+        fixed = loop.core.model.fixed_priority
+        if fixed:
+            raise bad(409, f"priority: cannot change under the {cfg.preemption.model} model: {fixed}", "priority")
+        if v["state"] in TERMINAL:
+            raise bad(409, f"job: {jid!r} has ended ({v['state']})", "job")
+        with loop.lock:
+            running = bool(loop.core.state.running.get(jid))
+        if running:
+            raise bad(409, f"job: {jid!r} has running tasks; a priority changes only while nothing of the job runs",
+                      "job")
+        seq, _ = journal("priority", {"job": jid, "priority": priority, "by": p.name}, idempotency_key,
+                         tenant=p.scope, audit=(p, "job.reprioritise", f"job:{jid}", v["tenant"],
+                                                {"queue": v["queue"], "from": old, "to": priority}))
+        return {"id": jid, "priority": priority, "previous": old, "seq": seq}
 
     @app.post("/v1/jobs/{jid}/preempt", status_code=202)
     def preempt(jid: str, idempotency_key: Optional[str] = Header(None), p: Principal = Depends(guard)) -> dict[str, Any]:
@@ -411,5 +450,8 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
     mount_ui(app, loop, cfg.preemption.model, accepted, log_dirs,
              visible_for=lambda request: visible_to(request.state.principal))
     mount_metrics(app, loop, cfg.preemption.model, accepted, committer, refresh=catch_up)
+    mount_login(app, ui_env(), auth.authenticate,
+                lambda p, outcome, status, details: record(p or Principal("anonymous", "none"), "ui.login", "ui",
+                                                           p.tenant if p else None, outcome, status, details))
     return app
 

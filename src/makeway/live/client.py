@@ -112,5 +112,8 @@ class Client:
     def preempt(self, job: str) -> dict[str, Any]:
         return self.request("POST", f"/v1/jobs/{job}/preempt")
 
+    def reprioritise(self, job: str, priority: int) -> dict[str, Any]:
+        return self.request("PATCH", f"/v1/jobs/{job}", json={"priority": priority})
+
 
 __all__ = ["Client", "DEFAULT_SERVER", "ServerError", "parse_servers", "server_url", "server_urls"]

@@ -86,12 +86,13 @@ class Job:
     live: dict[str, None] = field(default_factory=dict)       # attempts not exited
     preemptions: list[dict[str, Any]] = field(default_factory=list)
     attempts: list[str] = field(default_factory=list)
+    changes: list[dict[str, Any]] = field(default_factory=list)  # priority changes, applied or not
 
     def view(self) -> dict[str, Any]:
         last = self.preemptions[-1] if self.preemptions else None
         return {"id": self.id, "queue": self.queue, "tenant": self.tenant, "state": self.state,
                 "submitted": self.submitted, "ended": self.ended, "message": self.message,
-                "spec": self.spec, "reason": last}
+                "spec": self.spec, "reason": last, "changes": list(self.changes)}
 
 
 class LiveCore:
@@ -375,6 +376,38 @@ class LiveCore:
             alloc = self.state.allocations.get(a.task)
             if a.held and a.state != STOPPING and alloc is not None and not alloc.preempting:
                 self._preempt(Preempt(a.task, reason), out)
+
+    def _on_priority(self, ev: Event, out: list[dict[str, Any]]) -> None:
+        """A new priority for a waiting job (``PATCH /v1/jobs/{id}``). The API refuses what it can see
+        is refused; what changed between its check and this pass (the job started, or ended) is kept
+        on the job as a change not applied, with why, rather than dropped in silence."""
+        p = ev.payload
+        job = self.jobs.get(p["job"])
+        if job is None:
+            return
+        new, by = int(p["priority"]), p.get("by")
+        wl = self.state.workloads[job.id]
+        change = {"time": self.now, "change": "priority", "from": wl.priority, "to": new, "by": by}
+        why = None
+        if job.state in TERMINAL:
+            why = f"the job had ended ({job.state})"
+        elif self.model.fixed_priority:
+            why = self.model.fixed_priority
+        elif self.state.running.get(job.id):
+            why = "the job had started: a priority changes only while nothing of the job runs"
+        if why is not None:
+            job.changes.append({**change, "applied": False, "why": why})
+            self._dirty_jobs[job.id] = None
+            return
+        self.state.set_priority(job.id, new)
+        self.model.on_priority_change(self.state, job.id, wl.priority, self.now)
+        job.spec = {**job.spec, "priority": new}
+        job.changes.append({**change, "applied": True})
+        self._record({"kind": "note", "task": None, "node": None, "workload": job.id,
+                      "reason": {"kind": "reprioritised", "message": f"priority {wl.priority} -> {new}"
+                                 + (f" by {by}" if by else ""), "values": {"from": wl.priority, "to": new, "by": by}}},
+                     out)
+        self._dirty_jobs[job.id] = None
 
     def _on_queue(self, ev: Event, out: list[dict[str, Any]]) -> None:
         name = ev.payload["queue"]

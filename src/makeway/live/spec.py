@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from makeway.config import MAX_TIME, ClusterConfig, _format_errors
+from makeway.config import MAX_TIME, ClusterConfig, Int32, _format_errors
 from makeway.core.model import TaskGroup, Workload
 from makeway.errors import MakewayError
 from makeway.sim.trace import WorkloadRecord
@@ -120,6 +120,27 @@ def workload_of(spec: dict[str, Any], submit: float) -> Workload:
     return Workload(spec["id"], spec["queue"], submit, float(req) if req is not None else MAX_TIME, groups,
                     int(spec.get("priority", 0)), bool(spec.get("preemptible", True)), float(spec.get("grace", 0.0)),
                     req, spec.get("user"), dict(spec.get("labels") or {}), dict(spec.get("settings") or {}))
+
+
+class _PriorityChange(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    priority: Int32
+
+
+def parse_priority_change(data: Any) -> int:
+    """The body of ``PATCH /v1/jobs/{id}``: ``{"priority": N}``, an integer in the 32-bit range (as a
+    Kubernetes priority); anything else is ``SpecError`` naming the field."""
+    if not isinstance(data, dict):
+        raise SpecError('body: a job change must be a JSON object, e.g. {"priority": 10}')
+    unknown = sorted(set(data) - {"priority"})
+    if unknown:
+        raise SpecError(f"{unknown[0]}: cannot change after submission (only priority can)")
+    if "priority" not in data:
+        raise SpecError("priority: missing")
+    try:
+        return _PriorityChange.model_validate(data).priority
+    except ValidationError as exc:
+        raise SpecError(_format_errors(exc)) from None
 
 
 def parse_queue_change(data: Any, cfg: ClusterConfig, queue: str, current: tuple) -> dict[str, Any]:

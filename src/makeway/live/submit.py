@@ -24,7 +24,7 @@ from makeway.live.crash import crash_point
 from makeway.live.spec import SpecError, parse_job
 from makeway.live.store import IdTaken
 
-PUBLIC = ("/healthz", "/readyz", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json")
+PUBLIC = ("/healthz", "/readyz", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json", "/ui/login", "/ui/logout")
 AGENT_PATHS = "/v1/agent/"
 MAX_BATCH = 1000
 

@@ -19,6 +19,7 @@ from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from makeway.live import views
+from makeway.live.login import COOKIE
 from makeway.live.sse import PassFeed
 
 HERE = Path(__file__).resolve().parent
@@ -58,7 +59,7 @@ def _res(d: Optional[dict[str, Any]]) -> str:
     return ", ".join(f"{k} {_num(v)}" for k, v in (d or {}).items()) or "–"
 
 
-def _env() -> Environment:
+def ui_env() -> Environment:
     env = Environment(loader=PackageLoader("makeway.live", "templates"), autoescape=select_autoescape(["html"]),
                       trim_blocks=True, lstrip_blocks=True)
     env.filters.update(num=_num, pct=_pct, val=_val, res=_res, json=lambda v: json.dumps(v, sort_keys=True))
@@ -75,7 +76,7 @@ def mount_ui(app: FastAPI, loop: Any, model: str, accepted: dict[str, Any],
 
     def shown(request: Request) -> Any:
         return visible_for(request) if visible_for is not None else None
-    env = _env()
+    env = ui_env()
     feed = PassFeed()
     loop.pass_listeners.append(feed.publish)
     app.state.feed = feed
@@ -92,7 +93,8 @@ def mount_ui(app: FastAPI, loop: Any, model: str, accepted: dict[str, Any],
         with loop.lock:
             pass_no, now = loop.core.pass_no, loop.core.now
         url = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-        common = {"page": name, "title": title, "model": model, "pass_no": pass_no, "now": now, "self_url": url}
+        common = {"page": name, "title": title, "model": model, "pass_no": pass_no, "now": now, "self_url": url,
+                  "logged_in": bool(request.cookies.get(COOKIE))}
         live = env.get_template(f"_{name}.html").render(**common, **ctx)
         tpl = "_live.html" if request.headers.get("HX-Request") else "page.html"
         return HTMLResponse(env.get_template(tpl).render(**common, live=live, **ctx), status_code=status)

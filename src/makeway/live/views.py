@@ -124,6 +124,9 @@ def explain(loop: Any, jid: str, accepted: dict[str, dict[str, Any]]) -> dict[st
                          + (f", signal {a['signal']}" if a["signal"] is not None else ""))
         job = loop.core.jobs.get(jid)
         preemptions = list(job.preemptions) if job else []
+        for c in (job.changes if job else []):
+            story.append(f"t={c['time']:.3f} priority {c['from']} -> {c['to']} by {c['by']}"
+                         + ("" if c["applied"] else f": not applied, {c['why']}"))
     for p in preemptions:
         story.append(f"t={p['time']:.3f} task {p['task']} preempted on {p['node']} by {p.get('preemptor')} "
                      f"({p['model']} rule {p['rule']}): {p.get('detail', '')}")
@@ -144,6 +147,9 @@ def job_events(loop: Any, jid: str, accepted: dict[str, dict[str, Any]]) -> dict
         job = loop.core.jobs.get(jid)
         for p in (job.preemptions if job else []):
             events.append({"time": p["time"], "event": "preempted", "attempt": p["attempt"], "reason": p})
+        for c in (job.changes if job else []):
+            events.append({"time": c["time"], "event": "reprioritised" if c["applied"] else "reprioritise-refused",
+                           **{k: c[k] for k in ("from", "to", "by", "why") if k in c}})
     if v["ended"] is not None:
         events.append({"time": v["ended"], "event": v["state"]})
     events.sort(key=lambda e: (e["time"] is None, e["time"] or 0.0))

@@ -156,6 +156,7 @@ class StrictFifo(PreemptionModel):
     """Submit order, no overtaking: the first workload that does not fit stops the pass."""
 
     name = "fifo-strict"
+    fixed_priority = "first come, first served: jobs start in submit order, whatever their priority"
     backfill = False
     all_or_nothing = True
 

@@ -202,6 +202,8 @@ class YuniKornModel(PreemptionModel):
     """
 
     name = "yunikorn"
+    fixed_priority = ("YuniKorn takes an ask's priority from its pod at submission, and a pod's priority "
+                      "cannot change in Kubernetes")
 
     def __init__(self, settings: Mapping[str, Any] | None = None, reference: bool = False):
         super().__init__(settings)

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from makeway.sweep.grid import CellSpec, cell_config
+from makeway.sweep.grid import CellSpec, cell_config, cell_queue_map
 
 CELL_SCHEMA = "makeway.sweep-cell/1"
 _trace_hashes: dict[str, str] = {}
@@ -53,6 +53,8 @@ def cell_key(spec: CellSpec) -> str:
     ident = {"makeway": _version(), "config": hashlib.sha256(spec.config_text.encode()).hexdigest(),
              "trace": content_hash(spec.trace), "trace_format": spec.trace_format, "model": spec.model,
              "settings": spec.settings, "horizon": spec.horizon, "strict": spec.strict}
+    if spec.queue_map is not None or spec.scale is not None or spec.swf_processors is not None:
+        ident.update(queue_map=spec.queue_map, scale=spec.scale, swf_processors=spec.swf_processors)
     return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 
@@ -78,7 +80,8 @@ def run_cell(spec: CellSpec) -> dict[str, Any]:
     cfg = cell_config(spec, spec.config_name)
     t0 = time.perf_counter()
     rec = run(cfg, Path(spec.trace) if spec.trace else None, spec.trace_format, strict=spec.strict,
-              horizon=spec.horizon)
+              horizon=spec.horizon, queue_map=cell_queue_map(spec),
+              trace_options={"processors": spec.swf_processors} if spec.swf_processors else None)
     meta = {"config": {"name": cfg.name, "model": spec.model, "path": spec.config_name},
             "trace": spec.trace}
     return {"schema": CELL_SCHEMA, "key": spec.key, "makeway": _version(), "model": spec.model,

@@ -42,6 +42,9 @@ class _GridSpec(BaseModel):
         default_factory=dict)
     horizon: Optional[float] = None
     strict: Optional[StrictBool] = None
+    queue_map: Optional[StrictStr] = None
+    scale_cluster: Optional[float] = None
+    swf_processors: Optional[StrictStr] = None
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,11 @@ class CellSpec:
     horizon: Optional[float]
     strict: Optional[bool]
     key: str = ""
+    # study inputs (as `simulate --queue-map/--scale-cluster/--swf-processors`): the map as data (a
+    # parsed YAML mapping, or inline PATTERN=QUEUE rules), so a remote worker need not read the file
+    queue_map: Any = None
+    scale: Optional[float] = None
+    swf_processors: Optional[str] = None
 
     def label(self) -> str:
         parts = [self.model] + [f"{k}={fmt_value(v)}" for k, v in self.settings.items()]
@@ -141,7 +149,23 @@ def cell_config(spec: CellSpec, source: str = "cell"):
     data = parse_yaml(spec.config_text, source)
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the top level must be a mapping")
-    return parse_config(_with(data, spec.model, spec.settings), source)
+    data = _with(data, spec.model, spec.settings)
+    if spec.scale is not None:
+        from makeway.sim.scale import scale_cluster
+
+        data = scale_cluster(data, spec.scale)
+    return parse_config(data, source)
+
+
+def cell_queue_map(spec: CellSpec):
+    """The cell's ``QueueMap`` (None without one), built from the data the spec carries."""
+    from makeway.sim.queue_map import from_data, from_inline
+
+    if spec.queue_map is None:
+        return None
+    if isinstance(spec.queue_map, str):
+        return from_inline(spec.queue_map, "queue_map")
+    return from_data(spec.queue_map, "queue_map")
 
 
 def load_grid(path: Path) -> Grid:
@@ -164,6 +188,14 @@ def load_grid(path: Path) -> Grid:
     if spec.models and len(set(spec.models)) != len(spec.models):
         raise _fail(where, "models: a model appears twice")
     _axes_checked(spec.settings, "settings", where)
+    qmap_data = _queue_map_data(spec.queue_map, base, where)
+    if spec.scale_cluster is not None and not (0 < spec.scale_cluster < math.inf):
+        raise _fail(where, f"scale_cluster: {spec.scale_cluster} is not a factor > 0")
+    if spec.swf_processors is not None:
+        from makeway.sim.importers.swf import PROCESSORS
+
+        if spec.swf_processors not in PROCESSORS:
+            raise _fail(where, f"swf_processors: {spec.swf_processors!r} is not one of {', '.join(PROCESSORS)}")
     for m, axes in spec.model_settings.items():
         if m not in MODELS:
             raise _fail(where, f"model_settings.{m}: unknown model (known: {', '.join(sorted(MODELS))})")
@@ -216,20 +248,47 @@ def load_grid(path: Path) -> Grid:
                 for loc, variant in _variants(spec, m):
                     if (cname, m, loc) not in checked:  # each axis value or variant alone, so the error names it
                         checked.add((cname, m, loc))
-                        probe = CellSpec(0, cname, text, None, None, m, dict(variant), None, None)
+                        probe = CellSpec(0, cname, text, None, None, m, dict(variant), None, None,
+                                         scale=spec.scale_cluster)
                         try:
                             cell_config(probe, loc)
                         except ConfigError as exc:
                             raise _fail(where, f"{loc} ({cname}, {m}): {_tail(exc)}") from None
                 for combo in _combinations(spec, m):
                     cells.append(CellSpec(len(cells), cname, text, str(tpath), spec.trace_format, m, combo,
-                                          spec.horizon, spec.strict))
+                                          spec.horizon, spec.strict, queue_map=qmap_data,
+                                          scale=spec.scale_cluster, swf_processors=spec.swf_processors))
                     try:
-                        cell_config(cells[-1], cname)
+                        cfg_cell = cell_config(cells[-1], cname)
+                        qmap = cell_queue_map(cells[-1])
+                        if qmap is not None:
+                            qmap.check(cfg_cell.queues)
                     except ConfigError as exc:
                         raise _fail(where, f"cell {cells[-1].label()} ({cname}): {_tail(exc)}") from None
     return Grid(spec.name or path.stem, path, cells, multi_config=len(configs) > 1,
                 multi_trace=len({c.trace for c in cells}) > 1)
+
+
+def _queue_map_data(value: Optional[str], base: Path, where: str) -> Any:
+    """``queue_map:`` as the cells carry it: a YAML file beside the grid read into data, or inline
+    rules kept as text; checked here so the error names the grid's field."""
+    from makeway.config import load_yaml
+    from makeway.sim.queue_map import from_data, from_inline
+
+    if value is None:
+        return None
+    path = Path(value) if Path(value).is_absolute() else base / value
+    try:
+        if path.is_file():
+            data = load_yaml(path)
+            from_data(data, f"queue_map {value}")
+            return data
+        if "=" not in value:
+            raise ConfigError(f"{path}: no such file (and not inline PATTERN=QUEUE rules)")
+        from_inline(value, "queue_map")
+        return value
+    except ConfigError as exc:
+        raise _fail(where, f"queue_map: {exc}") from None
 
 
 def _flat_axes(spec: _GridSpec, model: str) -> dict[str, list[Any]]:

@@ -134,6 +134,16 @@ class KueueModel(PreemptionModel):
         self._parked.clear()
         return []
 
+    def on_priority_change(self, state, wl_id, old, now) -> None:
+        """A pending workload's priority orders its ClusterQueue's heads and decides whom it may
+        preempt (as a WorkloadPriorityClass change does in Kueue): every memo built from the old one goes."""
+        self._prio.pop(wl_id, None)
+        self._hkeys.clear()
+        self._idle = None
+        self._no_targets.clear()
+        self._targets_memo.clear()
+        self._parked.clear()
+
     def _load_specs(self, state: ClusterState) -> None:
         self._tree = None
         self._specs = specs_from_queues(state.queues, state.resources, self.default_flavor,

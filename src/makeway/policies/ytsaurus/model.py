@@ -50,6 +50,8 @@ class Snapshot:
 
 class YTsaurusModel(PreemptionModel):
     name = "ytsaurus"
+    fixed_priority = ("YTsaurus orders operations by fair share and their pools' weights, not by a priority; "
+                      "change the pool's weight instead")
     heartbeat_period: float | None = 5.0
     heartbeat_splay: float = 1.0
     tick_period: float | None = 0.2
