@@ -7,12 +7,7 @@ Bad input is a 4xx whose body names the field: ``{"detail": {"field": ..., "erro
 
 from __future__ import annotations
 
-import asyncio
-import itertools
-import json
 import threading
-import time
-import uuid
 from pathlib import Path
 from typing import Any, Optional
 
@@ -22,102 +17,32 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 
 from makeway import __version__
 from makeway.config import ClusterConfig
-from makeway.live.auth import (Authenticator, Principal, Tenancy, may_cancel, may_preempt, quota_problem, sees_job,
-                               submit_problem)
+from makeway.live.auth import Authenticator, Principal, Tenancy, may_cancel, may_preempt, quota_problem, sees_job
 from makeway.live.core import TERMINAL
 from makeway.live import views
 from makeway.live.crash import crash_point
 from makeway.live.loop import SchedulerLoop
 from makeway.live.metrics import mount_metrics
-from makeway.live.spec import SpecError, parse_job, parse_priority_change, parse_queue_change
 from makeway.live.login import cookie_header, login_redirect, mount_login
+from makeway.live.spec import SpecError, parse_priority_change, parse_queue_change
+from makeway.live.submit import AGENT_PATHS, MAX_BATCH, PUBLIC, Submitter, SubmitFastPath, bad, make_principal
 from makeway.live.ui import mount_ui, ui_env
 
+__all__ = ["AGENT_PATHS", "MAX_BATCH", "PUBLIC", "SubmitFastPath", "bad", "create_app"]
+
 HEARTBEAT_INTERVAL = 2.0
-PUBLIC = ("/healthz", "/readyz", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json", "/ui/login", "/ui/logout")
-AGENT_PATHS = "/v1/agent/"
 MAX_WAIT = 30.0
-MAX_BATCH = 1000
-
-
-def _field_of(message: str) -> str:
-    head = message.split(":", 1)[0].strip()
-    return head if head and " " not in head else "body"
-
-
-def bad(status: int, message: str, field: Optional[str] = None) -> HTTPException:
-    return HTTPException(status, {"field": field or _field_of(message), "error": message})
-
-
-class SubmitFastPath:
-    """``POST /v1/jobs`` served straight from ASGI, in front of the app; the rest passed on to it.
-
-    Submission is the API's hot path: the framework's layers (middleware stack, request objects,
-    dependency resolution, response validation) cost more than the validation and the commit, and
-    capped durable single-job submits near 700/s. This answers the same bodies with the same codes
-    through the same ``accept`` coroutine, so the route in the OpenAPI schema and the fast path
-    cannot disagree (tests/live/test_api.py holds them to the same answers).
-    """
-
-    def __init__(self, app: Any, accept: Any, principal: Any) -> None:
-        self.app, self.accept, self.principal = app, accept, principal
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != "/v1/jobs":
-            await self.app(scope, receive, send)
-            return
-        key = authorization = None
-        for name, value in scope["headers"]:
-            if name == b"idempotency-key":
-                key = value.decode("latin-1")
-            elif name == b"authorization":
-                authorization = value.decode("latin-1")
-        chunks = []
-        while True:
-            msg = await receive()
-            if msg["type"] == "http.disconnect":
-                return
-            chunks.append(msg.get("body", b""))
-            if not msg.get("more_body"):
-                break
-        extra: list[tuple[bytes, bytes]] = []
-        try:
-            who = await self.principal(scope["path"], authorization)
-            status, content = 201, await self.accept(b"".join(chunks), key, who)
-        except HTTPException as exc:
-            status, content = exc.status_code, {"detail": exc.detail}
-            extra = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (exc.headers or {}).items()]
-        body = json.dumps(content, separators=(",", ":")).encode()
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                                *extra]})
-        await send({"type": "http.response.body", "body": body})
 
 
 def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
-               log_dirs: Optional[dict[str, Path]] = None, auth: Optional[Authenticator] = None) -> FastAPI:
+               log_dirs: Optional[dict[str, Path]] = None, auth: Optional[Authenticator] = None,
+               worker: Optional[int] = None) -> FastAPI:
+    """The API of the scheduler's process; ``worker`` (0) when acceptor processes share its socket,
+    so submit answers name the process that gave them."""
     auth = auth or Authenticator(store)
     tenancy = Tenancy(cfg)
 
-    async def principal(path: str, header: Optional[str]) -> Principal:
-        """Who asks (HTTPException 401/403 otherwise). Every route but health and the API docs needs a
-        principal (when tokens exist); agent endpoints take an agent or admin token, every other route
-        refuses an agent token. Async, so a submit takes no thread hop; the rare store read (a look-up
-        not cached) runs in a thread. Shared by the routes' dependency and the submit fast path."""
-        if path in PUBLIC:
-            return Principal("anonymous", "none")
-        if auth.needs_store(header):
-            p, why = await asyncio.to_thread(auth.authenticate, header)
-        else:
-            p, why = auth.authenticate(header)
-        if p is None:
-            raise HTTPException(401, {"field": "authorization", "error": f"authorization: {why}"},
-                                headers={"WWW-Authenticate": "Bearer"})
-        agent_path = path.startswith(AGENT_PATHS)
-        if (agent_path and p.role not in ("agent", "admin")) or (not agent_path and p.role == "agent"):
-            raise HTTPException(403, {"field": "authorization", "error": f"authorization: a {p.role} token "
-                                      f"cannot use {'the agent endpoints' if agent_path else 'this endpoint'}"})
-        return p
+    principal = make_principal(auth)
 
     async def guard(request: Request) -> Principal:
         try:
@@ -133,23 +58,26 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
     app = FastAPI(title="makeway", version=__version__, dependencies=[Depends(guard)],
                   description="makeway live scheduler: jobs, queues, nodes, preemptions, agents")
     app.state.auth = auth
-    ids_lock = threading.Lock()
-    known_ids: set[str] = set()
     accepted: dict[str, dict[str, Any]] = {}       # journaled, not yet applied by a pass
     app.state.accepted = accepted                  # the read views (UI too) show these as pending
-    counter = itertools.count(1)
     reports_lock = threading.Lock()
     from makeway.live.store import GroupCommit
 
     committer = GroupCommit(store)  # concurrent requests share one commit (one flush)
     app.state.committer = committer
+    scanned = [loop.applied_seq]  # the journal is read for submits up to here
 
-    with loop.lock:
-        known_ids.update(loop.core.jobs)
-    for row in store.events_after(loop.applied_seq):
-        if row.kind == "submit":
-            known_ids.add(row.payload["job"]["id"])
-            accepted[row.payload["job"]["id"]] = row.payload["job"]
+    def catch_up() -> None:
+        """Read-your-write across processes: jobs another API process journaled (``--api-workers``)
+        and no pass has applied yet join ``accepted``, so a 201 from any process is found here."""
+        after = max(scanned[0], loop.applied_seq)
+        for row in store.events_after(after):
+            if row.kind == "submit":
+                accepted.setdefault(row.payload["job"]["id"], row.payload["job"])
+            after = row.seq
+        scanned[0] = after
+
+    catch_up()
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -225,133 +153,20 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
 
     # -- jobs ------------------------------------------------------------------------------------
 
-    def new_job_id() -> str:
-        """An id for a job submitted without one: time, a counter and a random tail."""
-        return f"j-{int(time.time() * 1000) % 10**10:010d}-{next(counter)}-{uuid.uuid4().hex[:4]}"
-
-    async def ajournal(kind: str, payload: dict[str, Any], key: Optional[str] = None,
-                       tenant: str = "default") -> tuple[int, bool]:
-        """``journal`` without a thread per waiting request: the event loop awaits the group commit."""
-        if loop.failed is not None:
-            raise bad(503, f"the scheduler stopped: {loop.failed}", "server")
-        fut = committer.submit(kind, payload, tenant=tenant, idem_key=key, at=now())
-        seq, created = await asyncio.wrap_future(fut)
-        crash_point("event-commit")
-        loop.wake()
-        return seq, created
-
-    def authorize_submit(p: Principal, spec: dict[str, Any], where: str = "") -> str:
-        """The tenant the job belongs to, once ``p`` may submit it; a user's job records its user."""
-        problem = submit_problem(p, tenancy, spec["queue"], spec.get("user"))
-        if problem is not None:
-            field, message = problem
-            raise refuse(p, 403, "job.submit", f"job:{spec['id']}", tenancy.tenant_of(spec["queue"]),
-                         f"{where}{message}", f"{where}{field}", {"queue": spec["queue"]})
-        if p.role == "user":
-            spec["user"] = p.name
-        return tenancy.job_tenant(spec["queue"])
-
-    async def accept(raw: bytes, idempotency_key: Optional[str], p: Principal) -> dict[str, Any]:
-        """A submission's body in, its answer out (HTTPException for a refusal): shared by the route,
-        which documents it in the OpenAPI schema, and by ``SubmitFastPath``, which serves it."""
-        try:
-            body = json.loads(raw)
-        except ValueError as exc:
-            raise bad(400, f"body: not JSON: {exc}", "body") from None
-        if isinstance(body, list) or (isinstance(body, dict) and isinstance(body.get("jobs"), list)):
-            return await submit_many(body if isinstance(body, list) else body["jobs"], idempotency_key, p)
-        data = body.get("job", body) if isinstance(body, dict) and isinstance(body.get("job"), dict) else body
-        gen = None
-        if isinstance(data, dict) and "id" not in data:
-            gen = new_job_id()
-        try:
-            spec = parse_job(data, cfg, gen)
-        except SpecError as exc:
-            raise bad(422, str(exc)) from None
-        tenant = authorize_submit(p, spec)
-        if key := idempotency_key:
-            seq, created = await ajournal("submit", {"job": spec}, key, tenant)
-            if not created:
-                first = store.event(seq)
-                jid = first.payload["job"]["id"] if first is not None else spec["id"]
-                return {"id": jid, "seq": seq, "created": False}
-            with ids_lock:
-                known_ids.add(spec["id"])
-                accepted[spec["id"]] = spec
-            return {"id": spec["id"], "seq": seq, "created": True}
-        with ids_lock:  # reserve the id; the commit itself runs unlocked so concurrent submits share it
-            if spec["id"] in known_ids:
-                raise bad(409, f"id: job {spec['id']!r} already exists", "id")
-            known_ids.add(spec["id"])
-        try:
-            seq, _ = await ajournal("submit", {"job": spec}, None, tenant)
-        except BaseException:
-            with ids_lock:
-                known_ids.discard(spec["id"])
-            raise
-        with ids_lock:
-            accepted[spec["id"]] = spec
-        return {"id": spec["id"], "seq": seq, "created": True}
+    submitter = Submitter(cfg, store, committer, now=now, clock=loop.clock, failed=lambda: loop.failed,
+                          wake=loop.wake, on_accepted=lambda spec: accepted.__setitem__(spec["id"], spec),
+                          worker=worker)
+    app.state.submitter = submitter
 
     @app.post("/v1/jobs", status_code=201)
     async def submit(request: Request, idempotency_key: Optional[str] = Header(None),
                      p: Principal = Depends(guard)) -> dict[str, Any]:
         """Submit one job (an object, or ``{"job": {...}}``) or a job array (a list, or ``{"jobs": [...]}``,
         at most 1,000, all or nothing). The answer comes after the commit: a 201 is durable."""
-        return await accept(await request.body(), idempotency_key, p)
+        return await submitter.accept(await request.body(), idempotency_key, p)
 
-    app.state.asgi = SubmitFastPath(app, accept, principal)  # what serve runs: the app behind the submit fast path
-
-    async def submit_many(items: list[Any], key: Optional[str], p: Principal) -> dict[str, Any]:
-        """A list of jobs in one request (a job array): all are checked first, then journaled in one
-        transaction; one bad job refuses the whole request, naming ``jobs.<i>.<field>``."""
-        if not 1 <= len(items) <= MAX_BATCH:
-            raise bad(422, f"jobs: between 1 and {MAX_BATCH} jobs in one request", "jobs")
-        specs = []
-        for i, data in enumerate(items):
-            gen = None
-            if isinstance(data, dict) and "id" not in data:
-                gen = new_job_id()
-            try:
-                specs.append(parse_job(data, cfg, gen))
-            except SpecError as exc:
-                raise bad(422, f"jobs.{i}.{exc}", f"jobs.{i}.{_field_of(str(exc))}") from None
-        tenants = [authorize_submit(p, sp, f"jobs.{i}.") for i, sp in enumerate(specs)]
-        ids = [sp["id"] for sp in specs]
-        if len(set(ids)) != len(ids):
-            dup = next(j for j in ids if ids.count(j) > 1)
-            raise bad(409, f"id: job {dup!r} appears twice in the request", "id")
-        with ids_lock:
-            if not key:
-                taken = next((j for j in ids if j in known_ids), None)
-                if taken is not None:
-                    raise bad(409, f"id: job {taken!r} already exists", "id")
-                known_ids.update(ids)
-        if loop.failed is not None:
-            raise bad(503, f"the scheduler stopped: {loop.failed}", "server")
-        at = now()
-        rows = [{"kind": "submit", "payload": {"job": sp}, "at": at, "tenant": t,
-                 "idem_key": f"{key}#{i}" if key else None} for i, (sp, t) in enumerate(zip(specs, tenants))]
-        try:
-            got = await asyncio.to_thread(store.append_events, rows)
-        except BaseException:
-            if not key:
-                with ids_lock:
-                    known_ids.difference_update(ids)
-            raise
-        loop.wake()
-        out = []
-        with ids_lock:
-            for sp, (seq, created) in zip(specs, got):
-                if created:
-                    known_ids.add(sp["id"])
-                    accepted[sp["id"]] = sp
-                    out.append({"id": sp["id"], "seq": seq, "created": True})
-                else:
-                    first = store.event(seq)
-                    out.append({"id": first.payload["job"]["id"] if first else sp["id"], "seq": seq,
-                                "created": False})
-        return {"jobs": out}
+    # what serve runs: the app behind the submit fast path
+    app.state.asgi = SubmitFastPath(app, submitter.accept, principal, worker)
 
     def visible_to(p: Principal) -> Any:
         """The tenancy rule as the views take it: which (queue, user) jobs ``p`` is shown."""
@@ -361,7 +176,11 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
         """The job as ``p`` may see it; a job it may not see is the same 404 as one that does not
         exist (audited when ``action`` names what was attempted)."""
         try:
-            v = views.job_view(loop, jid, accepted, tenancy.job_tenant)
+            try:
+                v = views.job_view(loop, jid, accepted, tenancy.job_tenant)
+            except views.NotFound:
+                catch_up()
+                v = views.job_view(loop, jid, accepted, tenancy.job_tenant)
         except views.NotFound:
             if action is not None:
                 raise refuse(p, 404, action, f"job:{jid}", None, f"job: no job {jid!r}", "job") from None
@@ -375,6 +194,7 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
     @app.get("/v1/jobs")
     def list_jobs(state: Optional[str] = None, queue: Optional[str] = None,
                   limit: int = Query(1000, ge=1, le=100000), p: Principal = Depends(guard)) -> dict[str, Any]:
+        catch_up()
         return views.list_jobs(loop, accepted, state, queue, limit, visible=visible_to(p), tenant_of=tenancy.job_tenant)
 
     @app.get("/v1/jobs/{jid}")
@@ -629,11 +449,9 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
 
     mount_ui(app, loop, cfg.preemption.model, accepted, log_dirs,
              visible_for=lambda request: visible_to(request.state.principal))
-    mount_metrics(app, loop, cfg.preemption.model, accepted, committer)
+    mount_metrics(app, loop, cfg.preemption.model, accepted, committer, refresh=catch_up)
     mount_login(app, ui_env(), auth.authenticate,
                 lambda p, outcome, status, details: record(p or Principal("anonymous", "none"), "ui.login", "ui",
                                                            p.tenant if p else None, outcome, status, details))
     return app
 
-
-__all__ = ["create_app"]

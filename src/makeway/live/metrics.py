@@ -28,8 +28,9 @@ NODE_STATES = ("ready", "suspect", "cordoned", "lost", "unregistered")
 class StateCollector:
     """Everything a scrape reads from the core."""
 
-    def __init__(self, loop: Any, model: str, accepted: dict[str, Any]):
+    def __init__(self, loop: Any, model: str, accepted: dict[str, Any], refresh: Any = None):
         self.loop, self.model, self.accepted = loop, model, accepted
+        self.refresh = refresh  # brings ``accepted`` up to the journal (submits other processes took)
 
     def describe(self) -> list[Metric]:
         return []  # collected at scrape time only; nothing to check at registration
@@ -60,8 +61,12 @@ class StateCollector:
                                 "Seconds since the node's agent last spoke", labels=["node"])
         leader = GaugeMetricFamily("makeway_leader", "1 while this server's scheduler loop leads")
         passes = CounterMetricFamily("makeway_passes", "Scheduling passes committed")
+        submitted = CounterMetricFamily("makeway_jobs_submitted",
+                                        "Jobs accepted (journaled) by any of the server's API processes")
         applied = GaugeMetricFamily("makeway_applied_seq", "Journal sequence number applied by the last pass")
 
+        if self.refresh is not None:
+            self.refresh()
         node_rows = views.nodes(loop)["nodes"]
         with loop.lock:
             core = loop.core
@@ -70,9 +75,12 @@ class StateCollector:
             counts: dict[tuple[str, str], int] = {}
             for job in core.jobs.values():
                 counts[(job.state, job.queue)] = counts.get((job.state, job.queue), 0) + 1
+            unapplied = 0
             for jid, spec in list(self.accepted.items()):
                 if jid not in core.jobs:
+                    unapplied += 1
                     counts[("pending", spec["queue"])] = counts.get(("pending", spec["queue"]), 0) + 1
+            submitted.add_metric([], len(core.jobs) + unapplied)
             shares = core.model.queue_shares(st, now)
             for name, q in st.queues.items():
                 for r, v in st.queue_usage[name].items():
@@ -121,7 +129,7 @@ class StateCollector:
         passes.add_metric([], pass_no)
         applied.add_metric([], applied_seq)
         yield from (jobs, usage, guaranteed, maximum, share, running, demand, preempt, wasted, node_states, age,
-                    leader, passes, applied)
+                    leader, passes, applied, submitted)
 
 
 def is_leader(loop: Any) -> bool:
@@ -133,10 +141,12 @@ def is_leader(loop: Any) -> bool:
     return loop.ready and loop.failed is None
 
 
-def mount_metrics(app: FastAPI, loop: Any, model: str, accepted: dict[str, Any], committer: Any = None) -> None:
-    """``GET /metrics`` on ``app``, with a registry of its own."""
+def mount_metrics(app: FastAPI, loop: Any, model: str, accepted: dict[str, Any], committer: Any = None,
+                  refresh: Any = None) -> None:
+    """``GET /metrics`` on ``app``, with a registry of its own. Submits count from the core and the
+    journal (``refresh``), not from this process's requests: acceptor processes journal them too."""
     registry = CollectorRegistry()
-    registry.register(StateCollector(loop, model, accepted))
+    registry.register(StateCollector(loop, model, accepted, refresh))
     pass_hist = Histogram("makeway_pass_duration_seconds", "Scheduling pass duration (apply, decide, commit)",
                           buckets=PASS_BUCKETS, registry=registry)
     commit_hist = Histogram("makeway_commit_latency_seconds", "Journal group-commit latency per batch",

@@ -68,10 +68,13 @@ class Gate:
 
     def __init__(self, leader_info: Callable[[], Optional[dict]]) -> None:
         self.inner: Any = None
+        self.loop: Optional[asyncio.AbstractEventLoop] = None  # uvicorn's, seen at the lifespan start
         self.leader_info = leader_info
         self.state = "standby"
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if self.loop is None:
+            self.loop = asyncio.get_running_loop()
         inner = self.inner
         if inner is not None:
             return await inner(scope, receive, send)
@@ -114,7 +117,7 @@ class Server:
     def __init__(self, cfg: ClusterConfig, db: str, host: str = "127.0.0.1", port: int = 8642, *,
                  local_agent: bool = False, agent_dir: Optional[Path] = None, recovery_grace: float = 10.0,
                  min_pass_interval: float = 0.02, lease: float = 30.0, suspect_after: float = 10.0,
-                 log_level: str = "warning"):
+                 log_level: str = "warning", api_workers: int = 1):
         import uvicorn
 
         from makeway.live.leader import lock_for
@@ -123,7 +126,19 @@ class Server:
 
         from makeway.live.auth import Authenticator, Principal, is_loopback
 
+        if isinstance(api_workers, bool) or not isinstance(api_workers, int) or api_workers < 1:
+            raise MakewayError(f"--api-workers: expected a whole number >= 1, got {api_workers!r}")
         self.cfg = cfg
+        self.db = db
+        self.log_level = log_level
+        self.api_workers = api_workers
+        self.acceptors: Any = None
+        self.sock: Optional[socket.socket] = None
+        if api_workers > 1:  # bound here, inherited by the acceptor processes (live/acceptor.py)
+            from makeway.live.acceptor import listening_socket
+
+            self.sock = listening_socket(host, port)
+            port = self.sock.getsockname()[1]
         self.host, self.port = host, port or free_port(host)
         self.agent_dir = Path(agent_dir) if agent_dir else None
         self.local_agent = local_agent
@@ -142,13 +157,20 @@ class Server:
             if hasattr(self, "store"):
                 self.store.close()
             self.lock.close()
+            if self.sock is not None:
+                self.sock.close()
             raise
         self.auth = Authenticator(self.store)
         self.agent_token = secrets.token_urlsafe(32)  # the local agents' credential: in memory only
-        self.auth.add_secret(self.agent_token, Principal("local-agent", "agent"))
+        self.auth_principal = Principal("local-agent", "agent")
+        self.auth.add_secret(self.agent_token, self.auth_principal)
         self.loop = SchedulerLoop(cfg, self.store, recovery_grace=recovery_grace, min_interval=min_pass_interval,
                                   lease=lease, suspect_after=suspect_after)
         self.loop.on_fatal = self._fatal
+        if api_workers > 1:
+            from makeway.live.acceptor import Acceptors
+
+            self.acceptors = Acceptors(api_workers - 1, self.loop.wake, on_ready=self._leave_public)
         self.app: Any = None
         self.gate = Gate(self._leader_info)
         self.agents: list[Any] = []
@@ -195,7 +217,8 @@ class Server:
         if self.local_agent:
             assert self.agent_dir is not None
             log_dirs = {n.name: self.agent_dir / n.name for n in build_nodes(self.cfg)}
-        self.app = create_app(self.loop, self.cfg, self.store, log_dirs=log_dirs, auth=self.auth)
+        self.app = create_app(self.loop, self.cfg, self.store, log_dirs=log_dirs, auth=self.auth,
+                              worker=0 if self.acceptors is not None else None)
         self.lock.watch(self._lost_lock)
         self.gate.state = "leader"
         self.gate.inner = self.app.state.asgi
@@ -215,6 +238,8 @@ class Server:
         if isinstance(exc, (StaleLeader, LeaderLost)):
             self.gate.state, self.gate.inner = "stopping", None  # another server leads: send everyone there
         self.failed = self.failed or exc
+        if self.acceptors is not None:
+            self.acceptors.stop()  # nothing more is accepted for a scheduler that stopped
         self.uvicorn.should_exit = True
 
     def _lost_lock(self, exc: BaseException) -> None:
@@ -228,6 +253,8 @@ class Server:
         self._stopping.set()
         for a in self.agents:
             a.stop()
+        if self.acceptors is not None:
+            threading.Thread(target=self.acceptors.stop, name="makeway-acceptors-stop", daemon=True).start()
         self.loop.release_waiters()
         if self.app is not None:
             self.app.state.feed.close()  # end the browsers' event streams too
@@ -237,6 +264,25 @@ class Server:
 
         assert self.agent_dir is not None
         self.agents = start_local_agents(self.url, build_nodes(self.cfg), self.agent_dir, token=self.agent_token)
+
+    def _leave_public(self) -> None:
+        """Acceptors serve the public socket: this process stops taking connections from it and keeps
+        its cores for scheduling and the requests they pass on (its copy of the socket stays open,
+        for acceptors started again)."""
+        loop, servers = self.gate.loop, getattr(self.uvicorn, "servers", None)
+        if loop is None or not servers:
+            return
+        try:
+            loop.call_soon_threadsafe(servers[0].close)
+        except RuntimeError:
+            pass  # uvicorn's loop is closed: the server is stopping anyway
+
+    def _start_acceptors(self) -> None:
+        """Leading now: the acceptor processes take their share of the socket (never on a standby)."""
+        assert self.sock is not None
+        secrets_ = [(self.agent_token, self.auth_principal)]
+        self.acceptors.start(self.sock, {"config": self.cfg, "db": self.db, "log_level": self.log_level,
+                                         "secrets": secrets_})
 
     def _serve(self, on_listen: Any, on_standby: Any) -> None:
         """Once listening: as a standby, wait for the lock and lead; then start the loop and agents."""
@@ -255,6 +301,8 @@ class Server:
                 self._fatal(exc)
                 return
         self.loop.start()
+        if self.acceptors is not None:
+            self._start_acceptors()
         if self.local_agent:
             self._start_agents()
         if on_listen is not None:
@@ -274,7 +322,7 @@ class Server:
 
         old = {s: signal.signal(s, stopped) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
-            self.uvicorn.run()
+            self.uvicorn.run(sockets=None if self.sock is None else [self.sock.dup(), self.acceptors.private])
         except _Stopped:
             pass  # uvicorn re-raises the signal it handled once it has shut down: a clean stop
         finally:
@@ -290,9 +338,13 @@ class Server:
         self._stopping.set()
         for a in self.agents:
             a.stop()
+        if self.acceptors is not None:
+            self.acceptors.close()
         self.loop.stop()
         if self.app is not None:
             self.app.state.committer.close()
+        if self.sock is not None:
+            self.sock.close()
         self.lock.close()
         self.store.close()
 

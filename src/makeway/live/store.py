@@ -20,8 +20,11 @@ Two properties the scheduler loop relies on, and how each backend keeps them:
 
 from __future__ import annotations
 
+import asyncio
+import fcntl
 import json
 import math
+import os
 import queue
 import threading
 import time
@@ -52,6 +55,14 @@ _ADVISORY_XACT_LOCK = sa.text("SELECT pg_advisory_xact_lock(:k)")
 
 class StoreError(MakewayError):
     """A database URL or an argument of the store is invalid; the message names which."""
+
+
+class IdTaken(StoreError):
+    """A submit names a job id the journal already holds (the API's 409 naming ``id``)."""
+
+    def __init__(self, job_id: str) -> None:
+        self.job_id = job_id
+        super().__init__(f"id: job {job_id!r} already exists")
 
 
 class StaleLeader(RuntimeError):
@@ -170,6 +181,13 @@ nodes_t = sa.Table(
     sa.Column("last_seen", sa.Double, nullable=True),
 )
 
+# Every submitted job id, claimed in the transaction that journals the submit: several API processes
+# share the journal, so uniqueness is the database's to keep (a primary key), not a set in memory.
+job_ids_t = sa.Table(
+    "job_ids", metadata,
+    sa.Column("id", sa.Text, primary_key=True),
+)
+
 tokens_t = sa.Table(
     "tokens", metadata,
     sa.Column("id", sa.Text, primary_key=True),
@@ -225,14 +243,14 @@ def make_engine(url: str) -> Engine:
         kw: dict[str, Any] = {"connect_args": {"timeout": 60, "check_same_thread": False}}
         if memory:
             kw["poolclass"] = StaticPool
-        engine = sa.create_engine(parsed, **kw)
+        engine = sa.create_engine(parsed, json_serializer=_to_json, **kw)
         event.listen(engine, "connect", _sqlite_on_connect)
         event.listen(engine, "begin", _sqlite_on_begin)
         return engine
     if backend == "postgresql":
         if parsed.drivername in ("postgresql", "postgres"):
             parsed = parsed.set(drivername="postgresql+psycopg")
-        return sa.create_engine(parsed, pool_size=10, max_overflow=20, pool_pre_ping=True)
+        return sa.create_engine(parsed, pool_size=10, max_overflow=20, pool_pre_ping=True, json_serializer=_to_json)
     raise StoreError(f"db: unsupported database {backend!r} in {url!r}; "
                      "use sqlite:///PATH or postgresql+psycopg://USER@HOST:PORT/DB")
 
@@ -262,6 +280,13 @@ class Store:
         self.engine = make_engine(url)
         self.dialect = self.engine.dialect.name
         self._writer = threading.Lock() if self.dialect == "sqlite" else None
+        self._writer_fd: int | None = None
+        db_file = self.engine.url.database if self.dialect == "sqlite" else None
+        if db_file not in (None, "", ":memory:"):
+            try:
+                self._writer_fd = os.open(os.path.abspath(db_file) + ".write.lock", os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError:
+                pass  # no directory to write in: opening the database says so, naming the URL
         ins = self._insert()(events_t)
         self._ins_event = events_t.insert().returning(events_t.c.seq)
         self._ins_events = events_t.insert().returning(events_t.c.seq, sort_by_parameter_order=True)
@@ -269,17 +294,23 @@ class Store:
             events_t.c.seq)
         self._seq_of_key = sa.select(events_t.c.seq).where(events_t.c.tenant == sa.bindparam("t"),
                                                            events_t.c.idem_key == sa.bindparam("k"))
+        claim = self._insert()(job_ids_t).on_conflict_do_nothing(index_elements=["id"])
+        self._claim_id = claim.values(id=sa.bindparam("id")).returning(job_ids_t.c.id)
+        self._claim_ids = claim.returning(job_ids_t.c.id)
         if migrate:
             try:
                 self.migrate()
             except sa.exc.OperationalError as exc:
-                self.engine.dispose()
+                self.close()
                 safe = self.engine.url.render_as_string(hide_password=True)
                 raise StoreError(f"db: cannot open {safe}: {str(exc.orig).strip().splitlines()[0]}") from None
             self.meta_setdefault("epoch", "0")
 
     def close(self) -> None:
         self.engine.dispose()
+        if self._writer_fd is not None:
+            os.close(self._writer_fd)
+            self._writer_fd = None
 
     def __enter__(self) -> "Store":
         return self
@@ -291,13 +322,21 @@ class Store:
 
     @contextmanager
     def _write(self, *, lock: int | None = None) -> Iterator[Connection]:
-        # SQLite has one writer: writers of this process queue on a lock instead of meeting in
-        # SQLite's busy handler, which sleeps in steps of milliseconds and serialises badly
+        # SQLite has one writer: writers queue on a lock instead of meeting in SQLite's busy handler,
+        # which sleeps in steps of milliseconds and serialises badly. Threads of this process queue
+        # on a mutex; processes on the same file (serve --api-workers) on an flock beside it, which
+        # wakes the next writer as soon as it is released.
         with self._writer if self._writer is not None else nullcontext():
-            with self.engine.begin() as conn:
-                if lock is not None and self.dialect == "postgresql":
-                    conn.execute(_ADVISORY_XACT_LOCK, {"k": lock})
-                yield conn
+            if self._writer_fd is not None:
+                fcntl.flock(self._writer_fd, fcntl.LOCK_EX)
+            try:
+                with self.engine.begin() as conn:
+                    if lock is not None and self.dialect == "postgresql":
+                        conn.execute(_ADVISORY_XACT_LOCK, {"k": lock})
+                    yield conn
+            finally:
+                if self._writer_fd is not None:
+                    fcntl.flock(self._writer_fd, fcntl.LOCK_UN)
 
     @contextmanager
     def _read(self) -> Iterator[Connection]:
@@ -347,7 +386,7 @@ class Store:
         row = _event_row(0, {"kind": kind, "payload": payload, "at": at})
         with self._write(lock=JOURNAL_LOCK) as conn:
             self._check_epoch(conn, epoch, f"{kind} event")
-            return self._append_one(conn, row)
+            return self._append(conn, [row])[0]
 
     def append_events(self, items: Iterable[dict]) -> list[Appended]:
         """Commit a batch of inputs in one transaction, in order; one ``Appended`` per item.
@@ -357,13 +396,16 @@ class Store:
         """
         return self._append_rows([_event_row(i, item) for i, item in enumerate(items)])
 
-    def _append_rows(self, rows: list[dict]) -> list[Appended]:
+    def _append_rows(self, rows: list[dict], *, per_row: bool = False) -> list[Any]:
+        """Commit ``rows`` in one transaction. A submit whose job id is taken raises ``IdTaken``
+        (nothing is written), or with ``per_row`` stands in the answer list as that exception
+        while the other rows commit (the group committer's batches are unrelated requests)."""
         if not rows:
             return []
         for attempt in range(3):
             try:
                 with self._write(lock=JOURNAL_LOCK) as conn:
-                    return self._append(conn, rows)
+                    return self._append(conn, rows, per_row)
             except IntegrityError:
                 # Another writer committed one of our keys between the look-up and the insert (only
                 # possible without the journal lock, e.g. an older process): look again.
@@ -371,57 +413,63 @@ class Store:
                     raise
         raise AssertionError("unreachable")
 
-    def _append(self, conn: Connection, rows: list[dict]) -> list[Appended]:
-        # one look-up and one multi-row insert cost less CPU than a statement per row from 2 rows on
-        # SQLite (it matters: the committer shares the interpreter with the API), and win on wall time
-        # from about 6 rows on PostgreSQL, where each statement is a round trip (bench/store_append.py)
-        if len(rows) <= (1 if self.dialect == "sqlite" else 6):
-            return [self._append_one(conn, r) for r in rows]
-        return self._append_many(conn, rows)
-
-    def _append_one(self, conn: Connection, row: dict) -> Appended:
-        """Insert unless the key is taken (then its seq); a key earlier in the same batch counts."""
-        if row["idem_key"] is None:
-            return Appended(conn.execute(self._ins_event, row).scalar_one(), True)
-        seq = conn.execute(self._ins_keyed_event, row).scalar_one_or_none()
-        if seq is not None:
-            return Appended(seq, True)
-        return Appended(conn.execute(self._seq_of_key, {"t": row["tenant"], "k": row["idem_key"]}).scalar_one(),
-                        False)
-
-    def _append_many(self, conn: Connection, rows: list[dict]) -> list[Appended]:
+    def _append(self, conn: Connection, rows: list[dict], per_row: bool = False) -> list[Any]:
+        """Idempotency keys first (a retry answers with its first row, even when that row's job id is
+        now taken: by itself), then the job ids of the new submits, then one insert of what is new."""
+        out: list[Any] = [None] * len(rows)
         keyed = {(r["tenant"], r["idem_key"]) for r in rows if r["idem_key"] is not None}
-        known: dict[tuple[str, str], int] = {}
-        if keyed:
-            found = conn.execute(
-                sa.select(events_t.c.seq, events_t.c.tenant, events_t.c.idem_key)
-                .where(events_t.c.idem_key.in_(sorted({k for _, k in keyed})))
-            )
-            known = {(t, k): s for s, t, k in found if (t, k) in keyed}
-        out: list[Appended | None] = []
-        fresh: list[dict] = []
-        first_in_batch: dict[tuple[str, str], int] = {}
+        known = self._known_keys(conn, keyed) if keyed else {}
+        first_of_key: dict[tuple[str, str], int] = {}
         dup_of: dict[int, int] = {}
-        for r in rows:
-            key = (r["tenant"], r["idem_key"])
-            if r["idem_key"] is not None and key in known:
-                out.append(Appended(known[key], False))
-            elif r["idem_key"] is not None and key in first_in_batch:
-                dup_of[len(out)] = first_in_batch[key]
-                out.append(None)
+        fresh: list[int] = []
+        for i, r in enumerate(rows):
+            if r["idem_key"] is not None:
+                key = (r["tenant"], r["idem_key"])
+                if key in known:
+                    out[i] = Appended(known[key], False)
+                    continue
+                if key in first_of_key:
+                    dup_of[i] = first_of_key[key]
+                    continue
+                first_of_key[key] = i
+            fresh.append(i)
+        ids = {i: jid for i in fresh if rows[i]["kind"] == "submit" and (jid := _job_id(rows[i])) is not None}
+        if ids:
+            wanted = list(dict.fromkeys(ids.values()))
+            if len(wanted) == 1:
+                claimed = set(conn.execute(self._claim_id, {"id": wanted[0]}).scalars())
             else:
-                if r["idem_key"] is not None:
-                    first_in_batch[key] = len(out)
-                out.append(None)
-                fresh.append(r)
-        if fresh:
-            seqs = iter(conn.execute(self._ins_events, fresh).scalars().all())
-            for i, a in enumerate(out):
-                if a is None and i not in dup_of:
-                    out[i] = Appended(next(seqs), True)
-            for i, j in dup_of.items():
-                out[i] = Appended(out[j].seq, False)
-        return out  # type: ignore[return-value]
+                claimed = set(conn.execute(self._claim_ids, [{"id": j} for j in wanted]).scalars())
+            keep = []
+            for i in fresh:
+                jid = ids.get(i)
+                if jid is not None:
+                    if jid not in claimed:
+                        if not per_row:
+                            raise IdTaken(jid)
+                        out[i] = IdTaken(jid)
+                        continue
+                    claimed.discard(jid)  # a second row with the same id in this batch is taken
+                keep.append(i)
+            fresh = keep
+        if len(fresh) == 1:
+            out[fresh[0]] = Appended(conn.execute(self._ins_event, rows[fresh[0]]).scalar_one(), True)
+        elif fresh:
+            seqs = conn.execute(self._ins_events, [rows[i] for i in fresh]).scalars().all()
+            for i, seq in zip(fresh, seqs):
+                out[i] = Appended(seq, True)
+        for i, j in dup_of.items():
+            out[i] = out[j] if isinstance(out[j], IdTaken) else Appended(out[j].seq, False)
+        return out
+
+    def _known_keys(self, conn: Connection, keyed: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
+        if len(keyed) == 1:
+            (t, k), = keyed
+            seq = conn.execute(self._seq_of_key, {"t": t, "k": k}).scalar_one_or_none()
+            return {} if seq is None else {(t, k): seq}
+        found = conn.execute(sa.select(events_t.c.seq, events_t.c.tenant, events_t.c.idem_key)
+                             .where(events_t.c.idem_key.in_(sorted({k for _, k in keyed}))))
+        return {(t, k): s for s, t, k in found if (t, k) in keyed}
 
     def append_audited(self, kind: str, payload: dict, audit: dict, *, tenant: str = "default",
                        idem_key: str | None = None, at: float) -> Appended:
@@ -744,7 +792,22 @@ class GroupCommit:
         with self._guard:
             if self._closed:
                 raise RuntimeError("the journal's group committer is closed")
-            self._queue.put((row, fut))
+            self._queue.put((row, fut, None))
+        return fut
+
+    def submit_async(self, kind: str, payload: dict, *, tenant: str = "default", idem_key: str | None = None,
+                     at: float) -> "asyncio.Future":
+        """``submit`` for a caller on an event loop: an asyncio future of that loop, resolved with the
+        rest of its batch in one call from the committer thread (one wake-up of the loop a batch,
+        not one thread hop a row: at thousands of submits a second, that hop is a real share of a
+        submit's CPU)."""
+        row = _event_row(0, {"kind": kind, "payload": payload, "tenant": tenant, "idem_key": idem_key, "at": at})
+        aloop = asyncio.get_running_loop()
+        fut = aloop.create_future()
+        with self._guard:
+            if self._closed:
+                raise RuntimeError("the journal's group committer is closed")
+            self._queue.put((row, fut, aloop))
         return fut
 
     def append(self, kind: str, payload: dict, *, tenant: str = "default", idem_key: str | None = None,
@@ -784,14 +847,24 @@ class GroupCommit:
                 batch.append(item)
             t0 = time.perf_counter()
             try:
-                answers = self.store._append_rows([row for row, _ in batch])
+                answers: list[Any] = self.store._append_rows([item[0] for item in batch], per_row=True)
             except BaseException as exc:  # the callers own the failure; the committer keeps serving
-                for _, fut in batch:
-                    fut.set_exception(exc)
+                answers = [exc] * len(batch)
             else:
                 self._observe(time.perf_counter() - t0, len(batch))
-                for (_, fut), answer in zip(batch, answers):
+            by_loop: dict[Any, list] = {}
+            for (_, fut, aloop), answer in zip(batch, answers):
+                if aloop is not None:
+                    by_loop.setdefault(aloop, []).append((fut, answer))
+                elif isinstance(answer, BaseException):
+                    fut.set_exception(answer)
+                else:
                     fut.set_result(answer)
+            for aloop, done in by_loop.items():
+                try:
+                    aloop.call_soon_threadsafe(_resolve, done)
+                except RuntimeError:
+                    pass  # that event loop is closed: nobody waits for these answers
 
     def _observe(self, seconds: float, rows: int) -> None:
         for fn in list(self.observers):
@@ -799,6 +872,17 @@ class GroupCommit:
                 fn(seconds, rows)
             except Exception:  # noqa: BLE001 - observers only
                 pass
+
+
+def _resolve(done: list) -> None:
+    """On the callers' event loop: hand a committed batch its answers."""
+    for fut, answer in done:
+        if fut.done():
+            continue  # the request went away
+        if isinstance(answer, BaseException):
+            fut.set_exception(answer)
+        else:
+            fut.set_result(answer)
 
 
 # ---------------------------------------------------------------------------------------------- rows
@@ -822,10 +906,33 @@ def _event_row(i: int, item: dict) -> dict:
     if idem_key is not None:
         _need_str(f"{where}.idem_key", idem_key)
     try:
-        json.dumps(payload, allow_nan=False)
+        text = json.dumps(payload, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise StoreError(f"{where}.payload: not JSON ({exc})") from None
-    return {"kind": kind, "payload": payload, "at": float(at), "tenant": tenant, "idem_key": idem_key}
+    return {"kind": kind, "payload": _Encoded(payload, text), "at": float(at), "tenant": tenant, "idem_key": idem_key}
+
+
+class _Encoded(dict):
+    """A payload with the JSON text the check above made, so the insert does not encode it again
+    (a submit's spec is a real share of its CPU at thousands a second)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, payload: dict, text: str) -> None:
+        super().__init__(payload)
+        self.text = text
+
+
+def _to_json(value: Any) -> str:
+    """The engines' JSON encoder: the text already made for an ``_Encoded`` payload, else ``json.dumps``."""
+    return value.text if type(value) is _Encoded else json.dumps(value)
+
+
+def _job_id(row: dict) -> str | None:
+    """The job id a submit row claims (None for a payload without one: the store's own tests)."""
+    job = row["payload"].get("job")
+    jid = job.get("id") if isinstance(job, dict) else None
+    return jid if isinstance(jid, str) else None
 
 
 def _audit_row(row: dict) -> dict:
