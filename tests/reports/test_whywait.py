@@ -15,10 +15,10 @@ from typer.testing import CliRunner
 from makeway.cli import app
 from makeway.config import build_state, parse_config
 from makeway.core.policy import load_model
-from makeway.reports import waiting
+from makeway.reports import derive as d
+from makeway.reports import plots, waiting
 from makeway.reports.compare import compare_rows
 from makeway.reports.explain import explain
-from makeway.reports.html import render_report
 from makeway.sim.engine import SimOptions, simulate
 from makeway.sim.trace import workload_from_record
 from tests.reports.helpers import REPO, run
@@ -118,23 +118,26 @@ def test_series_hold_pending_limits_and_model_shares():
     assert q["prod"]["limits"][0][1] == {"cpu": 8}
     fair = [v for v in q["prod"]["shares"]["fair_share"] if v is not None]
     assert fair and max(fair) == pytest.approx(0.5, abs=0.01)   # prod's fair share once both pools run
-    page = render_report(yt)
-    assert "fair share (YTsaurus) x cluster" in page and "strong guarantee" in page
-    assert "time (minutes)" in page or "time (hours)" in page
+    (cpu, memory) = plots.queue_mechanism(ts, d.capacity(yt), "ytsaurus")  # one figure per resource
+    assert "fair share (YTsaurus) x cluster" in cpu and "strong guarantee" in cpu and "time (minutes)" in cpu
+    assert "memory (GiB)" in memory
     kueue = run(REPO / "examples" / "kueue" / "cluster.yaml")
-    assert any("drs" in (x.get("shares") or {}) for x in kueue["timeseries"]["queues"].values())
-    page = render_report(kueue)
-    assert "nominal quota" in page and "dominant resource share per queue" in page
-    assert "Who preempted whom" in page
+    queues = kueue["timeseries"]["queues"]
+    assert any("drs" in (x.get("shares") or {}) for x in queues.values())
+    # the ClusterQueues' quotas are native resourceGroups: the nominal quota comes from the model
+    assert queues["team-a"]["limits"][0][1] == {"cpu": 8, "memory": 32 * 2**30}
+    assert "nominal quota" in plots.queue_mechanism(kueue["timeseries"], d.capacity(kueue), "kueue")[0]
+    assert "dominant resource share per queue" in plots.share_lines(kueue["timeseries"], "drs",
+                                                                    "Kueue: dominant resource share per queue",
+                                                                    "DRS", "drs")
 
 
-def test_matrix_instants_and_compare_deltas(quickstart, symphony):
-    from makeway.reports import derive as d
+def test_matrix_instants_and_compare_deltas(quickstart, quickstart_page, symphony):
     m = d.preemption_matrix(quickstart)
     assert m == {("prod", "batch"): quickstart["summary"]["preemptions"]}
-    page = render_report(quickstart)
-    # quickstart preempts batch-1's 8 allocations at one instant: one marker labelled 8
-    assert ">8<" in page.replace("\n", "")  or "8 in 1 instants" in page
+    # quickstart preempts batch-1's 8 allocations at one instant: one marker, labelled with the count
+    assert "InCohortReclamation (8 in 1 instants)" in quickstart_page
+    assert "Who preempted whom" in quickstart_page
     rows = dict(compare_rows([quickstart, symphony], ["qs", "sym"]))
     assert rows["preemptions"] == [str(quickstart["summary"]["preemptions"]), str(symphony["summary"]["preemptions"])]
     delta = symphony["summary"]["preemptions"] - quickstart["summary"]["preemptions"]
