@@ -400,6 +400,55 @@ def explain(
 
 
 @app.command()
+def pending(
+    results: Path = typer.Argument(..., help="results JSON written by 'makeway simulate --out'"),
+    queue: Optional[str] = typer.Option(None, "--queue", help="only this queue's workloads"),
+    at: Optional[str] = typer.Option(None, "--at", help="simulated time: seconds, or 90m, 2h, 1.5d (default: the end of the run)"),
+    output: str = typer.Option("table", "--output", "-o", help="table or json"),
+) -> None:
+    """List what was pending at a time and why (squeue-like), from the reasons the run recorded."""
+    import json
+
+    from makeway.reports import derive as d
+    from makeway.reports.waiting import REASONS, parse_time, pending_at
+
+    if output not in ("table", "json"):
+        raise fail(f"--output: {output!r} is not table or json")
+    try:
+        when = parse_time(at, "--at") if at is not None else None
+        view = pending_at(_read_results(results), when, queue)
+    except MakewayError as exc:
+        raise fail(str(exc)) from None
+    if output == "json":
+        typer.echo(json.dumps(view, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    rows = view["pending"]
+    table = Table(title=f"pending at {d.fmt_time(view['at'])}" + (f" in queue {queue}" if queue else "")
+                  + f": {len(rows)}", title_justify="left", box=None)
+    for col in ("WORKLOAD", "QUEUE", "PRIO", "SUBMIT", "WAITED", "REASON", "SINCE", "BLOCKING"):
+        table.add_column(col, justify="right" if col in ("PRIO", "WAITED") else "left", no_wrap=col == "WORKLOAD")
+    def short(s: float | None) -> str:
+        if s is None:
+            return "-"
+        for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+            if abs(s) >= size:
+                return f"{s / size:.1f}{unit}"
+        return f"{s:.0f}s"
+
+    for r in rows:
+        table.add_row(str(r["id"]) + (" (evicted)" if r["restart"] else ""), str(r["queue"]), str(r["priority"]),
+                      f"{r['submit']:.0f}", short(r["waited"]), r["reason"] or "-",
+                      "-" if r["reason_since"] is None else f"{r['reason_since']:.0f}", r["blocking"] or "")
+    console = Console(width=max(100, Console().width))
+    console.print(table)
+    for code, n in view["by_reason"].items():
+        console.print(f"  {n:>6}  {code}: {REASONS.get(code, 'no reason recorded at that time')}", highlight=False)
+
+
+@app.command()
 def compare(
     configs: Optional[List[Path]] = typer.Argument(None, help="cluster configs (none: the cluster --trace describes)"),
     trace: Optional[Path] = typer.Option(None, "--trace", help="trace replayed under every config (default: each config's own)"),

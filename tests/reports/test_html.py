@@ -60,7 +60,7 @@ def test_full_results_render_optional_blocks():
     assert "Dominant share (solid) vs fair share (dashed)" in page
     assert "wait p99" in page
     assert "0.875" in page  # Jain mean
-    assert svgs(page) == 7
+    assert svgs(page) == 8  # the preemption matrix too
 
 
 def test_last_n_decisions_limits_the_table():

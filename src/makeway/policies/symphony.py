@@ -217,6 +217,24 @@ class SymphonyModel(PreemptionModel):
                                  "over-allocated sessions of lower rank when there are any", values)
         return None
 
+    def queue_shares(self, state: ClusterState, now: float) -> dict[str, dict[str, Any]]:
+        """Per consumer with open sessions, the slots its sessions deserve together (each session's
+        ``R_Proportion`` share, capped by its demand) and hold. Read-only."""
+        resource = self.slot_resource(state)
+        slots_of = self._slots if self._slots is not None and self._slots.resource == resource \
+            else _SlotCache(resource)
+        plan = _Plan(state, slots_of)
+        consumers: dict[str, list[str]] = {}
+        for wl_id in {w for w, r in state.running.items() if r} | set(state.pending):
+            consumers.setdefault(state.workloads[wl_id].queue, []).append(wl_id)
+        out: dict[str, dict[str, Any]] = {}
+        for queue in sorted(consumers):
+            views = self.sessions(state, queue, consumers[queue], resource, now,
+                                  self.consumer_capacity(state, queue, plan))
+            out[queue] = {"deserved_slots": sum(v.deserved for v in views.values()),
+                          "allocated_slots": sum(v.allocated for v in views.values()), "slot_resource": resource}
+        return out
+
     def _explain_views(self, state: ClusterState, queue: str, now: float) -> tuple[int, dict[str, SessionView]]:
         """A consumer's capacity and session views for ``pending_reason``, built once per consumer
         while nothing moved (explaining every pending session must not rebuild them per session)."""

@@ -58,6 +58,47 @@ BASE_ROWS: list[tuple[str, Getter]] = [
 ]
 
 
+# Rows that get a delta row under them: (row name, how to read the number, how to show the difference).
+def _seconds_delta(v: float) -> str:
+    return ("+" if v > 0 else "-" if v < 0 else "") + d.fmt_seconds(abs(v))
+
+
+def _count_delta(v: float) -> str:
+    return f"{v:+,.0f}" if v else "0"
+
+
+def _summary_number(key: str) -> Callable[[dict[str, Any]], float | None]:
+    def get(r: dict[str, Any]) -> float | None:
+        v = d.summary(r).get(key)
+        return None if v is None else float(v)
+    return get
+
+
+def _never_started_n(r: dict[str, Any]) -> float | None:
+    rows = d.workloads(r)
+    return float(sum(1 for w in rows if w.get("first_start") is None)) if rows else None
+
+
+DELTAS: dict[str, tuple[Callable[[dict[str, Any]], float | None], Callable[[float], str]]] = {
+    "never started": (_never_started_n, _count_delta),
+    "wait mean": (_summary_number("wait_mean_s"), _seconds_delta),
+    "wait p95": (_summary_number("wait_p95_s"), _seconds_delta),
+    "preemptions": (_summary_number("preemptions"), _count_delta),
+    "preempted workloads": (_summary_number("preempted_workloads"), _count_delta),
+    "GPU hours wasted": (_summary_number("gpu_hours_wasted"), lambda v: f"{v:+,.2f}"),
+}
+
+
+def _delta_row(name: str, results: list[dict[str, Any]], labels: list[str]) -> tuple[str, list[str]] | None:
+    """``name`` against the first run, for every other run (absolute values stay in their own row)."""
+    get, fmt = DELTAS[name]
+    values = [get(r) for r in results]
+    base = values[0]
+    if base is None or len(results) < 2:
+        return None
+    return (f"  {name} vs {labels[0]}", ["-"] + [fmt(v - base) if v is not None else "-" for v in values[1:]])
+
+
 def _check(results: list[dict[str, Any]], labels: list[str]) -> None:
     if not results:
         raise MakewayError("compare: no results given")
@@ -70,7 +111,11 @@ def compare_rows(results: list[dict[str, Any]], labels: list[str]) -> list[tuple
     cover the union of resources and queues over all runs."""
     _check(results, labels)
     rows: list[tuple[str, list[str]]] = [("run", list(labels))]
-    rows += [(name, [get(r) for r in results]) for name, get in BASE_ROWS]
+    for name, get in BASE_ROWS:
+        rows.append((name, [get(r) for r in results]))
+        delta = _delta_row(name, results, labels) if name in DELTAS else None
+        if delta is not None:
+            rows.append(delta)
     utils = [d.summary(r).get("utilisation") or {} for r in results]
     for res in sorted({k for u in utils for k in u}):
         rows.append((f"utilisation {res}", [_pct(u[res]) if res in u else "-" for u in utils]))
@@ -84,8 +129,14 @@ def compare_rows(results: list[dict[str, Any]], labels: list[str]) -> list[tuple
         rows.append((f"queue {q} wait p95", [d.fmt_seconds(s[q].get("wait_p95_s")) if q in s else "-"
                                              for s in stats]))
     for q in queues:
-        rows.append((f"queue {q} preemptions (victim)", [str(s[q].get("preemptions", "-")) if q in s else "-"
-                                                          for s in stats]))
+        counts = [s[q].get("preemptions") if q in s else None for s in stats]
+        rows.append((f"queue {q} preemptions (victim)", ["-" if c is None else str(c) for c in counts]))
+        if len(results) > 1 and counts[0] is not None:
+            rows.append((f"  queue {q} preemptions vs {labels[0]}",
+                         ["-"] + ["-" if c is None else _count_delta(float(c) - float(counts[0])) for c in counts[1:]]))
+    matrix = [d.preemption_matrix(r) for r in results]
+    for key in sorted({k for m in matrix for k in m}):
+        rows.append((f"preemptions {key[0]} -> {key[1]}", [str(m.get(key, 0)) for m in matrix]))
     # Drop rows that no run has, so old results files do not fill the table with dashes.
     return [(name, vals) for name, vals in rows if any(v != "-" for v in vals)]
 

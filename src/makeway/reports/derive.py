@@ -289,3 +289,55 @@ def capacity(results: Results) -> dict[str, float]:
         if best > 0:
             out[res] = best
     return out
+
+
+def workload_of(ident: Any, known: dict[str, Any]) -> str | None:
+    """The workload a preemptor id names: a workload id itself, or a task id ``workload/group/index``."""
+    if not ident:
+        return None
+    ident = str(ident)
+    if ident in known:
+        return ident
+    head = ident.rsplit("/", 2)[0]
+    return head if head in known else None
+
+
+def preemption_matrix(results: Results) -> dict[tuple[str, str], int]:
+    """(preemptor queue, victim queue) -> allocations preempted; ``(none)`` when a preemption names
+    no preemptor (a model reclaiming for a queue, not for one workload)."""
+    queue_of = {str(w.get("id")): w.get("queue") for w in workloads(results)}
+    out: dict[tuple[str, str], int] = {}
+    for e in events_of(results, "preempt"):
+        p = workload_of((e.get("reason") or {}).get("preemptor"), queue_of)
+        key = (str(queue_of.get(p) or "(none)") if p else "(none)", str(e.get("queue") or "?"))
+        out[key] = out.get(key, 0) + 1
+    return out
+
+
+def with_limits(ts: dict[str, Any], stats: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The time series with each queue's ``limits`` steps; results recorded before the recorder kept
+    them get one step of the final guarantee and max from the per-queue block."""
+    queues = ts.get("queues") or {}
+    if all("limits" in (q or {}) for q in queues.values()):
+        return ts
+    t0 = float((ts.get("t") or [0.0])[0])
+    filled = {q: {**(qts or {}), "limits": (qts or {}).get("limits")
+                  or [[t0, (stats.get(q) or {}).get("guaranteed") or {}, (stats.get(q) or {}).get("max") or {}]]}
+              for q, qts in queues.items()}
+    return {**ts, "queues": filled}
+
+
+def run_end(results: Results) -> float:
+    """The last instant the results know of (a finish, a submission or an event)."""
+    end = 0.0
+    for w in workloads(results):
+        for k in ("finish", "first_start", "submit"):
+            if w.get(k) is not None:
+                end = max(end, float(w[k]))
+    for e in events(results):
+        if e.get("time") is not None:
+            end = max(end, float(e["time"]))
+    ts = timeseries(results)
+    if ts:
+        end = max(end, float(ts["t"][-1]))
+    return end

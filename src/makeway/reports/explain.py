@@ -14,6 +14,9 @@ from typing import Any
 
 from makeway.errors import MakewayError
 from makeway.reports import derive as d
+from makeway.reports import waiting
+
+MAX_REASON_LINES = 40
 
 
 # What each ``pending_reason`` code (makeway.sim.pending) means, for a reader of one workload's story.
@@ -59,6 +62,12 @@ def _names(e: dict[str, Any], workload_id: str) -> bool:
             return True
     subj = str(e.get("subject") or "")
     return subj.startswith(workload_id + "/")
+
+
+def _is_or_task_of(ident: Any, workload_id: str) -> bool:
+    """A preemptor names the workload itself (Kueue) or one of its tasks ``id/group/index`` (YuniKorn)."""
+    return ident == workload_id or (isinstance(ident, str) and ident.rsplit("/", 2)[0] == workload_id
+                                    and ident.count("/") >= 2)
 
 
 def _values(vals: dict[str, Any]) -> str:
@@ -138,7 +147,7 @@ def explain(results: dict[str, Any], workload_id: str) -> str:
         kind = e.get("kind")
         if kind == "preempt" and e.get("workload") == workload_id:
             timeline.append((t, 1, _lines_for_preempt(e)))
-        elif kind == "preempt" and (e.get("reason") or {}).get("preemptor") == workload_id:
+        elif kind == "preempt" and _is_or_task_of((e.get("reason") or {}).get("preemptor"), workload_id):
             made_way.setdefault(e.get("workload") or "?", []).append(e)
             made_way_at.setdefault(t, set()).add(e.get("workload") or "?")
         elif kind == "evicted" and e.get("workload") == workload_id:
@@ -170,6 +179,12 @@ def explain(results: dict[str, Any], workload_id: str) -> str:
                                     + (f" on node {e['node']}" if e.get("node") else "")]))
     for t, rs in by_time.items():
         timeline.append((t, 2, _lines_for_restarts(results, workload_id, t, rs, made_way_at.get(t, set()))))
+    reasons = waiting.trail(w)
+    for t, code, blocking in reasons[:MAX_REASON_LINES]:
+        timeline.append((t, 1, [f"waiting: {waiting.describe(code, blocking)}"]))
+    if len(reasons) > MAX_REASON_LINES:
+        timeline.append((reasons[MAX_REASON_LINES][0], 1,
+                         [f"... {len(reasons) - MAX_REASON_LINES} more changes of reason"]))
     if finish is not None:
         timeline.append((float(finish), 3, ["finished"]))
 
@@ -188,6 +203,7 @@ def explain(results: dict[str, Any], workload_id: str) -> str:
             out.append(f"  it started when {_some(freed)} finished and freed capacity")
     else:
         out.append("  started as soon as it was submitted")
+    out.extend(_why_lines(results, w, made_way))
     mine = [e for e in d.events_of(results, "preempt") if e.get("workload") == workload_id]
     n = max(int(w.get("preemptions") or 0), len(mine))
     if n:
@@ -224,3 +240,41 @@ def explain(results: dict[str, Any], workload_id: str) -> str:
     if reason:
         out.append(reason)
     return "\n".join(out) + "\n"
+
+
+def _why_lines(results: dict[str, Any], w: dict[str, Any], made_way: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """What blocked it (time under each recorded reason), who overtook it, and for a YuniKorn
+    preemptor, that its wait was the preemption delay and then its victims' leaving."""
+    out = []
+    spent = waiting.time_by_reason(results, w)
+    spent = [x for x in spent if x[2] > 0]
+    if spent and any(code != "unrecorded" for code, _, _ in spent):
+        parts = [f"{code}" + (f" at queue {blocking}" if blocking else "") + f" {d.fmt_seconds(secs)}"
+                 for code, blocking, secs in spent]
+        out.append("  what blocked it (time under each reason recorded while it waited): " + "; ".join(parts))
+        top = next((c for c, _, _ in spent if c != "unrecorded"), None)
+        if top:
+            out.append(f"  mostly: {waiting.describe(top)}")
+    elif w.get("wait"):
+        out.append("  no reasons recorded (results written before reasons were kept, or it waited between "
+                   "two looks of the simulator)")
+    everyone, mine = waiting.overtaken_by(results, w)
+    if w.get("wait") or w.get("first_start") is None:
+        out.append(f"  overtaken by {len(everyone)} later-submitted workload(s) that started before it"
+                   f" ({len(mine)} of its own queue {w.get('queue')})"
+                   + (f": {_some(everyone)}" if everyone else ""))
+    model = (results.get("config") or {}).get("model")
+    if made_way and model == "yunikorn" and w.get("submit") is not None:
+        evs = [e for es in made_way.values() for e in es]
+        first = min(float(e.get("time") or 0.0) for e in evs)
+        victims = {e.get("allocation") for e in evs}
+        left = [float(e.get("time") or 0.0) for e in d.events_of(results, "evicted") if e.get("allocation") in victims]
+        out.append(f"  a preemptor: it preempted {len(victims)} allocation(s) of {_some(sorted(made_way))}; the first "
+                   f"preemption for it came {d.fmt_seconds(first - float(w['submit']))} after its submission: "
+                   "YuniKorn holds preemption back for the queue's preemption.delay (30 s by default) after "
+                   "an ask is created, so that much of its wait was the preemption delay")
+        if left and w.get("first_start") is not None:
+            out.append(f"  its victims had left by {d.fmt_time(max(left))} "
+                       f"({d.fmt_seconds(max(left) - first)} of grace after the preemption); "
+                       f"it started at {d.fmt_time(w['first_start'])}")
+    return out

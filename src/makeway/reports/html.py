@@ -87,9 +87,14 @@ def render_report(results: dict[str, Any], last_decisions: int = 50) -> str:
     if ts and ts.get("jain"):
         body.append(figure(plots.jain(ts)))
 
-    body.append("<h2>Queues: usage vs guarantee and fair share</h2>")
+    body.append("<h2>Queues: what the model decides by</h2>")
     if ts and ts.get("queues"):
-        body.append(figure(plots.queue_usage(ts, stats, d.capacity(results))))
+        body += [figure(svg) for svg in plots.queue_mechanism(d.with_limits(ts, stats), d.capacity(results),
+                                                                cfg.get("model"))]
+        drs = plots.share_lines(ts, "drs", "Kueue fair sharing: dominant resource share per queue",
+                                "DRS (Kueue's weighted share)", "drs")
+        pending = plots.pending_counts(ts)
+        body += [figure(svg) for svg in (drs, pending) if svg]
         if any((q or {}).get("share") for q in ts["queues"].values()):
             body.append(figure(plots.shares(ts)))
     else:
@@ -98,7 +103,8 @@ def render_report(results: dict[str, Any], last_decisions: int = 50) -> str:
     body += ["<h2>Wait time</h2>", figure(plots.wait_cdf(d.waits_by_queue(results), "Wait time CDF per queue"))]
 
     preempts = d.events_of(results, "preempt")
-    body += ["<h2>Preemptions</h2>", figure(plots.preemption_timeline(preempts, list(stats)))]
+    body += ["<h2>Preemptions</h2>", figure(plots.preemption_timeline(preempts, list(stats))),
+             figure(plots.preemption_matrix(d.preemption_matrix(results)))]
     if preempts:
         rules: dict[str, int] = {}
         for e in preempts:

@@ -16,6 +16,7 @@ import matplotlib
 
 matplotlib.use("Agg", force=False)
 
+import matplotlib.lines  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 # A sample at t[i] is the level in force just before t[i] (the recorder samples before applying a
@@ -112,10 +113,11 @@ def utilisation(ts: dict[str, Any] | None, mean: dict[str, float] | None = None,
     series = (ts or {}).get("utilisation") or {}
     if ts and series:
         t = ts["t"]
+        div, xlabel = time_axis(t)
         for i, (res, ys) in enumerate(sorted(series.items())):
             xs, vs = thin(t, ys)
-            ax.step(xs, [v * 100 for v in vs], where=WHERE, color=color(i), label=res)
-        ax.set_xlabel("time (s)")
+            ax.step(_scaled(xs, div), [v * 100 for v in vs], where=WHERE, color=color(i), label=res)
+        ax.set_xlabel(xlabel)
         ax.legend(loc="lower right", fontsize=8)
         ax.set_title("Utilisation over time")
     elif mean:
@@ -136,9 +138,10 @@ def jain(ts: dict[str, Any], name: str = "jain") -> str:
     fig, axes = _new(2.4)
     ax = axes[0][0]
     xs, ys = thin(ts["t"], ts["jain"])
-    ax.step(xs, ys, where=WHERE, color=color(0))
+    div, xlabel = time_axis(ts["t"])
+    ax.step(_scaled(xs, div), ys, where=WHERE, color=color(0))
     ax.set_ylim(0, 1.05)
-    ax.set_xlabel("time (s)")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("Jain index")
     ax.set_title("Fairness over time (Jain's index of queue shares)")
     ax.grid(True, alpha=0.3)
@@ -226,7 +229,8 @@ def shares(ts: dict[str, Any], name: str = "shares") -> str:
 
 
 def preemption_timeline(preempts: list[dict[str, Any]], queues: list[str], name: str = "preemptions") -> str:
-    """Each preempt event as a dot at (time, victim queue), coloured by the reason's rule."""
+    """Preemptions at (time, victim queue), coloured by the reason's rule; the allocations preempted at
+    one instant from one queue by one rule are one marker, sized by and labelled with their count."""
     rows = sorted({e.get("queue") or "?" for e in preempts} | set(queues))
     fig, axes = _new(max(2.2, 0.9 + 0.3 * len(rows)))
     ax = axes[0][0]
@@ -234,21 +238,32 @@ def preemption_timeline(preempts: list[dict[str, Any]], queues: list[str], name:
         _empty(ax, "no preemptions")
         ax.set_title("Preemption timeline")
         return to_svg(fig, name)
-    if len(preempts) > MAX_SCATTER:
-        step = math.ceil(len(preempts) / MAX_SCATTER)
-        preempts = preempts[::step]
     pos = {q: i for i, q in enumerate(rows)}
-    by_rule: dict[str, list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, float, str], int] = {}
     for e in preempts:
-        rule = (e.get("reason") or {}).get("rule") or "?"
-        by_rule.setdefault(rule, []).append(e)
-    for i, (rule, evs) in enumerate(sorted(by_rule.items())):
-        ax.scatter([float(e.get("time") or 0) for e in evs], [pos[e.get("queue") or "?"] for e in evs],
-                   s=14, color=color(i), label=f"{rule} ({len(evs)})", alpha=0.8)
+        key = ((e.get("reason") or {}).get("rule") or "?", float(e.get("time") or 0), e.get("queue") or "?")
+        groups[key] = groups.get(key, 0) + 1
+    div, xlabel = time_axis([k[1] for k in groups])
+    by_rule: dict[str, list[tuple[float, str, int]]] = {}
+    for (rule, t, q), n in sorted(groups.items()):
+        by_rule.setdefault(rule, []).append((t, q, n))
+    labelled = 0
+    for i, (rule, pts) in enumerate(sorted(by_rule.items())):
+        if len(pts) > MAX_SCATTER:
+            pts = pts[::math.ceil(len(pts) / MAX_SCATTER)]
+        total = sum(n for _, _, n in pts)
+        ax.scatter([t / div for t, _, _ in pts], [pos[q] for _, q, _ in pts],
+                   s=[14 + 10 * math.sqrt(n - 1) for _, _, n in pts], color=color(i), alpha=0.75,
+                   label=f"{rule} ({total} in {len(pts)} instants)")
+        for t, q, n in pts:
+            if n > 1 and labelled < 200:
+                ax.annotate(str(n), (t / div, pos[q]), textcoords="offset points", xytext=(0, 6),
+                            ha="center", fontsize=6)
+                labelled += 1
     ax.set_yticks(range(len(rows)), rows, fontsize=8)
     ax.set_ylim(-0.7, len(rows) - 0.3)
-    ax.set_xlabel("time (s)")
-    ax.set_title("Preemption timeline (victim queue, by rule)")
+    ax.set_xlabel(xlabel)
+    ax.set_title("Preemption timeline (victim queue; a number: allocations at one instant)", fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return to_svg(fig, name)
@@ -301,19 +316,226 @@ def overlay_utilisation(runs: list[tuple[str, dict[str, Any] | None, dict[str, f
         ax.set_title("Mean utilisation")
         return to_svg(fig, name)
     fig, axes = _new(2.2 * len(resources), len(resources), 1, sharex=True)
+    div, xlabel = time_axis([x for _, ts, _ in runs if ts and ts.get("t") for x in (ts["t"][0], ts["t"][-1])])
     for r_i, res in enumerate(resources):
         ax = axes[r_i][0]
         for i, (label, ts, mean) in enumerate(runs):
             ys = ((ts or {}).get("utilisation") or {}).get(res)
             if ys:
                 xs, vs = thin(ts["t"], ys)
-                ax.step(xs, [v * 100 for v in vs], where=WHERE, color=color(i), label=label)
+                ax.step(_scaled(xs, div), [v * 100 for v in vs], where=WHERE, color=color(i), label=label)
             elif res in mean:
                 ax.axhline(mean[res] * 100, color=color(i), linestyle=":", label=f"{label} (mean)")
         ax.set_ylabel(f"{res} %", fontsize=8)
         ax.set_ylim(0, 105)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7, loc="lower right")
-    axes[-1][0].set_xlabel("time (s)")
+    axes[-1][0].set_xlabel(xlabel)
     fig.suptitle("Utilisation over time")
+    return to_svg(fig, name)
+
+
+# -- the mechanism: per queue, what the model decides by ---------------------------------------------
+
+# Line styles of the per-queue panels, the same in every figure and named in one legend.
+STYLES = {
+    "usage": dict(color="#1f77b4", linestyle="-", linewidth=1.4),
+    "pending": dict(color="#ff7f0e", linestyle="-", linewidth=0.9, alpha=0.8),
+    "guarantee": dict(color="#222222", linestyle="--", linewidth=1.1),
+    "max": dict(color="#d62728", linestyle=":", linewidth=1.3),
+    "fair_share": dict(color="#2ca02c", linestyle="-.", linewidth=1.2),
+    "deserved": dict(color="#9467bd", linestyle="-.", linewidth=1.2),
+}
+# What a queue's ``guaranteed`` is called by each model.
+GUARANTEE_NAMES = {"kueue": "nominal quota", "ytsaurus": "strong guarantee", "yunikorn": "guaranteed",
+                   "symphony": "guarantee (unused by the model)"}
+
+
+def time_axis(t: Sequence[float]) -> tuple[float, str]:
+    """(divisor, label) that put a run's span in minutes, hours or days rather than raw seconds."""
+    span = (max(t) - min(t)) if len(t) else 0.0
+    if span >= 3 * 86400:
+        return 86400.0, "time (days)"
+    if span >= 3 * 3600:
+        return 3600.0, "time (hours)"
+    if span >= 3 * 60:
+        return 60.0, "time (minutes)"
+    return 1.0, "time (s)"
+
+
+def _scaled(ts: Sequence[float], div: float) -> list[float]:
+    return [x / div for x in ts]
+
+
+def _unit(resource: str) -> tuple[float, str]:
+    return (2**30, f"{resource} (GiB)") if resource in BYTE_LIKE else (1.0, resource)
+
+
+def _limit_steps(limits: list[list[Any]], index: int, resource: str, t_end: float) -> tuple[list[float], list[float]]:
+    """A guarantee (``index`` 1) or max (2) of one resource as a step line over the run."""
+    xs: list[float] = []
+    ys: list[float] = []
+    for i, entry in enumerate(limits):
+        v = (entry[index] or {}).get(resource)
+        end = limits[i + 1][0] if i + 1 < len(limits) else t_end
+        y = float(v) if v is not None else math.nan
+        xs += [float(entry[0]), float(end)]
+        ys += [y, y]
+    return xs, ys
+
+
+def queue_mechanism(ts: dict[str, Any], capacity: dict[str, float], model: str | None,
+                    name: str = "queue-mechanism") -> list[str]:
+    """One figure per resource, one panel per queue, every panel on the same y scale (the resource's
+    units, so queues compare at a glance): usage, pending demand, guarantee (Kueue's nominal quota),
+    max, and the share the model schedules by where it is a resource amount (YTsaurus's fair share
+    times the cluster, Symphony's deserved slots). One legend names every line style drawn."""
+    queues = list(ts.get("queues") or {})[:MAX_QUEUE_PANELS]
+    t = ts.get("t") or []
+    if not queues or not t:
+        return []
+    div, xlabel = time_axis(t)
+    t_end = float(t[-1])
+    resources = sorted({r for q in queues for r in ((ts["queues"][q] or {}).get("usage") or {})})
+    guarantee = GUARANTEE_NAMES.get(model or "", "guarantee")
+    out = []
+    for res in resources:
+        scale, unit = _unit(res)
+        cap = capacity.get(res)
+        ncols = 2 if len(queues) > 1 else 1
+        nrows = math.ceil(len(queues) / ncols)
+        fig, axes = _new(0.6 + 2.0 * nrows, nrows, ncols, sharex=True)
+        for ax_row in axes:
+            for ax in ax_row:
+                ax.sharey(axes[0][0])
+        used: set[str] = set()
+        for k, q in enumerate(queues):
+            ax = axes[k // ncols][k % ncols]
+            qts = ts["queues"][q] or {}
+            for key, series in (("usage", (qts.get("usage") or {}).get(res)),
+                                ("pending", (qts.get("pending") or {}).get(res))):
+                if series and any(series):
+                    xs, vs = thin(t, series)
+                    ax.step(_scaled(xs, div), [v / scale for v in vs], where=WHERE, **STYLES[key])
+                    used.add(key)
+            limits = qts.get("limits") or []
+            for key, index in (("guarantee", 1), ("max", 2)):
+                xs, ys = _limit_steps(limits, index, res, t_end)
+                if any(not math.isnan(y) for y in ys):
+                    ax.plot(_scaled(xs, div), [y / scale for y in ys], **STYLES[key])
+                    used.add(key)
+            shares = qts.get("shares") or {}
+            if shares.get("fair_share") and cap:
+                xs, vs = thin(t, shares["fair_share"])
+                ax.step(_scaled(xs, div), [math.nan if v is None else v * cap / scale for v in vs], where=WHERE,
+                        **STYLES["fair_share"])
+                used.add("fair_share")
+            if shares.get("deserved_slots") and res == _slot_resource(qts):
+                xs, vs = thin(t, shares["deserved_slots"])
+                ax.step(_scaled(xs, div), [math.nan if v is None else v for v in vs], where=WHERE,
+                        **STYLES["deserved"])
+                used.add("deserved")
+            ax.set_title(q, fontsize=9)
+            ax.tick_params(labelsize=7)
+            ax.grid(True, alpha=0.3)
+        for k in range(len(queues), nrows * ncols):
+            axes[k // ncols][k % ncols].set_visible(False)
+        axes[0][0].set_ylim(bottom=0)
+        if cap:
+            axes[0][0].set_ylim(top=max(axes[0][0].get_ylim()[1], cap / scale * 1.02))
+        labels = {"usage": "usage", "pending": "pending demand", "guarantee": guarantee, "max": "max",
+                  "fair_share": "fair share (YTsaurus) x cluster", "deserved": "deserved slots (Symphony)"}
+        handles = [matplotlib.lines.Line2D([], [], **STYLES[key]) for key in STYLES if key in used]
+        fig.legend(handles, [labels[key] for key in STYLES if key in used], loc="outside upper center",
+                   ncols=min(6, max(1, len(handles))), fontsize=8,
+                   title=f"{res}: per queue over time (one scale for every queue)", title_fontsize=10)
+        fig.supxlabel(xlabel, fontsize=8)
+        fig.supylabel(unit + (f" (cluster: {fmt_cap(cap / scale)})" if cap else ""), fontsize=8)
+        out.append(to_svg(fig, f"{name}-{res}"))
+    return out
+
+
+def fmt_cap(v: float) -> str:
+    return f"{v:,.0f}" if float(v).is_integer() else f"{v:,.3g}"
+
+
+def _slot_resource(qts: dict[str, Any]) -> str | None:
+    """Symphony's slot resource is reported beside its shares only as text; the recorder keeps numbers,
+    so a run's slot resource is inferred as the resource its allocated slots match."""
+    shares = qts.get("shares") or {}
+    alloc = shares.get("allocated_slots")
+    if not alloc:
+        return None
+    for res, series in (qts.get("usage") or {}).items():
+        if all(a is None or abs(float(a) - float(u)) < 1e-6 for a, u in zip(alloc, series)):
+            return res
+    return None
+
+
+def share_lines(ts: dict[str, Any], key: str, title: str, ylabel: str, name: str) -> str | None:
+    """One line per queue of a share the model reports (e.g. Kueue's DRS), or None when none does."""
+    t = ts.get("t") or []
+    series = {q: ((qts or {}).get("shares") or {}).get(key) for q, qts in (ts.get("queues") or {}).items()}
+    series = {q: s for q, s in series.items() if s and any(v is not None for v in s)}
+    if not series or not t:
+        return None
+    div, xlabel = time_axis(t)
+    fig, axes = _new(2.8)
+    ax = axes[0][0]
+    for i, (q, s) in enumerate(list(series.items())[:MAX_QUEUE_PANELS]):
+        xs, vs = thin(t, s)
+        ax.step(_scaled(xs, div), [math.nan if v is None else v for v in vs], where=WHERE, color=color(i), label=q)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, loc="upper right")
+    ax.set_title(title)
+    return to_svg(fig, name)
+
+
+def pending_counts(ts: dict[str, Any], name: str = "pending-counts") -> str | None:
+    """Pending tasks per queue over time (the queue length a user would see)."""
+    t = ts.get("t") or []
+    series = {q: (qts or {}).get("pending_tasks") for q, qts in (ts.get("queues") or {}).items()}
+    series = {q: s for q, s in series.items() if s}
+    if not series or not t:
+        return None
+    div, xlabel = time_axis(t)
+    fig, axes = _new(2.6)
+    ax = axes[0][0]
+    for i, (q, s) in enumerate(list(series.items())[:MAX_QUEUE_PANELS]):
+        xs, vs = thin(t, s)
+        ax.step(_scaled(xs, div), vs, where=WHERE, color=color(i), label=q)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("pending tasks")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, loc="upper right")
+    ax.set_title("Pending tasks per queue")
+    return to_svg(fig, name)
+
+
+def preemption_matrix(matrix: dict[tuple[str, str], int], name: str = "preemption-matrix") -> str:
+    """Preemptor queue (rows) x victim queue (columns): how many allocations each took from each."""
+    rows = sorted({p for p, _ in matrix})
+    cols = sorted({v for _, v in matrix})
+    fig, axes = _new(max(1.8, 0.9 + 0.45 * len(rows)))
+    ax = axes[0][0]
+    if not matrix:
+        _empty(ax, "no preemptions")
+        ax.set_title("Who preempted whom")
+        return to_svg(fig, name)
+    grid = [[matrix.get((p, v), 0) for v in cols] for p in rows]
+    top = max(max(r) for r in grid) or 1
+    ax.imshow(grid, cmap="Oranges", vmin=0, vmax=top, aspect="auto")
+    for i, r in enumerate(grid):
+        for j, n in enumerate(r):
+            ax.text(j, i, f"{n:,}", ha="center", va="center", fontsize=8,
+                    color="white" if n > top * 0.6 else "#222")
+    ax.set_xticks(range(len(cols)), cols, fontsize=8)
+    ax.set_yticks(range(len(rows)), rows, fontsize=8)
+    ax.set_xlabel("victim queue")
+    ax.set_ylabel("preemptor queue")
+    ax.set_title("Who preempted whom (allocations preempted)")
     return to_svg(fig, name)

@@ -92,7 +92,7 @@ class Simulation:
     MAX_ROUNDS = 16
 
     def __post_init__(self) -> None:
-        self.recorder = Recorder(self.state, record_starts=self.options.record_starts)
+        self.recorder = Recorder(self.state, record_starts=self.options.record_starts, model=self.model)
 
     # -- event heap ----------------------------------------------------------------------------
 
@@ -273,6 +273,8 @@ class Simulation:
                 d = model.heartbeat(state, node, time)
                 self._apply(d)
                 made |= bool(d)
+            if made or changed:  # the same instants with or without idle skipping
+                self.recorder.after_instant(time)
             wake = model.next_wakeup(state, time)
             if wake is not None and wake > time and wake not in self._wakes:
                 self._wakes.add(wake)

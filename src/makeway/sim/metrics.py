@@ -5,6 +5,13 @@ first start, finish, preemption count) plus the event log of every preemption, n
 with its reason. Restarts (a task starting again after its eviction) are kept only for the workloads
 that had one, so the common start-once workload pays nothing for them. Utilisation is integrated
 exactly: used resources x time between changes.
+
+Per tracked queue the time series hold what the model decides by, sampled on a bounded grid (the
+interval doubles whenever the sample count would pass ``MAX_SAMPLES``): usage and pending demand
+per resource, pending tasks, and the shares the model reports (``PreemptionModel.queue_shares``:
+YTsaurus's fair share, Kueue's DRS, Symphony's deserved slots). Guarantees and maxes are kept as
+steps (``limits``: one entry at the start and one per config change). Why each waiting workload
+waits is recorded as it changes (``makeway.sim.pending.ReasonLog``) and written in its row.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ from makeway.core.decisions import Note, Reason
 from makeway.core.model import Allocation, Workload
 from makeway.core.resources import Number, Res, add_into
 from makeway.core.state import ClusterState
-from makeway.sim.pending import pending_reasons
+from makeway.sim.pending import ReasonLog, pending_reasons
 
 RESULTS_SCHEMA = "makeway.results/1"
 
@@ -29,12 +36,19 @@ def percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[k]
 
 
+def _round(v: float) -> float:
+    """Six significant digits: series stay exact for counts and short in JSON for shares."""
+    return v if isinstance(v, int) or v == 0 else float(f"{v:.6g}")
+
+
 class Recorder:
     MAX_SAMPLES = 2000
     MAX_TRACKED_QUEUES = 64
 
-    def __init__(self, state: ClusterState, record_starts: bool = False):
+    def __init__(self, state: ClusterState, record_starts: bool = False, model: Any = None):
         self.state = state
+        self.model = model
+        self.reasons: ReasonLog | None = ReasonLog(state, model) if model is not None else None
         self.record_starts = record_starts
         self.pending_tasks: dict[str, int] = {q: 0 for q in state.queues}
         self.queue_wasted: dict[str, Res] = {}
@@ -50,6 +64,15 @@ class Recorder:
         self.series_used: dict[str, list[float]] = {k: [] for k in state.resources}
         self.series_queues: dict[str, dict[str, list[float]]] = {q: {k: [] for k in state.resources} for q in tracked}
         self.series_jain: list[float] = []
+        self._tracked_set = set(tracked)
+        self._quotas_read = model is None
+        self.pending_res: dict[str, Res] = {q: {} for q in tracked}
+        self.pending_n: dict[str, int] = {q: 0 for q in tracked}
+        self.series_pending: dict[str, dict[str, list[float]]] = {q: {k: [] for k in state.resources} for q in tracked}
+        self.series_pending_n: dict[str, list[int]] = {q: [] for q in tracked}
+        self.series_shares: dict[str, dict[str, list[float | None]]] = {q: {} for q in tracked}
+        self.limits: dict[str, list[list[Any]]] = {
+            q: [[0.0, dict(state.queues[q].guaranteed or {}), dict(state.queues[q].max or {})]] for q in tracked}
         self.capacity: Res = state.total_capacity()
         self.used: Res = {}
         self.used_integral: Res = {}
@@ -104,16 +127,58 @@ class Recorder:
             u = usage[q]
             for k, series in per_res.items():
                 series.append(u.get(k, 0))
+            p = self.pending_res[q]
+            for k, series in self.series_pending[q].items():
+                series.append(_round(p.get(k, 0)))
+            self.series_pending_n[q].append(self.pending_n[q])
+        self._sample_shares(now, len(self.series_t) - 1)
+        if not self._quotas_read:
+            self._read_quotas()
         self.series_jain.append(self.jain_now())
+
+    def _read_quotas(self) -> None:
+        """A model whose quotas live in its own settings (Kueue's ``resourceGroups``) reports them
+        (``nominal_quotas``); they become the guarantee of the first ``limits`` step of a queue
+        that has none in the config. Read once the model is bound, at the first sample."""
+        self._quotas_read = True
+        read = getattr(self.model, "nominal_quotas", None)
+        if read is None:
+            return
+        for q, nominal in read(self.state).items():
+            steps = self.limits.get(q)
+            if steps and len(steps) == 1 and not steps[0][1] and nominal:
+                steps[0][1] = {k: _round(v) for k, v in nominal.items()}
+
+    def _sample_shares(self, now: float, index: int) -> None:
+        """The model's per-queue shares at this sample; a share first reported later is padded with
+        None before it, one no longer reported gets None."""
+        if self.model is None:
+            return
+        shares = self.model.queue_shares(self.state, now)
+        for q, per in self.series_shares.items():
+            got = shares.get(q) or {}
+            for key, v in got.items():
+                if isinstance(v, bool) or not isinstance(v, (int, float)):
+                    continue
+                series = per.get(key)
+                if series is None:
+                    series = per[key] = [None] * index
+                series.append(_round(v))
+            for key, series in per.items():
+                if len(series) <= index:
+                    series.append(None)
 
     def _thin(self) -> None:
         keep = slice(None, None, 2)
         self.series_t = self.series_t[keep]
         for k in self.series_used:
             self.series_used[k] = self.series_used[k][keep]
-        for per_res in self.series_queues.values():
-            for k in per_res:
-                per_res[k] = per_res[k][keep]
+        for group in (self.series_queues, self.series_pending, self.series_shares):
+            for per_res in group.values():
+                for k in per_res:
+                    per_res[k] = per_res[k][keep]
+        for q in self.series_pending_n:
+            self.series_pending_n[q] = self.series_pending_n[q][keep]
         self.series_jain = self.series_jain[keep]
         self.sample_interval *= 2
 
@@ -139,6 +204,16 @@ class Recorder:
             self.first_t = now
         self.submit_t[wl.id] = now
         self.pending_tasks[wl.queue] += wl.task_count
+        tracked = [q for q in self.state.path_to_root(wl.queue) if q in self._tracked_set]
+        if tracked:
+            for g in wl.groups:
+                if g.count > 0:
+                    for q in tracked:
+                        add_into(self.pending_res[q], g.resources, g.count)
+            for q in tracked:
+                self.pending_n[q] += wl.task_count
+        if self.reasons is not None:
+            self.reasons.submitted(wl)
         too_big = self.beyond_every_node(wl)
         if too_big is not None:
             self.unplaceable += 1
@@ -154,6 +229,9 @@ class Recorder:
     def start(self, alloc: Allocation, now: float) -> None:
         add_into(self.used, alloc.resources)
         self.pending_tasks[alloc.queue] -= 1
+        self._pending_change(alloc, -1)
+        if self.reasons is not None:
+            self.reasons.started(alloc.workload)
         self.first_start.setdefault(alloc.workload, now)
         if self._evicted_at:
             evicted_at = self._evicted_at.pop(alloc.id, None)
@@ -162,6 +240,17 @@ class Recorder:
         if self.record_starts:
             self.events.append({"time": now, "kind": "start", "allocation": alloc.id,
                                 "workload": alloc.workload, "node": alloc.node})
+
+    def _pending_change(self, alloc: Allocation, sign: int) -> None:
+        for q in self.state.path_to_root(alloc.queue):
+            if q in self._tracked_set:
+                add_into(self.pending_res[q], alloc.resources, sign)
+                self.pending_n[q] += sign
+
+    def after_instant(self, now: float) -> None:
+        """Called once the model had every call of an instant: pending reasons are read now."""
+        if self.reasons is not None:
+            self.reasons.observe(now)
 
     def finish(self, alloc: Allocation, now: float, killed: bool = False) -> None:
         add_into(self.used, alloc.resources, -1)
@@ -182,6 +271,8 @@ class Recorder:
         self.queue_preemptions[alloc.queue] = self.queue_preemptions.get(alloc.queue, 0) + 1
         rule = f"{reason.model}/{reason.rule}"
         self.by_rule[rule] = self.by_rule.get(rule, 0) + 1
+        if self.reasons is not None:
+            self.reasons.preempted_for(reason.preemptor, alloc.id, now)
         self.events.append({"time": now, "kind": "preempt", "allocation": alloc.id, "workload": alloc.workload,
                             "queue": alloc.queue, "node": alloc.node, "start": alloc.start,
                             "resources": dict(alloc.resources), "grace": grace, "reason": reason.to_dict()})
@@ -189,6 +280,7 @@ class Recorder:
     def evicted(self, alloc: Allocation, now: float) -> None:
         add_into(self.used, alloc.resources, -1)
         self.pending_tasks[alloc.queue] += 1
+        self._pending_change(alloc, 1)
         lost = now - alloc.start
         qw = self.queue_wasted.setdefault(alloc.queue, {})
         for k, v in alloc.resources.items():
@@ -207,6 +299,9 @@ class Recorder:
     def config_change(self, change: Any, now: float) -> None:
         self.events.append({"time": now, "kind": "config", "queue": change.queue,
                             "changes": {k: v for k, v in change.changes.items()}})
+        if change.queue in self.limits:
+            spec = self.state.queues[change.queue]
+            self.limits[change.queue].append([now, dict(spec.guaranteed or {}), dict(spec.max or {})])
         new_max = change.changes.get("max")
         if new_max:
             self._open_convergence = [c for c in self._open_convergence if c["queue"] != change.queue]
@@ -293,9 +388,15 @@ class Recorder:
         return out
 
     def timeseries(self) -> dict[str, Any]:
+        queues = {}
+        for q, per_res in self.series_queues.items():
+            entry: dict[str, Any] = {"usage": per_res, "pending": self.series_pending[q],
+                                     "pending_tasks": self.series_pending_n[q], "limits": self.limits[q]}
+            if self.series_shares[q]:
+                entry["shares"] = dict(sorted(self.series_shares[q].items()))
+            queues[q] = entry
         return {"interval": self.sample_interval, "t": self.series_t, "utilisation": self.series_used,
-                "queues": {q: {"usage": per_res} for q, per_res in self.series_queues.items()},
-                "jain": self.series_jain}
+                "queues": queues, "jain": self.series_jain}
 
     def summary(self) -> dict[str, Any]:
         waits = self.waits()
@@ -349,6 +450,7 @@ class Recorder:
         so a reader can tell "never restarted" from a file recorded before restarts were kept."""
         rows = []
         reasons = self.pending_reasons()
+        trails = self.reasons.rows() if self.reasons is not None else {}
         for w, sub in self.submit_t.items():
             wl = self.state.workloads[w]
             fs = self.first_start.get(w)
@@ -358,6 +460,8 @@ class Recorder:
                          "pending_reason": reasons.get(w),
                          "restarts": [{"time": t, "allocation": a, "node": n, "evicted_at": ev}
                                       for t, a, n, ev in self.restarts.get(w, ())]})
+            if w in trails:
+                rows[-1]["reasons"] = trails[w]
         return rows
 
     def results(self, meta: dict[str, Any] | None = None) -> dict[str, Any]:

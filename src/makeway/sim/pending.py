@@ -17,8 +17,11 @@ per-model reasons and queue positions are ``makeway.core.pending`` (whose helper
 
 from __future__ import annotations
 
+from typing import Any
+
 from makeway.core.model import Workload
-from makeway.core.pending import blocking_max, fits_some_node
+from makeway.core.pending import FITS_NOWHERE, blocking_max, fits_some_node, generic_reason
+from makeway.core.pending import QUEUE_MAX as QUEUE_MAX_CODE
 from makeway.core.state import ClusterState
 
 UNPLACEABLE = "unplaceable"
@@ -48,5 +51,168 @@ def pending_reasons(state: ClusterState, unfinished: list[str], stopped: str | N
     return {w: pending_reason(state, wls[w], stopped) for w in unfinished}
 
 
-__all__ = ["CODES", "HORIZON", "NO_PROGRESS", "QUEUE_MAX", "UNPLACEABLE", "WAITING", "blocking_max",
+__all__ = ["CODES", "HORIZON", "NO_PROGRESS", "QUEUE_MAX", "UNPLACEABLE", "WAITING", "ReasonLog", "blocking_max",
            "fits_some_node", "pending_reason", "pending_reasons"]
+
+
+# -- reasons over time ------------------------------------------------------------------------------
+
+class ReasonLog:
+    """Why each pending workload waits, recorded while the simulation runs, as it changes.
+
+    After every instant (once the model had its ``schedule`` and heartbeats) the simulator calls
+    ``observe``. Workloads submitted at that instant and still pending get their first reason at
+    once, and so does one a preemption was made for (``preempting`` while its victims are in their
+    grace period); every workload still pending is re-examined on a grid (``interval`` seconds apart, doubled
+    every ``ROUNDS_PER_DOUBLING`` rounds, so a trace of months costs a bounded number of rounds).
+    Only changes of code
+    (or of the queue that blocks) are kept: ``trail[workload] = [(time, code, blocking), ...]``.
+
+    The codes are those of the live service (``makeway.core.pending``, one rule set for every
+    model, with each model's own ``pending_reason`` first): ``fits-nowhere``, ``queue-max``,
+    ``quota``, ``preempting``, ``gang``, ``priority`` (work ahead of it in its queue's order) and
+    ``resources`` (first in line, no node has room). The model is asked for the first ``HEAD``
+    workloads of each queue's order; those behind them get the state-only rules, which is what
+    keeps a round cheap on queues thousands deep (and ``priority`` is then the answer anyway).
+    """
+
+    ROUNDS_PER_DOUBLING = 250
+    HEAD = 32
+
+    def __init__(self, state: ClusterState, model: Any):
+        self.state = state
+        self.model = model
+        self.interval = 1.0
+        self.rounds = 0
+        self._next_round = float("-inf")
+        self._since_doubling = 0
+        self.trail: dict[str, list[tuple[float, str, str | None]]] = {}
+        self._current: dict[str, tuple[str, str | None]] = {}
+        self._fresh: list[str] = []
+        self._nowhere: set[str] = set()
+        self._victims: dict[str, set[str]] = {}
+        self._waiting: dict[str, int] = {}   # queue -> workloads with pending tasks, as last seen
+
+    # -- fed by the recorder ------------------------------------------------------------------
+
+    def submitted(self, wl: Workload) -> None:
+        if any(g.count > 0 and not fits_some_node(self.state, g.resources) for g in wl.groups):
+            self._nowhere.add(wl.id)
+        self._fresh.append(wl.id)
+
+    def started(self, wl_id: str) -> None:
+        """A workload with no task left pending stops waiting; a later wait starts a new reason."""
+        if wl_id not in self.state.pending:
+            self._current.pop(wl_id, None)
+
+    def preempted_for(self, preemptor: str | None, allocation: str, now: float) -> None:
+        """A victim was chosen for ``preemptor`` (a workload or task id): it waits for the victim."""
+        wl = self._workload_of(preemptor)
+        if wl is None:
+            return
+        self._victims.setdefault(wl, set()).add(allocation)
+        self._fresh.append(wl)  # looked at once the instant is over: still waiting, it waits for them
+
+    def _workload_of(self, ident: str | None) -> str | None:
+        if not ident:
+            return None
+        wls = self.state.workloads
+        if ident in wls:
+            return ident
+        head = ident.rsplit("/", 2)[0]
+        return head if head in wls else None
+
+    # -- after each instant -------------------------------------------------------------------
+
+    def observe(self, now: float) -> None:
+        if now >= self._next_round:
+            self._round(now)
+        elif self._fresh:
+            self._first_reasons(now)
+        self._fresh.clear()
+
+    def _set(self, wl_id: str, now: float, code: str, blocking: str | None) -> None:
+        key = (code, blocking)
+        if self._current.get(wl_id) == key:
+            return
+        self._current[wl_id] = key
+        trail = self.trail.setdefault(wl_id, [])
+        if trail and trail[-1][0] == now:
+            trail[-1] = (now, code, blocking)
+        else:
+            trail.append((now, code, blocking))
+
+    def _victims_of(self, wl_id: str) -> list[str]:
+        mine = self._victims.get(wl_id)
+        if not mine:
+            return []
+        allocs = self.state.allocations
+        alive = {a for a in mine if a in allocs}
+        if alive:
+            self._victims[wl_id] = alive
+        else:
+            del self._victims[wl_id]
+        return sorted(alive)
+
+    def _classify(self, wl_id: str, now: float, position: int, ask_model: bool) -> tuple[str, str | None]:
+        state = self.state
+        if wl_id in self._nowhere:
+            return FITS_NOWHERE, None
+        wl = state.workloads[wl_id]
+        demand = state.pending_demand(wl_id)
+        q = blocking_max(state, wl.queue, demand) if demand else None
+        if q is not None:
+            return QUEUE_MAX_CODE, q
+        if ask_model:
+            mine = self.model.pending_reason(state, wl_id, now)
+            if mine is not None:
+                code, _, values = mine
+                return code, values.get("blocking")
+        code, _, _, blocking = generic_reason(state, wl_id, position, ask_model and self.model.all_or_nothing,
+                                              self._victims_of(wl_id))
+        return code, blocking
+
+    def _first_reasons(self, now: float) -> None:
+        """Reasons of the workloads submitted at ``now`` that did not start: behind the others of
+        their queue (as last counted) unless the model or the state says more."""
+        pending = self.state.pending
+        wls = self.state.workloads
+        done: set[str] = set()
+        for wl_id in self._fresh:
+            if wl_id not in pending or wl_id in done:
+                continue
+            done.add(wl_id)
+            q = wls[wl_id].queue
+            if wl_id in self._current:
+                position = 2 if self._waiting.get(q, 0) > 1 else 1
+            else:
+                position = self._waiting.get(q, 0) + 1
+                self._waiting[q] = position
+            self._set(wl_id, now, *self._classify(wl_id, now, position, True))
+
+    def _round(self, now: float) -> None:
+        state, model = self.state, self.model
+        by_queue: dict[str, int] = {}
+        wls = state.workloads
+        for w in state.pending:
+            q = wls[w].queue
+            by_queue[q] = by_queue.get(q, 0) + 1
+        seen: set[str] = set()
+        for queue in sorted(by_queue):
+            for i, wl_id in enumerate(model.queue_order(state, queue, now), 1):
+                seen.add(wl_id)
+                self._set(wl_id, now, *self._classify(wl_id, now, i, i <= self.HEAD))
+        for wl_id in list(self._current):
+            if wl_id not in seen:
+                del self._current[wl_id]   # started (or finished): the next wait gets a fresh first reason
+        self._waiting = by_queue
+        self.rounds += 1
+        self._since_doubling += 1
+        if self._since_doubling >= self.ROUNDS_PER_DOUBLING:
+            self.interval *= 2
+            self._since_doubling = 0
+        self._next_round = now + self.interval
+
+    def rows(self) -> dict[str, list[list[Any]]]:
+        """The trails as JSON-ready lists, by workload."""
+        return {w: [[t, code, blocking] for t, code, blocking in trail] for w, trail in self.trail.items()}

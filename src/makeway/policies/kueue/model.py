@@ -612,6 +612,22 @@ class KueueModel(PreemptionModel):
         self._explained = (stamp, tree)
         return tree
 
+    def nominal_quotas(self, state: ClusterState) -> dict[str, dict[str, float]]:
+        """Each ClusterQueue's and cohort's nominal quota per resource (summed over flavors, in
+        makeway's units), also when it came from native ``resourceGroups`` rather than
+        ``guaranteed``: what a report draws as the queue's quota line. Read-only."""
+        cohorts, cqs = self._specs or specs_from_queues(state.queues, state.resources, self.default_flavor,
+                                                        self.settings.get("defaultPreemption"))
+        out: dict[str, dict[str, float]] = {}
+        for spec in list(cohorts) + list(cqs):
+            if spec.name not in state.queues:
+                continue
+            per: dict[str, float] = {}
+            for (_, res), fq in spec.quotas.items():
+                per[res] = per.get(res, 0) + (fq.nominal / 1000 if res == "cpu" else fq.nominal)
+            out[spec.name] = per
+        return out
+
     def queue_shares(self, state: ClusterState, now: float) -> dict[str, dict[str, Any]]:
         """With fair sharing, each ClusterQueue's and cohort's dominant resource share (the rounded
         value Kueue reports in its status) over admitted usage."""
