@@ -31,12 +31,12 @@ from pydantic import BaseModel, ValidationError
 
 from makeway.core.policy import MODELS
 from makeway.errors import ConfigError
-from makeway.policies.hpc_settings import BatchSettings, NoSettings
+from makeway.policies.hpc.settings import BatchSettings, NoSettings
 from makeway.policies.kueue.settings import KueueQueueSettings, KueueSettings, KueueWorkloadSettings
 from makeway.policies.settings_common import Settings, field_names
-from makeway.policies.symphony_settings import SymphonyQueueSettings, SymphonySettings, SymphonyWorkloadSettings
+from makeway.policies.symphony.settings import SymphonyQueueSettings, SymphonySettings, SymphonyWorkloadSettings
 from makeway.policies.ytsaurus.settings import YTsaurusQueueSettings, YTsaurusSettings, YTsaurusWorkloadSettings
-from makeway.policies.yunikorn_settings import YuniKornQueueSettings, YuniKornSettings, YuniKornWorkloadSettings
+from makeway.policies.yunikorn.settings import YuniKornQueueSettings, YuniKornSettings, YuniKornWorkloadSettings
 
 LEVELS = ("model", "queue", "workload")
 
@@ -53,15 +53,15 @@ class SettingsClasses:
 
 # keyed by the model's class (``core.policy.MODELS`` values), so an alias of a model name shares its settings
 BY_CLASS: dict[str, SettingsClasses] = {
-    "makeway.policies.default:PriorityFirstFit": SettingsClasses(NoSettings, NoSettings, NoSettings),
-    "makeway.policies.hpc:StrictFifo": SettingsClasses(BatchSettings, NoSettings, NoSettings),
-    "makeway.policies.hpc:EasyBackfill": SettingsClasses(BatchSettings, NoSettings, NoSettings),
+    "makeway.core.placement:PriorityFirstFit": SettingsClasses(NoSettings, NoSettings, NoSettings),
+    "makeway.policies.hpc.model:StrictFifo": SettingsClasses(BatchSettings, NoSettings, NoSettings),
+    "makeway.policies.hpc.model:EasyBackfill": SettingsClasses(BatchSettings, NoSettings, NoSettings),
     "makeway.policies.kueue:KueueModel": SettingsClasses(KueueSettings, KueueQueueSettings, KueueWorkloadSettings),
-    "makeway.policies.yunikorn_queue:YuniKornModel": SettingsClasses(YuniKornSettings, YuniKornQueueSettings,
+    "makeway.policies.yunikorn.model:YuniKornModel": SettingsClasses(YuniKornSettings, YuniKornQueueSettings,
                                                                      YuniKornWorkloadSettings),
     "makeway.policies.ytsaurus:YTsaurusModel": SettingsClasses(YTsaurusSettings, YTsaurusQueueSettings,
                                                                YTsaurusWorkloadSettings),
-    "makeway.policies.symphony:SymphonyModel": SettingsClasses(SymphonySettings, SymphonyQueueSettings,
+    "makeway.policies.symphony.model:SymphonyModel": SettingsClasses(SymphonySettings, SymphonyQueueSettings,
                                                                SymphonyWorkloadSettings),
 }
 

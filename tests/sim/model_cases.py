@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 from makeway.core.model import Node, Queue, TaskGroup, Workload
 from makeway.core.policy import load_model
 from makeway.core.state import ClusterState
-from makeway.policies.default import PriorityFirstFit, first_fit
-from makeway.policies.hpc import EasyBackfill, StrictFifo, fifo_order, groups_fit
+from makeway.core.placement import PriorityFirstFit, first_fit
+from makeway.policies.hpc.model import EasyBackfill, StrictFifo, fifo_order, groups_fit
 from makeway.policies.kueue import KueueModel
-from makeway.policies.symphony import SymphonyModel
+from makeway.policies.symphony.model import SymphonyModel
 from makeway.sim.engine import SimOptions, simulate
 from makeway.sim.trace import ConfigChange
 from tests.decision_log import record

@@ -121,7 +121,7 @@ SCENARIOS: dict[str, Callable[[], tuple]] = {
 
 
 def run(name: str, **model_kw: Any) -> list[dict]:
-    from makeway.policies.yunikorn_queue import YuniKornModel
+    from makeway.policies.yunikorn.model import YuniKornModel
     state, jobs, changes, settings = SCENARIOS[name]()
     rec = simulate(state, YuniKornModel(settings, **model_kw), jobs, changes,
                    SimOptions(record_starts=True, check_invariants=True))

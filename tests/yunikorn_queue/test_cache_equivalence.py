@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 from makeway.core.model import Node, Queue, TaskGroup, Workload
 from makeway.core.state import ClusterState
-from makeway.policies import yunikorn_preemptor
-from makeway.policies.yunikorn_queue import YuniKornModel
+import makeway.policies.yunikorn.preemptor as yunikorn_preemptor
+from makeway.policies.yunikorn.model import YuniKornModel
 from makeway.sim.engine import SimOptions, simulate
 from makeway.sim.trace import ConfigChange
 from tests.decision_log import record

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from makeway.core.model import Node, Queue, TaskGroup, Workload
 from makeway.core.state import ClusterState
-from makeway.policies.yunikorn_queue import YuniKornModel
+from makeway.policies.yunikorn.model import YuniKornModel
 from makeway.sim.engine import SimOptions, simulate
 from makeway.sim.trace import ConfigChange
 

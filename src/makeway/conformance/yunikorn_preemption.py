@@ -12,8 +12,8 @@ from typing import Any
 
 from makeway.conformance.result import CaseResult
 from makeway.core.resources import equals, is_zero
-from makeway.policies import yunikorn_preemptor as yp
-from makeway.policies.yunikorn_common import (MAX_PREEMPTION_ATTEMPTS, Partition, YAlloc, YAsk, YNode, YQueue,
+from makeway.policies.yunikorn import preemptor as yp
+from makeway.policies.yunikorn.common import (MAX_PREEMPTION_ATTEMPTS, Partition, YAlloc, YAsk, YNode, YQueue,
                                               resolve_props, sort_allocations_based_on_ask)
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)

@@ -17,7 +17,7 @@ from makeway.core.decisions import Note, Preempt
 from makeway.core.model import Node, Queue, TaskGroup, Workload, split_task_id
 from makeway.core.resources import Res, add_into
 from makeway.core.state import ClusterState
-from makeway.policies import yunikorn_quota as yq
+from makeway.policies.yunikorn import quota as yq
 
 REFERENCE = "2024-01-01T10:30:00Z"
 

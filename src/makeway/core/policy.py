@@ -92,17 +92,17 @@ class PreemptionModel:
 
 # model name -> "module:Class". Modules are imported lazily so one broken model never hides the rest.
 MODELS: dict[str, str] = {
-    "none": "makeway.policies.default:PriorityFirstFit",
+    "none": "makeway.core.placement:PriorityFirstFit",
     # greedy first fit by priority then submit time: a later job that fits starts before an earlier
     # one that does not, so it is not FCFS (that is `fifo-strict`); `fifo` is its old name
-    "first-fit": "makeway.policies.default:PriorityFirstFit",
-    "fifo": "makeway.policies.default:PriorityFirstFit",
+    "first-fit": "makeway.core.placement:PriorityFirstFit",
+    "fifo": "makeway.core.placement:PriorityFirstFit",
     "kueue": "makeway.policies.kueue:KueueModel",
-    "yunikorn": "makeway.policies.yunikorn_queue:YuniKornModel",
+    "yunikorn": "makeway.policies.yunikorn.model:YuniKornModel",
     "ytsaurus": "makeway.policies.ytsaurus:YTsaurusModel",
-    "symphony": "makeway.policies.symphony:SymphonyModel",
-    "fifo-strict": "makeway.policies.hpc:StrictFifo",
-    "easy-backfill": "makeway.policies.hpc:EasyBackfill",
+    "symphony": "makeway.policies.symphony.model:SymphonyModel",
+    "fifo-strict": "makeway.policies.hpc.model:StrictFifo",
+    "easy-backfill": "makeway.policies.hpc.model:EasyBackfill",
 }
 
 

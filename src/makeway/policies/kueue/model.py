@@ -19,7 +19,7 @@ from makeway.core.decisions import Decision, Note, Preempt, Reason, Start
 from makeway.core.policy import PreemptionModel
 from makeway.core.resources import Res, add_into
 from makeway.core.state import ClusterState
-from makeway.policies.default import first_fit
+from makeway.core.placement import first_fit
 from makeway.policies.kueue.assign import FIT, NOFIT, Assignment, assign_flavors
 from makeway.policies.kueue.drs import dominant_resource_share
 from makeway.policies.kueue.preemption import DEFAULT_STRATEGIES, Preemptor, Target, get_targets

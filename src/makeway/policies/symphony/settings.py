@@ -10,7 +10,7 @@ from typing import Annotated, Any, Optional
 from pydantic import AfterValidator, BeforeValidator, Field, StrictInt, StrictStr
 
 from makeway.policies.settings_common import Settings
-from makeway.policies.symphony_rules import (DEFAULT_PRIORITY, DEFAULT_RANK, LOWER_OR_EQUAL, MOST_OVER_ALLOCATED,
+from makeway.policies.symphony.rules import (DEFAULT_PRIORITY, DEFAULT_RANK, LOWER_OR_EQUAL, MOST_OVER_ALLOCATED,
                                              normalize_criteria, normalize_scope)
 
 _TRUE, _FALSE = ("true", "yes", "1", "y"), ("false", "no", "0", "n")

@@ -24,7 +24,7 @@ from makeway.core.resources import (Res, add, component_wise_min, component_wise
                                     strictly_greater_than_or_equals,
                                     strictly_greater_than_or_equals_only_existing, sub,
                                     sub_eliminate_negative, sub_only_existing)
-from makeway.policies.yunikorn_common import (INT32_MAX, INT32_MIN, MAX_PREEMPTION_ATTEMPTS,
+from makeway.policies.yunikorn.common import (INT32_MAX, INT32_MIN, MAX_PREEMPTION_ATTEMPTS,
                                               POLICY_DISABLED, POLICY_FENCE,
                                               PREEMPT_ATTEMPT_FREQUENCY_US, Partition, YAlloc, YAsk,
                                               go_slice_stable)

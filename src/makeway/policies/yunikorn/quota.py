@@ -23,8 +23,8 @@ from makeway.core.resources import (
     strictly_greater_than, strictly_greater_than_or_equals_only_existing, sub_only_existing, type_matching,
 )
 from makeway.core.state import ClusterState
-from makeway.policies.default import PriorityFirstFit
-from makeway.policies.yunikorn_common import go_slice_stable, parse_go_duration_us
+from makeway.core.placement import PriorityFirstFit
+from makeway.policies.yunikorn.common import go_slice_stable, parse_go_duration_us
 
 PROP_QUOTA_DELAY = "quota.preemption.delay"
 TRIGGER_PERIOD = 1.0  # YuniKorn's quota-preemption trigger loop runs every second

@@ -19,11 +19,11 @@ from makeway.core.resources import Res, add_into, component_wise_min, fit_in, fi
 from makeway.core.model import Queue, split_task_id
 from makeway.core.policy import PreemptionModel
 from makeway.core.state import ClusterState
-from makeway.policies.default import pending_order
-from makeway.policies.yunikorn_common import (MAX_PREEMPTION_ATTEMPTS, PREEMPT_ATTEMPT_FREQUENCY_US, Partition,
+from makeway.core.placement import pending_order
+from makeway.policies.yunikorn.common import (MAX_PREEMPTION_ATTEMPTS, PREEMPT_ATTEMPT_FREQUENCY_US, Partition,
                                               QueueProps, YAlloc, YAsk, YNode, YQueue, exact, free_of, plus,
                                               resolve_props)
-from makeway.policies.yunikorn_preemptor import try_allocate
+from makeway.policies.yunikorn.preemptor import try_allocate
 
 RESERVATION_TIMEOUT_US = 3_600_000_000
 
@@ -213,7 +213,7 @@ class YuniKornModel(PreemptionModel):
         self._wake: float | None = None
         self.quota: Any = None
         try:
-            from makeway.policies.yunikorn_quota import QuotaPreemption
+            from makeway.policies.yunikorn.quota import QuotaPreemption
         except ImportError:
             QuotaPreemption = None  # noqa: N806 - the quota module may not be present
         if QuotaPreemption is not None:

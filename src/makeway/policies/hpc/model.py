@@ -34,7 +34,7 @@ from makeway.core.pending import blocking_usage
 from makeway.core.policy import PreemptionModel
 from makeway.core.resources import Res, add_into, total_of
 from makeway.core.state import ClusterState
-from makeway.policies.default import first_fit, within_queue_max
+from makeway.core.placement import first_fit, within_queue_max
 
 PLACEMENTS = ("first-fit", "best-fit")
 _EPS = 1e-9

@@ -18,7 +18,7 @@ from pydantic import AfterValidator, ConfigDict, Field, StrictStr, ValidationErr
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from makeway.policies.settings_common import Flag, FlagWord, Settings
-from makeway.policies.yunikorn_common import INT32_MAX, INT32_MIN, parse_go_duration_us
+from makeway.policies.yunikorn.common import INT32_MAX, INT32_MIN, parse_go_duration_us
 
 
 def _word(*allowed: str):

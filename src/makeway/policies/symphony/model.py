@@ -32,7 +32,7 @@ from makeway.core.resources import Res
 from makeway.core.state import ClusterState
 from makeway.core.model import Workload
 from makeway.errors import ConfigError
-from makeway.policies.symphony_rules import (
+from makeway.policies.symphony.rules import (
     DEFAULT_PRIORITY, DEFAULT_RANK, SessionView, TaskView, normalize_criteria, normalize_scope, preemptors,
     proportional_deserved, select_victims,
 )
