@@ -53,7 +53,7 @@ class SettingsClasses:
 
 # keyed by the model's class (``core.policy.MODELS`` values), so an alias of a model name shares its settings
 BY_CLASS: dict[str, SettingsClasses] = {
-    "makeway.core.placement:PriorityFirstFit": SettingsClasses(NoSettings, NoSettings, NoSettings),
+    "makeway.policies.first_fit.model:PriorityFirstFit": SettingsClasses(NoSettings, NoSettings, NoSettings),
     "makeway.policies.hpc.model:StrictFifo": SettingsClasses(BatchSettings, NoSettings, NoSettings),
     "makeway.policies.hpc.model:EasyBackfill": SettingsClasses(BatchSettings, NoSettings, NoSettings),
     "makeway.policies.kueue:KueueModel": SettingsClasses(KueueSettings, KueueQueueSettings, KueueWorkloadSettings),

@@ -33,7 +33,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "models"
 DOC_OF = {"makeway.policies.kueue:KueueModel": "kueue.md", "makeway.policies.yunikorn.model:YuniKornModel": "yunikorn.md",
           "makeway.policies.ytsaurus:YTsaurusModel": "ytsaurus.md", "makeway.policies.symphony.model:SymphonyModel": "symphony.md",
           "makeway.policies.hpc.model:StrictFifo": "hpc.md", "makeway.policies.hpc.model:EasyBackfill": "hpc.md",
-          "makeway.core.placement:PriorityFirstFit": "hpc.md"}
+          "makeway.policies.first_fit.model:PriorityFirstFit": "hpc.md"}
 
 
 def _classes(cls: type[BaseModel], seen: list) -> list:

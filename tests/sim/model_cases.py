@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 from makeway.core.model import Node, Queue, TaskGroup, Workload
 from makeway.core.policy import load_model
 from makeway.core.state import ClusterState
-from makeway.core.placement import PriorityFirstFit, first_fit
+from makeway.core.placement import first_fit
+from makeway.policies.first_fit.model import PriorityFirstFit
 from makeway.policies.hpc.model import EasyBackfill, StrictFifo, fifo_order, groups_fit
 from makeway.policies.kueue import KueueModel
 from makeway.policies.symphony.model import SymphonyModel

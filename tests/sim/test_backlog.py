@@ -16,7 +16,8 @@ from makeway.core.model import Node, Queue, TaskGroup, Workload
 from makeway.core.policy import PreemptionModel
 from makeway.core.resources import add_into
 from makeway.core.state import ClusterState
-from makeway.core.placement import PriorityFirstFit, exceeds_free, first_fit, pending_order, within_queue_max
+from makeway.core.placement import exceeds_free, first_fit, pending_order, within_queue_max
+from makeway.policies.first_fit.model import PriorityFirstFit
 from makeway.sim.engine import SimOptions, simulate
 from makeway.sim.trace import ConfigChange
 

@@ -6,7 +6,7 @@ import pytest
 
 from makeway.core.model import Node, Queue, TaskGroup, Workload
 from makeway.core.state import ClusterState
-from makeway.core.placement import PriorityFirstFit
+from makeway.policies.first_fit.model import PriorityFirstFit
 from makeway.reports.explain import explain
 from makeway.sim.engine import SimOptions, simulate
 from makeway.sim.trace import ConfigChange

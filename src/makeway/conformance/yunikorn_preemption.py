@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from makeway.conformance.result import CaseResult
-from makeway.core.resources import equals, is_zero
+from makeway.policies.yunikorn.resources import equals, is_zero
 from makeway.policies.yunikorn import preemptor as yp
 from makeway.policies.yunikorn.common import (MAX_PREEMPTION_ATTEMPTS, Partition, YAlloc, YAsk, YNode, YQueue,
                                               resolve_props, sort_allocations_based_on_ask)

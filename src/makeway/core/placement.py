@@ -1,8 +1,8 @@
-"""The default model: place pending work by priority then submit time, first fit; preempt nothing.
+"""Placement shared by the models: pending order, first fit over nodes, queue-max checks, the backlog.
 
 Placement is gang-aware per workload: all pending tasks of a workload are placed in one go or none
-are, so a job never holds half its resources while waiting for the rest. The first-fit search is
-shared with the preemption models (``first_fit``), which is YuniKorn's lesson: preemption that
+are, so a job never holds half its resources while waiting for the rest. Every model that places
+work uses ``first_fit`` rather than its own search, which is YuniKorn's lesson: preemption that
 re-implements the allocator's fit logic drifts from it.
 """
 
@@ -12,9 +12,8 @@ import heapq
 from bisect import bisect_left, bisect_right
 from typing import Iterable
 
-from makeway.core.decisions import Decision, Start
-from makeway.core.policy import PreemptionModel
-from makeway.core.resources import Res, add_into, fits_limit, sub
+from makeway.core.decisions import Start
+from makeway.core.resources import Res, add_into, fits_limit
 from makeway.core.state import ClusterState
 
 
@@ -124,23 +123,23 @@ def exceeds_free(state: ClusterState, need: Res, promised_total: Res | None = No
 
 def within_queue_max(state: ClusterState, queue: str, request: Res, extra: dict[str, Res] | None = None) -> bool:
     """True when adding ``request`` keeps the queue and all its ancestors within their max."""
-    return _blocking_queue(state, queue, request, extra) is None
+    return blocking_queue(state, queue, request, extra) is None
 
 
-def _shape(request: Res) -> tuple:
+def shape_of(request: Res) -> tuple:
     """A request as a hashable key (positive amounts only, by resource name)."""
     return tuple(sorted((k, v) for k, v in request.items() if v > 0))
 
 
-def _within(shape: tuple, room: Res) -> bool:
+def within_room(shape: tuple, room: Res) -> bool:
     """The shape fits ``room`` by the free index's 1e-9 tolerance."""
     for k, v in shape:
-        if v - 1e-9 > room.get(k, _NEG):
+        if v - 1e-9 > room.get(k, NEG):
             return False
     return True
 
 
-_NEG = float("-inf")
+NEG = float("-inf")
 
 
 class Backlog:
@@ -166,7 +165,7 @@ class Backlog:
         self.gangs: dict[str, list[tuple]] = {}
         self.quota: dict[str, dict[str, None]] = {}
 
-    def file_shape(self, wl: str, key: tuple, shape: tuple, count: int) -> None:
+    def fileshape_of(self, wl: str, key: tuple, shape: tuple, count: int) -> None:
         self.failed[wl] = ("shape", shape, count)
         heap = self.by_shape.get(shape)
         if heap is None:
@@ -221,184 +220,19 @@ class Backlog:
         _, wl = heapq.heappop(self.by_shape[shape])
         del self.failed[wl]
 
-    def shapes_within(self, room: Res) -> list[tuple]:
+    def shapeswithin_room(self, room: Res) -> list[tuple]:
         """Shapes no larger than ``room``, read from the shortest per-resource prefix."""
         best: list[tuple] | None = None
         for r, (keys, shapes) in self.sorted_by.items():
-            n = bisect_right(keys, room.get(r, _NEG) + 1e-9)
+            n = bisect_right(keys, room.get(r, NEG) + 1e-9)
             if best is None or n < len(best):
                 best = shapes[:n]
                 if n == 0:
                     break
-        return [s for s in best or () if _within(s, room)]
+        return [s for s in best or () if within_room(s, room)]
 
 
-class PriorityFirstFit(PreemptionModel):
-    """Priority, then FIFO, first fit, honouring queue max; never preempts.
-
-    A workload that did not fit waits in a ``Backlog`` and is tried again only when a release or a
-    limit change could have made room for it (the state's change journals say which), so a backlog
-    of tens of thousands costs nothing per pass beyond what changed.
-    """
-
-    name = "none"
-    all_or_nothing = True
-
-    def __init__(self, settings=None):
-        super().__init__(settings)
-        self._backlog: Backlog | None = None
-        self._seen: tuple = ()
-
-    def _candidates(self, state: ClusterState) -> tuple[list[str], list[tuple], list[int]]:
-        """Workloads to try in full, backlog shapes to try on freed nodes, and those nodes' indexes."""
-        seen = self._seen
-        self._seen = (state, state.config_epoch, state.freed_epoch, state.freed_log.position,
-                      state.pending_log.position, state.topology_epoch)
-        b = self._backlog
-        # a node that joined, left or was cordoned changes what fits where: start over (rare)
-        if b is None or not seen or seen[0] is not state or seen[1] != state.config_epoch \
-                or seen[5] != state.topology_epoch:
-            self._backlog = Backlog(state.resources)
-            return list(state.pending), [], []
-        fresh: dict[str, None] = {}
-        new = state.pending_log.since(seen[4])
-        if new is None:  # trimmed: compare pending counts instead (a requeue raises it)
-            new = [w for w in b.failed if w not in state.pending]  # withdrawn since
-            new += [w for w, tasks in state.pending.items()
-                    if w not in b.failed or b.failed[w][2] != len(tasks)]
-        for wl in new:
-            b.forget(wl)  # a withdrawn workload leaves the backlog too
-            if wl in state.pending:
-                fresh[wl] = None
-        if state.freed_epoch == seen[2]:
-            return list(fresh), [], []
-        freed = state.freed_log.since(seen[3])
-        if freed is None:
-            nodes = [i for i, e in enumerate(state.node_freed_epoch) if e > seen[2]]
-            touched = {q for q, e in state.queue_freed_epoch.items() if e > seen[2]}
-        else:
-            order = state.node_order
-            nodes = sorted({order[n] for n, _ in freed})
-            touched = set()
-            for _, q in freed:
-                if q is not None:
-                    touched.update(state.path_to_root(q))
-        names = state.node_names
-        nodes = [i for i in nodes if state.nodes[names[i]].schedulable]
-        for q in touched & b.quota.keys():
-            for wl in list(b.quota[q]):
-                b.forget(wl)
-                fresh[wl] = None
-        if not nodes:
-            return list(fresh), [], []
-        room: Res = {}
-        for i in nodes:
-            for k, v in state.node_free(names[i]).items():
-                if v > room.get(k, _NEG):
-                    room[k] = v
-        for wl, shapes in list(b.gangs.items()):
-            if any(_within(s, room) for s in shapes):
-                b.forget(wl)
-                fresh[wl] = None
-        return list(fresh), b.shapes_within(room), nodes
-
-    def schedule(self, state: ClusterState, now: float) -> list[Decision]:
-        fresh, shapes, freed_nodes = self._candidates(state)
-        if not fresh and not shapes:
-            return []
-        b = self._backlog
-        wls = state.workloads
-        heap: list[tuple] = []
-        for wl_id in fresh:
-            w = wls[wl_id]
-            heap.append(((-w.priority, w.submit, wl_id), 0, wl_id))
-        retried = set()
-        for shape in shapes:
-            h = b.head(shape)
-            if h is not None:
-                heap.append((h[0], 1, shape))
-                retried.add(shape)
-        heapq.heapify(heap)
-        # What this step promises is written into the free index as it goes, so thousands of
-        # placements in one instant each cost a tree search, not a walk past every promised node;
-        # the touched entries are put back from the state before returning.
-        index = state.free_index()
-        order = state.node_order
-        names = state.node_names
-        decisions: list[Decision] = []
-        promised_nodes: dict[str, Res] = {}
-        promised_queues: dict[str, Res] = {}
-        promised_total: Res = {}
-        dead: set[tuple] = set()  # shapes no node can hold any more in this pass
-        try:
-            while heap:
-                key, kind, ref = heapq.heappop(heap)
-                if kind == 1:
-                    shape = ref
-                    if shape in dead:
-                        continue
-                    wl_id = b.head(shape)[1]
-                else:
-                    wl_id = ref
-                wl = wls[wl_id]
-                tasks = list(state.pending[wl_id])
-                count = len(tasks)
-                req = state.task_resources(tasks[0]) if count == 1 else None
-                if kind == 0 and count == 1:
-                    shape = _shape(req)
-                    if shape in dead or (shape not in retried and b.head(shape) is not None):
-                        b.file_shape(wl_id, key, shape, 1)
-                        continue
-                need = state.pending_demand(wl_id)
-                starts = blocked = None
-                room = not exceeds_free(state, need, promised_total)
-                if room:
-                    blocked = _blocking_queue(state, wl.queue, need, promised_queues)
-                if room and blocked is None:
-                    if kind == 1 and len(freed_nodes) <= 32:  # else the index search is cheaper
-                        hit = next((i for i in freed_nodes if index.fits_at(i, req)), None)
-                        starts = None if hit is None else [Start(tasks[0], names[hit])]
-                    else:
-                        starts = first_fit(state, tasks)
-                if starts is None:
-                    if blocked is not None:
-                        if kind == 1:
-                            b.pop_head(shape)
-                        b.file_quota(wl_id, blocked, count)
-                    elif count == 1:
-                        dead.add(shape)
-                        if kind == 0:
-                            b.file_shape(wl_id, key, shape, 1)
-                        continue
-                    else:
-                        b.file_gang(wl_id, sorted({_shape(state.task_resources(t)) for t in tasks}), count)
-                    if kind == 1:
-                        h = b.head(shape)
-                        if h is not None:
-                            heapq.heappush(heap, (h[0], 1, shape))
-                    continue
-                if kind == 1:
-                    b.pop_head(shape)
-                    h = b.head(shape)
-                    if h is not None:
-                        heapq.heappush(heap, (h[0], 1, shape))
-                for st in starts:
-                    add_into(promised_nodes.setdefault(st.node, {}), state.task_resources(st.task))
-                for n in {st.node for st in starts}:
-                    node = state.nodes[n]
-                    free = sub(sub(node.capacity, state.node_used[n]), promised_nodes[n])
-                    index.set(order[n], free)
-                for q in state.path_to_root(wl.queue):
-                    add_into(promised_queues.setdefault(q, {}), need)
-                add_into(promised_total, need)
-                decisions.extend(starts)
-        finally:
-            for n in promised_nodes:
-                state.refresh_index(n)
-        return decisions
-
-
-def _blocking_queue(state: ClusterState, queue: str, request: Res, extra: dict[str, Res] | None) -> str | None:
+def blocking_queue(state: ClusterState, queue: str, request: Res, extra: dict[str, Res] | None) -> str | None:
     """The first queue on the path to the root whose max ``request`` would exceed, or None."""
     for q in state.path_to_root(queue):
         limit = state.queues[q].max

@@ -92,11 +92,11 @@ class PreemptionModel:
 
 # model name -> "module:Class". Modules are imported lazily so one broken model never hides the rest.
 MODELS: dict[str, str] = {
-    "none": "makeway.core.placement:PriorityFirstFit",
+    "none": "makeway.policies.first_fit.model:PriorityFirstFit",
     # greedy first fit by priority then submit time: a later job that fits starts before an earlier
     # one that does not, so it is not FCFS (that is `fifo-strict`); `fifo` is its old name
-    "first-fit": "makeway.core.placement:PriorityFirstFit",
-    "fifo": "makeway.core.placement:PriorityFirstFit",
+    "first-fit": "makeway.policies.first_fit.model:PriorityFirstFit",
+    "fifo": "makeway.policies.first_fit.model:PriorityFirstFit",
     "kueue": "makeway.policies.kueue:KueueModel",
     "yunikorn": "makeway.policies.yunikorn.model:YuniKornModel",
     "ytsaurus": "makeway.policies.ytsaurus:YTsaurusModel",

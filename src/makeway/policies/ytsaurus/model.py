@@ -398,9 +398,6 @@ class YTsaurusModel(PreemptionModel):
     def _vec(self, d: Mapping[str, float]) -> list[float]:
         return [float(d.get(r, 0)) for r in self.resources]
 
-    def _usage_vecs(self, state: ClusterState) -> dict[str, list[float]]:
-        return {q: self._vec(u) for q, u in state.queue_usage.items()}
-
     def _positions(self, tree: Tree) -> dict[str, int]:
         """Each element's index among its parent's children (the tie-break of the regular stage)."""
         if self._pos_tree is not tree:

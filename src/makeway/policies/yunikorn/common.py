@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence, TypeVar
 
-from makeway.core.resources import Res, add, add_into, component_wise_min, sub
+from makeway.core.resources import Res, add, add_into
+from makeway.policies.yunikorn.resources import component_wise_min
 
 DEFAULT_PREEMPTION_DELAY_US = 30_000_000
 PREEMPT_ATTEMPT_FREQUENCY_US = 15_000_000
@@ -341,7 +342,7 @@ __all__ = ["Partition", "YQueue", "YAlloc", "YAsk", "YNode", "QueueProps", "reso
 
 def sort_allocations_based_on_ask(allocs: Sequence[YAlloc], total: Res | None, ask: Res | None) -> list[YAlloc]:
     """Quota-preemption victim order (SEMANTICS §4.6), ties answered "less" as YuniKorn does."""
-    from makeway.core.resources import comp_usage_ratio_specific_types, type_matching
+    from makeway.policies.yunikorn.resources import comp_usage_ratio_specific_types, type_matching
 
     types = None if ask is None else list(ask)
 

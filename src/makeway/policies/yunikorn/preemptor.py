@@ -15,15 +15,15 @@ candidate memo is neither read nor written). Decisions must be the same either w
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Protocol
 
-from makeway.core.resources import (Res, add, component_wise_min, component_wise_min_only_existing,
-                                    equals_or_empty, fit_in, fit_in_actual, fit_in_max_undef, is_empty,
-                                    match_any, merge_if_not_present, strictly_greater_than,
-                                    strictly_greater_than_only_existing,
-                                    strictly_greater_than_or_equals,
-                                    strictly_greater_than_or_equals_only_existing, sub,
-                                    sub_eliminate_negative, sub_only_existing)
+from makeway.core.resources import Res, add, sub
+from makeway.policies.yunikorn.resources import (component_wise_min, component_wise_min_only_existing, equals_or_empty,
+                                                 fit_in, fit_in_actual, fit_in_max_undef, is_empty, match_any,
+                                                 merge_if_not_present, strictly_greater_than,
+                                                 strictly_greater_than_only_existing, strictly_greater_than_or_equals,
+                                                 strictly_greater_than_or_equals_only_existing, sub_eliminate_negative,
+                                                 sub_only_existing)
 from makeway.policies.yunikorn.common import (INT32_MAX, INT32_MIN, MAX_PREEMPTION_ATTEMPTS,
                                               POLICY_DISABLED, POLICY_FENCE,
                                               PREEMPT_ATTEMPT_FREQUENCY_US, Partition, YAlloc, YAsk,

@@ -17,13 +17,14 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from makeway.core.decisions import Decision, Note, Preempt, Reason
-from makeway.core.resources import (
-    MaybeRes, Res, add_into, comp_usage_ratio_specific_types, component_wise_min,
-    component_wise_min_only_existing, equals, fit_in_max_undef, is_empty, is_zero, match_any,
-    strictly_greater_than, strictly_greater_than_or_equals_only_existing, sub_only_existing, type_matching,
-)
+from makeway.core.resources import MaybeRes, Res, add_into
+from makeway.policies.yunikorn.resources import (comp_usage_ratio_specific_types, component_wise_min,
+                                                 component_wise_min_only_existing, equals, fit_in_max_undef,
+                                                 is_empty, is_zero, match_any, strictly_greater_than,
+                                                 strictly_greater_than_or_equals_only_existing, sub_only_existing,
+                                                 type_matching)
 from makeway.core.state import ClusterState
-from makeway.core.placement import PriorityFirstFit
+from makeway.policies.first_fit.model import PriorityFirstFit
 from makeway.policies.yunikorn.common import go_slice_stable, parse_go_duration_us
 
 PROP_QUOTA_DELAY = "quota.preemption.delay"
