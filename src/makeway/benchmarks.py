@@ -16,7 +16,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any, Callable
 
-from makeway.core.model import Node, Queue, TaskGroup, Workload
+from makeway.core.objects import Node, Queue, TaskGroup, Workload
 from makeway.core.policy import PreemptionModel, load_model
 from makeway.core.state import ClusterState
 from makeway.sim.engine import SimOptions, simulate

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from makeway.core.decisions import Note, Start
-from makeway.core.model import Node, Queue, TaskGroup, Workload
+from makeway.core.objects import Node, Queue, TaskGroup, Workload
 from makeway.core.policy import load_model
 from makeway.core.state import ClusterState
 from makeway.policies.hpc.model import EasyBackfill, StrictFifo, best_fit, gang_fits

@@ -12,7 +12,7 @@ import pytest
 
 from makeway import benchmarks as B
 from makeway.config import build_state, load_config
-from makeway.core.model import Node, Queue, TaskGroup, Workload
+from makeway.core.objects import Node, Queue, TaskGroup, Workload
 from makeway.core.state import ClusterState
 from makeway.policies.kueue import KueueModel
 from makeway.sim.engine import SimOptions, simulate

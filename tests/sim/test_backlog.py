@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from makeway.core.decisions import Start
-from makeway.core.model import Node, Queue, TaskGroup, Workload
+from makeway.core.objects import Node, Queue, TaskGroup, Workload
 from makeway.core.policy import PreemptionModel
 from makeway.core.resources import add_into
 from makeway.core.state import ClusterState

@@ -1,7 +1,7 @@
 import pytest
 
 from makeway.core.decisions import Preempt, Reason, Start
-from makeway.core.model import Node, Queue, TaskGroup, Workload
+from makeway.core.objects import Node, Queue, TaskGroup, Workload
 from makeway.core.state import ClusterState
 from makeway.core.policy import PreemptionModel
 from makeway.core.placement import first_fit

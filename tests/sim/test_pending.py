@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from makeway.core.model import Node, Queue, TaskGroup, Workload
+from makeway.core.objects import Node, Queue, TaskGroup, Workload
 from makeway.core.state import ClusterState
 from makeway.policies.first_fit.model import PriorityFirstFit
 from makeway.reports.explain import explain

@@ -12,7 +12,7 @@ import random
 from pathlib import Path
 from typing import Any, Callable
 
-from makeway.core.model import Node, Queue, TaskGroup, Workload
+from makeway.core.objects import Node, Queue, TaskGroup, Workload
 from makeway.core.state import ClusterState
 from makeway.sim.engine import SimOptions, simulate
 from makeway.sim.trace import ConfigChange

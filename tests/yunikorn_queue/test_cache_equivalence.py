@@ -20,7 +20,7 @@ from typing import Any, Iterator
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from makeway.core.model import Node, Queue, TaskGroup, Workload
+from makeway.core.objects import Node, Queue, TaskGroup, Workload
 from makeway.core.state import ClusterState
 import makeway.policies.yunikorn.preemptor as yunikorn_preemptor
 from makeway.policies.yunikorn.model import YuniKornModel

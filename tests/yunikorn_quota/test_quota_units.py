@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from makeway.core.decisions import Note, Preempt
-from makeway.core.model import Node, Queue, TaskGroup, Workload
+from makeway.core.objects import Node, Queue, TaskGroup, Workload
 from makeway.core.state import ClusterState
 from makeway.policies.yunikorn import quota as yq
 

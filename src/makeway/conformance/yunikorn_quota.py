@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from makeway.conformance.result import CaseResult
 from makeway.core.decisions import Note, Preempt
-from makeway.core.model import Node, Queue, TaskGroup, Workload, split_task_id
+from makeway.core.objects import Node, Queue, TaskGroup, Workload, split_task_id
 from makeway.core.resources import Res, add_into
 from makeway.core.state import ClusterState
 from makeway.policies.yunikorn import quota as yq

@@ -19,7 +19,7 @@ import importlib
 from typing import Any, Mapping
 
 from makeway.core.decisions import Decision
-from makeway.core.model import Queue
+from makeway.core.objects import Queue
 from makeway.core.state import ClusterState
 
 

@@ -15,7 +15,7 @@ from typing import Iterable, Iterator
 
 from makeway.core.journal import Journal
 from makeway.core.node_index import FreeIndex
-from makeway.core.model import Allocation, Node, Queue, Workload, split_task_id, task_id
+from makeway.core.objects import Allocation, Node, Queue, Workload, split_task_id, task_id
 from makeway.core.resources import Number, Res, add_into, fits, sub
 
 

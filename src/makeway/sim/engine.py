@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from makeway.core.decisions import Decision, Note, Preempt, Start
-from makeway.core.model import Workload
+from makeway.core.objects import Workload
 from makeway.core.policy import PreemptionModel
 from makeway.core.state import ClusterState
 from makeway.errors import MakewayError

@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 from makeway.core.decisions import Note, Reason
-from makeway.core.model import Allocation, Workload
+from makeway.core.objects import Allocation, Workload
 from makeway.core.resources import Number, Res, add_into
 from makeway.core.state import ClusterState
 from makeway.sim.pending import pending_reasons

@@ -17,7 +17,7 @@ per-model reasons and queue positions are ``makeway.core.pending`` (whose helper
 
 from __future__ import annotations
 
-from makeway.core.model import Workload
+from makeway.core.objects import Workload
 from makeway.core.pending import blocking_max, fits_some_node
 from makeway.core.state import ClusterState
 

@@ -29,7 +29,7 @@ from bisect import bisect_left, insort
 from typing import Any, Iterable, Iterator, Mapping
 
 from makeway.core.decisions import Decision, Note, Start
-from makeway.core.model import Workload
+from makeway.core.objects import Workload
 from makeway.core.pending import blocking_usage
 from makeway.core.policy import PreemptionModel
 from makeway.core.resources import Res, add_into, total_of

@@ -30,7 +30,7 @@ from makeway.core.decisions import Decision, Preempt, Reason, Start
 from makeway.core.policy import PreemptionModel
 from makeway.core.resources import Res
 from makeway.core.state import ClusterState
-from makeway.core.model import Workload
+from makeway.core.objects import Workload
 from makeway.errors import ConfigError
 from makeway.policies.symphony.rules import (
     DEFAULT_PRIORITY, DEFAULT_RANK, SessionView, TaskView, normalize_criteria, normalize_scope, preemptors,

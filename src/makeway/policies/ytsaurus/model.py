@@ -24,7 +24,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from makeway.core.decisions import Decision, Note, Preempt, Reason, Start
-from makeway.core.model import Queue
+from makeway.core.objects import Queue
 from makeway.core.pending import blocking_usage
 from makeway.core.policy import PreemptionModel
 from makeway.core.state import ClusterState

@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping
 from makeway.core.decisions import Decision, Preempt, Reason, Start
 from makeway.core.resources import Res, add_into
 from makeway.policies.yunikorn.resources import component_wise_min, fit_in, fit_in_max_undef
-from makeway.core.model import Queue, split_task_id
+from makeway.core.objects import Queue, split_task_id
 from makeway.core.policy import PreemptionModel
 from makeway.core.state import ClusterState
 from makeway.core.placement import pending_order
