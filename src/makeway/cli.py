@@ -153,7 +153,7 @@ class _Progress:
         if not self._last:
             self._t0, self._last = wall, wall
             return
-        rate = events / max(wall - self._t0, 1e-9)
+        rate = events / max(wall - self._t0, 1e-6)
         self._last = wall
         self._progress.update(self._task, description=f"simulated t={sim_time:,.0f} s  {events:,} events  {rate:,.0f} events/s")
 

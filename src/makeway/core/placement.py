@@ -13,7 +13,7 @@ from bisect import bisect_left, bisect_right
 from typing import Iterable
 
 from makeway.core.decisions import Start
-from makeway.core.resources import Res, add_into, fits_limit
+from makeway.core.resources import EPS, Res, add_into, fits_limit, fits_on
 from makeway.core.state import ClusterState
 
 
@@ -49,15 +49,7 @@ def first_fit(state: ClusterState, tasks: list[str], extra_used: dict[str, Res] 
             n = node_names[i]
             node = all_nodes[n]
             if node.schedulable:
-                used = used_by[n]
-                extra = promised.get(n)
-                cap = node.capacity
-                ok = True
-                for k, v in req.items():
-                    if v > 0 and used.get(k, 0) + (extra.get(k, 0) if extra else 0) + v > cap.get(k, 0) + 1e-9:
-                        ok = False
-                        break
-                if ok:
+                if fits_on(req, used_by[n], node.capacity, promised.get(n)):
                     add_into(promised.setdefault(n, {}), req)
                     out.append(Start(tid, n))
                     placed = True
@@ -93,8 +85,7 @@ def _indexed_first_fit(state: ClusterState, tasks: list[str], extra_used: dict[s
                     return None
                 n = names[i]
                 extra = promised.get(n)
-                if extra is None or all(v <= 0 or state.node_used[n].get(k, 0) + extra.get(k, 0) + v
-                                        <= state.nodes[n].capacity.get(k, 0) + 1e-9 for k, v in req.items()):
+                if extra is None or fits_on(req, state.node_used[n], state.nodes[n].capacity, extra):
                     break
                 i += 1
             if k < last:  # this gang's own placements go into the index for its later tasks, undone on return
@@ -113,12 +104,7 @@ def _indexed_first_fit(state: ClusterState, tasks: list[str], extra_used: dict[s
 
 def exceeds_free(state: ClusterState, need: Res, promised_total: Res | None = None) -> bool:
     """Cheap necessary condition: the request is larger than all free capacity together."""
-    cap = state.total_capacity_cached()
-    used = state.used_total
-    for k, v in need.items():
-        if v > 0 and used.get(k, 0) + (promised_total.get(k, 0) if promised_total else 0) + v > cap.get(k, 0) + 1e-9:
-            return True
-    return False
+    return not fits_on(need, state.used_total, state.total_capacity_cached(), promised_total)
 
 
 def within_queue_max(state: ClusterState, queue: str, request: Res, extra: dict[str, Res] | None = None) -> bool:
@@ -132,9 +118,9 @@ def shape_of(request: Res) -> tuple:
 
 
 def within_room(shape: tuple, room: Res) -> bool:
-    """The shape fits ``room`` by the free index's 1e-9 tolerance."""
+    """The shape fits ``room`` by the free index's ``EPS`` tolerance."""
     for k, v in shape:
-        if v - 1e-9 > room.get(k, NEG):
+        if v - EPS > room.get(k, NEG):
             return False
     return True
 
@@ -224,7 +210,7 @@ class Backlog:
         """Shapes no larger than ``room``, read from the shortest per-resource prefix."""
         best: list[tuple] | None = None
         for r, (keys, shapes) in self.sorted_by.items():
-            n = bisect_right(keys, room.get(r, NEG) + 1e-9)
+            n = bisect_right(keys, room.get(r, NEG) + EPS)
             if best is None or n < len(best):
                 best = shapes[:n]
                 if n == 0:

@@ -22,12 +22,18 @@ MaybeRes = Optional[Mapping[str, Number]]
 
 INT64_MAX = 2**63 - 1
 INT64_MIN = -(2**63)
+
+EPS = 1e-9
+"""The one tolerance of capacity and limit comparisons: float sums of fractional quantities (0.1 cpu
+three times) may land a hair above the value a user wrote, and must still fit. Every model compares
+through it, so no two models disagree on whether the same request fits."""
+
 MAX_QUANTITY = INT64_MAX
 """The largest quantity accepted (Kubernetes' own limit, int64): anything above is a typo or fuzz, and
 exact huge integers (``1e400``) would later overflow float arithmetic."""
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1),
+_DECIMAL = {"n": Decimal(10) ** -9, "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1),
             "k": Decimal(10**3), "K": Decimal(10**3), "M": Decimal(10**6), "G": Decimal(10**9),
             "T": Decimal(10**12), "P": Decimal(10**15), "E": Decimal(10**18)}
 _QUANTITY = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*(Ki|Mi|Gi|Ti|Pi|Ei|[numkKMGTPE]?)\s*$")
@@ -142,7 +148,18 @@ def fits(request: MaybeRes, available: MaybeRes) -> bool:
         return True
     avail = available or {}
     for k, v in request.items():
-        if v > 0 and v > avail.get(k, 0) + 1e-9:
+        if v > 0 and v > avail.get(k, 0) + EPS:
+            return False
+    return True
+
+
+def fits_on(request: Mapping[str, Number], used: Mapping[str, Number], capacity: Mapping[str, Number],
+            extra: Mapping[str, Number] | None = None) -> bool:
+    """The node-fit predicate: every positive requested type fits the capacity left after ``used``
+    and ``extra`` (what this step already promised there), within ``EPS``. The one definition of
+    "fits on a node" that placement, pending reasons and every model use."""
+    for k, v in request.items():
+        if v > 0 and used.get(k, 0) + (extra.get(k, 0) if extra else 0) + v > capacity.get(k, 0) + EPS:
             return False
     return True
 
@@ -152,7 +169,7 @@ def fits_limit(request: MaybeRes, limit: MaybeRes) -> bool:
     if not request or limit is None:
         return True
     for k, v in request.items():
-        if k in limit and v > limit[k] + 1e-9:
+        if k in limit and v > limit[k] + EPS:
             return False
     return True
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from makeway.core.decisions import Note, Reason
 from makeway.core.objects import Allocation, Workload
-from makeway.core.resources import Number, Res, add_into
+from makeway.core.resources import EPS, Number, Res, add_into
 from makeway.core.state import ClusterState
 from makeway.sim.pending import pending_reasons
 
@@ -222,7 +222,7 @@ class Recorder:
         still = []
         for c in self._open_convergence:
             usage = self.state.queue_usage[c["queue"]]
-            if all(usage.get(k, 0) <= v + 1e-9 for k, v in c["max"].items()):
+            if all(usage.get(k, 0) <= v + EPS for k, v in c["max"].items()):
                 c["converged_at"], c["seconds"] = now, now - c["time"]
             else:
                 still.append(c)

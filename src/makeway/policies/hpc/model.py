@@ -32,12 +32,11 @@ from makeway.core.decisions import Decision, Note, Start
 from makeway.core.objects import Workload
 from makeway.core.pending import blocking_usage
 from makeway.core.policy import PreemptionModel
-from makeway.core.resources import Res, add_into, total_of
+from makeway.core.resources import EPS, Res, add_into, total_of
 from makeway.core.state import ClusterState
 from makeway.core.placement import first_fit, within_queue_max
 
 PLACEMENTS = ("first-fit", "best-fit")
-_EPS = 1e-9
 
 
 def requested_time(wl: Workload) -> float:
@@ -67,7 +66,7 @@ def best_fit(state: ClusterState, tasks: list[str], extra_used: dict[str, Res] |
                 if v <= 0:
                     continue
                 left = cap.get(k, 0) - used.get(k, 0) - extra.get(k, 0) - v
-                if left < -_EPS:
+                if left < -EPS:
                     break
                 score += left / cap[k] if cap.get(k) else 0.0
             else:
@@ -119,10 +118,10 @@ def groups_fit(state: ClusterState, groups: list[tuple[Res, int]], extra_used: M
             k = math.inf
             for r, v in wanted:
                 free = cap.get(r, 0) - used.get(r, 0) - extra.get(r, 0) - mine.get(r, 0)
-                if free + _EPS < v:
+                if free + EPS < v:
                     k = 0
                     break
-                k = min(k, math.floor((free + _EPS) / v))
+                k = min(k, math.floor((free + EPS) / v))
             if k <= 0:
                 continue
             n = left if k == math.inf else min(left, int(k))
@@ -149,7 +148,7 @@ def _free_total(state: ClusterState, capacity: Res, extra_used: Mapping[str, Res
 
 
 def _covers(free: Res, need: Res) -> bool:
-    return all(free.get(k, 0) + _EPS >= v for k, v in need.items() if v > 0)
+    return all(free.get(k, 0) + EPS >= v for k, v in need.items() if v > 0)
 
 
 class StrictFifo(PreemptionModel):
@@ -369,7 +368,7 @@ class EasyBackfill(StrictFifo):
             wl = state.workloads[wl_id]
             ends = now + requested_time(wl)
             rough = self._need(state, wl_id, state.pending[wl_id])  # type: ignore[arg-type]
-            if not _covers(free_now, rough) or (ends > shadow + _EPS and not _covers(spare, rough)):
+            if not _covers(free_now, rough) or (ends > shadow + EPS and not _covers(spare, rough)):
                 continue
             got = self._eligible(state, wl_id, decisions, promised_queues)
             if got is None:
@@ -379,7 +378,7 @@ class EasyBackfill(StrictFifo):
             if starts is None:
                 continue
             add_into(free_now, need, -1)
-            if ends > shadow + _EPS:
+            if ends > shadow + EPS:
                 add_into(spare, need, -1)
                 trial = dict(at_shadow)  # shallow: only the candidate's nodes get new vectors
                 copied: set[str] = set()

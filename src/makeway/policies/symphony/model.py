@@ -28,7 +28,7 @@ from typing import Any, Iterable, Mapping
 
 from makeway.core.decisions import Decision, Preempt, Reason, Start
 from makeway.core.policy import PreemptionModel
-from makeway.core.resources import Res
+from makeway.core.resources import EPS, Res, fits_on
 from makeway.core.state import ClusterState
 from makeway.core.objects import Workload
 from makeway.errors import ConfigError
@@ -79,11 +79,11 @@ def session_settings(state: ClusterState, wl: Workload) -> SessionSettings:
 
 
 def node_slots(capacity: Mapping[str, float], resource: str) -> int:
-    return int(math.floor(capacity.get(resource, 0) + 1e-9))
+    return int(math.floor(capacity.get(resource, 0) + EPS))
 
 
 def task_slots(request: Mapping[str, float], resource: str) -> int:
-    return max(1, int(math.ceil(request.get(resource, 0) - 1e-9)))
+    return max(1, int(math.ceil(request.get(resource, 0) - EPS)))
 
 
 class _SlotCache:
@@ -122,8 +122,7 @@ class _Plan:
         for name, node in self.state.nodes.items():
             if not node.schedulable:
                 continue
-            used, extra, cap = self.state.node_used[name], self.extra.get(name, {}), node.capacity
-            if all(v <= 0 or used.get(k, 0) + extra.get(k, 0) + v <= cap.get(k, 0) + 1e-9 for k, v in req.items()):
+            if fits_on(req, self.state.node_used[name], node.capacity, self.extra.get(name)):
                 return name
         return None
 

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from makeway.core.resources import EPS
 from makeway.policies.ytsaurus import arrays, batched, plf
 from makeway.policies.ytsaurus.plf import PLF, Vec
 from makeway.policies.ytsaurus.tree import ROOT, Tree
 
-EPS = 1e-9
 INF_SAT = 1e9
 INF = float("inf")
 
@@ -79,7 +79,7 @@ def limits_shares(tree: Tree, node_caps: list[list[float]] | None = None) -> dic
         if el.is_op and node_caps and mem is not None and slots is not None and el.demand[slots] > 0:
             per = el.demand[mem] / el.demand[slots]
             if per > 0 and tree.total[mem] > 0:
-                packed = sum(int(n[mem] / per + 1e-9) * per for n in node_caps)
+                packed = sum(int(n[mem] / per + EPS) * per for n in node_caps)
                 share[mem] = min(share[mem], packed / tree.total[mem])
         out[name] = share
     return out
@@ -363,7 +363,7 @@ KERNEL = True
 here, kept as the reference the kernel is tested against and for integral guarantees."""
 KERNEL_MIN = 128
 """Trees with fewer elements take the Python construction: it costs little there, and it is the
-path every conformance case was checked on (the kernel agrees with it to 1e-9, not to the bit)."""
+path every conformance case was checked on (the kernel agrees with it to EPS, not to the bit)."""
 
 
 def _compute(tree: Tree, node_caps, integral, cache: CurveCache | None) -> FairShareResult:
@@ -739,7 +739,7 @@ def _truncate_fifo(tree: Tree, attrs: dict[str, Attrs]) -> None:
 # -- satisfaction and status -------------------------------------------------------------------
 
 def blocked(fair: Vec, demand: Vec) -> list[bool]:
-    """Resources the element does not want more of. Comparisons allow 1e-9 of rounding noise, so a
+    """Resources the element does not want more of. Comparisons allow EPS of rounding noise, so a
     fair share of 0.8000000000000003 against a usage of 0.8 is not "strictly above"."""
     return [f + EPS >= d for f, d in zip(fair, demand)]
 

@@ -23,6 +23,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from makeway.core.resources import EPS
 from makeway.core.decisions import Decision, Note, Preempt, Reason, Start
 from makeway.core.objects import Queue
 from makeway.core.pending import blocking_usage
@@ -130,7 +131,7 @@ class YTsaurusModel(PreemptionModel):
         return True
 
     def schedule(self, state: ClusterState, now: float) -> list[Decision]:
-        if self.snap is None or self.dirty or now >= self.snap.time + self.update_period - 1e-9:
+        if self.snap is None or self.dirty or now >= self.snap.time + self.update_period - EPS:
             return self.update(state, now)
         return []
 
@@ -196,12 +197,12 @@ class YTsaurusModel(PreemptionModel):
         for q in state.queues.values():
             if q.max:
                 usage = state.queue_usage.get(q.name) or {}
-                if any(v is not None and float(usage.get(r, 0)) > float(v) + 1e-9 for r, v in q.max.items()):
+                if any(v is not None and float(usage.get(r, 0)) > float(v) + EPS for r, v in q.max.items()):
                     return False
         if self._overcommit_epoch != state.topology_epoch:
             for n, node in state.nodes.items():
                 used = state.node_used[n]
-                if any(float(v) > float(node.capacity.get(r, 0)) + 1e-9 for r, v in used.items()):
+                if any(float(v) > float(node.capacity.get(r, 0)) + EPS for r, v in used.items()):
                     return False
             self._overcommit_epoch = state.topology_epoch  # starts always fit: none until capacity changes
         return True
@@ -254,7 +255,7 @@ class YTsaurusModel(PreemptionModel):
                     f"operation is starving ({status}) below its fair share {fair:.3g} (usage {usage:.3g}): "
                     "preemptive heartbeats may take resources for it",
                     {**values, "below_fair_share_since": clock.since if clock else None})
-        if usage + 1e-9 >= fair:
+        if usage + EPS >= fair:
             return ("quota", f"operation is at its fair share {fair:.3g} (usage {usage:.3g}) in pool "
                              f"{values['pool']}", {**values, "blocking": values["pool"]})
         return None
@@ -413,7 +414,7 @@ class YTsaurusModel(PreemptionModel):
             if lim:
                 u = qusage[q]
                 for k, r in enumerate(self.resources):
-                    if r in lim and lim[r] is not None and u[k] + req[k] > float(lim[r]) + 1e-9:
+                    if r in lim and lim[r] is not None and u[k] + req[k] > float(lim[r]) + EPS:
                         return False
         return True
 
@@ -459,7 +460,7 @@ class YTsaurusModel(PreemptionModel):
             picker.changed(pick)
         if self.enabled and self.backoff.should_run(node, now):
             out.extend(self._preemptive(state, node, now, free, qusage, opusage, started))
-        if any(f < -1e-9 for f in free):
+        if any(f < -EPS for f in free):
             out.extend(self._overcommit(state, node))
         return out
 
@@ -610,7 +611,7 @@ class YTsaurusModel(PreemptionModel):
                 if not lim:
                     continue
                 u = qusage[q]
-                if any(r in lim and lim[r] is not None and u[k] > float(lim[r]) + 1e-9
+                if any(r in lim and lim[r] is not None and u[k] > float(lim[r]) + EPS
                        for k, r in enumerate(self.resources)):
                     for q2 in state.path_to_root(queue):  # live re-check for the next candidate
                         qusage[q2] = [x - y for x, y in zip(qusage[q2], c.res)]
@@ -658,12 +659,12 @@ __all__ = ["YTsaurusModel", "AP", "NP", "P"]
 
 def _last_update(since: float, period: float, ticks: np.ndarray, beats: np.ndarray) -> float:
     """The time of the last snapshot refresh over skipped instants (ticks and heartbeats merged):
-    ``schedule`` refreshes at the first instant ``now >= since + period - 1e-9``, in the same float
+    ``schedule`` refreshes at the first instant ``now >= since + period - EPS``, in the same float
     arithmetic. Runs of ticks that each refresh (nothing in between reaching the threshold first)
     are checked as arrays; the rest goes instant by instant."""
     s = since
     while True:
-        thr = s + period - 1e-9
+        thr = s + period - EPS
         j = int(np.searchsorted(ticks, thr, "left"))
         b = int(np.searchsorted(beats, thr, "left"))
         tj = float(ticks[j]) if j < len(ticks) else math.inf
@@ -674,7 +675,7 @@ def _last_update(since: float, period: float, ticks: np.ndarray, beats: np.ndarr
         s = x
         if x == tj and j + 1 < len(ticks):
             rest = ticks[j:]
-            thr_r = rest[:-1] + period - 1e-9
+            thr_r = rest[:-1] + period - EPS
             ok = (rest[1:] >= thr_r) & (np.searchsorted(beats, thr_r, "left") == np.searchsorted(beats, rest[1:], "left"))
             bad = int(np.argmin(ok)) if not ok.all() else len(ok)
             s = float(rest[bad])
@@ -719,7 +720,7 @@ def _from_arrays(arr, params: dict[str, starvation.Params]) -> tuple[dict, dict[
     statuses = {n: "below_fair_share" if b else "normal" for n, b in zip(names, below)}
     rows = np.flatnonzero(arr.is_op)
     fair, demand = arr.fair[rows], arr.demand_share[rows]
-    equal = np.all(np.abs(fair - demand) <= 1e-9, axis=1) & (demand.max(axis=1, initial=0.0) > 1e-9)
+    equal = np.all(np.abs(fair - demand) <= EPS, axis=1) & (demand.max(axis=1, initial=0.0) > EPS)
     published = {names[i]: classify.Published(f, d, not e)
                  for i, f, d, e in zip(rows.tolist(), fair.tolist(), demand.tolist(), equal.tolist())}
     return published, statuses
