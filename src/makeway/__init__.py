@@ -28,7 +28,7 @@ _EXPORTS = {
     "TaskGroup": "makeway.core.objects",
     "Decision": "makeway.core.decisions", "Start": "makeway.core.decisions", "Preempt": "makeway.core.decisions",
     "Note": "makeway.core.decisions", "Reason": "makeway.core.decisions",
-    "PreemptionModel": "makeway.core.policy", "load_model": "makeway.core.policy", "MODELS": "makeway.core.policy",
+    "PreemptionModel": "makeway.core.policy", "load_model": "makeway.registry", "MODELS": "makeway.registry",
     "MakewayError": "makeway.errors", "ConfigError": "makeway.errors", "TraceError": "makeway.errors",
 }
 __all__ = sorted(_EXPORTS) + ["__version__"]

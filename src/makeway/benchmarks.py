@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from makeway.core.objects import Node, Queue, TaskGroup, Workload
-from makeway.core.policy import PreemptionModel, load_model
+from makeway.core.policy import PreemptionModel
+from makeway.registry import load_model
 from makeway.core.state import ClusterState
 from makeway.sim.engine import SimOptions, simulate
 

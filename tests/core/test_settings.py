@@ -13,7 +13,7 @@ import pytest
 from tests.example_files import example_configs
 
 from makeway.config import load_config, load_yaml, parse_config
-from makeway.core.policy import MODELS, load_model
+from makeway.registry import MODELS, load_model
 from makeway.errors import ConfigError, TraceError
 from makeway.model_settings import BY_CLASS, LEVELS, TRACE_METADATA, _owners, settings_classes, trace_settings_problem
 from makeway.sim.trace import change_from_record, workload_from_record
@@ -185,9 +185,9 @@ def test_no_key_means_two_things():
 
 
 def test_every_model_name_has_settings_classes():
-    for name, target in MODELS.items():
-        assert target in BY_CLASS, name
-        assert settings_classes(name).model is BY_CLASS[target].model
+    for name, found in MODELS.items():
+        assert found.policy in BY_CLASS, name
+        assert settings_classes(name).model is BY_CLASS[found.policy].model
 
 
 # -- importers ---------------------------------------------------------------------------------------

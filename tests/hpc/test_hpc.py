@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from makeway.core.decisions import Note, Start
 from makeway.core.objects import Node, Queue, TaskGroup, Workload
-from makeway.core.policy import load_model
+from makeway.registry import load_model
 from makeway.core.state import ClusterState
 from makeway.policies.hpc.model import EasyBackfill, StrictFifo, best_fit, gang_fits
 from makeway.core.placement import first_fit

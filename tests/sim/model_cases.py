@@ -20,7 +20,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from makeway.core.objects import Node, Queue, TaskGroup, Workload
-from makeway.core.policy import load_model
+from makeway.registry import load_model
 from makeway.core.state import ClusterState
 from makeway.core.placement import first_fit
 from makeway.policies.first_fit.model import PriorityFirstFit

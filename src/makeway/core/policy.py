@@ -1,4 +1,5 @@
-"""The interface every preemption model implements, and the registry that finds them by name.
+"""The interface every preemption model implements (the registry that finds them by name is
+``makeway.registry``).
 
 A model is a deterministic object: given the same state, ``now`` and call sequence it returns the
 same decisions in the same order. It may keep its own bookkeeping between calls (starvation clocks,
@@ -15,7 +16,6 @@ other event; ``skip_periodic`` then tells it which calls it did not get.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, Mapping
 
 from makeway.core.decisions import Decision
@@ -88,28 +88,3 @@ class PreemptionModel:
         """Seconds a victim keeps its resources after notice; the workload's own grace by default."""
         alloc = state.allocations[allocation]
         return state.workloads[alloc.workload].grace
-
-
-# model name -> "module:Class". Modules are imported lazily so one broken model never hides the rest.
-MODELS: dict[str, str] = {
-    "none": "makeway.policies.first_fit.model:PriorityFirstFit",
-    # greedy first fit by priority then submit time: a later job that fits starts before an earlier
-    # one that does not, so it is not FCFS (that is `fifo-strict`); `fifo` is its old name
-    "first-fit": "makeway.policies.first_fit.model:PriorityFirstFit",
-    "fifo": "makeway.policies.first_fit.model:PriorityFirstFit",
-    "kueue": "makeway.policies.kueue:KueueModel",
-    "yunikorn": "makeway.policies.yunikorn.model:YuniKornModel",
-    "ytsaurus": "makeway.policies.ytsaurus:YTsaurusModel",
-    "symphony": "makeway.policies.symphony.model:SymphonyModel",
-    "fifo-strict": "makeway.policies.hpc.model:StrictFifo",
-    "easy-backfill": "makeway.policies.hpc.model:EasyBackfill",
-}
-
-
-def load_model(name: str, settings: Mapping[str, Any] | None = None) -> PreemptionModel:
-    target = MODELS.get(name)
-    if target is None:
-        raise KeyError(f"unknown preemption model {name!r} (known: {', '.join(sorted(MODELS))})")
-    module_name, cls_name = target.split(":")
-    cls = getattr(importlib.import_module(module_name), cls_name)
-    return cls(settings)
