@@ -6,10 +6,10 @@ victims, then trims the list to the ask and commits (marks victims, bumps ``pree
 arithmetic uses the YuniKorn helpers of ``core.resources`` because their nil/empty and
 missing-type rules decide the outcomes.
 
-``SHORTCUTS`` exists for the cache-equivalence test (tests/yunikorn_queue/test_cache_equivalence.py):
-set to False, every shortcut here takes its general path (the guarantee check loops over victims,
-every usable node is tried and ``choose_node`` picks, sorts use Go's comparators, the per-leaf
-candidate memo is neither read nor written). Decisions must be the same either way.
+With ``Partition.shortcuts`` off (the model's ``caches: false``), every shortcut here takes its
+general path (the guarantee check loops over victims, every usable node is tried and
+``choose_node`` picks, sorts use Go's comparators, the per-leaf candidate memo is neither read nor
+written). Decisions must be the same either way (tests/yunikorn_queue/test_cache_equivalence.py).
 """
 
 from __future__ import annotations
@@ -18,16 +18,17 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from makeway.core.resources import Res, add, sub
-from makeway.policies.yunikorn.resources import (component_wise_min, component_wise_min_only_existing, equals_or_empty,
-                                                 fit_in, fit_in_actual, fit_in_max_undef, is_empty, match_any,
-                                                 merge_if_not_present, strictly_greater_than,
-                                                 strictly_greater_than_only_existing, strictly_greater_than_or_equals,
-                                                 strictly_greater_than_or_equals_only_existing, sub_eliminate_negative,
-                                                 sub_only_existing)
+from makeway.policies.yunikorn.resources import (component_wise_min, component_wise_min_only_existing,
+                                                 equals_or_empty, fit_in, fit_in_actual, fit_in_max_undef, is_empty,
+                                                 match_any, merge_if_not_present,
+                                                 strictly_greater_than_only_existing,
+                                                 strictly_greater_than_or_equals_only_existing,
+                                                 sub_eliminate_negative, sub_only_existing)
 from makeway.policies.yunikorn.common import (INT32_MAX, INT32_MIN, MAX_PREEMPTION_ATTEMPTS,
                                               POLICY_DISABLED, POLICY_FENCE,
                                               PREEMPT_ATTEMPT_FREQUENCY_US, Partition, YAlloc, YAsk,
                                               go_slice_stable)
+from makeway.policies.yunikorn.required_node import required_node_preemption
 
 # ask log reasons (symbolic names of YuniKorn's log texts)
 PRECONDITIONS_FAILED = "PreemptionPreconditionsFailed"
@@ -36,13 +37,10 @@ SHORTFALL = "PreemptionShortfall"
 DOES_NOT_HELP = "PreemptionDoesNotHelp"
 MAX_ATTEMPTS = "PreemptionMaxAttemptsExhausted"
 VICTIMS_RELEASED = "PreemptionVictimsReleased"
-NO_VICTIM_REQUIRED_NODE = "NoVictimForRequiredNode"
 
 SCORE_ORIGINATOR = 1 << 33
 SCORE_NO_PREEMPT = 1 << 34
 SCORE_UNFIT = 1 << 35
-
-SHORTCUTS = True
 
 
 def ask_queue_under(ask: Res, remaining: Res | None) -> bool:
@@ -222,7 +220,7 @@ def _leaf_candidates(part: Partition, ask: YAsk, path: str, t: int, fenced: bool
     allocs = part.leaf_allocs(path)
     if not allocs or probe.within_guarantee():
         return []
-    memo: dict | None = getattr(part, "cand_memo", None) if SHORTCUTS else None
+    memo: dict | None = getattr(part, "cand_memo", None) if part.shortcuts else None
     if memo is None:
         out = []
         for a in allocs:
@@ -271,11 +269,11 @@ class _Check:
     victims: list[YAlloc]
 
 
-def _sort_node_candidates(allocs: list[YAlloc]) -> list[YAlloc]:
+def _sort_node_candidates(allocs: list[YAlloc], shortcuts: bool) -> list[YAlloc]:
     """Preemptible first, then non-originators, then newest first. The comparator answers "not
     less" on full ties, so it is a strict weak order and a keyed stable sort gives what Go's
     ``sort.SliceStable`` gives."""
-    if not SHORTCUTS:
+    if not shortcuts:
         def less(l: YAlloc, r: YAlloc) -> bool:
             if l.allow_preemption != r.allow_preemption:
                 return l.allow_preemption
@@ -290,10 +288,10 @@ class _SortedOnUse:
     """Candidates per node, each node's list sorted the first time it is asked for: the node
     search usually stops long before it has looked at every node."""
 
-    __slots__ = ("raw", "done")
+    __slots__ = ("raw", "done", "shortcuts")
 
-    def __init__(self, raw: dict[str, list[YAlloc]]):
-        self.raw = raw
+    def __init__(self, raw: dict[str, list[YAlloc]], shortcuts: bool):
+        self.raw, self.shortcuts = raw, shortcuts
         self.done: dict[str, list[YAlloc]] = {}
 
     def get(self, node: str, default: list[YAlloc] | None = None) -> list[YAlloc] | None:
@@ -302,7 +300,7 @@ class _SortedOnUse:
             raw = self.raw.get(node)
             if raw is None:
                 return default
-            out = self.done[node] = _sort_node_candidates(raw)
+            out = self.done[node] = _sort_node_candidates(raw, self.shortcuts)
         return out
 
 
@@ -370,7 +368,7 @@ class Preemptor:
         work = self._dup()
         aq = work[self.ask.queue]
         aq.add_allocation(self.ask.resources)
-        fixed = self._ask_remaining_fixed(work, aq) if SHORTCUTS else None
+        fixed = self._ask_remaining_fixed(work, aq) if self.part.shortcuts else None
         if fixed is not None:
             return fixed
         for path in list(work):
@@ -422,7 +420,7 @@ class Preemptor:
                 usable.append(node.id)
             else:
                 by_node.pop(node.id, None)
-        self.by_node = _SortedOnUse(by_node)
+        self.by_node = _SortedOnUse(by_node, self.part.shortcuts)
         self.usable = usable
 
     def free_of_node(self, node_id: str) -> Res:
@@ -442,7 +440,7 @@ class Preemptor:
         ask = self.ask.resources
         if fit_in(free, ask):
             return -1, []
-        if not candidates and SHORTCUTS:
+        if not candidates and self.part.shortcuts:
             return -1, None  # what the two passes below come to with nothing to try
         work = self._dup()
         aq = work[self.ask.queue]
@@ -577,7 +575,7 @@ class Preemptor:
                 seen.add(v.key)
         rest = [a for a in self._all_candidates() if a.key not in seen]
         # a strict weak order (full ties answer "not less"): a keyed stable sort is Go's result
-        if SHORTCUTS:
+        if self.part.shortcuts:
             rest.sort(key=lambda a: (_additional_score(a), -a.create_us))
         else:
             rest = go_slice_stable(rest, lambda l, r: (l.create_us > r.create_us)
@@ -619,7 +617,7 @@ class Preemptor:
         self.init_working_state()
         assert self.by_node is not None
         victims_for: dict[str, list[YAlloc]] = {}
-        if self.oracle is None and SHORTCUTS:
+        if self.oracle is None and self.part.shortcuts:
             chosen = self._least_check(victims_for)
         else:
             checks: list[_Check] = []
@@ -691,89 +689,8 @@ def attempt_preemption(part: Partition, ask: YAsk, now_us: int, budget: list[int
     return result
 
 
-# ---------------------------------------------------------------------------------------------
-# Required-node (DaemonSet) preemption (§3)
-
-
-@dataclass(slots=True)
-class RequiredNodeFilter:
-    candidates: list[YAlloc]
-    counters: dict[str, int]
-
-
-def required_node_filter(part: Partition, ask: YAsk) -> RequiredNodeFilter:
-    counters = {"total": 0, "requiredNode": 0, "noMatchingResourceType": 0, "higherPriority": 0,
-                "alreadyPreempted": 0, "released": 0}
-    out = []
-    for a in part.node_allocs(ask.required_node):
-        counters["total"] += 1
-        if a.required_node:
-            counters["requiredNode"] += 1
-        elif a.priority > ask.priority:
-            counters["higherPriority"] += 1
-        elif a.preempted:
-            counters["alreadyPreempted"] += 1
-        elif not match_any(a.resources, ask.resources):
-            counters["noMatchingResourceType"] += 1
-        elif a.released:
-            counters["released"] += 1
-        else:
-            out.append(a)
-    return RequiredNodeFilter(out, counters)
-
-
-def _ds_class(a: YAlloc) -> int:
-    if a.originator:
-        return 2
-    return 1 if not a.allow_preemption else 0
-
-
-def sort_required_node(allocs: list[YAlloc]) -> list[YAlloc]:
-    def less(l: YAlloc, r: YAlloc) -> bool:
-        cl, cr = _ds_class(l), _ds_class(r)
-        if cl != cr:
-            return cl < cr
-        if l.priority != r.priority:
-            return l.priority < r.priority
-        if l.create_us != r.create_us:
-            return l.create_us > r.create_us
-        return not strictly_greater_than(l.resources, r.resources)
-    return go_slice_stable(allocs, less)
-
-
-def required_node_victims(ask: YAsk, sorted_candidates: list[YAlloc], free: Res) -> list[YAlloc] | None:
-    total: Res = {}
-    out: list[YAlloc] = []
-    for a in sorted_candidates:
-        if strictly_greater_than_or_equals(total, ask.resources):
-            break
-        out.append(a)
-        total = add(total, a.resources)
-    if strictly_greater_than_or_equals(add(total, free), ask.resources):
-        return out
-    return None
-
-
-def required_node_preemption(part: Partition, ask: YAsk) -> list[YAlloc] | None:
-    """Run once for a pinned ask that does not fit its node; commits and returns the victims."""
-    if ask.triggered_preemption or not ask.required_node or ask.required_node not in part.nodes:
-        return None
-    cands = sort_required_node(required_node_filter(part, ask).candidates)
-    victims = required_node_victims(ask, cands, part.nodes[ask.required_node].free)
-    if not victims:
-        ask.log.append(NO_VICTIM_REQUIRED_NODE)
-        return None
-    for v in victims:
-        if not v.preempted:
-            v.preempted = True
-            part.add_preempting(v.queue, v.resources)
-    ask.triggered_preemption = True
-    return victims
-
-
 __all__ = ["Preemptor", "PreemptionResult", "Snap", "find_victims", "find_fence_root", "attempt_preemption",
-           "ask_queue_under", "victim_queue_over", "required_node_filter", "sort_required_node",
-           "required_node_victims", "required_node_preemption", "MAX_PREEMPTION_ATTEMPTS"]
+           "ask_queue_under", "victim_queue_over", "MAX_PREEMPTION_ATTEMPTS"]
 
 
 # ---------------------------------------------------------------------------------------------
