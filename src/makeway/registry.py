@@ -32,7 +32,8 @@ class Entry:
 
 
 _NO = "makeway.policies.hpc.settings:NoSettings"
-_FIRST_FIT = Entry("makeway.policies.first_fit.model:PriorityFirstFit", (_NO, _NO, _NO), "hpc.md")
+_FIRST_FIT = Entry("makeway.policies.first_fit.model:PriorityFirstFit",
+                   ("makeway.policies.first_fit.settings:FirstFitSettings", _NO, _NO), "hpc.md")
 _BATCH = ("makeway.policies.hpc.settings:BatchSettings", _NO, _NO)
 
 MODELS: dict[str, Entry] = {

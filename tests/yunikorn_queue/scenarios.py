@@ -120,10 +120,10 @@ SCENARIOS: dict[str, Callable[[], tuple]] = {
 }
 
 
-def run(name: str, **model_kw: Any) -> list[dict]:
+def run(name: str, **extra_settings: Any) -> list[dict]:
     from makeway.policies.yunikorn.model import YuniKornModel
     state, jobs, changes, settings = SCENARIOS[name]()
-    rec = simulate(state, YuniKornModel(settings, **model_kw), jobs, changes,
+    rec = simulate(state, YuniKornModel({**settings, **extra_settings}), jobs, changes,
                    SimOptions(record_starts=True, check_invariants=True))
     return rec.events
 

@@ -35,6 +35,14 @@ class PreemptionModel:
 
     def __init__(self, settings: Mapping[str, Any] | None = None):
         self.settings: dict[str, Any] = dict(settings or {})
+        # False: the reference path, nothing reused between calls; the cache-equivalence tests
+        # compare a model against its own ``caches: false`` twin
+        self.caches = bool(self.settings.get("caches", True))
+
+    def options(self) -> dict[str, Any]:
+        """How this run computed its decisions (recorded in the results): options that must not
+        change a decision, so two runs differing only here are expected to agree."""
+        return {"caches": self.caches}
 
     def bind(self, state: ClusterState) -> None:
         """Called once with the initial state, before any event."""

@@ -93,6 +93,7 @@ class Simulation:
 
     def __post_init__(self) -> None:
         self.recorder = Recorder(self.state, record_starts=self.options.record_starts)
+        self.recorder.model_options = self.model.options()
 
     # -- event heap ----------------------------------------------------------------------------
 

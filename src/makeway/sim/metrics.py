@@ -36,6 +36,7 @@ class Recorder:
     def __init__(self, state: ClusterState, record_starts: bool = False):
         self.state = state
         self.record_starts = record_starts
+        self.model_options: dict[str, Any] = {}  # how the model computed (``caches`` ...), from the engine
         self.pending_tasks: dict[str, int] = {q: 0 for q in state.queues}
         self.queue_wasted: dict[str, Res] = {}
         self.queue_preemptions: dict[str, int] = {}
@@ -361,6 +362,7 @@ class Recorder:
         return rows
 
     def results(self, meta: dict[str, Any] | None = None) -> dict[str, Any]:
-        return {"schema": RESULTS_SCHEMA, **(meta or {}), "capacity": dict(self.capacity), "summary": self.summary(),
+        return {"schema": RESULTS_SCHEMA, **(meta or {}), "model_options": dict(self.model_options),
+                "capacity": dict(self.capacity), "summary": self.summary(),
                 "queues": self.queue_table(), "quota_convergence": self.convergence,
                 "timeseries": self.timeseries(), "workloads": self.workload_rows(), "events": self.events}

@@ -34,6 +34,9 @@ class PriorityFirstFit(PreemptionModel):
 
     def _candidates(self, state: ClusterState) -> tuple[list[str], list[tuple], list[int]]:
         """Workloads to try in full, backlog shapes to try on freed nodes, and those nodes' indexes."""
+        if not self.caches:  # the reference path: every pending workload tried, nothing kept between passes
+            self._backlog = Backlog(state.resources)
+            return list(state.pending), [], []
         seen = self._seen
         self._seen = (state, state.config_epoch, state.freed_epoch, state.freed_log.position,
                       state.pending_log.position, state.topology_epoch)

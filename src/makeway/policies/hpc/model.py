@@ -178,7 +178,7 @@ class StrictFifo(PreemptionModel):
         self._topology = state.topology_epoch
 
     def _free(self, state: ClusterState, extra_used: Mapping[str, Res]) -> Res:
-        if self._capacity is None or self._topology != state.topology_epoch:
+        if self._capacity is None or self._topology != state.topology_epoch or not self.caches:
             self._capacity = state.total_capacity()
             self._empty_fit.clear()  # what fits an empty cluster depends on its nodes
             self._topology = state.topology_epoch
@@ -193,6 +193,8 @@ class StrictFifo(PreemptionModel):
         when they outnumber the pending ones. The queue stays sorted, so rebuilding it from the
         pending set (when the journal was trimmed) gives the same order.
         """
+        if not self.caches:  # the reference path: sorted afresh
+            return iter(fifo_order(state))
         pending = state.pending
         queue, queued = self._queue, self._queued
         fresh = state.pending_log.since(self._log)
@@ -295,6 +297,8 @@ class StrictFifo(PreemptionModel):
     def _fits_empty(self, state: ClusterState, wl_id: str, tasks: list[str]) -> bool:
         """Whether the gang fits the cluster with nothing running (cached: nodes rarely change)."""
         key = (wl_id, len(tasks))
+        if not self.caches:
+            return groups_fit(state, self._shape(state, wl_id, tasks), {}, empty_cluster=True)
         hit = self._empty_fit.get(key)
         if hit is None:
             hit = self._empty_fit[key] = groups_fit(state, self._shape(state, wl_id, tasks), {}, empty_cluster=True)

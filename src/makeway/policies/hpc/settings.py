@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from makeway.policies.settings_common import Settings
+from makeway.policies.settings_common import ModelSettings, Settings
 
 
-class BatchSettings(Settings):
+class BatchSettings(ModelSettings):
     """``preemption.settings`` for ``fifo-strict`` and ``easy-backfill``."""
 
     placement: Literal["first-fit", "best-fit"] = "first-fit"

@@ -240,8 +240,8 @@ class SymphonyModel(PreemptionModel):
         if not state.pending:  # nothing to place and nobody with unmet demand to preempt for
             return []
         resource = self.slot_resource(state)
-        if self._slots is None or self._slots.resource != resource:
-            self._slots = _SlotCache(resource)
+        if self._slots is None or self._slots.resource != resource or not self.caches:
+            self._slots = _SlotCache(resource)  # without caches: slots per request counted afresh
         plan = _Plan(state, self._slots)
         consumers: dict[str, list[str]] = {}
         active = {w for w, r in state.running.items() if r} | set(state.pending)

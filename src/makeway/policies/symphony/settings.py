@@ -9,7 +9,7 @@ from typing import Annotated, Any, Optional
 
 from pydantic import AfterValidator, BeforeValidator, Field, StrictInt, StrictStr
 
-from makeway.policies.settings_common import Settings
+from makeway.policies.settings_common import ModelSettings, Settings
 from makeway.policies.symphony.rules import (DEFAULT_PRIORITY, DEFAULT_RANK, LOWER_OR_EQUAL, MOST_OVER_ALLOCATED,
                                              normalize_criteria, normalize_scope)
 
@@ -44,7 +44,7 @@ class SessionType(Settings):
     priority: Optional[Rank] = Field(default=None, description=f"default: the workload's priority if >= 1, else {DEFAULT_PRIORITY}")
 
 
-class SymphonySettings(Settings):
+class SymphonySettings(ModelSettings):
     """``preemption.settings`` for ``model: symphony``; consumer knobs here apply where a queue sets none."""
 
     preemptionScope: Optional[Scope] = LOWER_OR_EQUAL

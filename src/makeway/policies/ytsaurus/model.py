@@ -31,7 +31,8 @@ from makeway.core.policy import PreemptionModel
 from makeway.core.state import ClusterState
 from makeway.policies.ytsaurus import classify, fairshare, heartbeat, integral, starvation
 from makeway.policies.ytsaurus.classify import AP, NP, P
-from makeway.policies.ytsaurus.schedule import Picker
+from makeway.errors import ConfigError
+from makeway.policies.ytsaurus.schedule import Picker, ReferencePicker
 from makeway.policies.ytsaurus.tree import ROOT, Element, Tree
 
 STAGE_RULE = {"preemptive_aggressive": "aggressive-preemptive-stage", "preemptive_normal": "preemptive-stage"}
@@ -54,9 +55,6 @@ class YTsaurusModel(PreemptionModel):
     heartbeat_period: float | None = 5.0
     heartbeat_splay: float = 1.0
     tick_period: float | None = 0.2
-    # chooses whom to serve, pick after pick; a class attribute so that the cache equivalence test
-    # can put the reference ``schedule.pick_operation`` in its place
-    picker_class: type[Picker] = Picker
 
     def __init__(self, settings: Mapping[str, Any] | None = None):
         super().__init__(settings)
@@ -81,7 +79,12 @@ class YTsaurusModel(PreemptionModel):
         self._fs_key: tuple | None = None      # state epochs the last computed fair share saw
         self._integral_key: int | None = None
         self._integral_any = False
-        self.curve_cache = fairshare.CurveCache()
+        # chooses whom to serve, pick after pick; without caches the reference ``pick_operation``
+        self.picker_class: type[Picker] = Picker if self.caches else ReferencePicker
+        self.curve_cache = fairshare.CurveCache() if self.caches else None
+        self.kernel = bool(s.get("fair_share_kernel", False))
+        if self.kernel and not fairshare.kernel_available():
+            raise ConfigError("preemption.settings.fair_share_kernel: needs numba (pip install 'makeway[fast]')")
         self._usage_cache: dict[str, tuple[tuple[int, int], list[float]]] = {}
         self._pos_tree: Tree | None = None
         self._pos: dict[str, int] = {}
@@ -135,6 +138,9 @@ class YTsaurusModel(PreemptionModel):
             return self.update(state, now)
         return []
 
+    def options(self) -> dict[str, Any]:
+        return {**super().options(), "fair_share_kernel": self.kernel}
+
     def _alloc_sig(self, state: ClusterState, wid: str) -> tuple:
         running = state.running.get(wid) or {}
         return (self._stamp, len(running), state.allocations[next(reversed(running))].seq if running else 0,
@@ -148,6 +154,8 @@ class YTsaurusModel(PreemptionModel):
         costs the allocations on its node, not every operation in the cluster.
         """
         a = state.allocations.get(tid)
+        if not self.caches:
+            self._sig.clear()
         if a is not None and self.snap is not None and a.workload in self.snap.published:
             if self._sig.get(a.workload) != self._alloc_sig(state, a.workload):
                 self.reclassify(state, a.workload)
@@ -264,9 +272,10 @@ class YTsaurusModel(PreemptionModel):
 
     def build_tree(self, state: ClusterState) -> Tree:
         res = self.resources
-        total = state.total_capacity_cached()  # refreshed when nodes join or leave
+        # refreshed when nodes join or leave
+        total = state.total_capacity_cached() if self.caches else state.total_capacity()
         tree = Tree(res, [float(total.get(r, 0)) for r in res],
-                    main_resource=str(self.settings.get("main_resource", "cpu")))
+                    main_resource=str(self.settings.get("main_resource", "cpu")), memo_orders=self.caches)
         tree.add(Element(ROOT, None))
         for i, q in enumerate(state.queues.values()):
             s = q.settings or {}
@@ -306,6 +315,8 @@ class YTsaurusModel(PreemptionModel):
         changes whenever the set does: any start brings a new newest seq, removals alone lower the count.
         """
         sig = (len(running), state.allocations[next(reversed(running))].seq if running else 0)
+        if not self.caches:
+            self._usage_cache.clear()
         hit = self._usage_cache.get(wid)
         if hit is not None and hit[0] == sig:
             return list(hit[1])
@@ -321,6 +332,8 @@ class YTsaurusModel(PreemptionModel):
     def update(self, state: ClusterState, now: float) -> list[Decision]:
         """Recompute fair shares, starvation and the preemptible classes; notes on starvation changes."""
         self.dirty = False
+        if not self.caches:  # the reference path: every update computed
+            self._fs_key = self._integral_key = None
         key = (state.alloc_epoch, state.submit_epoch, state.config_epoch, state.freed_epoch, state.topology_epoch)
         snap = self.snap
         if snap is not None and key == self._fs_key and not self._has_integral(state):
@@ -333,7 +346,7 @@ class YTsaurusModel(PreemptionModel):
             self.integral.elapsed = None if snap is None else now - snap.time
             caps = ([[float(n.capacity.get(r, 0)) for r in self.resources] for n in state.nodes.values()]
                     if self.settings.get("best_allocation_share") else None)
-            result = fairshare.compute(tree, caps, self.integral, self.curve_cache)
+            result = fairshare.compute(tree, caps, self.integral, self.curve_cache, self.kernel)
             params = starvation.effective_params(tree, self.settings)
             arr = getattr(result.attrs, "arrays", None)
             if arr is None:
@@ -401,7 +414,7 @@ class YTsaurusModel(PreemptionModel):
 
     def _positions(self, tree: Tree) -> dict[str, int]:
         """Each element's index among its parent's children (the tie-break of the regular stage)."""
-        if self._pos_tree is not tree:
+        if self._pos_tree is not tree or not self.caches:
             self._pos = {c: i for el in tree.elements.values() for i, c in enumerate(el.children)}
             self._pos[ROOT] = 0
             self._pos_tree = tree
@@ -466,9 +479,11 @@ class YTsaurusModel(PreemptionModel):
 
     def _live_usage(self, state: ClusterState) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
         """Pool and operation usage vectors for one heartbeat, converted from the state on first use
-        and then kept current by ``_account``. A method so that the cache equivalence test can
-        convert them all up front."""
-        return _LiveQueueUsage(self, state), _LiveUsage(self, state)
+        and then kept current by ``_account`` (without caches: all converted up front)."""
+        pools, ops = _LiveQueueUsage(self, state), _LiveUsage(self, state)
+        if not self.caches:
+            return {q: pools[q] for q in state.queues}, {w: ops[w] for w in state.workloads}
+        return pools, ops
 
     def _overcommit(self, state: ClusterState, node: str) -> list[Decision]:
         """Node usage above its limits (capacity shrank): keep oldest non-preemptible first (§6.7)."""

@@ -189,6 +189,8 @@ def plus(used: Res, res: Res) -> Res:
 class Partition:
     """Queues (by path, parents before children), nodes (in iteration order) and allocations."""
 
+    shortcuts = True  # False: the preemptor's reference path (the model's ``caches: false``)
+
     def __init__(self, queues: Sequence[YQueue], nodes: Sequence[YNode], allocations: Sequence[YAlloc]):
         self.queues: dict[str, YQueue] = {q.path: q for q in queues}
         for q in self.queues.values():

@@ -2,10 +2,10 @@
 
 Each task is an ask. Asks are walked by application priority then submit time, placed first fit
 within the queue headroom, and an ask that cannot be placed runs YuniKorn's preemptor
-(``yunikorn_preemptor``) once its leaf's ``preemption.delay`` has passed since submission. A
+(``preemptor``) once its leaf's ``preemption.delay`` has passed since submission. A
 successful preemption reserves the node for the ask; the ask is placed when the victims are gone
 (possibly on another node, as in YuniKorn). Quota-change preemption is composed in from
-``yunikorn_quota.QuotaPreemption`` when that module is available.
+``quota.QuotaPreemption``; required-node preemption lives in ``required_node``.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from makeway.policies.yunikorn.common import (MAX_PREEMPTION_ATTEMPTS, PREEMPT_A
                                               QueueProps, YAlloc, YAsk, YNode, YQueue, exact, free_of, plus,
                                               resolve_props)
 from makeway.policies.yunikorn.preemptor import try_allocate
+from makeway.policies.yunikorn.quota import QuotaPreemption
 
 RESERVATION_TIMEOUT_US = 3_600_000_000
 
@@ -193,8 +194,8 @@ class YuniKornModel(PreemptionModel):
     Model-wide settings: ``preemptionEnabled`` (default true; gates ask-triggered preemption only),
     and whatever ``QuotaPreemption`` reads.
 
-    ``schedule`` decides exactly what the reference pass (``reference=True``: rebuild the whole
-    partition view, walk every ask through ``try_allocate``) decides, but does the work only where
+    ``schedule`` decides exactly what the reference pass (``caches: false``: rebuild the whole
+    partition view, walk every ask through ``try_allocate``, no preemptor shortcut) decides, but does the work only where
     an outcome can change: asks that fit are placed through the state's free-capacity index; the
     partition view is built only when an ask is due to run the preemptor (or holds a reservation /
     a required node); a request that found no node or no headroom is not re-tried until resources
@@ -204,21 +205,14 @@ class YuniKornModel(PreemptionModel):
 
     name = "yunikorn"
 
-    def __init__(self, settings: Mapping[str, Any] | None = None, reference: bool = False):
+    def __init__(self, settings: Mapping[str, Any] | None = None):
         super().__init__(settings)
-        self.reference = reference
         self.preemption_enabled = bool(self.settings.get("preemptionEnabled", True))
         self.asks: dict[str, YAsk] = {}
         self.reservations: dict[str, str] = {}
         self.reserved_at: dict[str, int] = {}
         self._wake: float | None = None
-        self.quota: Any = None
-        try:
-            from makeway.policies.yunikorn.quota import QuotaPreemption
-        except ImportError:
-            QuotaPreemption = None  # noqa: N806 - the quota module may not be present
-        if QuotaPreemption is not None:
-            self.quota = QuotaPreemption(self.settings)
+        self.quota = QuotaPreemption(self.settings)
         # fast-path caches
         self._cfg_epoch = -1
         self._props: dict[str, QueueProps] = {}
@@ -311,7 +305,7 @@ class YuniKornModel(PreemptionModel):
         return decisions
 
     def schedule(self, state: ClusterState, now: float) -> list[Decision]:
-        if self.reference:
+        if not self.caches:
             return self._schedule_reference(state, now)
         return self._schedule_fast(state, now)
 
@@ -322,6 +316,7 @@ class YuniKornModel(PreemptionModel):
         now_us = _us(now)
         self._drop_stale(state, now_us)
         part = build_partition(state, taken)
+        part.shortcuts = False
         for ask_key, node in self.reservations.items():
             if node in part.nodes:
                 part.nodes[node].reserved_for = ask_key

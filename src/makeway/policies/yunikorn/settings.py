@@ -17,7 +17,7 @@ from typing import Annotated, Any, Optional
 from pydantic import AfterValidator, ConfigDict, Field, StrictStr, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from makeway.policies.settings_common import Flag, FlagWord, Settings
+from makeway.policies.settings_common import Flag, FlagWord, ModelSettings, Settings
 from makeway.policies.yunikorn.common import INT32_MAX, INT32_MIN, parse_go_duration_us
 
 
@@ -104,7 +104,7 @@ class Properties(Settings):
         default="enabled", alias="application.sort.priority")
 
 
-class YuniKornSettings(Settings):
+class YuniKornSettings(ModelSettings):
     """``preemption.settings`` for ``model: yunikorn`` (the partition's ``preemption`` block)."""
 
     preemptionEnabled: Flag = True
