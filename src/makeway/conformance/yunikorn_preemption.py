@@ -2,7 +2,7 @@
 
 The case's queues, nodes, allocations and ask become a ``Partition`` (the same structure the
 simulator model builds from the cluster state), the predicate mock becomes an oracle object, and the
-``entry`` says which stage of ``policies.yunikorn_preemptor`` the Go test exercised.
+``entry`` says which stage of ``policies.yunikorn.preemptor`` the Go test exercised.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ Mapping (see ``docs/models/symphony.md``):
 * per consumer and per cycle the SSM recomputes each session's demand (running + pending slots),
   allocation and **deserved** share (``R_Proportion``: by session priority, capped by demand,
   surplus shared out), places pending tasks up to deserved, and then lets preemptive
-  under-allocated sessions take slots from over-allocated ones (``symphony_rules``).
+  under-allocated sessions take slots from over-allocated ones (``rules``).
 
 Session knobs (workload ``settings``, overriding the session type named by ``settings.sessionType``
 in the queue's ``settings.sessionTypes``): ``preemptive`` (default false), ``preemptionRank``
