@@ -17,7 +17,7 @@ import random
 import sys
 import time
 
-from makeway.policies.ytsaurus import arrays, fairshare
+from makeway.policies.ytsaurus import fairshare
 from makeway.policies.ytsaurus.tree import ROOT, Element, Tree
 
 RES = ("cpu", "memory", "gpu")
@@ -60,6 +60,7 @@ def _cpu(fn, repeat: int) -> float:
 
 def measure(pools: int, ops: int, repeat: int = 3) -> float:
     """One whole update from the arrays snapshot."""
+    from makeway.policies.ytsaurus import arrays  # the compiled update: numba (makeway[fast])
     arrays.compute_arrays(arrays.PoolArrays.from_tree(build(20, 100)))  # compile (or load) the kernel
     pa = arrays.PoolArrays.from_tree(build(pools, ops))
     return _cpu(lambda: arrays.compute_arrays(pa), repeat)
@@ -67,6 +68,7 @@ def measure(pools: int, ops: int, repeat: int = 3) -> float:
 
 def measure_incremental(pools: int, ops: int, changed: float = 0.01, seed: int = 11, repeat: int = 3) -> float:
     """An update after ``changed`` of the operations moved their usage (rows written in place)."""
+    from makeway.policies.ytsaurus import arrays  # the compiled update: numba (makeway[fast])
     pa = arrays.PoolArrays.from_tree(build(pools, ops))
     arrays.compute_arrays(pa)
     rng = random.Random(seed)
@@ -82,7 +84,7 @@ def measure_incremental(pools: int, ops: int, changed: float = 0.01, seed: int =
 def measure_from_objects(pools: int, ops: int) -> float:
     """``fairshare.compute`` on the object tree, converting it to arrays first."""
     tree = build(pools, ops)
-    return _cpu(lambda: fairshare.compute(tree), 1)
+    return _cpu(lambda: fairshare.compute(tree, kernel=True), 1)
 
 
 def run(quick: bool = False) -> list[dict]:

@@ -71,8 +71,8 @@ def test_bad_trace_line_is_named(tmp_path):
     assert "jobs finished" in lenient.stdout and "4 of 4" in lenient.stdout
 
 
-def test_conformance_yunikorn_resources(shared, tmp_path):
-    cases = [p for p in (shared / "conformance" / "yunikorn" / "cases").glob("res-*.json")
+def test_conformance_yunikorn_resources(tmp_path):
+    cases = [p for p in (Path(__file__).resolve().parent / "conformance" / "yunikorn" / "cases").glob("res-*.json")
              if json.loads(p.read_text())["model"] == "yunikorn-resources"]
     assert cases
     p = run("conformance", *map(str, cases))

@@ -37,6 +37,7 @@ from hypothesis import strategies as st
 from makeway import cli
 from tests.example_files import example_configs, example_traces
 from makeway.errors import MakewayError
+from makeway.registry import importers
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -346,7 +347,7 @@ def test_fuzz_swf(work, seed, which, strict):
 
 # -- importers -----------------------------------------------------------------------------------
 
-IMPORTERS = ("kueue", "symphony", "ytsaurus", "yunikorn")
+IMPORTERS = tuple(sorted(importers()))
 SYMPHONY_PROFILES = sorted((ROOT / "tests" / "symphony" / "data").glob("*.xml"))
 
 

@@ -24,11 +24,11 @@ _EXPORTS = {
     "Simulation": "makeway.sim.engine", "SimOptions": "makeway.sim.engine", "simulate": "makeway.sim.engine",
     "Recorder": "makeway.sim.metrics",
     "ClusterState": "makeway.core.state",
-    "Node": "makeway.core.model", "Queue": "makeway.core.model", "Workload": "makeway.core.model",
-    "TaskGroup": "makeway.core.model",
+    "Node": "makeway.core.objects", "Queue": "makeway.core.objects", "Workload": "makeway.core.objects",
+    "TaskGroup": "makeway.core.objects",
     "Decision": "makeway.core.decisions", "Start": "makeway.core.decisions", "Preempt": "makeway.core.decisions",
     "Note": "makeway.core.decisions", "Reason": "makeway.core.decisions",
-    "PreemptionModel": "makeway.core.policy", "load_model": "makeway.core.policy", "MODELS": "makeway.core.policy",
+    "PreemptionModel": "makeway.core.policy", "load_model": "makeway.registry", "MODELS": "makeway.registry",
     "MakewayError": "makeway.errors", "ConfigError": "makeway.errors", "TraceError": "makeway.errors",
 }
 __all__ = sorted(_EXPORTS) + ["__version__"]

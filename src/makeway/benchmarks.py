@@ -16,8 +16,9 @@ import tracemalloc
 from pathlib import Path
 from typing import Any, Callable
 
-from makeway.core.model import Node, Queue, TaskGroup, Workload
-from makeway.core.policy import PreemptionModel, load_model
+from makeway.core.objects import Node, Queue, TaskGroup, Workload
+from makeway.core.policy import PreemptionModel
+from makeway.registry import load_model
 from makeway.core.state import ClusterState
 from makeway.sim.engine import SimOptions, simulate
 
@@ -239,10 +240,18 @@ def _bench_file(name: str) -> Any | None:
 
 
 def bench_ytsaurus_fair_share(quick: bool) -> list[Figure]:
+    if not _kernel():
+        return [figure("ytsaurus_fair_share_update_ms", float("nan"), "ms", 100, note="numba (makeway[fast]) not installed")]
     mod = _bench_file("bench_ytsaurus_fair_share.py")
     if mod is None:
         return [figure("ytsaurus_fair_share_update_ms", float("nan"), "ms", 100, note="bench/ not found")]
     return mod.run(quick)
+
+
+def _kernel() -> bool:
+    """YTsaurus runs measure the compiled fair share update when numba (makeway[fast]) is there."""
+    from makeway.policies.ytsaurus.fairshare import kernel_available
+    return kernel_available()
 
 
 # -- SWF trace under FIFO and EASY backfilling --------------------------------------------------------------
@@ -298,7 +307,7 @@ def bench_ytsaurus_cluster(quick: bool) -> list[Figure]:
         t += rng.expovariate(ops / 300)
         jobs.append(Workload(f"op{i}", f"p{i % queues}", round(t, 3), rng.uniform(30, 300),
                              (TaskGroup(tasks_per_op, {"cpu": rng.randint(1, 4), "memory": 4 * 2**30}),)))
-    model = load_model("ytsaurus", {})
+    model = load_model("ytsaurus", {"fair_share_kernel": _kernel()})
     t0 = time.perf_counter()
     rec = simulate(state, model, iter(jobs), options=SimOptions(horizon=600.0), streamed=True)
     wall = time.perf_counter() - t0

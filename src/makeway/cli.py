@@ -153,7 +153,7 @@ class _Progress:
         if not self._last:
             self._t0, self._last = wall, wall
             return
-        rate = events / max(wall - self._t0, 1e-9)
+        rate = events / max(wall - self._t0, 1e-6)
         self._last = wall
         self._progress.update(self._task, description=f"simulated t={sim_time:,.0f} s  {events:,} events  {rate:,.0f} events/s")
 
@@ -581,30 +581,26 @@ def sweep(
     sweep_command(grid, out, executor, jobs, address, max_cells, not no_report, quiet)
 
 
-IMPORTERS = ("kueue", "yunikorn", "ytsaurus", "symphony")
-
-
 @app.command("import")
 def import_config(
-    kind: str = typer.Argument(..., help=f"native format: {', '.join(IMPORTERS)}"),
+    kind: str = typer.Argument(..., help="native format: kueue, yunikorn, ytsaurus, symphony (the models with an importer)"),
     files: List[Path] = typer.Argument(..., help="native config or manifest files"),
     output: Path = typer.Option(..., "-o", "--output", help="makeway config to write (YAML)"),
 ) -> None:
     """Convert a native scheduler config (Kueue manifests, YuniKorn queues.yaml, ...) into a makeway config."""
-    import importlib
-
     import yaml
 
     from makeway.config import parse_config
+    from makeway.registry import importers, resolve
 
-    if kind not in IMPORTERS:
-        raise fail(f"kind: unknown importer {kind!r} (known: {', '.join(IMPORTERS)})")
+    known = importers()
+    if kind not in known:
+        raise fail(f"kind: unknown importer {kind!r} (known: {', '.join(known)})")
     check_output(output, "--output")
     for f in files:
         if not f.is_file():
             raise fail(f"{f}: no such file")
-    module = importlib.import_module(f"makeway.adapters.{kind}")
-    config, warnings = module.import_files(list(files))
+    config, warnings = resolve(known[kind])(list(files))
     parse_config(config, f"{kind} import of {', '.join(map(str, files))}")
     for w in warnings:
         typer.echo(f"warning: {w}", err=True)

@@ -15,8 +15,8 @@ from typing import Annotated, Any, Iterator, Optional
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
-from makeway.core.model import Node, Queue
-from makeway.core.policy import MODELS
+from makeway.core.objects import Node, Queue
+from makeway.registry import MODELS
 from makeway.core.resources import Number, QuantityError, parse_quantity
 from makeway.core.state import ClusterState
 from makeway.errors import ConfigError

@@ -1,6 +1,6 @@
 """Per-model settings: which pydantic class checks which ``settings`` block, and the check itself.
 
-Each model has three settings classes (``policies/*settings*``): model-level (``preemption.settings``),
+Each model has three settings classes (``policies/<model>/settings.py``, named by ``makeway.registry``): model-level (``preemption.settings``),
 queue-level (``queues.<q>.settings``, also a config event's ``settings``) and workload-level
 (``settings`` of a trace workload). Unknown keys are errors that name the field path.
 
@@ -29,14 +29,9 @@ from typing import Any, Iterable, Mapping
 
 from pydantic import BaseModel, ValidationError
 
-from makeway.core.policy import MODELS
 from makeway.errors import ConfigError
-from makeway.policies.hpc_settings import BatchSettings, NoSettings
-from makeway.policies.kueue.settings import KueueQueueSettings, KueueSettings, KueueWorkloadSettings
 from makeway.policies.settings_common import Settings, field_names
-from makeway.policies.symphony_settings import SymphonyQueueSettings, SymphonySettings, SymphonyWorkloadSettings
-from makeway.policies.ytsaurus.settings import YTsaurusQueueSettings, YTsaurusSettings, YTsaurusWorkloadSettings
-from makeway.policies.yunikorn_settings import YuniKornQueueSettings, YuniKornSettings, YuniKornWorkloadSettings
+from makeway.registry import MODELS, entries, resolve
 
 LEVELS = ("model", "queue", "workload")
 
@@ -51,19 +46,8 @@ class SettingsClasses:
         return getattr(self, level)
 
 
-# keyed by the model's class (``core.policy.MODELS`` values), so an alias of a model name shares its settings
-BY_CLASS: dict[str, SettingsClasses] = {
-    "makeway.policies.default:PriorityFirstFit": SettingsClasses(NoSettings, NoSettings, NoSettings),
-    "makeway.policies.hpc:StrictFifo": SettingsClasses(BatchSettings, NoSettings, NoSettings),
-    "makeway.policies.hpc:EasyBackfill": SettingsClasses(BatchSettings, NoSettings, NoSettings),
-    "makeway.policies.kueue:KueueModel": SettingsClasses(KueueSettings, KueueQueueSettings, KueueWorkloadSettings),
-    "makeway.policies.yunikorn_queue:YuniKornModel": SettingsClasses(YuniKornSettings, YuniKornQueueSettings,
-                                                                     YuniKornWorkloadSettings),
-    "makeway.policies.ytsaurus:YTsaurusModel": SettingsClasses(YTsaurusSettings, YTsaurusQueueSettings,
-                                                               YTsaurusWorkloadSettings),
-    "makeway.policies.symphony:SymphonyModel": SettingsClasses(SymphonySettings, SymphonyQueueSettings,
-                                                               SymphonyWorkloadSettings),
-}
+# keyed by the model's class (the registry's ``policy``), so an alias of a model name shares its settings
+BY_CLASS: dict[str, SettingsClasses] = {e.policy: SettingsClasses(*map(resolve, e.settings)) for e in entries()}
 
 # What the trace importers (sim/importers) record about each workload: provenance no model reads.
 TRACE_METADATA = frozenset({"scheduling_class", "observed_evictions", "end", "censored",  # google2011
@@ -73,10 +57,10 @@ TRACE_METADATA = frozenset({"scheduling_class", "observed_evictions", "end", "ce
 
 def settings_classes(model: str) -> SettingsClasses:
     """The settings classes of a model name (``ConfigError`` for a name no registry knows)."""
-    target = MODELS.get(model)
-    if target is None or target not in BY_CLASS:
+    found = MODELS.get(model)
+    if found is None:
         raise ConfigError(f"preemption.model: no settings classes for model {model!r}")
-    return BY_CLASS[target]
+    return BY_CLASS[found.policy]
 
 
 @functools.cache

@@ -1,6 +1,7 @@
 import pytest
 
 from makeway.core import resources as R
+from makeway.policies.yunikorn import resources as YR
 from makeway.core.resources import QuantityError, parse_quantity
 
 
@@ -59,20 +60,20 @@ def test_arithmetic_returns_new_dicts():
 
 
 @pytest.mark.parametrize("fn, a, b, expected", [
-    (R.sub_only_existing, None, {"a": 1}, None),
-    (R.sub_only_existing, {"a": 5}, {"a": 3, "b": 1}, {"a": 2}),
-    (R.component_wise_min, {"a": 1}, {"b": 2}, {"a": 1, "b": 2}),
-    (R.component_wise_min, None, None, None),
-    (R.merge_if_not_present, {"a": 1}, {"a": 2, "b": 3}, {"a": 1, "b": 3}),
-    (R.sub_eliminate_negative, {"a": 1, "b": 5}, {"a": 3}, {"a": 0, "b": 5}),
+    (YR.sub_only_existing, None, {"a": 1}, None),
+    (YR.sub_only_existing, {"a": 5}, {"a": 3, "b": 1}, {"a": 2}),
+    (YR.component_wise_min, {"a": 1}, {"b": 2}, {"a": 1, "b": 2}),
+    (YR.component_wise_min, None, None, None),
+    (YR.merge_if_not_present, {"a": 1}, {"a": 2, "b": 3}, {"a": 1, "b": 3}),
+    (YR.sub_eliminate_negative, {"a": 1, "b": 5}, {"a": 3}, {"a": 0, "b": 5}),
 ])
 def test_yunikorn_helpers(fn, a, b, expected):
     assert fn(a, b) == expected
 
 
 def test_int64_saturation():
-    assert R.sub_only_existing({"a": R.INT64_MIN}, {"a": 1}) == {"a": R.INT64_MIN}
-    assert R.add_only_existing({"a": R.INT64_MAX}, {"a": 1}) == {"a": R.INT64_MAX}
+    assert YR.sub_only_existing({"a": R.INT64_MIN}, {"a": 1}) == {"a": R.INT64_MIN}
+    assert YR.add_only_existing({"a": R.INT64_MAX}, {"a": 1}) == {"a": R.INT64_MAX}
 
 
 def test_format_quantity():

@@ -8,8 +8,8 @@ import pytest
 
 from makeway.config import build_state, parse_config
 from makeway.core.decisions import Start
-from makeway.core.model import TaskGroup, Workload
-from makeway.core.policy import load_model
+from makeway.core.objects import TaskGroup, Workload
+from makeway.registry import load_model
 from makeway.core.state import StateError
 
 CFG = {"name": "prio", "resources": ["cpu"], "nodes": [{"name": "n1", "capacity": {"cpu": 2}}],

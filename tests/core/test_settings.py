@@ -13,8 +13,9 @@ import pytest
 from tests.example_files import example_configs
 
 from makeway.config import load_config, load_yaml, parse_config
-from makeway.core.policy import MODELS, load_model
+from makeway.registry import MODELS, load_model
 from makeway.errors import ConfigError, TraceError
+from makeway.policies.settings_common import ModelSettings, field_names
 from makeway.model_settings import BY_CLASS, LEVELS, TRACE_METADATA, _owners, settings_classes, trace_settings_problem
 from makeway.sim.trace import change_from_record, workload_from_record
 
@@ -179,15 +180,26 @@ def test_another_models_settings_are_still_checked_by_their_owner():
 
 
 def test_no_key_means_two_things():
-    """Keys of different models never collide, so a foreign key's owner is never ambiguous."""
+    """Keys of different models never collide, so a foreign key's owner is never ambiguous; the
+    common model-level keys (``ModelSettings``: ``caches``) mean the same in every model."""
+    common = set(field_names(ModelSettings))
     for level in LEVELS:
-        assert {k: [c.__name__ for c in cs] for k, cs in _owners(level).items() if len(cs) > 1} == {}
+        assert {k: [c.__name__ for c in cs] for k, cs in _owners(level).items()
+                if len(cs) > 1 and k not in common} == {}
+    assert all(issubclass(c, ModelSettings) for cs in (_owners("model")[k] for k in common) for c in cs)
+    assert len(_owners("model")["caches"]) == len({c.model for c in BY_CLASS.values()})
+
+
+@pytest.mark.parametrize("model", ["none", "kueue", "yunikorn", "ytsaurus", "symphony", "easy-backfill"])
+def test_caches_is_a_model_setting_of_every_model(model):
+    assert load_model(model, {"caches": False}).options()["caches"] is False
+    assert load_model(model, {}).options()["caches"] is True
 
 
 def test_every_model_name_has_settings_classes():
-    for name, target in MODELS.items():
-        assert target in BY_CLASS, name
-        assert settings_classes(name).model is BY_CLASS[target].model
+    for name, found in MODELS.items():
+        assert found.policy in BY_CLASS, name
+        assert settings_classes(name).model is BY_CLASS[found.policy].model
 
 
 # -- importers ---------------------------------------------------------------------------------------

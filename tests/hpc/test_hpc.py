@@ -13,11 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from makeway.core.decisions import Note, Start
-from makeway.core.model import Node, Queue, TaskGroup, Workload
-from makeway.core.policy import load_model
+from makeway.core.objects import Node, Queue, TaskGroup, Workload
+from makeway.registry import load_model
 from makeway.core.state import ClusterState
-from makeway.policies.hpc import EasyBackfill, StrictFifo, best_fit, gang_fits
-from makeway.policies.default import first_fit
+from makeway.policies.hpc.model import EasyBackfill, StrictFifo, best_fit, gang_fits
+from makeway.core.placement import first_fit
 
 
 def job(id, submit, duration, count=1, cpu=1, requested=None, queue="q"):

@@ -6,7 +6,7 @@ from makeway.policies.kueue.quota import Admitted, CohortSpec, CQSpec, FlavorQuo
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO / ".." / "shared"
-CASES = SHARED / "conformance" / "kueue" / "cases"
+CASES = REPO / "tests" / "conformance" / "kueue" / "cases"  # the repository copy of shared/
 CONFIGS = SHARED / "configs" / "kueue"
 F = "default"
 

@@ -11,7 +11,7 @@ from .helpers import CASES
 FILES = sorted(CASES.glob("*.json")) if CASES.is_dir() else []
 
 
-@pytest.mark.skipif(not FILES, reason="shared conformance cases not available")
+@pytest.mark.skipif(not FILES, reason="conformance cases not available")
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
 def test_case(path):
     result = run_case(json.loads(path.read_text()))

@@ -12,7 +12,7 @@ import pytest
 
 from makeway import benchmarks as B
 from makeway.config import build_state, load_config
-from makeway.core.model import Node, Queue, TaskGroup, Workload
+from makeway.core.objects import Node, Queue, TaskGroup, Workload
 from makeway.core.state import ClusterState
 from makeway.policies.kueue import KueueModel
 from makeway.sim.engine import SimOptions, simulate
@@ -120,24 +120,12 @@ def test_grace_period_golden():
 
 
 class FullEvaluation(Recording):
-    """Every head evaluated from scratch, every call made (the ground truth for the caches): no
-    twin's no-op outcome, GetTargets answer, "no targets" stamp or flavor assignment is reused."""
+    """The model with ``caches: false`` (the ground truth for the caches): every head evaluated
+    from scratch, every call made; no twin's no-op outcome, GetTargets answer, "no targets" stamp
+    or flavor assignment is reused."""
 
-    def _known_noop(self, state, cq, wl_id):
-        return None
-
-    def _assign(self, state, cq, wl_id):
-        self._assign_memo.clear()
-        return super()._assign(state, cq, wl_id)
-
-    def _process_head(self, *args, **kwargs):
-        self._no_targets.clear()
-        self._targets_memo.clear()
-        return super()._process_head(*args, **kwargs)
-
-    def schedule(self, state, now):
-        self._idle = None
-        return super().schedule(state, now)
+    def __init__(self, settings=None):
+        super().__init__({**(settings or {}), "caches": False})
 
 
 @pytest.mark.parametrize("fair,seed", [(False, 3), (False, 5)])

@@ -7,7 +7,7 @@ import yaml
 
 from makeway.adapters.kueue import import_files
 from makeway.config import build_state, parse_config
-from makeway.core.policy import load_model
+from makeway.registry import load_model
 from makeway.errors import ConfigError
 
 from .helpers import CONFIGS

@@ -10,7 +10,7 @@ cohorts, mixed pod shapes, grace periods, classic and fair sharing) the model an
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from makeway.core.model import Node, Queue, TaskGroup, Workload
+from makeway.core.objects import Node, Queue, TaskGroup, Workload
 from makeway.core.state import ClusterState
 from makeway.sim.engine import SimOptions, simulate
 from tests.kueue.test_golden import FullEvaluation, Recording

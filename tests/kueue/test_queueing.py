@@ -1,8 +1,8 @@
 """Simulator model: queueing strategies, namespace selectors, flavor taints and fungibility preference."""
 
 from makeway.core.decisions import Start
-from makeway.core.model import Node, Queue, TaskGroup, Workload
-from makeway.core.policy import load_model
+from makeway.core.objects import Node, Queue, TaskGroup, Workload
+from makeway.registry import load_model
 from makeway.core.state import ClusterState
 
 

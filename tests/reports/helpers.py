@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from makeway.config import build_state, load_config, trace_path
-from makeway.core.policy import load_model
+from makeway.registry import load_model
 from makeway.sim.engine import SimOptions, simulate
 from makeway.sim.trace import load_jsonl
 

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from makeway.cli import app
 from makeway.config import build_state, parse_config
-from makeway.core.policy import load_model
+from makeway.registry import load_model
 from makeway.reports import derive as d
 from makeway.reports import plots, waiting
 from makeway.reports.compare import compare_rows

@@ -1,6 +1,6 @@
 """Small builders shared by simulator tests."""
 
-from makeway.core.model import Node, Queue, TaskGroup, Workload
+from makeway.core.objects import Node, Queue, TaskGroup, Workload
 from makeway.core.state import ClusterState
 
 

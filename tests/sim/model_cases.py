@@ -6,33 +6,25 @@ and model settings it needs to run its preemption logic (Kueue cohorts and preem
 YuniKorn guarantees and short preemption delays, YTsaurus short starvation timeouts, Symphony
 preemptive session types), as in examples/*/cluster.yaml.
 
-``FULL`` maps each model to a subclass with every cache switched off ("FullEvaluation"): the
-existing ones of the Kueue, YTsaurus and YuniKorn cache-equivalence tests, and here the same for the
-default model (backlog), the HPC models (incremental order, empty-cluster fit) and Symphony (slots).
+``run(case, full=True)`` runs the model with ``caches: false``, its reference path: every cache
+switched off (the default model's backlog, the HPC models' incremental order and empty-cluster fit,
+Symphony's slot counts, and the Kueue, YuniKorn and YTsaurus caches their own tests name).
 """
 
 from __future__ import annotations
 
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
 from hypothesis import strategies as st
 
-from makeway.core.model import Node, Queue, TaskGroup, Workload
-from makeway.core.policy import load_model
+from makeway.core.objects import Node, Queue, TaskGroup, Workload
+from makeway.registry import load_model
 from makeway.core.state import ClusterState
-from makeway.policies.default import PriorityFirstFit, first_fit
-from makeway.policies.hpc import EasyBackfill, StrictFifo, fifo_order, groups_fit
-from makeway.policies.kueue import KueueModel
-from makeway.policies.symphony import SymphonyModel
+from makeway.core.placement import first_fit
 from makeway.sim.engine import SimOptions, simulate
 from makeway.sim.trace import ConfigChange
 from tests.decision_log import record
-from tests.kueue.test_golden import FullEvaluation as KueueFull
-from tests.ytsaurus.test_cache_equivalence import FullEvaluation as YTFull
-from tests.ytsaurus.test_cache_equivalence import orders_recomputed
-from tests.yunikorn_queue.test_cache_equivalence import FullEvaluation as YKFull
 
 # (name used in test ids, registry name, model settings added to every case)
 MODELS = {
@@ -56,55 +48,6 @@ class NeverEnds(Exception):
     """The run passed MAX_EVENTS or MAX_TIME: a livelock, not a slow run."""
 
 
-class _FullNone(PriorityFirstFit):
-    """The default model without its backlog: every pending workload tried on every call."""
-
-    def schedule(self, state, now):
-        self._backlog, self._seen = None, ()
-        return super().schedule(state, now)
-
-
-class _FullHpcMixin:
-    """The submit order sorted afresh, the empty-cluster fit and the capacity recomputed every time."""
-
-    def _order(self, state):
-        return iter(fifo_order(state))
-
-    def _fits_empty(self, state, wl_id, tasks):
-        return groups_fit(state, self._shape(state, wl_id, tasks), {}, empty_cluster=True)
-
-    def _free(self, state, extra_used):
-        self._capacity = state.total_capacity()
-        return super()._free(state, extra_used)
-
-
-class _FullStrict(_FullHpcMixin, StrictFifo):
-    pass
-
-
-class _FullEasy(_FullHpcMixin, EasyBackfill):
-    pass
-
-
-class _FullKueue(KueueFull):
-    def schedule(self, state, now):
-        self._idle = None  # no call skipped because nothing moved
-        return super().schedule(state, now)
-
-
-class _FullSymphony(SymphonyModel):
-    """Slots per request counted afresh on every call."""
-
-    def schedule(self, state, now):
-        self._slots = None
-        return super().schedule(state, now)
-
-
-FULL: dict[str, type] = {
-    "none": _FullNone, "fifo-strict": _FullStrict, "easy-backfill": _FullEasy, "kueue": _FullKueue,
-    "yunikorn": YKFull, "ytsaurus": YTFull, "symphony": _FullSymphony,
-}
-assert issubclass(_FullKueue, KueueModel)
 
 
 @dataclass
@@ -388,18 +331,13 @@ def run(case: Case, full: bool = False, horizon: float | None = None, check: boo
         state: ClusterState | None = None):
     """Simulate ``case``; returns (recorder, decision log). Raises NeverEnds past the guard."""
     registry, _ = MODELS[case.model]
-    if full:
-        model = FULL[registry](dict(case.settings))
-    else:
-        model = load_model(registry, dict(case.settings))
+    model = load_model(registry, {**case.settings, "caches": False} if full else dict(case.settings))
     log = _recorded(model)
 
     def guard(now: float, events: int) -> None:
         if events > MAX_EVENTS or now > MAX_TIME:
             raise NeverEnds(f"{case.model}: {events} events, t={now}: the run does not end")
 
-    ctx = orders_recomputed() if full and registry == "ytsaurus" else nullcontext()
-    with ctx:
-        rec = simulate(state or case.state(), model, list(case.workloads), list(case.changes),
-                       SimOptions(horizon=horizon, check_invariants=check, record_starts=True, progress=guard))
+    rec = simulate(state or case.state(), model, list(case.workloads), list(case.changes),
+                   SimOptions(horizon=horizon, check_invariants=check, record_starts=True, progress=guard))
     return rec, log

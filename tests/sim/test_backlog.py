@@ -12,11 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from makeway.core.decisions import Start
-from makeway.core.model import Node, Queue, TaskGroup, Workload
+from makeway.core.objects import Node, Queue, TaskGroup, Workload
 from makeway.core.policy import PreemptionModel
 from makeway.core.resources import add_into
 from makeway.core.state import ClusterState
-from makeway.policies.default import PriorityFirstFit, exceeds_free, first_fit, pending_order, within_queue_max
+from makeway.core.placement import exceeds_free, first_fit, pending_order, within_queue_max
+from makeway.policies.first_fit.model import PriorityFirstFit
 from makeway.sim.engine import SimOptions, simulate
 from makeway.sim.trace import ConfigChange
 
@@ -61,7 +62,7 @@ limit = st.one_of(st.none(), st.builds(lambda c: {"cpu": c}, st.integers(2, 12))
        outage=st.one_of(st.none(), st.tuples(st.integers(0, 5), st.integers(1, 20), st.integers(5, 30))))
 def test_backlog_decides_as_a_full_rescan(caps, maxes, jobs, changes, outage):
     runs = []
-    for model in (PriorityFirstFit(), FullRescan()):
+    for model in (PriorityFirstFit(), FullRescan(), PriorityFirstFit({"caches": False})):
         state = _cluster(caps, maxes)
         wls = [Workload(f"w{i}", q, float(t), float(d), (TaskGroup(n, {"cpu": c, "mem": m}),), prio)
                for i, (q, t, d, n, c, m, prio) in enumerate(jobs)]
@@ -78,7 +79,7 @@ def test_backlog_decides_as_a_full_rescan(caps, maxes, jobs, changes, outage):
             model.schedule = schedule
         rec = simulate(state, model, wls, chs, SimOptions(record_starts=True))
         runs.append([(e["time"], e["allocation"], e["node"]) for e in rec.events if e["kind"] == "start"])
-    assert runs[0] == runs[1]
+    assert runs[0] == runs[1] == runs[2]
 
 
 def test_backlog_retries_only_on_the_freed_node():

@@ -1,10 +1,11 @@
 import pytest
 
 from makeway.core.decisions import Preempt, Reason, Start
-from makeway.core.model import Node, Queue, TaskGroup, Workload
+from makeway.core.objects import Node, Queue, TaskGroup, Workload
 from makeway.core.state import ClusterState
 from makeway.core.policy import PreemptionModel
-from makeway.policies.default import PriorityFirstFit, first_fit
+from makeway.core.placement import first_fit
+from makeway.policies.first_fit.model import PriorityFirstFit
 from makeway.sim.engine import SimOptions, SimulationError, simulate
 from makeway.sim.trace import ConfigChange
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from makeway.config import build_state, parse_config
-from makeway.core.policy import load_model
+from makeway.registry import load_model
 from makeway.sim.engine import SimOptions, Simulation, _advance
 from makeway.sim.trace import workload_from_record
 

@@ -5,7 +5,7 @@ went unnoticed, so a parked workload was never retried). Under every model, on r
 clusters (1-4 nodes, 1-2 resources, 2-4 queues with the settings that make the model preempt) and
 traces where every workload fits the empty cluster and its queues' max, with gangs and priorities
 and nothing submitted after t=30, a run without a horizon must start and finish every workload.
-The same run with every cache of the model switched off (``model_cases.FULL``) must give the
+The same run with every cache of the model switched off (``caches: false``) must give the
 identical decision log.
 """
 

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from makeway.core.model import Node, Queue, TaskGroup, Workload
+from makeway.core.objects import Node, Queue, TaskGroup, Workload
 from makeway.core.state import ClusterState
-from makeway.policies.default import PriorityFirstFit
+from makeway.policies.first_fit.model import PriorityFirstFit
 from makeway.reports.explain import explain
 from makeway.sim.engine import SimOptions, simulate
 from makeway.sim.trace import ConfigChange

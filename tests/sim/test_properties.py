@@ -3,7 +3,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from makeway.policies.default import PriorityFirstFit
+from makeway.policies.first_fit.model import PriorityFirstFit
 from makeway.sim.engine import SimOptions, simulate
 
 from .helpers import cluster, job

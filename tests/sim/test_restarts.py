@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from makeway.policies.default import PriorityFirstFit
+from makeway.policies.first_fit.model import PriorityFirstFit
 from makeway.sim.engine import simulate
 
 from .helpers import cluster, job

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from makeway.config import build_state, load_config, trace_path
-from makeway.core.model import Node, Queue, TaskGroup, Workload
-from makeway.core.policy import load_model
+from makeway.core.objects import Node, Queue, TaskGroup, Workload
+from makeway.registry import load_model
 from makeway.core.state import ClusterState
 from makeway.sim.engine import SimOptions, simulate
 from makeway.sim.trace import load_jsonl

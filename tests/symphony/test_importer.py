@@ -9,7 +9,7 @@ import pytest
 from makeway.adapters.symphony import import_files
 from makeway.config import build_state, parse_config
 from makeway.errors import ConfigError
-from makeway.policies.symphony import SymphonyModel, session_settings
+from makeway.policies.symphony.model import SymphonyModel, session_settings
 
 from .helpers import session
 

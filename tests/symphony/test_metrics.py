@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from makeway.policies.symphony import session_metrics
+from makeway.policies.symphony.model import session_metrics
 
 from .helpers import run_example
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from makeway.core.decisions import Preempt, Start
-from makeway.core.policy import load_model
-from makeway.policies.symphony import SymphonyModel, session_settings, task_slots
+from makeway.registry import load_model
+from makeway.policies.symphony.model import SymphonyModel, session_settings, task_slots
 
 from .helpers import preempts, run, run_example, session, slot_cluster
 

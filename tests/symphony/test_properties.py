@@ -9,7 +9,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from makeway.policies.symphony_rules import (
+from makeway.policies.symphony.rules import (
     LOWER, LOWER_OR_EQUAL, MOST_OVER_ALLOCATED, MOST_RECENT_TASK, SessionView, TaskView, preemptors,
     select_victims,
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from makeway.policies.symphony_rules import (
+from makeway.policies.symphony.rules import (
     LOWER, LOWER_OR_EQUAL, MOST_OVER_ALLOCATED, MOST_RECENT_TASK, SessionView, TaskView, need_of,
     normalize_criteria, normalize_scope, preemptors, proportional_deserved, select_victims,
 )

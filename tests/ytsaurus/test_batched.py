@@ -17,12 +17,6 @@ RES = ("cpu", "memory", "gpu")
 TOTAL = [400.0, 1600.0, 16.0]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _python_path():
-    """These compare the Python construction's own paths (the compiled update has its own test)."""
-    saved, fairshare.KERNEL = fairshare.KERNEL, False
-    yield
-    fairshare.KERNEL = saved
 
 # Amounts with fractional parts: with round numbers the total demand can equal the cluster exactly,
 # and at such a tie a discontinuity is resolved by the last bit of rounding, which the two paths

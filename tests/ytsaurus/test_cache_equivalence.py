@@ -16,15 +16,14 @@ from __future__ import annotations
 import random
 from contextlib import contextmanager
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from makeway.core.model import Node, Queue, TaskGroup, Workload
+from makeway.core.objects import Node, Queue, TaskGroup, Workload
 from makeway.core.state import ClusterState
 from makeway.policies.ytsaurus import fairshare
-from makeway.policies.ytsaurus import tree as ytree
 from makeway.policies.ytsaurus.model import YTsaurusModel
-from makeway.policies.ytsaurus.schedule import Picker, pick_operation
 from makeway.sim.engine import SimOptions, simulate
 from makeway.sim.trace import ConfigChange
 from tests.decision_log import record
@@ -52,66 +51,14 @@ class Recording(YTsaurusModel):
         return out
 
 
-class ReferencePicker(Picker):
-    """``schedule.pick_operation`` over the whole tree at every pick: no memo, no pruning."""
-
-    def __init__(self, tree, active, sat, pos):
-        self.tree, self.sat, self.active = tree, sat, set(active)
-
-    def pick(self):
-        return pick_operation(self.tree, self.active, self.sat)
-
-    def changed(self, op):
-        pass
-
-    def deactivate(self, op):
-        self.active.discard(op)
-
-
 class FullEvaluation(Recording):
-    """Everything recomputed on every call (the ground truth for the caches): no curve cache, every
-    update computed, every status classified afresh, usage re-summed, picks made from scratch,
-    positions, orders and total capacity recomputed, usage views converted up front."""
-
-    picker_class = ReferencePicker
+    """The model with ``caches: false``, everything recomputed on every call (the ground truth for
+    the caches): no curve cache, every update computed, every status classified afresh, usage
+    re-summed, picks made from scratch, positions, orders and total capacity recomputed, usage
+    views converted up front."""
 
     def __init__(self, settings=None):
-        super().__init__(settings)
-        self.curve_cache = None
-
-    def update(self, state, now):
-        self._fs_key = None
-        self._integral_key = None
-        return super().update(state, now)
-
-    def build_tree(self, state):
-        state._capacity = None
-        return super().build_tree(state)
-
-    def _op_usage(self, state, wid, running):
-        self._usage_cache.clear()
-        return super()._op_usage(state, wid, running)
-
-    def allocation_status(self, state, tid):
-        self._sig.clear()
-        return super().allocation_status(state, tid)
-
-    def _positions(self, tree):
-        self._pos_tree = None
-        return super()._positions(tree)
-
-    def _live_usage(self, state):
-        pools, ops = super()._live_usage(state)
-        return {q: pools[q] for q in state.queues}, {w: ops[w] for w in state.workloads}
-
-
-@contextmanager
-def orders_recomputed():
-    saved, ytree.MEMO_ORDERS = ytree.MEMO_ORDERS, False
-    try:
-        yield
-    finally:
-        ytree.MEMO_ORDERS = saved
+        super().__init__({**(settings or {}), "caches": False})
 
 
 @st.composite
@@ -209,8 +156,7 @@ def run(cls, case) -> list[str]:
 
 
 def full(case) -> list[str]:
-    with orders_recomputed():
-        return run(FullEvaluation, case)
+    return run(FullEvaluation, case)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -247,19 +193,12 @@ def test_batched_level_with_warm_curve_cache_decides_as_full_evaluation():
     assert log == full(case)
 
 
-@contextmanager
-def kernel_for_every_size():
-    saved, fairshare.KERNEL_MIN = fairshare.KERNEL_MIN, 0
-    try:
-        yield
-    finally:
-        fairshare.KERNEL_MIN = saved
-
-
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters())
 def test_caches_decide_as_full_evaluation_with_the_kernel(case):
     """The same with the compiled update, which large trees take (its result is arrays, read
     lazily, and the model's own caches must not care)."""
-    with kernel_for_every_size():
-        assert run(Recording, case) == full(case)
+    pytest.importorskip("numba", reason="the kernel is the optional extra makeway[fast]")
+    queues, nodes, workloads, changes, model_settings, batch_min = case
+    kernel = (queues, nodes, workloads, changes, {**model_settings, "fair_share_kernel": True}, batch_min)
+    assert run(Recording, kernel) == full(kernel)

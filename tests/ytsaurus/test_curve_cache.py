@@ -1,6 +1,6 @@
 """Fair share with the curve cache equals a fresh computation, update after update.
 
-The cache belongs to the Python construction (``fairshare.KERNEL = False``), which integral
+The cache belongs to the Python construction (``fairshare.compute`` without ``kernel``), which integral
 guarantees and promised fair shares still take; the compiled update needs none."""
 
 from __future__ import annotations
@@ -17,11 +17,6 @@ from makeway.policies.ytsaurus.tree import ROOT, Element, Tree
 RES = ("cpu", "memory", "gpu")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _python_path():
-    saved, fairshare.KERNEL = fairshare.KERNEL, False
-    yield
-    fairshare.KERNEL = saved
 
 
 def _tree(ops: list[tuple], total: list[float]) -> Tree:

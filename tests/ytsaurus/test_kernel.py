@@ -1,6 +1,6 @@
 """The compiled fair share update gives the Python construction's shares (to 1e-9) on random trees.
 
-The Python construction (``fairshare.KERNEL = False``, generic path) is the reference: it follows
+The Python construction (``fairshare.compute`` without ``kernel``, generic path) is the reference: it follows
 SEMANTICS §2 function by function and passes every conformance case. The kernel reads pools off
 their curves parametrically, computes operations in closed form and reads the root's children at
 single suggestions, so the two agree up to rounding, never by more.
@@ -16,19 +16,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from makeway.policies.ytsaurus import arrays, fairshare
+pytest.importorskip("numba", reason="the kernel is the optional extra makeway[fast]")
+
+from makeway.policies.ytsaurus import arrays, fairshare  # noqa: E402
 from makeway.policies.ytsaurus.tree import ROOT, Element, Tree
 
 RES = ("cpu", "memory", "gpu")
 TOTAL = [400.0, 1600.0, 16.0]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _kernel_for_every_size():
-    """The trees here are small; they take the kernel all the same."""
-    saved, fairshare.KERNEL_MIN = fairshare.KERNEL_MIN, 0
-    yield
-    fairshare.KERNEL_MIN = saved
+def kernel_compute(tree, node_caps=None):
+    """The update with ``fair_share_kernel`` on: the kernel for every tree it covers, small ones too."""
+    return fairshare.compute(tree, node_caps, kernel=True)
 
 # fractional amounts: a total demand exactly equal to the cluster puts a jump on a tie that the two
 # summation orders may resolve by the last bit differently (not a difference of semantics)
@@ -71,12 +70,11 @@ def _tree(mids, pools, ops) -> Tree:
 
 
 def _reference(make):
-    saved_k, saved_b = fairshare.KERNEL, fairshare.BATCH
-    fairshare.KERNEL, fairshare.BATCH = False, False
+    saved_b, fairshare.BATCH = fairshare.BATCH, False
     try:
         return fairshare.compute(make())
     finally:
-        fairshare.KERNEL, fairshare.BATCH = saved_k, saved_b
+        fairshare.BATCH = saved_b
 
 
 def _assert_close(ref, got, names):
@@ -99,7 +97,7 @@ def test_kernel_equals_python(mids, pools, ops):
     make = lambda: _tree(mids, pools, ops)  # noqa: E731
     ref = _reference(make)
     tree = make()
-    got = fairshare.compute(tree)
+    got = kernel_compute(tree)
     assert isinstance(got.attrs, arrays.LazyAttrs)
     _assert_close(ref, got, list(tree.elements))
     # the parametric reading and the generic construction inside the kernel agree too
@@ -113,7 +111,7 @@ def test_bench_tree_kernel_equals_python():
     import bench_ytsaurus_fair_share as b
     ref = _reference(lambda: b.build(300, 3000))
     tree = b.build(300, 3000)
-    _assert_close(ref, fairshare.compute(tree), list(tree.elements))
+    _assert_close(ref, kernel_compute(tree), list(tree.elements))
 
 
 def test_tree_left_as_link_leaves_it():
@@ -124,7 +122,7 @@ def test_tree_left_as_link_leaves_it():
     ref_tree = _tree(mids, pools, ops)
     ref_tree.link()
     tree = _tree(mids, pools, ops)
-    fairshare.compute(tree)
+    kernel_compute(tree)
     for name, el in ref_tree.elements.items():
         assert tree.elements[name].children == el.children
         assert tree.elements[name].usage == el.usage
@@ -135,16 +133,15 @@ def test_unsupported_trees_take_the_python_path():
     tree = _tree([("fair_share", 1.0, None, None, None)], [("fair_share", 1.0, None, None, None)],
                  [(0, 2.0001, 2.0, 0.0, 0.5, 1.0, None, None)])
     tree.elements["p0"].settings["compute_promised_guarantee_fair_share"] = True
-    res = fairshare.compute(tree)
+    res = kernel_compute(tree)
     assert not isinstance(res.attrs, arrays.LazyAttrs)
     assert res.attrs["p0"].promised is not None
 
 
-def test_small_trees_take_the_python_construction(monkeypatch):
-    monkeypatch.setattr(fairshare, "KERNEL_MIN", 128)
-    tree = _tree([("fair_share", 1.0, None, None, None)], [("fair_share", 1.0, None, None, None)],
-                 [(0, 2.0001, 2.0, 0.0, 0.5, 1.0, None, None)])
-    assert not isinstance(fairshare.compute(tree).attrs, arrays.LazyAttrs)
+def test_without_the_setting_every_tree_takes_the_python_construction():
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    import bench_ytsaurus_fair_share as b
+    assert not isinstance(fairshare.compute(b.build(40, 400)).attrs, arrays.LazyAttrs)
 
 
 @settings(max_examples=60, deadline=None)
@@ -208,7 +205,7 @@ def test_other_resource_counts(resources):
     ref = _reference(make)
     rng.setstate(state)
     tree = make()
-    _assert_close(ref, fairshare.compute(tree), list(tree.elements))
+    _assert_close(ref, kernel_compute(tree), list(tree.elements))
 
 
 def test_fifo_truncation_and_packed_memory_limits():
@@ -229,14 +226,13 @@ def test_fifo_truncation_and_packed_memory_limits():
         return tree
 
     caps = [[20.0, 20.0, 50.0], [20.0, 20.0, 50.0]]
-    saved_k, saved_b = fairshare.KERNEL, fairshare.BATCH
-    fairshare.KERNEL, fairshare.BATCH = False, False
+    saved_b, fairshare.BATCH = fairshare.BATCH, False
     try:
         ref = fairshare.compute(make(), caps)
     finally:
-        fairshare.KERNEL, fairshare.BATCH = saved_k, saved_b
+        fairshare.BATCH = saved_b
     tree = make()
-    got = fairshare.compute(tree, caps)
+    got = kernel_compute(tree, caps)
     assert isinstance(got.attrs, arrays.LazyAttrs)
     assert any(ref.attrs[f"g{i}"].fair_share == [0.0, 0.0, 0.0] for i in range(0, 6, 2))  # some gang truncated
     _assert_close(ref, got, list(tree.elements))
@@ -279,7 +275,7 @@ def test_kernel_equals_python_on_any_shape(tree):
     import copy
     ref = _reference(lambda: copy.deepcopy(tree))
     mine = copy.deepcopy(tree)
-    got = fairshare.compute(mine)
+    got = kernel_compute(mine)
     assert isinstance(got.attrs, arrays.LazyAttrs)
     _assert_close(ref, got, list(mine.elements))
 
@@ -306,7 +302,7 @@ def test_model_reads_the_array_result_as_it_reads_attrs():
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     import bench_ytsaurus_fair_share as b
     tree = b.build(40, 400)
-    res = fairshare.compute(tree)
+    res = kernel_compute(tree)
     params = starvation.effective_params(tree, {})
     published, statuses = _from_arrays(res.attrs.arrays, params)
     for name, el in tree.elements.items():
@@ -352,7 +348,7 @@ def test_children_jumps_that_coincide_up_to_rounding_are_one_jump(p3_fifo):
     factor 0.12500625, not 1), and with p3 FIFO, o22's share only (o40 nothing)."""
     ref = _reference(lambda: _coinciding_jumps_tree(p3_fifo))
     tree = _coinciding_jumps_tree(p3_fifo)
-    got = fairshare.compute(tree)
+    got = kernel_compute(tree)
     assert isinstance(got.attrs, arrays.LazyAttrs)
     _assert_close(ref, got, list(tree.elements))
     gpu = 2.0001 / 16.0

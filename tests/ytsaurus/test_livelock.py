@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from makeway.config import build_state, load_config
-from makeway.core.model import Node, Queue, TaskGroup, Workload
-from makeway.core.policy import load_model
+from makeway.core.objects import Node, Queue, TaskGroup, Workload
+from makeway.registry import load_model
 from makeway.core.state import ClusterState
 from makeway.policies.ytsaurus.model import YTsaurusModel
 from makeway.reports.explain import explain

@@ -12,7 +12,7 @@ import random
 from pathlib import Path
 from typing import Any, Callable
 
-from makeway.core.model import Node, Queue, TaskGroup, Workload
+from makeway.core.objects import Node, Queue, TaskGroup, Workload
 from makeway.core.state import ClusterState
 from makeway.sim.engine import SimOptions, simulate
 from makeway.sim.trace import ConfigChange
@@ -120,10 +120,10 @@ SCENARIOS: dict[str, Callable[[], tuple]] = {
 }
 
 
-def run(name: str, **model_kw: Any) -> list[dict]:
-    from makeway.policies.yunikorn_queue import YuniKornModel
+def run(name: str, **extra_settings: Any) -> list[dict]:
+    from makeway.policies.yunikorn.model import YuniKornModel
     state, jobs, changes, settings = SCENARIOS[name]()
-    rec = simulate(state, YuniKornModel(settings, **model_kw), jobs, changes,
+    rec = simulate(state, YuniKornModel({**settings, **extra_settings}), jobs, changes,
                    SimOptions(record_starts=True, check_invariants=True))
     return rec.events
 

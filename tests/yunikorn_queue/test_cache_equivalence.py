@@ -6,7 +6,8 @@ version, asks blocked until their version moves or their delay is due, whole cal
 nothing moved, no node scan before preemption when the free index found no fit. The preemptor
 takes shortcuts: the guarantee check in closed form, the node search stopped at the first index-0
 node in name order, keyed sorts. ``FullEvaluation`` runs the reference pass (a fresh partition
-view and ``try_allocate`` for every ask, every call) with ``yunikorn_preemptor.SHORTCUTS`` off.
+view and ``try_allocate`` for every ask, every call, no preemptor shortcut): the model with
+``caches: false``.
 On random clusters (nested queues, guarantees and maxes in cpu and memory, fences, priority
 offsets, grace periods, bursty multi-task arrivals, lowered maxes with quota preemption) both
 must decide exactly the same, at the same times, in the same order.
@@ -14,16 +15,14 @@ must decide exactly the same, at the same times, in the same order.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from makeway.core.model import Node, Queue, TaskGroup, Workload
+from makeway.core.objects import Node, Queue, TaskGroup, Workload
 from makeway.core.state import ClusterState
-from makeway.policies import yunikorn_preemptor
-from makeway.policies.yunikorn_queue import YuniKornModel
+from makeway.policies.yunikorn.model import YuniKornModel
 from makeway.sim.engine import SimOptions, simulate
 from makeway.sim.trace import ConfigChange
 from tests.decision_log import record
@@ -36,8 +35,8 @@ class Recording(YuniKornModel):
     can decide something (an ask holding a reservation is placed at the next call), so the
     wake-ups must match too."""
 
-    def __init__(self, settings: dict | None = None, reference: bool = False):
-        super().__init__(settings, reference=reference)
+    def __init__(self, settings: dict | None = None):
+        super().__init__(settings)
         self.log: list[str] = []
 
     def schedule(self, state, now):
@@ -51,25 +50,12 @@ class Recording(YuniKornModel):
         return wake
 
 
-@contextmanager
-def preemptor_shortcuts_off() -> Iterator[None]:
-    yunikorn_preemptor.SHORTCUTS = False
-    try:
-        yield
-    finally:
-        yunikorn_preemptor.SHORTCUTS = True
-
-
 class FullEvaluation(Recording):
-    """The ground truth for the caches: the reference pass (no view, verdict or block kept between
-    asks or calls, no call skipped) on a preemptor without shortcuts."""
+    """The ground truth for the caches: the model with ``caches: false`` (no view, verdict or block
+    kept between asks or calls, no call skipped, no preemptor shortcut)."""
 
     def __init__(self, settings: dict | None = None):
-        super().__init__(settings, reference=True)
-
-    def schedule(self, state, now):
-        with preemptor_shortcuts_off():
-            return super().schedule(state, now)
+        super().__init__({**(settings or {}), "caches": False})
 
 
 @st.composite

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from makeway.core.model import Node, Queue, TaskGroup, Workload
+from makeway.core.objects import Node, Queue, TaskGroup, Workload
 from makeway.core.state import ClusterState
-from makeway.policies.yunikorn_queue import YuniKornModel
+from makeway.policies.yunikorn.model import YuniKornModel
 from makeway.sim.engine import SimOptions, simulate
 from makeway.sim.trace import ConfigChange
 
@@ -29,7 +29,7 @@ def test_fast_pass_matches_golden_log(name):
 
 
 def test_reference_pass_matches_golden_log():
-    assert S.digest(S.run("example", reference=True)) == GOLDEN["example"]["digest"]
+    assert S.digest(S.run("example", caches=False)) == GOLDEN["example"]["digest"]
 
 
 @st.composite
@@ -74,7 +74,7 @@ def _run(queues, nodes, jobs, changes, model_settings, reference):
     qs = [Queue(q.name, q.parent, q.guaranteed, q.max, settings=json.loads(json.dumps(q.settings))) for q in queues]
     ns = [Node(n.name, dict(n.capacity)) for n in nodes]
     state = ClusterState(["cpu"], qs, ns)
-    rec = simulate(state, YuniKornModel(model_settings, reference=reference), list(jobs), list(changes),
+    rec = simulate(state, YuniKornModel({**model_settings, "caches": not reference}), list(jobs), list(changes),
                    SimOptions(record_starts=True, check_invariants=True))
     return rec.events
 

@@ -4,10 +4,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from makeway.policies.yunikorn_common import (DEFAULT_PREEMPTION_DELAY_US, Partition, YAlloc, YAsk, YNode, YQueue,
+from makeway.policies.yunikorn.common import (DEFAULT_PREEMPTION_DELAY_US, Partition, YAlloc, YAsk, YNode, YQueue,
                                               go_slice_stable, parse_go_duration_us, resolve_props)
-from makeway.policies.yunikorn_preemptor import (DOES_NOT_GUARANTEE, SHORTFALL, Preemptor, _Check, find_victims,
-                                                 required_node_preemption)
+from makeway.policies.yunikorn.preemptor import DOES_NOT_GUARANTEE, SHORTFALL, Preemptor, _Check, find_victims
+from makeway.policies.yunikorn.required_node import required_node_preemption
 
 
 @pytest.mark.parametrize("text,want", [

@@ -14,8 +14,8 @@ import pytest
 from makeway.adapters.yunikorn import import_files, import_workloads
 from makeway.config import build_state, parse_config
 from makeway.core.decisions import Note
-from makeway.core.policy import load_model
-from makeway.policies.yunikorn_quota import QuotaModel
+from makeway.registry import load_model
+from makeway.policies.yunikorn.quota import QuotaModel
 from makeway.sim.engine import SimOptions, Simulation
 from makeway.sim.trace import change_from_record, workload_from_record
 

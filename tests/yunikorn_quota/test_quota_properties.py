@@ -6,10 +6,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from makeway.core.decisions import Note, Preempt
-from makeway.core.model import Node, Queue, TaskGroup, Workload
+from makeway.core.objects import Node, Queue, TaskGroup, Workload
 from makeway.core.resources import add_into
 from makeway.core.state import ClusterState
-from makeway.policies.yunikorn_quota import BEST_EFFORT, UNSUCCESSFUL, QuotaPreemption, configured
+from makeway.policies.yunikorn.quota import BEST_EFFORT, UNSUCCESSFUL, QuotaPreemption, configured
 
 TYPES = ("cpu", "mem")
 res = st.fixed_dictionaries({"cpu": st.integers(1, 8), "mem": st.integers(1, 8)})

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from makeway.core.decisions import Note, Preempt
-from makeway.core.model import Node, Queue, TaskGroup, Workload
+from makeway.core.objects import Node, Queue, TaskGroup, Workload
 from makeway.core.state import ClusterState
-from makeway.policies import yunikorn_quota as yq
+from makeway.policies.yunikorn import quota as yq
 
 
 @pytest.mark.parametrize("old_max,new_max,usage,old_delay,delay,start,expected", [

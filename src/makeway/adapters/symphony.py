@@ -19,7 +19,7 @@ from typing import Any
 
 from makeway.adapters.detect import check_kind
 from makeway.errors import ConfigError
-from makeway.policies.symphony_rules import normalize_criteria, normalize_scope
+from makeway.policies.symphony.rules import normalize_criteria, normalize_scope
 
 ROOT = "/"
 RANK_RANGE = (1, 10000)

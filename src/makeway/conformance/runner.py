@@ -1,34 +1,20 @@
 """The conformance runner: find case files, dispatch each on its ``model``, compare, report.
 
-Loaders live in ``makeway.conformance.<module>`` and expose ``run_case(case: dict) -> CaseResult``.
-A case whose model has no loader is a failure, never a skip.
+Loaders live in ``makeway.conformance.<module>`` and expose ``run_case(case: dict) -> CaseResult``;
+the registry (``makeway.registry``, each model's ``cases``) says which loader answers which case
+``model``. A case whose model has no loader is a failure, never a skip.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Iterable
 
 from makeway.conformance.result import CaseResult
-
-# case model -> "module:function"
-LOADERS: dict[str, str] = {
-    "yunikorn-resources": "makeway.conformance.yunikorn_resources:run_case",
-    "yunikorn-preemption": "makeway.conformance.yunikorn_preemption:run_case",
-    "yunikorn-quota-change": "makeway.conformance.yunikorn_quota:run_case",
-    "kueue-classic": "makeway.conformance.kueue:run_case",
-    "kueue-fair-sharing": "makeway.conformance.kueue:run_case",
-    "kueue-cycle": "makeway.conformance.kueue_cycle:run_case",
-    "ytsaurus-fair-share": "makeway.conformance.ytsaurus:run_case",
-    "ytsaurus-starvation": "makeway.conformance.ytsaurus:run_case",
-    "ytsaurus-preemption": "makeway.conformance.ytsaurus:run_case",
-    "symphony-rank": "makeway.conformance.symphony:run_case",
-}
-
+from makeway.registry import case_loader
 
 @dataclass(slots=True)
 class Outcome:
@@ -47,14 +33,6 @@ def find_cases(paths: Iterable[Path]) -> list[Path]:
     return sorted(dict.fromkeys(found))
 
 
-def _loader(model: str) -> Callable[[dict], CaseResult] | None:
-    target = LOADERS.get(model)
-    if target is None:
-        return None
-    module_name, fn = target.split(":")
-    return getattr(importlib.import_module(module_name), fn)
-
-
 def run_file(path: Path) -> Outcome:
     try:
         case = json.loads(path.read_text())
@@ -65,7 +43,7 @@ def run_file(path: Path) -> Outcome:
         return Outcome(path, case_id, CaseResult(False, None, None, "case is not a JSON object"))
     model = case.get("model")
     try:
-        loader = _loader(str(model))
+        loader = case_loader(str(model))
     except Exception as exc:  # a model whose module is broken fails its cases, not the run
         return Outcome(path, case_id, CaseResult(False, None, None, f"loader for {model!r} failed to import: {exc}"))
     if loader is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from makeway.conformance.result import CaseResult
-from makeway.policies.symphony_rules import (
+from makeway.policies.symphony.rules import (
     DEFAULT_PRIORITY, DEFAULT_RANK, SessionView, TaskView, need_of, normalize_criteria, normalize_scope,
     preemptors, proportional_deserved, select_victims,
 )

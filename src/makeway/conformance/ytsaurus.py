@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from makeway.core.resources import EPS
 from makeway.conformance.result import CaseResult
 from makeway.policies.ytsaurus import classify, fairshare, heartbeat, integral, starvation
 from makeway.policies.ytsaurus.classify import P
@@ -271,7 +272,7 @@ def answer(case: dict, got: dict[str, Any]) -> None:
         elif key == "satisfactionRatio":
             got[key] = {k: ctx.satisfaction[k] for k in exp[key]}
         elif key == "usageShareEqualsDemandShare":
-            got[key] = {k: all(abs(u - d) <= 1e-9 for u, d in zip(a[k].usage_share, a[k].demand_share))
+            got[key] = {k: all(abs(u - d) <= EPS for u, d in zip(a[k].usage_share, a[k].demand_share))
                         for k in exp[key]}
         elif key == "schedulingIndex":
             got[key] = _scheduling_index(ctx)

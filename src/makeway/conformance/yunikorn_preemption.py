@@ -2,7 +2,7 @@
 
 The case's queues, nodes, allocations and ask become a ``Partition`` (the same structure the
 simulator model builds from the cluster state), the predicate mock becomes an oracle object, and the
-``entry`` says which stage of ``policies.yunikorn_preemptor`` the Go test exercised.
+``entry`` says which stage of ``policies.yunikorn.preemptor`` the Go test exercised.
 """
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ from datetime import datetime, timezone
 from typing import Any
 
 from makeway.conformance.result import CaseResult
-from makeway.core.resources import equals, is_zero
-from makeway.policies import yunikorn_preemptor as yp
-from makeway.policies.yunikorn_common import (MAX_PREEMPTION_ATTEMPTS, Partition, YAlloc, YAsk, YNode, YQueue,
+from makeway.policies.yunikorn.resources import equals, is_zero
+from makeway.policies.yunikorn import preemptor as yp
+from makeway.policies.yunikorn import required_node as rn
+from makeway.policies.yunikorn.common import (MAX_PREEMPTION_ATTEMPTS, Partition, YAlloc, YAsk, YNode, YQueue,
                                               resolve_props, sort_allocations_based_on_ask)
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -192,18 +193,18 @@ def _dispatch(entry: str, inp: dict, exp: dict) -> Any:
         return got
     if entry == "RequiredNodePreemptor.filterAllocations":
         part = build_partition(inp)
-        f = yp.required_node_filter(part, _ask(inp["ask"]))
+        f = rn.required_node_filter(part, _ask(inp["ask"]))
         return {"counters": f.counters, "filteredCount": len(f.candidates)}
     if entry.startswith("RequiredNodePreemptor.filterAllocations + sortAllocations"):
         part = build_partition(inp)
         ask = _ask(inp["ask"])
-        cands = yp.sort_required_node(yp.required_node_filter(part, ask).candidates)
+        cands = rn.sort_required_node(rn.required_node_filter(part, ask).candidates)
         mut = inp.get("afterSortMutation")
         if mut:
             for k, v in mut.items():
                 if k != "key":
                     setattr(part.allocs[mut["key"]], k, v)
-        victims = yp.required_node_victims(ask, cands, part.nodes[ask.required_node].free) or []
+        victims = rn.required_node_victims(ask, cands, part.nodes[ask.required_node].free) or []
         full = {"victims": [v.key for v in victims], "victimCount": len(victims)}
         return {k: full[k] for k in exp}
     if entry.startswith("QueuePreemptionSnapshot.GetPreemptableResource"):
@@ -214,7 +215,7 @@ def _dispatch(entry: str, inp: dict, exp: dict) -> Any:
         allocs = [_alloc(a) for a in inp["allocations"]]
         return {"order": [a.key for a in sort_allocations_based_on_ask(allocs, inp.get("total"), inp.get("ask"))]}
     if entry == "SortAllocations":
-        return {"order": [a.key for a in yp.sort_required_node([_alloc(a) for a in inp["allocations"]])]}
+        return {"order": [a.key for a in rn.sort_required_node([_alloc(a) for a in inp["allocations"]])]}
     if entry.startswith("Application.tryAllocate"):
         return _try_allocate_phases(inp, exp)
     if entry == "PartitionContext.tryAllocate sequence":

@@ -1,7 +1,7 @@
 """Conformance loader for ``yunikorn-quota-change`` cases (SEMANTICS section 4).
 
 Each case fixture becomes a ``ClusterState`` (one workload per YuniKorn allocation, so per-task
-flags map onto workload settings) and is driven through ``policies.yunikorn_quota``: the timer
+flags map onto workload settings) and is driven through ``policies.yunikorn.quota``: the timer
 functions for the start-time cases, ``QuotaPreemption`` for runs and partition flows. The only
 thing the loader adds is the fixture's direct writes (usage overrides, preempting amounts, released
 flags), patched into the preemptor's view exactly where YuniKorn's tests wrote them.
@@ -14,10 +14,10 @@ from typing import Any, Callable
 
 from makeway.conformance.result import CaseResult
 from makeway.core.decisions import Note, Preempt
-from makeway.core.model import Node, Queue, TaskGroup, Workload, split_task_id
+from makeway.core.objects import Node, Queue, TaskGroup, Workload, split_task_id
 from makeway.core.resources import Res, add_into
 from makeway.core.state import ClusterState
-from makeway.policies import yunikorn_quota as yq
+from makeway.policies.yunikorn import quota as yq
 
 REFERENCE = "2024-01-01T10:30:00Z"
 

@@ -1,8 +1,8 @@
 """Loader for ``yunikorn-resources`` cases: YuniKorn's resource helpers, row by row.
 
 Each case names a Go helper in ``input.function`` and lists its arguments in ``input.rows``; the
-matching results are in ``expected.rows``. The helpers under test are the core's own
-(``makeway.core.resources``), the ones every model uses.
+matching results are in ``expected.rows``. The helpers under test are the generic ``add``/``sub``
+of ``makeway.core.resources`` and YuniKorn's own in ``makeway.policies.yunikorn.resources``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import re
 from typing import Any, Callable
 
 from makeway.conformance.result import CaseResult
-from makeway.core import resources as R
+from makeway.core.resources import add, sub
+from makeway.policies.yunikorn import resources as R
 
 
 def _both_ways(fn: Callable[[Any, Any], bool], row: dict, nil_as_empty: bool = False) -> dict:
@@ -24,7 +25,7 @@ def _both_ways(fn: Callable[[Any, Any], bool], row: dict, nil_as_empty: bool = F
 
 # Go helper name -> our helper, called with the arguments in the order the signature names them.
 HELPERS: dict[str, Callable[..., Any]] = {
-    "Add": R.add, "Sub": R.sub, "AddOnlyExisting": R.add_only_existing,
+    "Add": add, "Sub": sub, "AddOnlyExisting": R.add_only_existing,
     "SubOnlyExisting": R.sub_only_existing, "SubEliminateNegative": R.sub_eliminate_negative,
     "ComponentWiseMin": R.component_wise_min, "ComponentWiseMax": R.max_each,
     "ComponentWiseMinOnlyExisting": R.component_wise_min_only_existing,

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from makeway.core.resources import EPS
+
 _NEG = float("-inf")
 
 
@@ -98,7 +100,7 @@ class FreeIndex:
         for r, v in request.items():
             if v > 0:
                 t = trees.get(r)
-                if t is None or t[j] < v - 1e-9:
+                if t is None or t[j] < v - EPS:
                     return False
         return next(iter(trees.values()))[j] != _NEG  # unschedulable nodes hold -inf everywhere
 
@@ -110,11 +112,11 @@ class FreeIndex:
                 t = self.trees.get(r)
                 if t is None:
                     return None
-                need.append((t, v - 1e-9))
+                need.append((t, v - EPS))
         if not need and self.trees:
             need.append((next(iter(self.trees.values())), -1e300))  # only excludes unschedulable nodes
         elif len(need) == len(self.scales) and need:
-            need.insert(0, (self.balance, min((request[r] - 1e-9) / s for r, s in self.scales.items())))
+            need.insert(0, (self.balance, min((request[r] - EPS) / s for r, s in self.scales.items())))
         if start >= self.n:
             return None
         size = self.size

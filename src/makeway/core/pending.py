@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from makeway.core.resources import Res, add_into, fits_limit
+from makeway.core.resources import Res, add_into, fits_limit, fits_on
 from makeway.core.state import ClusterState
 
 if TYPE_CHECKING:
@@ -41,9 +41,6 @@ GANG = "gang"
 PRIORITY = "priority"
 RESOURCES = "resources"
 CODES = (FITS_NOWHERE, QUEUE_MAX, QUOTA, PREEMPTING, GANG, PRIORITY, RESOURCES)
-
-_EPS = 1e-9
-
 
 @dataclass(slots=True, frozen=True)
 class PendingInfo:
@@ -62,8 +59,7 @@ class PendingInfo:
 def fits_some_node(state: ClusterState, request: Res) -> bool:
     """True when one node's whole capacity holds ``request`` (whether it is schedulable or not)."""
     for node in state.nodes.values():
-        cap = node.capacity
-        if all(v <= 0 or v <= cap.get(k, 0) + _EPS for k, v in request.items()):
+        if fits_on(request, {}, node.capacity):
             return True
     return False
 
@@ -106,9 +102,7 @@ def _free_fit(state: ClusterState, tasks: Iterable[str]) -> bool:
         for name in state.node_names:
             if not state.nodes[name].schedulable:
                 continue
-            extra = promised.get(name, {})
-            cap, used = state.nodes[name].capacity, state.node_used[name]
-            if all(v <= 0 or used.get(k, 0) + extra.get(k, 0) + v <= cap.get(k, 0) + _EPS for k, v in req.items()):
+            if fits_on(req, state.node_used[name], state.nodes[name].capacity, promised.get(name)):
                 add_into(promised.setdefault(name, {}), req)
                 break
         else:

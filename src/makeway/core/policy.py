@@ -1,4 +1,5 @@
-"""The interface every preemption model implements, and the registry that finds them by name.
+"""The interface every preemption model implements (the registry that finds them by name is
+``makeway.registry``).
 
 A model is a deterministic object: given the same state, ``now`` and call sequence it returns the
 same decisions in the same order. It may keep its own bookkeeping between calls (starvation clocks,
@@ -15,11 +16,10 @@ other event; ``skip_periodic`` then tells it which calls it did not get.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, Mapping
 
 from makeway.core.decisions import Decision
-from makeway.core.model import Queue
+from makeway.core.objects import Queue
 from makeway.core.state import ClusterState
 
 
@@ -37,6 +37,14 @@ class PreemptionModel:
 
     def __init__(self, settings: Mapping[str, Any] | None = None):
         self.settings: dict[str, Any] = dict(settings or {})
+        # False: the reference path, nothing reused between calls; the cache-equivalence tests
+        # compare a model against its own ``caches: false`` twin
+        self.caches = bool(self.settings.get("caches", True))
+
+    def options(self) -> dict[str, Any]:
+        """How this run computed its decisions (recorded in the results): options that must not
+        change a decision, so two runs differing only here are expected to agree."""
+        return {"caches": self.caches}
 
     def bind(self, state: ClusterState) -> None:
         """Called once with the initial state, before any event."""
@@ -95,28 +103,3 @@ class PreemptionModel:
         """Seconds a victim keeps its resources after notice; the workload's own grace by default."""
         alloc = state.allocations[allocation]
         return state.workloads[alloc.workload].grace
-
-
-# model name -> "module:Class". Modules are imported lazily so one broken model never hides the rest.
-MODELS: dict[str, str] = {
-    "none": "makeway.policies.default:PriorityFirstFit",
-    # greedy first fit by priority then submit time: a later job that fits starts before an earlier
-    # one that does not, so it is not FCFS (that is `fifo-strict`); `fifo` is its old name
-    "first-fit": "makeway.policies.default:PriorityFirstFit",
-    "fifo": "makeway.policies.default:PriorityFirstFit",
-    "kueue": "makeway.policies.kueue:KueueModel",
-    "yunikorn": "makeway.policies.yunikorn_queue:YuniKornModel",
-    "ytsaurus": "makeway.policies.ytsaurus:YTsaurusModel",
-    "symphony": "makeway.policies.symphony:SymphonyModel",
-    "fifo-strict": "makeway.policies.hpc:StrictFifo",
-    "easy-backfill": "makeway.policies.hpc:EasyBackfill",
-}
-
-
-def load_model(name: str, settings: Mapping[str, Any] | None = None) -> PreemptionModel:
-    target = MODELS.get(name)
-    if target is None:
-        raise KeyError(f"unknown preemption model {name!r} (known: {', '.join(sorted(MODELS))})")
-    module_name, cls_name = target.split(":")
-    cls = getattr(importlib.import_module(module_name), cls_name)
-    return cls(settings)

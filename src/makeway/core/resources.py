@@ -5,9 +5,8 @@ distinct value from ``{}`` ("empty"), and a type missing from a map is not alway
 it means "unlimited in that type" (YuniKorn's max, Kueue's borrowingLimit). Plain dicts keep the hot
 paths cheap; callers never mutate a vector they did not create, every helper returns a new dict.
 
-The helpers named after YuniKorn's (``sub_only_existing``, ``fit_in`` ...) follow its exact
-semantics, because the YuniKorn models are specified in terms of them; the generic ones (``add``,
-``sub``, ``fits``) are what the rest of the core uses.
+YuniKorn's own helpers (``sub_only_existing``, ``fit_in`` ...) live with its model in
+``policies/yunikorn/resources.py``; these are the generic ones the rest of the core uses.
 """
 
 from __future__ import annotations
@@ -23,12 +22,18 @@ MaybeRes = Optional[Mapping[str, Number]]
 
 INT64_MAX = 2**63 - 1
 INT64_MIN = -(2**63)
+
+EPS = 1e-9
+"""The one tolerance of capacity and limit comparisons: float sums of fractional quantities (0.1 cpu
+three times) may land a hair above the value a user wrote, and must still fit. Every model compares
+through it, so no two models disagree on whether the same request fits."""
+
 MAX_QUANTITY = INT64_MAX
 """The largest quantity accepted (Kubernetes' own limit, int64): anything above is a typo or fuzz, and
 exact huge integers (``1e400``) would later overflow float arithmetic."""
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1),
+_DECIMAL = {"n": Decimal(10) ** -9, "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1),
             "k": Decimal(10**3), "K": Decimal(10**3), "M": Decimal(10**6), "G": Decimal(10**9),
             "T": Decimal(10**12), "P": Decimal(10**15), "E": Decimal(10**18)}
 _QUANTITY = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*(Ki|Mi|Gi|Ti|Pi|Ei|[numkKMGTPE]?)\s*$")
@@ -84,13 +89,6 @@ def parse_quantity(value: object, *, allow_negative: bool = False) -> Number:
     if number == number.to_integral_value():
         return int(number)
     return float(number)
-
-
-def parse_resources(values: Mapping[str, object] | None, *, allow_negative: bool = False) -> Res | None:
-    """Parse a map of quantities; ``None`` stays ``None`` (not set)."""
-    if values is None:
-        return None
-    return {str(k): parse_quantity(v, allow_negative=allow_negative) for k, v in values.items()}
 
 
 def format_quantity(value: Number) -> str:
@@ -150,7 +148,18 @@ def fits(request: MaybeRes, available: MaybeRes) -> bool:
         return True
     avail = available or {}
     for k, v in request.items():
-        if v > 0 and v > avail.get(k, 0) + 1e-9:
+        if v > 0 and v > avail.get(k, 0) + EPS:
+            return False
+    return True
+
+
+def fits_on(request: Mapping[str, Number], used: Mapping[str, Number], capacity: Mapping[str, Number],
+            extra: Mapping[str, Number] | None = None) -> bool:
+    """The node-fit predicate: every positive requested type fits the capacity left after ``used``
+    and ``extra`` (what this step already promised there), within ``EPS``. The one definition of
+    "fits on a node" that placement, pending reasons and every model use."""
+    for k, v in request.items():
+        if v > 0 and used.get(k, 0) + (extra.get(k, 0) if extra else 0) + v > capacity.get(k, 0) + EPS:
             return False
     return True
 
@@ -160,33 +169,9 @@ def fits_limit(request: MaybeRes, limit: MaybeRes) -> bool:
     if not request or limit is None:
         return True
     for k, v in request.items():
-        if k in limit and v > limit[k] + 1e-9:
+        if k in limit and v > limit[k] + EPS:
             return False
     return True
-
-
-def is_zero(r: MaybeRes) -> bool:
-    return r is None or all(v == 0 for v in r.values())
-
-
-def is_empty(r: MaybeRes) -> bool:
-    return r is None or len(r) == 0
-
-
-
-
-def max_each(a: MaybeRes, b: MaybeRes) -> Res | None:
-    """Union; a type on one side only keeps that side's value; both None -> None."""
-    if a is None and b is None:
-        return None
-    out: Res = dict(a or {})
-    for k, v in (b or {}).items():
-        out[k] = max(out[k], v) if k in out else v
-    return out
-
-
-
-
 
 
 def total_of(vectors: Iterable[MaybeRes]) -> Res:
@@ -194,214 +179,3 @@ def total_of(vectors: Iterable[MaybeRes]) -> Res:
     for v in vectors:
         add_into(out, v)
     return out
-
-
-# ---------------------------------------------------------------------------------------------
-# YuniKorn's helpers, exactly as its preemption code relies on them (SEMANTICS section 0).
-
-
-def _saturate(v: Number) -> Number:
-    if isinstance(v, int):
-        if v > INT64_MAX:
-            return INT64_MAX
-        if v < INT64_MIN:
-            return INT64_MIN
-    return v
-
-
-def sub_only_existing(base: MaybeRes, delta: MaybeRes) -> Res | None:
-    """base's types only: base - delta. A None on either side gives a copy of base."""
-    if base is None:
-        return None
-    if delta is None:
-        return dict(base)
-    return {k: _saturate(v - delta.get(k, 0)) for k, v in base.items()}
-
-
-def add_only_existing(base: MaybeRes, delta: MaybeRes) -> Res | None:
-    if base is None:
-        return None
-    if delta is None:
-        return dict(base)
-    return {k: _saturate(v + delta.get(k, 0)) for k, v in base.items()}
-
-
-def sub_eliminate_negative(a: MaybeRes, b: MaybeRes) -> Res:
-    """a - b over the union; types that b names are clamped at 0."""
-    out: Res = dict(a or {})
-    for k, v in (b or {}).items():
-        out[k] = max(0, out.get(k, 0) - v)
-    return out
-
-
-def component_wise_min(a: MaybeRes, b: MaybeRes) -> Res | None:
-    """Union; a type on one side only keeps that side's value (not min with 0)."""
-    if a is None and b is None:
-        return None
-    if a is None:
-        return dict(b)  # type: ignore[arg-type]
-    if b is None:
-        return dict(a)
-    out: Res = dict(a)
-    for k, v in b.items():
-        out[k] = min(out[k], v) if k in out else v
-    return out
-
-
-def component_wise_min_only_existing(a: MaybeRes, b: MaybeRes) -> Res | None:
-    if a is None:
-        return None
-    if b is None:
-        return dict(a)
-    return {k: (min(v, b[k]) if k in b else v) for k, v in a.items()}
-
-
-def merge_if_not_present(a: MaybeRes, b: MaybeRes) -> Res | None:
-    """a's values win; b adds the types a lacks."""
-    if a is None and b is None:
-        return None
-    out: Res = dict(a or {})
-    for k, v in (b or {}).items():
-        out.setdefault(k, v)
-    return out
-
-
-def fit_in(larger: MaybeRes, smaller: MaybeRes) -> bool:
-    """Node fit: smaller[k] <= max(0, larger[k]); a type missing from larger counts as 0."""
-    if smaller is None:
-        return True
-    big = larger or {}
-    return all(v <= max(0, big.get(k, 0)) for k, v in smaller.items())
-
-
-def fit_in_max_undef(larger: MaybeRes, smaller: MaybeRes) -> bool:
-    """Quota fit: a type missing from larger is unlimited; a None larger accepts everything."""
-    if larger is None or smaller is None:
-        return True
-    return all(v <= max(0, larger[k]) for k, v in smaller.items() if k in larger)
-
-
-def fit_in_actual(larger: MaybeRes, smaller: MaybeRes) -> bool:
-    """Guarantee fit: types missing from larger are skipped; values compared as they are."""
-    if smaller is None:
-        return True
-    big = larger or {}
-    return all(v <= big[k] for k, v in smaller.items() if k in big)
-
-
-def strictly_greater_than(a: MaybeRes, b: MaybeRes) -> bool:
-    """Every a[k] >= b[k] over the union (missing = 0) and at least one differs."""
-    keys = set(a or {}) | set(b or {})
-    differs = False
-    for k in keys:
-        x, y = (a or {}).get(k, 0), (b or {}).get(k, 0)
-        if x < y:
-            return False
-        if x != y:
-            differs = True
-    return differs
-
-
-def strictly_greater_than_or_equals(a: MaybeRes, b: MaybeRes) -> bool:
-    keys = set(a or {}) | set(b or {})
-    return all((a or {}).get(k, 0) >= (b or {}).get(k, 0) for k in keys)
-
-
-def _greater_only_existing(a: MaybeRes, b: MaybeRes, or_equals: bool) -> bool:
-    if not a:
-        return False
-    if not b:
-        return all(v > 0 for v in a.values())
-    shared = [k for k in a if k in b]
-    if not shared:
-        return True
-    if any(b[k] > a[k] for k in shared):
-        return False
-    return True if or_equals else any(b[k] != a[k] for k in shared)
-
-
-def strictly_greater_than_only_existing(a: MaybeRes, b: MaybeRes) -> bool:
-    return _greater_only_existing(a, b, or_equals=False)
-
-
-def strictly_greater_than_or_equals_only_existing(a: MaybeRes, b: MaybeRes) -> bool:
-    return _greater_only_existing(a, b, or_equals=True)
-
-
-def strictly_greater_than_zero(r: MaybeRes) -> bool:
-    if not r:
-        return False
-    return all(v >= 0 for v in r.values()) and any(v > 0 for v in r.values())
-
-
-def equals(a: MaybeRes, b: MaybeRes, *, same_ref: bool = False) -> bool:
-    """YuniKorn's Equals: the same object is equal; a None side is not; else union, missing = 0."""
-    if same_ref or a is b:
-        return True
-    if a is None or b is None:
-        return False
-    keys = set(a) | set(b)
-    return all(a.get(k, 0) == b.get(k, 0) for k in keys)
-
-
-def equals_or_empty(a: MaybeRes, b: MaybeRes) -> bool:
-    if is_zero(a) and is_zero(b):
-        return True
-    return equals(a, b)
-
-
-def deep_equals(a: MaybeRes, b: MaybeRes) -> bool:
-    if a is None or b is None:
-        return a is None and b is None
-    return dict(a) == dict(b)
-
-
-def match_any(a: MaybeRes, b: MaybeRes) -> bool:
-    if a is None or b is None:
-        return False
-    return any(k in b for k in a)
-
-
-def type_matching(base: MaybeRes, other: MaybeRes) -> int:
-    if base is None or other is None or not base:
-        return 0
-    shared = sum(1 for k in base if k in other)
-    return (100 * shared) // len(base)
-
-
-def shares_type_wise(r: MaybeRes, total: MaybeRes, types: Iterable[str] | None = None) -> list[float]:
-    """Per non-zero type of r: r/total (or the raw value without a usable total), sorted ascending."""
-    out: list[float] = []
-    wanted = None if types is None else set(types)
-    for k, v in (r or {}).items():
-        if v == 0 or (wanted is not None and k not in wanted):
-            continue
-        t = (total or {}).get(k, 0) if total is not None else 0
-        out.append(float(v) / t if t else float(v))
-    out.sort()
-    return out
-
-
-def compare_shares(left: list[float], right: list[float]) -> int:
-    """Compare two ascending share lists from the largest entry down; leftovers decide by sign."""
-    i, j = len(left) - 1, len(right) - 1
-    while i >= 0 and j >= 0:
-        if left[i] != right[j]:
-            return 1 if left[i] > right[j] else -1
-        i -= 1
-        j -= 1
-    while i >= 0:
-        if left[i] != 0:
-            return 1 if left[i] > 0 else -1
-        i -= 1
-    while j >= 0:
-        if right[j] != 0:
-            return -1 if right[j] > 0 else 1
-        j -= 1
-    return 0
-
-
-def comp_usage_ratio_specific_types(left: MaybeRes, right: MaybeRes, total: MaybeRes,
-                                    types: MaybeRes | Iterable[str] | None) -> int:
-    names = None if types is None else list(types)
-    return compare_shares(shares_type_wise(left, total, names), shares_type_wise(right, total, names))

@@ -16,8 +16,8 @@ from typing import Iterable, Iterator
 
 from makeway.core.journal import Journal
 from makeway.core.node_index import FreeIndex
-from makeway.core.model import Allocation, Node, Queue, Workload, split_task_id, task_id
-from makeway.core.resources import Number, Res, add_into, fits, sub
+from makeway.core.objects import Allocation, Node, Queue, Workload, split_task_id, task_id
+from makeway.core.resources import EPS, Number, Res, add_into, fits, fits_on, sub
 
 
 class StateError(ValueError):
@@ -154,12 +154,7 @@ class ClusterState:
         n = self.nodes[node]
         if not n.schedulable:
             return False
-        used = self.node_used[node]
-        cap = n.capacity
-        for k, v in request.items():
-            if v > 0 and used.get(k, 0) + v > cap.get(k, 0) + 1e-9:
-                return False
-        return True
+        return fits_on(request, self.node_used[node], n.capacity)
 
     def pending_tasks(self, workload: str) -> list[str]:
         return list(self.pending.get(workload, ()))
@@ -198,7 +193,7 @@ class ClusterState:
             if grp.count <= 0:
                 continue
             for k, v in grp.resources.items():
-                if v > largest.get(k, 0) + 1e-9:
+                if v > largest.get(k, 0) + EPS:
                     return g, k, v, largest.get(k, 0)
         return None
 

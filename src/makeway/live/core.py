@@ -22,8 +22,8 @@ from typing import Any, Iterable, Optional
 
 from makeway.config import ClusterConfig, build_state
 from makeway.core.decisions import Decision, Note, Preempt, Reason, Start
-from makeway.core.model import Node, split_task_id
-from makeway.core.policy import load_model
+from makeway.core.objects import Node, split_task_id
+from makeway.registry import load_model
 from makeway.errors import MakewayError
 from makeway.live.spec import workload_of
 

@@ -15,7 +15,7 @@ from typing import Any, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from makeway.config import MAX_TIME, ClusterConfig, Int32, _format_errors
-from makeway.core.model import TaskGroup, Workload
+from makeway.core.objects import TaskGroup, Workload
 from makeway.errors import MakewayError
 from makeway.sim.trace import WorkloadRecord
 

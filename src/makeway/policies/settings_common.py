@@ -57,6 +57,13 @@ Flag = StrictBool
 FlagWord = Annotated[StrictBool, BeforeValidator(_bool_word)]
 
 
+class ModelSettings(Settings):
+    """Model-level settings every model accepts, besides its own."""
+
+    caches: Flag = Field(default=True, description="reuse work between calls (false: the reference path, "
+                                                    "every pass computed from scratch; same decisions, slower)")
+
+
 @functools.cache
 def field_names(cls: type[BaseModel]) -> tuple[str, ...]:
     """The keys a settings class accepts (aliases where a field has one), in declaration order."""

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from makeway.core.decisions import Decision, Note, Preempt, Start
-from makeway.core.model import Workload
+from makeway.core.objects import Workload
 from makeway.core.policy import PreemptionModel
 from makeway.core.state import ClusterState
 from makeway.errors import MakewayError
@@ -93,6 +93,7 @@ class Simulation:
 
     def __post_init__(self) -> None:
         self.recorder = Recorder(self.state, record_starts=self.options.record_starts, model=self.model)
+        self.recorder.model_options = self.model.options()
 
     # -- event heap ----------------------------------------------------------------------------
 

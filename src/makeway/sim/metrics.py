@@ -20,8 +20,8 @@ import math
 from typing import Any
 
 from makeway.core.decisions import Note, Reason
-from makeway.core.model import Allocation, Workload
-from makeway.core.resources import Number, Res, add_into
+from makeway.core.objects import Allocation, Workload
+from makeway.core.resources import EPS, Number, Res, add_into
 from makeway.core.state import ClusterState
 from makeway.sim.pending import ReasonLog, pending_reasons
 
@@ -50,6 +50,7 @@ class Recorder:
         self.model = model
         self.reasons: ReasonLog | None = ReasonLog(state, model) if model is not None else None
         self.record_starts = record_starts
+        self.model_options: dict[str, Any] = {}  # how the model computed (``caches`` ...), from the engine
         self.pending_tasks: dict[str, int] = {q: 0 for q in state.queues}
         self.queue_wasted: dict[str, Res] = {}
         self.queue_preemptions: dict[str, int] = {}
@@ -317,7 +318,7 @@ class Recorder:
         still = []
         for c in self._open_convergence:
             usage = self.state.queue_usage[c["queue"]]
-            if all(usage.get(k, 0) <= v + 1e-9 for k, v in c["max"].items()):
+            if all(usage.get(k, 0) <= v + EPS for k, v in c["max"].items()):
                 c["converged_at"], c["seconds"] = now, now - c["time"]
             else:
                 still.append(c)
@@ -465,6 +466,7 @@ class Recorder:
         return rows
 
     def results(self, meta: dict[str, Any] | None = None) -> dict[str, Any]:
-        return {"schema": RESULTS_SCHEMA, **(meta or {}), "capacity": dict(self.capacity), "summary": self.summary(),
+        return {"schema": RESULTS_SCHEMA, **(meta or {}), "model_options": dict(self.model_options),
+                "capacity": dict(self.capacity), "summary": self.summary(),
                 "queues": self.queue_table(), "quota_convergence": self.convergence,
                 "timeseries": self.timeseries(), "workloads": self.workload_rows(), "events": self.events}

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from makeway.core.model import Workload
+from makeway.core.objects import Workload
 from makeway.core.pending import FITS_NOWHERE, blocking_max, fits_some_node, generic_reason
 from makeway.core.pending import QUEUE_MAX as QUEUE_MAX_CODE
 from makeway.core.state import ClusterState

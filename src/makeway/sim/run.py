@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from makeway.config import ClusterConfig, build_state, load_config, trace_path
-from makeway.core.policy import load_model
+from makeway.registry import load_model
 from makeway.errors import MakewayError
 from makeway.sim.engine import SimOptions, Simulation
 from makeway.sim.importers import ImportStats, detect_format, read_trace

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from makeway.config import (MAX_TASKS, MAX_TIME, MAX_WEIGHT, ClusterConfig, Int32, Quantity, _format_errors,
                             check_shape, queue_limit_problems)
-from makeway.core.model import TaskGroup, Workload
+from makeway.core.objects import TaskGroup, Workload
 from makeway.errors import TraceError
 from makeway.model_settings import trace_settings_problem
 

@@ -171,7 +171,7 @@ def cell_queue_map(spec: CellSpec):
 def load_grid(path: Path) -> Grid:
     """Read, check and expand GRID.yaml (paths inside are relative to it)."""
     from makeway.config import load_config, parse_yaml, read_text, trace_path
-    from makeway.core.policy import MODELS
+    from makeway.registry import MODELS
     from makeway.sim.importers.detect import FORMATS
 
     path = Path(path)

@@ -19,7 +19,7 @@ from makeway.core.decisions import Decision, Note, Preempt, Reason, Start
 from makeway.core.policy import PreemptionModel
 from makeway.core.resources import Res, add_into
 from makeway.core.state import ClusterState
-from makeway.policies.default import first_fit
+from makeway.core.placement import first_fit
 from makeway.policies.kueue.assign import FIT, NOFIT, Assignment, assign_flavors
 from makeway.policies.kueue.cycle import STRICT_FIFO, tournament_winner
 from makeway.policies.kueue.selectors import selector_matches, untolerated
@@ -287,6 +287,8 @@ class KueueModel(PreemptionModel):
     def _assign(self, state: ClusterState, cq: QNode, wl_id: str) -> Assignment:
         """``assign_flavors`` memoised within one call: the answer depends only on the request
         shape and the tree, which changes only where ``_version`` is bumped."""
+        if not self.caches:
+            self._assign_memo.clear()
         shape = self._shapes.get(wl_id)
         if shape is None:
             shape = tuple(tuple(sorted(ps.items())) for ps in self._pod_sets(state, wl_id))
@@ -338,6 +340,8 @@ class KueueModel(PreemptionModel):
         return {q: [k[-1] for k in sorted(keys, reverse=True)] for q, keys in out.items()}
 
     def schedule(self, state: ClusterState, now: float) -> list[Decision]:
+        if not self.caches:  # the reference path: every call made, every head evaluated afresh
+            self._idle = None
         if self._idle is not None and self._idle == self._epochs(state):
             return []  # nothing moved since a call that decided nothing: it would decide nothing again
         tree = self.build_tree(state)
@@ -422,7 +426,7 @@ class KueueModel(PreemptionModel):
     def _known_noop(self, state: ClusterState, cq: QNode | None, wl_id: str) -> bool | None:
         """For a head whose twin (same key) was processed since the last change that could matter
         and changed nothing: whether it was parked. None when the outcome is not known."""
-        if cq is None or wl_id in self._waiting:
+        if cq is None or wl_id in self._waiting or not self.caches:
             return None
         hit = self._outcomes.get(self._head_key(state, cq, wl_id))
         if hit is None:
@@ -453,6 +457,9 @@ class KueueModel(PreemptionModel):
 
     def _process_head(self, state: ClusterState, tree: QuotaTree, h: _Head, now: float, decisions: list[Decision],
                       promised: dict[str, Res], victims: set[str]) -> None:
+        if not self.caches:
+            self._no_targets.clear()
+            self._targets_memo.clear()
         cq = h.cq
         wl = state.workloads[h.wl]
         if not self._namespace_ok(state, cq.name, h.wl):

@@ -91,10 +91,6 @@ class QNode:
     lendable: dict[str, int] | None = None  # cache for children's DRS: quotas only, never usage
     share: Any = None  # cached DRS of this node, valid until its usage changes
 
-    @property
-    def has_parent(self) -> bool:
-        return self.parent is not None
-
     def nominal(self, fr: FR) -> int:
         q = self.quotas.get(fr)
         return q.nominal if q else 0
@@ -280,10 +276,6 @@ def potential_available(n: QNode, fr: FR) -> int:
 
 def borrowing(n: QNode, fr: FR, extra: int = 0) -> bool:
     return n.usage.get(fr, 0) + extra > n.subtree.get(fr, 0)
-
-
-def borrowing_any(n: QNode) -> bool:
-    return any(v > n.subtree.get(fr, 0) for fr, v in n.usage.items())
 
 
 def within_nominal_in(n: QNode, frs: Iterable[FR]) -> bool:

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BeforeValidator, Field, StrictInt, StrictStr, field_validator
 
-from makeway.policies.settings_common import Flag, Quantity, Settings
+from makeway.policies.settings_common import Flag, ModelSettings, Quantity, Settings
 
 Strategy = Literal["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
 _ALLOWED_STRATEGIES = (["LessThanOrEqualToFinalShare"], ["LessThanInitialShare"],
@@ -104,7 +104,7 @@ def _fair_sharing_flag(v: Any) -> Any:
     return {"enable": False} if v is False else {} if v is True else v
 
 
-class KueueSettings(Settings):
+class KueueSettings(ModelSettings):
     """``preemption.settings`` for ``model: kueue``."""
 
     fairSharing: Annotated[Optional[FairSharing], BeforeValidator(_fair_sharing_flag)] = None

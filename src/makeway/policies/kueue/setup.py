@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from makeway.core.model import Queue
+from makeway.core.objects import Queue
 from makeway.core.resources import parse_quantity
 from makeway.policies.kueue.quota import FR, CohortSpec, CQSpec, FlavorQuota, Policy, units
 

@@ -20,10 +20,10 @@ from itertools import chain
 
 import numpy as np
 
+from makeway.core.resources import EPS
 from makeway.policies.ytsaurus import kernel
 from makeway.policies.ytsaurus.tree import ROOT, Tree
 
-EPS = 1e-9
 
 
 @dataclass(slots=True)

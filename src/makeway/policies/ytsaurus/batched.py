@@ -24,9 +24,9 @@ from itertools import chain
 
 import numpy as np
 
+from makeway.core.resources import EPS
 from makeway.policies.ytsaurus.plf import LIMIT_SNAP, PLF, SLIVER
 
-EPS = 1e-9
 
 
 def pad_points(fns: list[PLF], dim: int) -> tuple[np.ndarray, np.ndarray]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from makeway.core.resources import EPS
 from makeway.policies.ytsaurus.fairshare import blocked, strictly_dominates_non_blocked
 
 NP, AP, P = "non_preemptible", "aggressively_preemptible", "preemptible"
@@ -34,8 +35,8 @@ class Published:
 
 def publish(fair: list[float], demand: list[float]) -> Published:
     """An operation whose fair share equals its demand has no plain-preemptible allocations (§5.3)."""
-    equal = all(abs(f - d) <= 1e-9 for f, d in zip(fair, demand))
-    return Published(list(fair), list(demand), not (equal and max(demand, default=0.0) > 1e-9))
+    equal = all(abs(f - d) <= EPS for f, d in zip(fair, demand))
+    return Published(list(fair), list(demand), not (equal and max(demand, default=0.0) > EPS))
 
 
 def usage_threshold(cfg: dict[str, Any], pool_chain: Iterable[dict[str, Any]], op_spec: dict[str, Any] | None,

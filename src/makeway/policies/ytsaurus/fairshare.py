@@ -10,16 +10,17 @@ piecewise-linear functions, so jumps are handled the way YTsaurus does (lower va
 from __future__ import annotations
 
 import gc
+import importlib.util
 from itertools import chain
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from makeway.policies.ytsaurus import arrays, batched, plf
+from makeway.core.resources import EPS
+from makeway.policies.ytsaurus import batched, plf
 from makeway.policies.ytsaurus.plf import PLF, Vec
 from makeway.policies.ytsaurus.tree import ROOT, Tree
 
-EPS = 1e-9
 INF_SAT = 1e9
 INF = float("inf")
 
@@ -79,7 +80,7 @@ def limits_shares(tree: Tree, node_caps: list[list[float]] | None = None) -> dic
         if el.is_op and node_caps and mem is not None and slots is not None and el.demand[slots] > 0:
             per = el.demand[mem] / el.demand[slots]
             if per > 0 and tree.total[mem] > 0:
-                packed = sum(int(n[mem] / per + 1e-9) * per for n in node_caps)
+                packed = sum(int(n[mem] / per + EPS) * per for n in node_caps)
                 share[mem] = min(share[mem], packed / tree.total[mem])
         out[name] = share
     return out
@@ -339,17 +340,21 @@ class CurveCache:
 
 
 def compute(tree: Tree, node_caps: list[list[float]] | None = None,
-            integral: "object | None" = None, cache: CurveCache | None = None) -> FairShareResult:
+            integral: "object | None" = None, cache: CurveCache | None = None,
+            kernel: bool = False) -> FairShareResult:
     """One fair share update over the whole tree. ``integral`` computes integral shares (§2.9);
     ``cache`` carries unchanged subtrees' curves over from the previous update (exactly the same
-    result, computed once)."""
+    result, computed once). ``kernel`` (``fair_share_kernel``): the compiled update (numba) for
+    every tree it covers, whatever its size, so no decision depends on tree size; else the Python
+    construction, the reference (the two agree to EPS, not to the bit)."""
     # An update allocates a few small containers per element and frees nothing cyclic; the cyclic
     # collector would rescan the whole (growing) heap again and again meanwhile, about a fifth of
     # the time on a large tree. It is paused for the update only and restored as it was.
     paused = gc.isenabled()
     gc.disable()
     try:
-        if KERNEL and len(tree.elements) >= KERNEL_MIN and arrays.supported(tree):
+        if kernel and _arrays().supported(tree):
+            arrays = _arrays()
             res = arrays.compute_arrays(arrays.PoolArrays.from_tree(tree, node_caps))
             return FairShareResult(arrays.LazyAttrs(res))  # type: ignore[arg-type]
         return _compute(tree, node_caps, integral, cache)
@@ -358,12 +363,15 @@ def compute(tree: Tree, node_caps: list[list[float]] | None = None,
             gc.enable()
 
 
-KERNEL = True
-"""The compiled update (``arrays``, ``kernel``) for trees it covers; False: the Python construction
-here, kept as the reference the kernel is tested against and for integral guarantees."""
-KERNEL_MIN = 128
-"""Trees with fewer elements take the Python construction: it costs little there, and it is the
-path every conformance case was checked on (the kernel agrees with it to 1e-9, not to the bit)."""
+def _arrays():
+    """The compiled update's module, imported on first use: numba is an optional extra
+    (``makeway[fast]``) and only ``fair_share_kernel: true`` needs it."""
+    from makeway.policies.ytsaurus import arrays
+    return arrays
+
+
+def kernel_available() -> bool:
+    return importlib.util.find_spec("numba") is not None
 
 
 def _compute(tree: Tree, node_caps, integral, cache: CurveCache | None) -> FairShareResult:
@@ -748,7 +756,7 @@ def _truncate_fifo(tree: Tree, attrs: dict[str, Attrs]) -> None:
 # -- satisfaction and status -------------------------------------------------------------------
 
 def blocked(fair: Vec, demand: Vec) -> list[bool]:
-    """Resources the element does not want more of. Comparisons allow 1e-9 of rounding noise, so a
+    """Resources the element does not want more of. Comparisons allow EPS of rounding noise, so a
     fair share of 0.8000000000000003 against a usage of 0.8 is not "strictly above"."""
     return [f + EPS >= d for f, d in zip(fair, demand)]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from makeway.core.resources import EPS
 from makeway.policies.ytsaurus.classify import AP, P, RANK
 from makeway.policies.ytsaurus.tree import ROOT, Tree
 
@@ -40,11 +41,11 @@ def victim_order(cands: Iterable[Cand]) -> list[Cand]:
 
 
 def exceeds(usage: list[float], limits: list[float]) -> bool:
-    return any(u > lim + 1e-9 for u, lim in zip(usage, limits))
+    return any(u > lim + EPS for u, lim in zip(usage, limits))
 
 
 def fits(req: list[float], free: list[float]) -> bool:
-    return all(r <= f + 1e-9 for r, f in zip(req, free))
+    return all(r <= f + EPS for r, f in zip(req, free))
 
 
 def stage_candidates(allocs: Iterable[Cand], stage: str,

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from makeway.core.resources import EPS
 from makeway.policies.ytsaurus import plf
 from makeway.policies.ytsaurus.tree import ROOT, Tree
 
@@ -58,7 +59,7 @@ class IntegralConfig:
         dim = len(tree.total)
         tot = [sum(strong[c][i] for c in tree.elements[ROOT].children) + sum(self._burst.values())
                for i in range(dim)]
-        k = min([1.0] + [1.0 / x for x, t in zip(tot, tree.total) if t > 0 and x > 1.0 + 1e-9])
+        k = min([1.0] + [1.0 / x for x, t in zip(tot, tree.total) if t > 0 and x > 1.0 + EPS])
         if k < 1.0:
             for n in strong:
                 if n != ROOT:
@@ -107,12 +108,12 @@ class IntegralConfig:
                 g = [s + i for s, i in zip(a.strong_share, a.integral_share)]
                 fns.append(plf.compose(curves[name], *fit_factor_fn(curves[name], g, lim)))
                 weights.append(ratio)
-            wmin = min((w for w in weights if w > 1e-9), default=1.0)
+            wmin = min((w for w in weights if w > EPS), default=1.0)
 
             def extra(f: float) -> list[list[float]]:
                 out = []
                 for name, w, fn in zip(relaxed_pools, weights, fns):
-                    s = min(1.0, f * w / wmin) if w > 1e-9 else 0.0
+                    s = min(1.0, f * w / wmin) if w > EPS else 0.0
                     v = fn.left(s)
                     base = attrs[name]
                     out.append([max(0.0, x - st - it) for x, st, it in zip(v, base.strong_share, base.integral_share)])
@@ -120,7 +121,7 @@ class IntegralConfig:
 
             def fits(f: float) -> bool:
                 parts = extra(f)
-                return all(sum(p[i] for p in parts) <= available[i] + 1e-9 for i in range(dim))
+                return all(sum(p[i] for p in parts) <= available[i] + EPS for i in range(dim))
 
             lo, hi = 0.0, 1.0
             if fits(hi):

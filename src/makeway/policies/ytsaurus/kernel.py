@@ -29,8 +29,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from makeway.core.resources import EPS
 from makeway.policies.ytsaurus.kernel_closed import _closed_ok, _op_closed, _param_fsbs, _param_space
-from makeway.policies.ytsaurus.kernel_plf import (EPS, INF, _clean_into, _eval_left_at, _fsbs, _grow1, _grow2,
+from makeway.policies.ytsaurus.kernel_plf import (INF, _clean_into, _eval_left_at, _fsbs, _grow1, _grow2,
                                                   _inv_left2, _inv_right2, _left, _op_curve, _snap_limit,
                                                   _workspace)
 from makeway.policies.ytsaurus.kernel_sweep import _part, _sweep_space, _total_sum

@@ -14,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-EPS = 1e-9
 SLIVER = 1e-13  # as plf.SLIVER: a rise over less x than this is summed as a jump
 INF = np.inf
 LIMIT_SNAP = 1e-13  # as plf.LIMIT_SNAP: a top above a limit by rounding only does not meet it

@@ -23,14 +23,16 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from makeway.core.resources import EPS
 from makeway.core.decisions import Decision, Note, Preempt, Reason, Start
-from makeway.core.model import Queue
+from makeway.core.objects import Queue
 from makeway.core.pending import blocking_usage
 from makeway.core.policy import PreemptionModel
 from makeway.core.state import ClusterState
 from makeway.policies.ytsaurus import classify, fairshare, heartbeat, integral, starvation
 from makeway.policies.ytsaurus.classify import AP, NP, P
-from makeway.policies.ytsaurus.schedule import Picker
+from makeway.errors import ConfigError
+from makeway.policies.ytsaurus.schedule import Picker, ReferencePicker
 from makeway.policies.ytsaurus.tree import ROOT, Element, Tree
 
 STAGE_RULE = {"preemptive_aggressive": "aggressive-preemptive-stage", "preemptive_normal": "preemptive-stage"}
@@ -55,9 +57,6 @@ class YTsaurusModel(PreemptionModel):
     heartbeat_period: float | None = 5.0
     heartbeat_splay: float = 1.0
     tick_period: float | None = 0.2
-    # chooses whom to serve, pick after pick; a class attribute so that the cache equivalence test
-    # can put the reference ``schedule.pick_operation`` in its place
-    picker_class: type[Picker] = Picker
 
     def __init__(self, settings: Mapping[str, Any] | None = None):
         super().__init__(settings)
@@ -82,7 +81,12 @@ class YTsaurusModel(PreemptionModel):
         self._fs_key: tuple | None = None      # state epochs the last computed fair share saw
         self._integral_key: int | None = None
         self._integral_any = False
-        self.curve_cache = fairshare.CurveCache()
+        # chooses whom to serve, pick after pick; without caches the reference ``pick_operation``
+        self.picker_class: type[Picker] = Picker if self.caches else ReferencePicker
+        self.curve_cache = fairshare.CurveCache() if self.caches else None
+        self.kernel = bool(s.get("fair_share_kernel", False))
+        if self.kernel and not fairshare.kernel_available():
+            raise ConfigError("preemption.settings.fair_share_kernel: needs numba (pip install 'makeway[fast]')")
         self._usage_cache: dict[str, tuple[tuple[int, int], list[float]]] = {}
         self._pos_tree: Tree | None = None
         self._pos: dict[str, int] = {}
@@ -132,9 +136,12 @@ class YTsaurusModel(PreemptionModel):
         return True
 
     def schedule(self, state: ClusterState, now: float) -> list[Decision]:
-        if self.snap is None or self.dirty or now >= self.snap.time + self.update_period - 1e-9:
+        if self.snap is None or self.dirty or now >= self.snap.time + self.update_period - EPS:
             return self.update(state, now)
         return []
+
+    def options(self) -> dict[str, Any]:
+        return {**super().options(), "fair_share_kernel": self.kernel}
 
     def _alloc_sig(self, state: ClusterState, wid: str) -> tuple:
         running = state.running.get(wid) or {}
@@ -149,6 +156,8 @@ class YTsaurusModel(PreemptionModel):
         costs the allocations on its node, not every operation in the cluster.
         """
         a = state.allocations.get(tid)
+        if not self.caches:
+            self._sig.clear()
         if a is not None and self.snap is not None and a.workload in self.snap.published:
             if self._sig.get(a.workload) != self._alloc_sig(state, a.workload):
                 self.reclassify(state, a.workload)
@@ -198,12 +207,12 @@ class YTsaurusModel(PreemptionModel):
         for q in state.queues.values():
             if q.max:
                 usage = state.queue_usage.get(q.name) or {}
-                if any(v is not None and float(usage.get(r, 0)) > float(v) + 1e-9 for r, v in q.max.items()):
+                if any(v is not None and float(usage.get(r, 0)) > float(v) + EPS for r, v in q.max.items()):
                     return False
         if self._overcommit_epoch != state.topology_epoch:
             for n, node in state.nodes.items():
                 used = state.node_used[n]
-                if any(float(v) > float(node.capacity.get(r, 0)) + 1e-9 for r, v in used.items()):
+                if any(float(v) > float(node.capacity.get(r, 0)) + EPS for r, v in used.items()):
                     return False
             self._overcommit_epoch = state.topology_epoch  # starts always fit: none until capacity changes
         return True
@@ -256,7 +265,7 @@ class YTsaurusModel(PreemptionModel):
                     f"operation is starving ({status}) below its fair share {fair:.3g} (usage {usage:.3g}): "
                     "preemptive heartbeats may take resources for it",
                     {**values, "below_fair_share_since": clock.since if clock else None})
-        if usage + 1e-9 >= fair:
+        if usage + EPS >= fair:
             return ("quota", f"operation is at its fair share {fair:.3g} (usage {usage:.3g}) in pool "
                              f"{values['pool']}", {**values, "blocking": values["pool"]})
         return None
@@ -265,9 +274,10 @@ class YTsaurusModel(PreemptionModel):
 
     def build_tree(self, state: ClusterState) -> Tree:
         res = self.resources
-        total = state.total_capacity_cached()  # refreshed when nodes join or leave
+        # refreshed when nodes join or leave
+        total = state.total_capacity_cached() if self.caches else state.total_capacity()
         tree = Tree(res, [float(total.get(r, 0)) for r in res],
-                    main_resource=str(self.settings.get("main_resource", "cpu")))
+                    main_resource=str(self.settings.get("main_resource", "cpu")), memo_orders=self.caches)
         tree.add(Element(ROOT, None))
         for i, q in enumerate(state.queues.values()):
             s = q.settings or {}
@@ -307,6 +317,8 @@ class YTsaurusModel(PreemptionModel):
         changes whenever the set does: any start brings a new newest seq, removals alone lower the count.
         """
         sig = (len(running), state.allocations[next(reversed(running))].seq if running else 0)
+        if not self.caches:
+            self._usage_cache.clear()
         hit = self._usage_cache.get(wid)
         if hit is not None and hit[0] == sig:
             return list(hit[1])
@@ -322,6 +334,8 @@ class YTsaurusModel(PreemptionModel):
     def update(self, state: ClusterState, now: float) -> list[Decision]:
         """Recompute fair shares, starvation and the preemptible classes; notes on starvation changes."""
         self.dirty = False
+        if not self.caches:  # the reference path: every update computed
+            self._fs_key = self._integral_key = None
         key = (state.alloc_epoch, state.submit_epoch, state.config_epoch, state.freed_epoch, state.topology_epoch)
         snap = self.snap
         if snap is not None and key == self._fs_key and not self._has_integral(state):
@@ -334,7 +348,7 @@ class YTsaurusModel(PreemptionModel):
             self.integral.elapsed = None if snap is None else now - snap.time
             caps = ([[float(n.capacity.get(r, 0)) for r in self.resources] for n in state.nodes.values()]
                     if self.settings.get("best_allocation_share") else None)
-            result = fairshare.compute(tree, caps, self.integral, self.curve_cache)
+            result = fairshare.compute(tree, caps, self.integral, self.curve_cache, self.kernel)
             params = starvation.effective_params(tree, self.settings)
             arr = getattr(result.attrs, "arrays", None)
             if arr is None:
@@ -400,12 +414,9 @@ class YTsaurusModel(PreemptionModel):
     def _vec(self, d: Mapping[str, float]) -> list[float]:
         return [float(d.get(r, 0)) for r in self.resources]
 
-    def _usage_vecs(self, state: ClusterState) -> dict[str, list[float]]:
-        return {q: self._vec(u) for q, u in state.queue_usage.items()}
-
     def _positions(self, tree: Tree) -> dict[str, int]:
         """Each element's index among its parent's children (the tie-break of the regular stage)."""
-        if self._pos_tree is not tree:
+        if self._pos_tree is not tree or not self.caches:
             self._pos = {c: i for el in tree.elements.values() for i, c in enumerate(el.children)}
             self._pos[ROOT] = 0
             self._pos_tree = tree
@@ -418,7 +429,7 @@ class YTsaurusModel(PreemptionModel):
             if lim:
                 u = qusage[q]
                 for k, r in enumerate(self.resources):
-                    if r in lim and lim[r] is not None and u[k] + req[k] > float(lim[r]) + 1e-9:
+                    if r in lim and lim[r] is not None and u[k] + req[k] > float(lim[r]) + EPS:
                         return False
         return True
 
@@ -464,15 +475,17 @@ class YTsaurusModel(PreemptionModel):
             picker.changed(pick)
         if self.enabled and self.backoff.should_run(node, now):
             out.extend(self._preemptive(state, node, now, free, qusage, opusage, started))
-        if any(f < -1e-9 for f in free):
+        if any(f < -EPS for f in free):
             out.extend(self._overcommit(state, node))
         return out
 
     def _live_usage(self, state: ClusterState) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
         """Pool and operation usage vectors for one heartbeat, converted from the state on first use
-        and then kept current by ``_account``. A method so that the cache equivalence test can
-        convert them all up front."""
-        return _LiveQueueUsage(self, state), _LiveUsage(self, state)
+        and then kept current by ``_account`` (without caches: all converted up front)."""
+        pools, ops = _LiveQueueUsage(self, state), _LiveUsage(self, state)
+        if not self.caches:
+            return {q: pools[q] for q in state.queues}, {w: ops[w] for w in state.workloads}
+        return pools, ops
 
     def _overcommit(self, state: ClusterState, node: str) -> list[Decision]:
         """Node usage above its limits (capacity shrank): keep oldest non-preemptible first (§6.7)."""
@@ -615,7 +628,7 @@ class YTsaurusModel(PreemptionModel):
                 if not lim:
                     continue
                 u = qusage[q]
-                if any(r in lim and lim[r] is not None and u[k] > float(lim[r]) + 1e-9
+                if any(r in lim and lim[r] is not None and u[k] > float(lim[r]) + EPS
                        for k, r in enumerate(self.resources)):
                     for q2 in state.path_to_root(queue):  # live re-check for the next candidate
                         qusage[q2] = [x - y for x, y in zip(qusage[q2], c.res)]
@@ -663,12 +676,12 @@ __all__ = ["YTsaurusModel", "AP", "NP", "P"]
 
 def _last_update(since: float, period: float, ticks: np.ndarray, beats: np.ndarray) -> float:
     """The time of the last snapshot refresh over skipped instants (ticks and heartbeats merged):
-    ``schedule`` refreshes at the first instant ``now >= since + period - 1e-9``, in the same float
+    ``schedule`` refreshes at the first instant ``now >= since + period - EPS``, in the same float
     arithmetic. Runs of ticks that each refresh (nothing in between reaching the threshold first)
     are checked as arrays; the rest goes instant by instant."""
     s = since
     while True:
-        thr = s + period - 1e-9
+        thr = s + period - EPS
         j = int(np.searchsorted(ticks, thr, "left"))
         b = int(np.searchsorted(beats, thr, "left"))
         tj = float(ticks[j]) if j < len(ticks) else math.inf
@@ -679,7 +692,7 @@ def _last_update(since: float, period: float, ticks: np.ndarray, beats: np.ndarr
         s = x
         if x == tj and j + 1 < len(ticks):
             rest = ticks[j:]
-            thr_r = rest[:-1] + period - 1e-9
+            thr_r = rest[:-1] + period - EPS
             ok = (rest[1:] >= thr_r) & (np.searchsorted(beats, thr_r, "left") == np.searchsorted(beats, rest[1:], "left"))
             bad = int(np.argmin(ok)) if not ok.all() else len(ok)
             s = float(rest[bad])
@@ -724,7 +737,7 @@ def _from_arrays(arr, params: dict[str, starvation.Params]) -> tuple[dict, dict[
     statuses = {n: "below_fair_share" if b else "normal" for n, b in zip(names, below)}
     rows = np.flatnonzero(arr.is_op)
     fair, demand = arr.fair[rows], arr.demand_share[rows]
-    equal = np.all(np.abs(fair - demand) <= 1e-9, axis=1) & (demand.max(axis=1, initial=0.0) > 1e-9)
+    equal = np.all(np.abs(fair - demand) <= EPS, axis=1) & (demand.max(axis=1, initial=0.0) > EPS)
     published = {names[i]: classify.Published(f, d, not e)
                  for i, f, d, e in zip(rows.tolist(), fair.tolist(), demand.tolist(), equal.tolist())}
     return published, statuses

@@ -110,3 +110,20 @@ class Picker:
     def deactivate(self, op: str) -> None:
         self.active.discard(op)
         self.changed(op)
+
+
+class ReferencePicker(Picker):
+    """``pick_operation`` over the whole tree at every pick: no memo, no pruning (the model's
+    ``caches: false``, the reference ``Picker`` is checked against)."""
+
+    def __init__(self, tree: Tree, active, sat: Callable[[str], float], pos) -> None:
+        self.tree, self.sat, self.active = tree, sat, set(active)
+
+    def pick(self) -> str | None:
+        return pick_operation(self.tree, self.active, self.sat)
+
+    def changed(self, op: str) -> None:
+        pass
+
+    def deactivate(self, op: str) -> None:
+        self.active.discard(op)

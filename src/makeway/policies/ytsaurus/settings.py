@@ -13,7 +13,7 @@ from typing import Annotated, Literal, Optional
 
 from pydantic import AfterValidator, Field, StrictStr
 
-from makeway.policies.settings_common import Flag, Fraction, NonNegative, Positive, Seconds, Settings
+from makeway.policies.settings_common import Flag, Fraction, ModelSettings, NonNegative, Positive, Seconds, Settings
 
 
 def _at_least_a_millisecond(v: float) -> float:
@@ -38,7 +38,7 @@ class IntegralPool(Settings):
     burst_guarantee_resources: Optional[Amounts] = None
 
 
-class YTsaurusSettings(Settings):
+class YTsaurusSettings(ModelSettings):
     """``preemption.settings`` for ``model: ytsaurus``: the pool tree config."""
 
     fair_share_update_period: Period = 0.2
@@ -68,6 +68,8 @@ class YTsaurusSettings(Settings):
     allocation_graceful_preemption_timeout: Seconds = 60.0
     main_resource: StrictStr = "cpu"
     best_allocation_share: Flag = False
+    fair_share_kernel: Flag = Field(default=False, description="the compiled fair share update (numba, "
+                                    "makeway[fast]) for every tree size; agrees with the Python reference to EPS")
     integral_guarantees: IntegralTree = Field(default_factory=IntegralTree)
 
 

@@ -12,7 +12,6 @@ from typing import Any
 
 ROOT = "<Root>"
 INF = float("inf")
-MEMO_ORDERS = True  # False: every order recomputed on each call (for the cache equivalence test)
 
 
 @dataclass(slots=True)
@@ -46,6 +45,7 @@ class Tree:
     total: list[float]
     elements: dict[str, Element] = field(default_factory=dict)
     main_resource: str = "cpu"
+    memo_orders: bool = True  # False: every order recomputed on each call (the model's ``caches: false``)
     _orders: dict[str, list[str]] = field(default_factory=dict, repr=False, compare=False)
 
     def add(self, el: Element) -> Element:
@@ -78,7 +78,7 @@ class Tree:
     def postorder(self) -> list[str]:
         """Children before parents; computed once per ``link`` (callers only iterate it)."""
         out = self._orders.get("post")
-        if out is not None and MEMO_ORDERS:
+        if out is not None and self.memo_orders:
             return out
         # a preorder that takes the last child first, reversed, is a postorder in children order
         out = []
@@ -95,21 +95,21 @@ class Tree:
     def pool_postorder(self) -> list[str]:
         """``postorder`` without the operations."""
         out = self._orders.get("pools_post")
-        if out is None or not MEMO_ORDERS:
+        if out is None or not self.memo_orders:
             out = self._orders["pools_post"] = [n for n in self.postorder() if not self.elements[n].is_op]
         return out
 
     def pool_preorder(self) -> list[str]:
         """``preorder`` without the operations."""
         out = self._orders.get("pools_pre")
-        if out is None or not MEMO_ORDERS:
+        if out is None or not self.memo_orders:
             out = self._orders["pools_pre"] = [n for n in self.preorder() if not self.elements[n].is_op]
         return out
 
     def preorder(self) -> list[str]:
         """Parents before children; computed once per ``link`` (callers only iterate it)."""
         out = self._orders.get("pre")
-        if out is not None and MEMO_ORDERS:
+        if out is not None and self.memo_orders:
             return out
         out = []
         stack = [ROOT]

@@ -1,0 +1,1 @@
+"""The first-fit model: priority then submit order, first fit, no preemption."""

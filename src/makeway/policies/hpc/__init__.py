@@ -1,0 +1,1 @@
+"""HPC batch models: strict FIFO and EASY backfill."""

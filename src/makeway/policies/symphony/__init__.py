@@ -1,0 +1,1 @@
+"""IBM Spectrum Symphony: consumer tree, session ranks and slot reclaim."""

@@ -1,0 +1,1 @@
+"""YuniKorn: hierarchical queues with guarantees, the preemptor and quota-change preemption."""

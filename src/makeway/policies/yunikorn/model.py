@@ -1,0 +1,777 @@
+"""The YuniKorn simulator model: per-ask placement plus ask-triggered and required-node preemption.
+
+Each task is an ask. Asks are walked by application priority then submit time, placed first fit
+within the queue headroom, and an ask that cannot be placed runs YuniKorn's preemptor
+(``preemptor``) once its leaf's ``preemption.delay`` has passed since submission. A
+successful preemption reserves the node for the ask; the ask is placed when the victims are gone
+(possibly on another node, as in YuniKorn). Quota-change preemption is composed in from
+``quota.QuotaPreemption``; required-node preemption lives in ``required_node``.
+"""
+
+from __future__ import annotations
+
+import heapq
+from itertools import islice
+from typing import Any, Callable, Mapping
+
+from makeway.core.decisions import Decision, Preempt, Reason, Start
+from makeway.core.resources import Res, add_into
+from makeway.policies.yunikorn.resources import component_wise_min, fit_in, fit_in_max_undef
+from makeway.core.objects import Queue, split_task_id
+from makeway.core.policy import PreemptionModel
+from makeway.core.state import ClusterState
+from makeway.core.placement import pending_order
+from makeway.policies.yunikorn.common import (MAX_PREEMPTION_ATTEMPTS, PREEMPT_ATTEMPT_FREQUENCY_US, Partition,
+                                              QueueProps, YAlloc, YAsk, YNode, YQueue, exact, free_of, plus,
+                                              resolve_props)
+from makeway.policies.yunikorn.preemptor import try_allocate
+from makeway.policies.yunikorn.quota import QuotaPreemption
+
+RESERVATION_TIMEOUT_US = 3_600_000_000
+
+
+def _us(t: float) -> int:
+    return int(round(t * 1_000_000))
+
+
+def queue_props(state: ClusterState) -> dict[str, QueueProps]:
+    """Effective YuniKorn properties of every queue (``settings.properties``), with inheritance."""
+    out: dict[str, QueueProps] = {}
+    raw: dict[str, dict[str, object]] = {}
+    for root in state.roots:
+        for name in state.descendants(root):
+            q = state.queues[name]
+            props = (q.settings or {}).get("properties") or {}
+            p, merged = resolve_props({str(k): v for k, v in props.items()}, raw.get(q.parent or ""),
+                                      out.get(q.parent or ""))
+            out[name], raw[name] = p, merged
+    return out
+
+
+class StatePartition(Partition):
+    """A partition built from a cluster state that answers per-leaf and per-node allocation lists
+    from the state's indexes (start order, as the allocation map) instead of scanning everything.
+
+    Its allocations live in ``ycache`` (task id -> (start sequence number, YAlloc)), kept by the
+    model between builds: an allocation's view is made once per start, not once per build. Only
+    the ``preempted`` flag changes during a pass; the model resets it (``marked``) at the next build.
+    """
+
+    def __init__(self, state: ClusterState, queues: list[YQueue], nodes: list[YNode],
+                 ycache: dict[str, tuple[int, YAlloc]], leaves: dict[str, tuple[int, int, list[YAlloc]]],
+                 cand_memo: dict[str, tuple]):
+        super().__init__(queues, nodes, ())
+        self.state = state
+        self.ycache = ycache
+        self.leaves = leaves
+        self.cand_memo = cand_memo
+
+    def yalloc(self, k: str) -> YAlloc:
+        a = self.state.allocations[k]
+        hit = self.ycache.get(k)
+        if hit is None or hit[0] != a.seq:
+            hit = self.ycache[k] = (a.seq, YAlloc(*_alloc_fields(self.state, a), False))
+        return hit[1]
+
+    def _views(self, keys: Any) -> list[YAlloc]:
+        ycache, allocs, out = self.ycache, self.state.allocations, []
+        for k in keys:
+            hit = ycache.get(k)
+            if hit is None or hit[0] != allocs[k].seq:
+                out.append(self.yalloc(k))
+            else:
+                out.append(hit[1])
+        return [a for a in out if a.tracked]
+
+    def leaf_allocs(self, path: str) -> list[YAlloc]:
+        """Kept between builds: a leaf's list only grows at its end until one of its allocations
+        ends (which moves the leaf's freed epoch), so only new starts are appended."""
+        keys = self.state.queue_allocs.get(path)
+        if keys is None:
+            return []
+        epoch = self.state.queue_freed_epoch[path]
+        hit = self.leaves.get(path)
+        if hit is not None and hit[0] == epoch and hit[1] <= len(keys):
+            views = hit[2]
+            if hit[1] < len(keys):
+                views = views + self._views(list(islice(reversed(keys), len(keys) - hit[1]))[::-1])
+        else:
+            views = self._views(keys)
+        self.leaves[path] = (epoch, len(keys), views)
+        return views
+
+    def node_allocs(self, node: str) -> list[YAlloc]:
+        return self._views(self.state.node_allocs.get(node, ()))
+
+    def cluster_size(self) -> Res:
+        return dict(self.state.total_capacity_cached())  # the same sum over the same nodes, kept
+
+
+def build_state_partition(state: ClusterState, skip: set[str], props: dict[str, QueueProps],
+                          ycache: dict[str, tuple[int, YAlloc]], marked: set[str],
+                          leaves: dict[str, tuple[int, int, list[YAlloc]]],
+                          cand_memo: dict[str, tuple], ynodes: dict[str, YNode]) -> StatePartition:
+    """``build_partition(indexed=True)`` with the allocation views kept in ``ycache``.
+
+    ``marked`` holds the ids whose cached view had ``preempted`` set by the previous pass; they are
+    reset first, then the allocations preempting now (state flag or ``skip``) are marked again.
+    """
+    queues = []
+    for root in state.roots:
+        for name in state.descendants(root):
+            q = state.queues[name]
+            queues.append(YQueue(name, q.parent, _nonzero(q.guaranteed), _nonzero(q.max), dict(state.queue_usage[name]),
+                                 {}, props[name], q.is_leaf))
+    # node views are kept and reset; usage dicts are shared, not copied: a pass replaces a node's
+    # ``used``, never edits it
+    used = state.node_used
+    if len(ynodes) != len(state.nodes):
+        ynodes.clear()
+        ynodes.update((n.name, YNode(n.name, n.capacity)) for n in state.nodes.values())
+    for n in state.nodes.values():
+        y = ynodes[n.name]
+        y.used, y.schedulable, y.reserved_for = used[n.name], n.schedulable, None
+    if len(ycache) > 2 * len(state.allocations) + 64:
+        for k in [k for k in ycache if k not in state.allocations]:
+            del ycache[k]
+    for k in marked:
+        hit = ycache.get(k)
+        if hit is not None:
+            hit[1].preempted = False
+    marked.clear()
+    part = StatePartition(state, queues, (), ycache, leaves, cand_memo)
+    part.nodes = ynodes
+    for a in state.allocations.values():
+        if a.preempting or a.id in skip:
+            y = part.yalloc(a.id)
+            y.preempted = True
+            marked.add(a.id)
+            part.add_preempting(a.queue, a.resources)
+    return part
+
+
+def _alloc_fields(state: ClusterState, a: Any) -> tuple:
+    """What a running allocation looks like to YuniKorn, except its preempted flag."""
+    wl = state.workloads[a.workload]
+    s = wl.settings or {}
+    _, g, i = split_task_id(a.id)
+    return (a.id, a.workload, a.queue, a.node, a.resources, a.priority, _us(a.start),
+            bool(s.get("originator", False)) and g == 0 and i == 0,
+            bool(s.get("allowPreemption", True)) and a.preemptible,
+            str(s.get("requiredNode", "") or ""), False)
+
+
+def build_partition(state: ClusterState, skip: set[str] | None = None,
+                    props: dict[str, QueueProps] | None = None) -> Partition:
+    """YuniKorn's view of the cluster state; allocations in ``skip`` count as already preempted."""
+    props = queue_props(state) if props is None else props
+    queues = []
+    for root in state.roots:
+        for name in state.descendants(root):
+            q = state.queues[name]
+            queues.append(YQueue(name, q.parent, _nonzero(q.guaranteed), _nonzero(q.max), dict(state.queue_usage[name]),
+                                 {}, props[name], q.is_leaf))
+    nodes = [YNode(n.name, dict(n.capacity), dict(state.node_used[n.name]), n.schedulable) for n in state.nodes.values()]
+    allocs = [YAlloc(*_alloc_fields(state, a), a.preempting or (skip is not None and a.id in skip))
+              for a in state.allocations.values()]
+    part = Partition(queues, nodes, allocs)
+    for a in allocs:
+        if a.preempted:
+            part.add_preempting(a.queue, a.resources)
+    return part
+
+
+def _nonzero(r: Mapping[str, float] | None) -> dict | None:
+    """YuniKorn stores a configured max/guaranteed without a positive value as unset."""
+    if r is None or not any(v > 0 for v in r.values()):
+        return None
+    return dict(r)
+
+
+class YuniKornModel(PreemptionModel):
+    """YuniKorn: ask-triggered inter-queue preemption, DaemonSet preemption, composed quota preemption.
+
+    Model-wide settings: ``preemptionEnabled`` (default true; gates ask-triggered preemption only),
+    and whatever ``QuotaPreemption`` reads.
+
+    ``schedule`` decides exactly what the reference pass (``caches: false``: rebuild the whole
+    partition view, walk every ask through ``try_allocate``, no preemptor shortcut) decides, but does the work only where
+    an outcome can change: asks that fit are placed through the state's free-capacity index; the
+    partition view is built only when an ask is due to run the preemptor (or holds a reservation /
+    a required node); a request that found no node or no headroom is not re-tried until resources
+    are freed, a queue changes or a reservation goes; a call in which nothing moved and no timer is
+    due returns at once.
+    """
+
+    name = "yunikorn"
+    fixed_priority = ("YuniKorn takes an ask's priority from its pod at submission, and a pod's priority "
+                      "cannot change in Kubernetes")
+
+    def __init__(self, settings: Mapping[str, Any] | None = None):
+        super().__init__(settings)
+        self.preemption_enabled = bool(self.settings.get("preemptionEnabled", True))
+        self.asks: dict[str, YAsk] = {}
+        self.reservations: dict[str, str] = {}
+        self.reserved_at: dict[str, int] = {}
+        self._wake: float | None = None
+        self.quota = QuotaPreemption(self.settings)
+        # fast-path caches
+        self._cfg_epoch = -1
+        self._props: dict[str, QueueProps] = {}
+        self._maxes: dict[str, Res | None] = {}
+        self._resv_released = 0
+        self._nofit: dict[tuple, tuple] = {}
+        self._nohead: dict[tuple, tuple] = {}
+        self._quiet: tuple | None = None
+        self._due_min = 0
+        # asks that can neither be placed nor try to preempt before ``due`` (or ever, -1) while the
+        # version (freed, config, reservations released) stays; skipped by the walk
+        self._blocked: dict[str, int] = {}
+        self._bcount: dict[str, int] = {}
+        self._bver: tuple | None = None
+        self._heap_fresh: list[tuple[int, str]] = []
+        self._heap_checked: list[tuple[int, str]] = []
+        self._xmark: int | None = None
+        self._ycache: dict[str, tuple[int, YAlloc]] = {}
+        self._ymarked: set[str] = set()
+        self._leaves: dict[str, tuple[int, int, list[YAlloc]]] = {}
+        self._cands: dict[str, tuple] = {}
+        self._ynodes: dict[str, YNode] = {}
+        self._names: list[str] = []
+        self._topology = -1  # the state's topology epoch the node views above were made for
+
+    def bind(self, state: ClusterState) -> None:
+        if self.quota is not None:
+            self.quota.bind(state)
+
+    def on_config_change(self, state: ClusterState, queue: str, old: Queue, now: float) -> list[Decision]:
+        if self.quota is not None:
+            return list(self.quota.on_config_change(state, queue, old, now))
+        return []
+
+    def next_wakeup(self, state: ClusterState, now: float) -> float | None:
+        wakes = [w for w in (self._wake,) if w is not None and w > now]
+        if self.quota is not None:
+            q = self.quota.next_wakeup(state, now)
+            if q is not None:
+                wakes.append(q)
+        return min(wakes) if wakes else None
+
+    def pending_reason(self, state: ClusterState, wl_id: str, now: float) -> tuple[str, str, dict[str, Any]] | None:
+        """An ask holding a reservation waits for its victims; one beyond its queue's headroom
+        (a configured max minus allocated, on the path to the root) waits for its queue;
+        otherwise the generic rules."""
+        wl = state.workloads[wl_id]
+        tasks = list(state.pending.get(wl_id, ()))
+        for tid in tasks:
+            node = self.reservations.get(tid)
+            if node is not None:
+                victims = sorted(t for t in state.node_allocs.get(node, ()) if state.allocations[t].preempting)
+                return ("preempting", f"ask {tid} reserved node {node}; waiting for its victims to release it",
+                        {"ask": tid, "node": node, "victims": victims})
+        if not tasks:
+            return None
+        res = state.task_resources(tasks[0])
+        for q in state.path_to_root(wl.queue):
+            mx = _nonzero(state.queues[q].max)
+            if mx is None:  # an unset root max is the cluster size: a full cluster is ``resources``
+                continue
+            used = state.queue_usage[q]
+            room = {k: exact(v - used.get(k, 0)) for k, v in mx.items()}
+            if not fit_in_max_undef(room, res):
+                return ("quota", f"ask {tasks[0]} needs {dict(res)}; queue {q} has headroom {room}",
+                        {"blocking": q, "headroom": room, "ask": dict(res), "max": dict(mx), "allocated": dict(used)})
+        return None
+
+    def _ask(self, state: ClusterState, tid: str) -> YAsk:
+        ask = self.asks.get(tid)
+        wl_id, _, _ = split_task_id(tid)
+        wl = state.workloads[wl_id]
+        if ask is None:
+            s = wl.settings or {}
+            ask = YAsk(tid, wl_id, wl.queue, dict(state.task_resources(tid)), wl.priority, _us(wl.submit),
+                       bool(s.get("allowPreemptOther", True)), bool(s.get("allowPreemption", True)),
+                       bool(s.get("originator", False)), str(s.get("requiredNode", "") or ""))
+            self.asks[tid] = ask
+        return ask
+
+    def _quota_decisions(self, state: ClusterState, now: float, taken: set[str]) -> list[Decision]:
+        decisions: list[Decision] = []
+        if self.quota is not None:
+            for d in self.quota.run_due(state, now):
+                if isinstance(d, Preempt):
+                    if d.allocation in taken:
+                        continue
+                    taken.add(d.allocation)
+                decisions.append(d)
+        return decisions
+
+    def schedule(self, state: ClusterState, now: float) -> list[Decision]:
+        if not self.caches:
+            return self._schedule_reference(state, now)
+        return self._schedule_fast(state, now)
+
+    def _schedule_reference(self, state: ClusterState, now: float) -> list[Decision]:
+        """The plain pass every fast-path decision is checked against (tests compare event logs)."""
+        taken: set[str] = set()
+        decisions = self._quota_decisions(state, now, taken)
+        now_us = _us(now)
+        self._drop_stale(state, now_us)
+        part = build_partition(state, taken)
+        part.shortcuts = False
+        for ask_key, node in self.reservations.items():
+            if node in part.nodes:
+                part.nodes[node].reserved_for = ask_key
+        budgets: dict[str, list[int]] = {}
+        wake: float | None = None
+        running = bool(state.allocations)
+        for wl_id in pending_order(state):
+            for tid in list(state.pending.get(wl_id, ())):
+                ask = self._ask(state, tid)
+                budget = budgets.setdefault(ask.queue, [MAX_PREEMPTION_ATTEMPTS])
+                r = try_allocate(part, ask, now_us, budget, self.reservations, None, self.preemption_enabled)
+                if r.kind in ("Allocated", "AllocatedReserved") and r.node is not None:
+                    decisions.append(Start(tid, r.node))
+                    part.add_usage(ask.queue, ask.resources)
+                    node = part.nodes[r.node]
+                    node.used = plus(node.used, ask.resources)
+                    self.asks.pop(tid, None)
+                    self.reserved_at.pop(tid, None)
+                    continue
+                if r.victims:
+                    self.reserved_at.setdefault(tid, now_us)
+                    for v in r.victims:
+                        if v.key in taken or v.key not in state.allocations:
+                            continue
+                        taken.add(v.key)
+                        decisions.append(Preempt(v.key, self._reason(r.rule, ask, v, r.node)))
+                wake = _min(wake, self._next_check(part.queues[ask.queue].props, ask, now_us, running))
+        self._wake = wake
+        return decisions
+
+    # -- the fast pass ---------------------------------------------------------------------------
+
+    def _refresh_config(self, state: ClusterState) -> None:
+        if self._cfg_epoch != state.config_epoch:
+            self._cfg_epoch = state.config_epoch
+            self._props = queue_props(state)
+            self._maxes = {name: _nonzero(q.max) for name, q in state.queues.items()}
+
+    def _schedule_fast(self, state: ClusterState, now: float) -> list[Decision]:
+        taken: set[str] = set()
+        decisions = self._quota_decisions(state, now, taken)
+        now_us = _us(now)
+        # only our own Starts take tasks out of pending; when the counts say someone else started
+        # one, look for asks that went stale (alloc_epoch - freed_epoch moves by starts only)
+        x = state.alloc_epoch - state.freed_epoch
+        self._drop_stale(state, now_us, asks=self._xmark is None or x != self._xmark)
+        self._refresh_config(state)
+        key = (state.freed_epoch, state.config_epoch, state.alloc_epoch, state.submit_epoch,
+               state.topology_epoch, tuple(self.reservations.items()))
+        if not decisions and self._quiet == key and now_us < self._due_min:
+            return []
+        self._unblock(state, now_us)
+        if len(self._nofit) + len(self._nohead) > 4096:  # entries of older versions are dead weight
+            self._nofit.clear()
+            self._nohead.clear()
+        run = _FastPass(self, state, now_us, taken, decisions)
+        try:
+            run.walk()
+        finally:
+            for n in run.pn:
+                state.refresh_index(n)
+        self._bver = run.version()
+        run.fold_heaps()
+        self._wake = run.wake
+        self._due_min = run.due_min
+        self._quiet = key if not decisions else None
+        self._xmark = x + sum(1 for d in decisions if isinstance(d, Start))
+        return decisions
+
+    def _clear_blocked(self) -> None:
+        self._blocked.clear()
+        self._bcount.clear()
+        self._heap_fresh.clear()
+        self._heap_checked.clear()
+
+    def _unblock(self, state: ClusterState, now_us: int) -> None:
+        """Forget blocks when the version moved; release asks whose precondition time came."""
+        if self._bver != (state.freed_epoch, state.config_epoch, self._resv_released, state.topology_epoch):
+            self._clear_blocked()
+            return
+        for heap in (self._heap_fresh, self._heap_checked):
+            while heap and heap[0][0] <= now_us:
+                _, tid = heapq.heappop(heap)
+                if self._blocked.pop(tid, None) is not None:
+                    wl = tid.rsplit("/", 2)[0]
+                    self._bcount[wl] -= 1
+
+    def _block(self, tid: str, wl: str, due: int | None, checked: bool) -> None:
+        if tid in self._blocked:
+            return
+        self._blocked[tid] = -1 if due is None else due
+        self._bcount[wl] = self._bcount.get(wl, 0) + 1
+        if due is not None:
+            heapq.heappush(self._heap_checked if checked else self._heap_fresh, (due, tid))
+
+    def _reason(self, rule: str, ask: YAsk, v: YAlloc, node: str | None) -> Reason:
+        return Reason("yunikorn", rule, ask.key,
+                      f"{ask.key} ({ask.queue}, priority {ask.priority}) reserves {node}; "
+                      f"victim {v.key} in {v.queue}",
+                      {"ask_resources": dict(ask.resources), "ask_queue": ask.queue, "ask_priority": ask.priority,
+                       "victim_queue": v.queue, "victim_priority": v.priority,
+                       "victim_resources": dict(v.resources), "node": node})
+
+    def _next_check(self, props: QueueProps, ask: YAsk, now_us: int, running: bool) -> float | None:
+        """When this ask could next pass its preconditions, if that may change anything."""
+        if ask.triggered_preemption or not ask.allow_preempt_other or ask.required_node \
+                or not self.preemption_enabled:
+            return None
+        due = ask.create_us + props.preemption_delay_us
+        if ask.last_check_us is not None:
+            if not running:
+                return None
+            due = max(due, ask.last_check_us + PREEMPT_ATTEMPT_FREQUENCY_US)
+        return due / 1_000_000 if due > now_us else None
+
+    def _drop_stale(self, state: ClusterState, now_us: int, asks: bool = True) -> None:
+        """Forget asks that are no longer pending and reservations that waited too long."""
+        for tid in list(self.asks) if asks else ():
+            wl_id, _, _ = split_task_id(tid)
+            if tid not in state.pending.get(wl_id, {}):
+                del self.asks[tid]
+        for tid in list(self.reservations):
+            wl_id, _, _ = split_task_id(tid)
+            stale = now_us - self.reserved_at.get(tid, now_us) > RESERVATION_TIMEOUT_US
+            if tid not in state.pending.get(wl_id, {}) or stale:
+                del self.reservations[tid]
+                self.reserved_at.pop(tid, None)
+                self._resv_released += 1
+
+
+class _FastPass:
+    """One ``schedule`` call of the fast path; see ``YuniKornModel``.
+
+    In-call bookkeeping mirrors what the reference pass does to its partition, with the same
+    arithmetic in the same order: ``pq`` holds queue usage copies touched by starts made in this
+    call, ``pn`` node usage. The partition, when it is needed, is built from the state and then
+    shares these dicts, so both views stay one.
+    """
+
+    def __init__(self, model: YuniKornModel, state: ClusterState, now_us: int, taken: set[str],
+                 decisions: list[Decision]):
+        self.m = model
+        self.state = state
+        self.now_us = now_us
+        self.taken = taken
+        self.decisions = decisions
+        self.pq: dict[str, Res] = {}
+        self.pn: dict[str, Res] = {}
+        self.part: Partition | None = None
+        self.rmap: dict[str, str] = {n: a for a, n in model.reservations.items()}
+        self.budgets: dict[str, list[int]] = {}
+        self.wake: float | None = None
+        self.due_min: float = float("inf")
+        self.running = bool(state.allocations)
+        self.index = state.free_index()
+        if model._topology != state.topology_epoch:  # node order = index order; nodes joined or left
+            model._topology = state.topology_epoch
+            model._names = list(state.nodes)
+            model._ynodes.clear()
+        self.names = model._names
+
+    def version(self) -> tuple:
+        s = self.state
+        return (s.freed_epoch, s.config_epoch, self.m._resv_released, s.topology_epoch)
+
+    # -- views -------------------------------------------------------------------------------------
+
+    def ensure_part(self) -> Partition:
+        if self.part is None:
+            m, state = self.m, self.state
+            part = build_state_partition(state, self.taken, m._props, m._ycache, m._ymarked, m._leaves, m._cands,
+                                         m._ynodes)
+            for ask_key, node in m.reservations.items():
+                if node in part.nodes:
+                    part.nodes[node].reserved_for = ask_key
+            for name, yq in part.queues.items():
+                if name in self.pq:
+                    yq.allocated = self.pq[name]
+                else:
+                    self.pq[name] = yq.allocated
+            for n, used in self.pn.items():
+                part.nodes[n].used = used
+            self.part = part
+        return self.part
+
+    def headroom(self, queue: str) -> Res | None:
+        state, pq, maxes = self.state, self.pq, self.m._maxes
+        out: Res | None = None
+        for q in state.path_to_root(queue):
+            mx = maxes[q]
+            if mx is None:
+                if state.queues[q].parent is not None:
+                    continue
+                mx = state.total_capacity_cached()  # the sum Partition.cluster_size makes, same order
+            a = pq[q] if q in pq else state.queue_usage[q]
+            room = {k: exact(v - a.get(k, 0)) for k, v in mx.items()}
+            out = component_wise_min(out, room)
+        return out
+
+    def first_fit(self, res: Res) -> str | None:
+        """First node in order, not reserved, where ``res`` fits what the node has left in this call."""
+        index, names, state, pn, rmap = self.index, self.names, self.state, self.pn, self.rmap
+        for k, v in res.items():
+            if v > 0 and k not in index.trees:
+                return self._scan(res)
+        i = 0
+        while True:
+            i = index.first_fit(res, i)
+            if i is None:
+                return None
+            n = names[i]
+            if n not in rmap:
+                node = state.nodes[n]
+                used = pn[n] if n in pn else state.node_used[n]
+                if node.schedulable and fit_in(free_of(node.capacity, used), res):
+                    return n
+            i += 1
+
+    def _scan(self, res: Res) -> str | None:
+        state, pn, rmap = self.state, self.pn, self.rmap
+        for n, node in state.nodes.items():
+            if n in rmap or not node.schedulable:
+                continue
+            used = pn[n] if n in pn else state.node_used[n]
+            if fit_in(free_of(node.capacity, used), res):
+                return n
+        return None
+
+    def started(self, tid: str, queue: str, res: Res, node: str) -> None:
+        self.decisions.append(Start(tid, node))
+        state, pq = self.state, self.pq
+        for q in state.path_to_root(queue):
+            a = pq.get(q)
+            if a is None:
+                a = pq[q] = dict(state.queue_usage[q])
+                if self.part is not None:
+                    self.part.queues[q].allocated = a
+            add_into(a, res)
+        used = self.pn[node] if node in self.pn else state.node_used[node]
+        used = plus(used, res)
+        self.pn[node] = used
+        # The promise goes into the free index (only ever lowering it), so a burst of placements
+        # in one call costs a tree search each instead of a walk past every node filled before it.
+        # first_fit still checks ``pn`` itself, so it picks the same node; the walk's caller puts
+        # the touched entries back from the state.
+        index = self.index
+        i = state.node_order[node]
+        free = free_of(state.nodes[node].capacity, used)
+        index.set(i, {r: min(v, free.get(r, 0)) for r, v in index.leaf(i).items()})
+        if self.part is not None:
+            self.part.nodes[node].used = used
+        self.m.asks.pop(tid, None)
+        self.m.reserved_at.pop(tid, None)
+
+    # -- the walk ----------------------------------------------------------------------------------
+
+    def walk(self) -> None:
+        state, m = self.state, self.m
+        wls = state.workloads
+        blocked, bcount = m._blocked, m._bcount
+        self.start_resv = m._resv_released
+        self.all_mode = False
+        self.released = False
+        order = pending_order(state, [w for w, p in state.pending.items() if bcount.get(w, 0) < len(p)])
+        i = 0
+        while i < len(order):
+            wl_id = order[i]
+            i += 1
+            wl = wls[wl_id]
+            s = wl.settings or {}
+            pinned = str(s.get("requiredNode", "") or "")
+            may_preempt = bool(s.get("allowPreemptOther", True))
+            props = m._props[wl.queue]
+            for tid in list(state.pending.get(wl_id, ())):
+                if tid in blocked:
+                    continue
+                res = state.task_resources(tid)
+                if tid in m.reservations and not pinned:
+                    self.reserved(tid, wl.queue, res)
+                    self.check_release(wl_id, tid)
+                    continue
+                if pinned:
+                    self.slow(tid, wl_id, props, pinned)
+                    self.check_release(wl_id, tid)
+                    continue
+                ver = self.version()
+                rkey = tuple(res.items())
+                hkey = (wl.queue, rkey)
+                if m._nohead.get(hkey) != ver and m._nofit.get(rkey) != ver:
+                    if not fit_in_max_undef(self.headroom(wl.queue), res):
+                        m._nohead[hkey] = ver
+                    else:
+                        node = self.first_fit(res)
+                        if node is not None:
+                            self.started(tid, wl.queue, res, node)
+                            continue
+                        m._nofit[rkey] = ver
+                ask = m.asks.get(tid)
+                if ask is not None:
+                    triggered, last = ask.triggered_preemption, ask.last_check_us
+                else:
+                    triggered, last = False, None
+                due: int | None = None
+                if m.preemption_enabled and may_preempt and not triggered:
+                    due = _us(wl.submit) + props.preemption_delay_us
+                    if last is not None:
+                        due = max(due, last + PREEMPT_ATTEMPT_FREQUENCY_US)
+                    budget = self.budgets.setdefault(wl.queue, [MAX_PREEMPTION_ATTEMPTS])
+                    if due <= self.now_us and budget[0] > 0:
+                        self.slow(tid, wl_id, props, pinned)
+                        self.check_release(wl_id, tid)
+                        continue
+                if due is not None and due <= self.now_us:
+                    self.due_min = min(self.due_min, self.now_us)
+                    continue
+                if due is not None:
+                    self.due_min = min(self.due_min, due)
+                    if last is None or self.running:
+                        self.wake = _min(self.wake, due / 1_000_000)
+                m._block(tid, wl_id, due, last is not None)
+            if self.released and not self.all_mode:
+                # a reservation went: what was blocked may fit now; walk everything that is left
+                self.all_mode = True
+                key = (-wl.priority, wl.submit, wl_id)
+                order = [w for w in pending_order(state) if (-wls[w].priority, wls[w].submit, w) > key]
+                i = 0
+        for tid, at in m.reserved_at.items():
+            if tid in m.reservations:
+                self.due_min = min(self.due_min, at + RESERVATION_TIMEOUT_US + 1)
+
+    def reserved(self, tid: str, queue: str, res: Res) -> None:
+        """``try_allocate`` for an ask holding a reservation: its node first, then any node in order
+        (reserved or not); placing it gives the reservation up. Never preempts again."""
+        m, state, pn = self.m, self.state, self.pn
+        if not fit_in_max_undef(self.headroom(queue), res):
+            return
+        node_id = m.reservations[tid]
+
+        def fits(n: str) -> bool:
+            node = state.nodes[n]
+            return node.schedulable and fit_in(free_of(node.capacity, pn[n] if n in pn else state.node_used[n]), res)
+
+        found = node_id if fits(node_id) else None
+        if found is None:
+            for k, v in res.items():
+                if v > 0 and k not in self.index.trees:
+                    found = next((n for n in self.names if n != node_id and fits(n)), None)
+                    break
+            else:
+                i = 0
+                while True:
+                    i = self.index.first_fit(res, i)
+                    if i is None:
+                        break
+                    n = self.names[i]
+                    if n != node_id and fits(n):
+                        found = n
+                        break
+                    i += 1
+        if found is None:
+            return
+        del m.reservations[tid]
+        m._resv_released += 1
+        if self.part is not None:
+            self.part.nodes[node_id].reserved_for = None
+        self.rmap = {n: a for a, n in m.reservations.items()}
+        self.started(tid, queue, res, found)
+
+    def check_release(self, wl_id: str, tid: str) -> None:
+        if self.m._resv_released != self.start_resv:
+            self.start_resv = self.m._resv_released
+            self.released = True
+            self.fold_heaps((wl_id, tid))
+            self.m._clear_blocked()
+
+    def fold_heaps(self, at: tuple[str, str] | None = None) -> None:
+        """Count the timers of blocked asks the walk skipped before forgetting them: all of them at
+        the end of the walk; at a reservation release (``at``: the workload and task being walked)
+        only those the walk has passed. The others are walked again and count for themselves, if
+        they are still waiting: one placed in that walk must leave no wake-up behind, since an extra
+        call can decide something (an ask holding a reservation is placed at the next call)."""
+        passed = None if at is None else self._passed(*at)
+        for heap, counts in ((self.m._heap_fresh, True), (self.m._heap_checked, self.running)):
+            if passed is None:
+                due = heap[0][0] if heap else None
+            else:
+                due = min((d for d, tid in heap if passed(tid)), default=None)
+            if due is not None:
+                self.due_min = min(self.due_min, due)
+                if counts:
+                    self.wake = _min(self.wake, due / 1_000_000)
+
+    def _passed(self, wl_id: str, at: str) -> Callable[[str], bool]:
+        """Whether the walk, at task ``at`` of workload ``wl_id``, has gone past a task: workloads go
+        in ``pending_order``, tasks in pending order, as ``walk`` takes them."""
+        wls = self.state.workloads
+        cur = wls[wl_id]
+        key = (-cur.priority, cur.submit, wl_id)
+        pos = {t: i for i, t in enumerate(self.state.pending.get(wl_id, ()))}
+        here = pos[at]
+
+        def passed(tid: str) -> bool:
+            w = split_task_id(tid)[0]
+            if w == wl_id:
+                return pos[tid] <= here
+            wl = wls[w]
+            return (-wl.priority, wl.submit, w) < key
+        return passed
+
+    def slow(self, tid: str, wl_id: str, props: QueueProps, pinned: str) -> None:
+        """The reference step for one ask, on the partition view."""
+        m, state = self.m, self.state
+        part = self.ensure_part()
+        ask = m._ask(state, tid)
+        budget = self.budgets.setdefault(ask.queue, [MAX_PREEMPTION_ATTEMPTS])
+        before = set(m.reservations)
+        # an unpinned ask without a reservation reaches here only after the first-fit index (or its
+        # cached verdict for this version) found no unreserved node, the scan try_allocate would redo
+        r = try_allocate(part, ask, self.now_us, budget, m.reservations, None, m.preemption_enabled,
+                         known_no_fit=not pinned and tid not in m.reservations)
+        if before - set(m.reservations):
+            m._resv_released += 1
+        self.rmap = {n: a for a, n in m.reservations.items()}
+        if r.kind in ("Allocated", "AllocatedReserved") and r.node is not None:
+            self.started(tid, ask.queue, state.task_resources(tid), r.node)
+            return
+        if r.victims:
+            m.reserved_at.setdefault(tid, self.now_us)
+            m._ymarked.update(v.key for v in r.victims)
+            for v in r.victims:
+                if v.key in self.taken or v.key not in state.allocations:
+                    continue
+                self.taken.add(v.key)
+                self.decisions.append(Preempt(v.key, m._reason(r.rule, ask, v, r.node)))
+        nxt = m._next_check(props, ask, self.now_us, self.running)
+        self.wake = _min(self.wake, nxt)
+        due: int | None = None
+        if not (ask.triggered_preemption or not ask.allow_preempt_other or ask.required_node
+                or not m.preemption_enabled):
+            due = ask.create_us + props.preemption_delay_us
+            if ask.last_check_us is not None:
+                due = max(due, ask.last_check_us + PREEMPT_ATTEMPT_FREQUENCY_US)
+            self.due_min = min(self.due_min, max(due, self.now_us))
+        if not pinned and tid not in m.reservations and (due is None or due > self.now_us):
+            m._block(tid, wl_id, due, ask.last_check_us is not None)
+
+
+def _min(a: float | None, b: float | None) -> float | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a, b)
+
+
+__all__ = ["YuniKornModel", "build_partition", "queue_props"]

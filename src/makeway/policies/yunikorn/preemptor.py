@@ -1,0 +1,783 @@
+"""YuniKorn's ask-triggered (inter-queue) and required-node (DaemonSet) preemption, SEMANTICS §2-§3.
+
+One ``Preemptor`` serves one ask. It snapshots the queues in scope, walks nodes for victim lists,
+asks a predicate oracle which node works, tops the ask queue up to its guarantee with queue-level
+victims, then trims the list to the ask and commits (marks victims, bumps ``preempting``). All
+arithmetic uses the YuniKorn helpers of ``core.resources`` because their nil/empty and
+missing-type rules decide the outcomes.
+
+With ``Partition.shortcuts`` off (the model's ``caches: false``), every shortcut here takes its
+general path (the guarantee check loops over victims, every usable node is tried and
+``choose_node`` picks, sorts use Go's comparators, the per-leaf candidate memo is neither read nor
+written). Decisions must be the same either way (tests/yunikorn_queue/test_cache_equivalence.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from makeway.core.resources import Res, add, sub
+from makeway.policies.yunikorn.resources import (component_wise_min, component_wise_min_only_existing,
+                                                 equals_or_empty, fit_in, fit_in_actual, fit_in_max_undef, is_empty,
+                                                 match_any, merge_if_not_present,
+                                                 strictly_greater_than_only_existing,
+                                                 strictly_greater_than_or_equals_only_existing,
+                                                 sub_eliminate_negative, sub_only_existing)
+from makeway.policies.yunikorn.common import (INT32_MAX, INT32_MIN, MAX_PREEMPTION_ATTEMPTS,
+                                              POLICY_DISABLED, POLICY_FENCE,
+                                              PREEMPT_ATTEMPT_FREQUENCY_US, Partition, YAlloc, YAsk,
+                                              go_slice_stable)
+from makeway.policies.yunikorn.required_node import required_node_preemption
+
+# ask log reasons (symbolic names of YuniKorn's log texts)
+PRECONDITIONS_FAILED = "PreemptionPreconditionsFailed"
+DOES_NOT_GUARANTEE = "PreemptionDoesNotGuarantee"
+SHORTFALL = "PreemptionShortfall"
+DOES_NOT_HELP = "PreemptionDoesNotHelp"
+MAX_ATTEMPTS = "PreemptionMaxAttemptsExhausted"
+VICTIMS_RELEASED = "PreemptionVictimsReleased"
+
+SCORE_ORIGINATOR = 1 << 33
+SCORE_NO_PREEMPT = 1 << 34
+SCORE_UNFIT = 1 << 35
+
+
+def ask_queue_under(ask: Res, remaining: Res | None) -> bool:
+    """False iff some type the ask requests has a negative remaining guarantee."""
+    rem = remaining or {}
+    return not any(k in rem and rem[k] < 0 for k in ask)
+
+
+def victim_queue_over(ask: Res, remaining: Res | None) -> bool:
+    rem = remaining or {}
+    return any(k in rem and rem[k] < 0 for k in ask)
+
+
+def _clamp32(v: int) -> int:
+    return max(INT32_MIN, min(INT32_MAX, v))
+
+
+# ---------------------------------------------------------------------------------------------
+# Queue snapshots (§2.5)
+
+
+class Snap:
+    """A queue's guarantee/usage snapshot; working copies are taken with ``duplicate``."""
+
+    __slots__ = ("path", "parent", "leaf", "allocated", "preempting", "max", "guaranteed", "victims",
+                 "ask_queue")
+
+    def __init__(self, path: str, parent: "Snap | None", leaf: bool, allocated: Res | None,
+                 preempting: Res | None, max_: Res | None, guaranteed: Res | None):
+        self.path = path
+        self.parent = parent
+        self.leaf = leaf
+        self.allocated = None if allocated is None else dict(allocated)
+        self.preempting = None if preempting is None else dict(preempting)
+        self.max = max_
+        self.guaranteed = guaranteed
+        self.victims: list[YAlloc] = []
+        self.ask_queue: Snap | None = None
+
+    def duplicate(self, cache: dict[str, "Snap"]) -> "Snap":
+        if self.path in cache:
+            return cache[self.path]
+        parent = self.parent.duplicate(cache) if self.parent is not None else None
+        s = Snap(self.path, parent, self.leaf, self.allocated, self.preempting, self.max, self.guaranteed)
+        s.victims = self.victims
+        s.ask_queue = self.ask_queue  # the link keeps pointing at the original snapshot
+        cache[self.path] = s
+        return s
+
+    def add_allocation(self, res: Res) -> None:
+        s: Snap | None = self
+        while s is not None:
+            s.allocated = add(s.allocated, res)
+            s = s.parent
+
+    def remove_allocation(self, res: Res) -> None:
+        s: Snap | None = self
+        while s is not None:
+            s.allocated = sub(s.allocated, res)
+            s = s.parent
+
+    def used(self) -> Res | None:
+        return sub_only_existing(self.allocated, self.preempting)
+
+    def remaining_guaranteed(self) -> Res | None:
+        parent_r = self.parent.remaining_guaranteed() if self.parent is not None else None
+        if is_empty(parent_r) and is_empty(self.guaranteed):
+            return None
+        r = sub_only_existing(self.guaranteed, self.used())
+        aq = self.ask_queue
+        if aq is not None and self.path == aq.path and not is_empty(r):
+            return merge_if_not_present(r, parent_r)
+        if aq is not None and aq.path.startswith(self.path) and not is_empty(r):
+            if not is_empty(sub_only_existing(aq.guaranteed, aq.used())):
+                return None
+        return component_wise_min(r, parent_r)
+
+    def preemptable(self) -> Res | None:
+        if is_empty(self.allocated):
+            return None
+        over = {k: v for k, v in sub(self.used(), self.guaranteed).items() if v > 0}
+        if not over:
+            return {}
+        parent_p = self.parent.preemptable() if self.parent is not None else None
+        return component_wise_min_only_existing(over, parent_p)
+
+    def within_guarantee(self) -> bool:
+        r = self.remaining_guaranteed()
+        return r is not None and all(v >= 0 for v in r.values())
+
+
+# ---------------------------------------------------------------------------------------------
+# Search scope (§2.3, §2.4)
+
+
+@dataclass(slots=True)
+class VictimSearch:
+    fence_root: str
+    snapshots: dict[str, Snap]  # creation order: ask path first (root down), then victim leaves
+
+
+def find_fence_root(part: Partition, ask: YAsk) -> tuple[str, dict[str, int]]:
+    """Walk up from the ask's leaf, recording the priority threshold of each queue on the way."""
+    recorded: dict[str, int] = {}
+    p = ask.priority
+    cur: str | None = ask.queue
+    while cur is not None:
+        q = part.queues[cur]
+        p = q.props.priority_offset if q.props.priority_fence else _clamp32(p + q.props.priority_offset)
+        recorded[cur] = p
+        if q.parent is None or q.props.preemption_policy == POLICY_FENCE or _max_fenced(part, cur, ask):
+            return cur, recorded
+        cur = q.parent
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _max_fenced(part: Partition, path: str, ask: YAsk) -> bool:
+    eff = part.effective_max(path)
+    if is_empty(eff):
+        return False
+    projected = add(part.queues[path].allocated, ask.resources)
+    return not strictly_greater_than_or_equals_only_existing(eff, projected)
+
+
+def find_victims(part: Partition, ask: YAsk, link_root: bool = True) -> VictimSearch:
+    fence_root, recorded = find_fence_root(part, ask)
+    snaps: dict[str, Snap] = {}
+    ask_link: list[Snap] = []
+
+    def snap_for(path: str, registry: dict[str, Snap]) -> Snap:
+        if path in registry:
+            return registry[path]
+        q = part.queues[path]
+        parent = snap_for(q.parent, registry) if q.parent is not None else None
+        s = Snap(path, parent, q.leaf, q.allocated, q.preempting, q.max, q.guaranteed)
+        if ask_link and (link_root or parent is not None):
+            s.ask_queue = ask_link[0]
+        registry[path] = s
+        return s
+
+    ask_snap = snap_for(ask.queue, snaps)
+    ask_link.append(ask_snap)
+    for s in snaps.values():
+        if link_root or s.parent is not None:
+            s.ask_queue = ask_snap
+    path_set = set(part.ancestors(ask.queue))
+
+    def visit(path: str, t: int, fenced: bool) -> None:
+        q = part.queues[path]
+        if path == ask.queue:
+            return
+        if q.leaf:
+            probe = snap_for(path, dict(snaps))
+            cands = _leaf_candidates(part, ask, path, t, fenced, probe)
+            if cands:
+                snap_for(path, snaps).victims = cands
+            return
+        for child in q.children:
+            cq = part.queues[child]
+            if child in path_set:
+                visit(child, recorded[child], fenced)
+            elif cq.props.priority_fence:
+                if cq.props.priority_offset > t:
+                    continue
+                visit(child, t, True)
+            else:
+                visit(child, _clamp32(t - cq.props.priority_offset), fenced)
+
+    visit(fence_root, recorded[fence_root], False)
+    return VictimSearch(fence_root, snaps)
+
+
+def _leaf_candidates(part: Partition, ask: YAsk, path: str, t: int, fenced: bool, probe: Snap) -> list[YAlloc]:
+    q = part.queues[path]
+    if q.props.preemption_policy == POLICY_DISABLED:
+        return []
+    allocs = part.leaf_allocs(path)
+    if not allocs or probe.within_guarantee():
+        return []
+    memo: dict | None = getattr(part, "cand_memo", None) if part.shortcuts else None
+    if memo is None:
+        out = []
+        for a in allocs:
+            if not match_any(a.resources, ask.resources):
+                continue
+            if a.required_node or a.released or a.preempted:
+                continue
+            if fenced or a.priority <= t:
+                out.append(a)
+        return out
+    # a partition whose allocation views never change but for ``preempted`` (the simulator's) keeps
+    # the rest of the filter per leaf list; the same leaf list object means the same allocations
+    key = (tuple(ask.resources), t, fenced)
+    hit = memo.get(path)
+    if hit is not None and hit[0] is allocs and hit[1] == key:
+        static = hit[2]
+    else:
+        static = [a for a in allocs if match_any(a.resources, ask.resources) and not a.required_node
+                  and not a.released and (fenced or a.priority <= t)]
+        memo[path] = (allocs, key, static)
+    return [a for a in static if not a.preempted]
+
+
+# ---------------------------------------------------------------------------------------------
+# Predicate oracle (§2.9)
+
+
+class PredicateOracle(Protocol):
+    def allocate(self, ask: str, node: str) -> bool: ...
+
+    def preemption(self, ask: str, node: str, victims: list[str], start_index: int) -> tuple[bool, int]: ...
+
+
+@dataclass(slots=True)
+class PreemptionResult:
+    ok: bool
+    node: str | None = None
+    victims: list[YAlloc] = field(default_factory=list)
+    start_index: int = -1
+
+
+@dataclass(slots=True)
+class _Check:
+    node: str
+    start_index: int
+    victims: list[YAlloc]
+
+
+def _sort_node_candidates(allocs: list[YAlloc], shortcuts: bool) -> list[YAlloc]:
+    """Preemptible first, then non-originators, then newest first. The comparator answers "not
+    less" on full ties, so it is a strict weak order and a keyed stable sort gives what Go's
+    ``sort.SliceStable`` gives."""
+    if not shortcuts:
+        def less(l: YAlloc, r: YAlloc) -> bool:
+            if l.allow_preemption != r.allow_preemption:
+                return l.allow_preemption
+            if l.originator != r.originator:
+                return not l.originator
+            return l.create_us > r.create_us
+        return go_slice_stable(allocs, less)
+    return sorted(allocs, key=lambda a: (not a.allow_preemption, a.originator, -a.create_us))
+
+
+class _SortedOnUse:
+    """Candidates per node, each node's list sorted the first time it is asked for: the node
+    search usually stops long before it has looked at every node."""
+
+    __slots__ = ("raw", "done", "shortcuts")
+
+    def __init__(self, raw: dict[str, list[YAlloc]], shortcuts: bool):
+        self.raw, self.shortcuts = raw, shortcuts
+        self.done: dict[str, list[YAlloc]] = {}
+
+    def get(self, node: str, default: list[YAlloc] | None = None) -> list[YAlloc] | None:
+        out = self.done.get(node)
+        if out is None:
+            raw = self.raw.get(node)
+            if raw is None:
+                return default
+            out = self.done[node] = _sort_node_candidates(raw, self.shortcuts)
+        return out
+
+
+def _additional_score(a: YAlloc) -> int:
+    return (1 if a.originator else 0) + (2 if not a.allow_preemption else 0)
+
+
+class Preemptor:
+    """Ask-triggered preemption for one ask (``Preemptor.TryPreemption`` and its stages)."""
+
+    def __init__(self, part: Partition, ask: YAsk, headroom: Res | None = None, nodes_tried: bool = False,
+                 oracle: PredicateOracle | None = None, link_root: bool = True):
+        self.part = part
+        self.ask = ask
+        self.headroom = headroom
+        self.nodes_tried = nodes_tried
+        self.oracle = oracle
+        self.link_root = link_root
+        self._search: VictimSearch | None = None
+        self.by_node: _SortedOnUse | None = None
+        self.node_free: dict[str, Res] = {}
+        self.usable: list[str] = []
+        self.queue_of: dict[str, str] = {}
+
+    # -- preconditions (§2.2) ---------------------------------------------------------------
+
+    def check_preconditions(self, now_us: int, delay_us: int | None = None) -> bool:
+        ask = self.ask
+        if not ask.allow_preempt_other or ask.triggered_preemption or ask.required_node:
+            return False
+        delay = self.part.queues[ask.queue].props.preemption_delay_us if delay_us is None else delay_us
+        if now_us < ask.create_us + delay:
+            return False
+        if ask.last_check_us is not None and now_us < ask.last_check_us + PREEMPT_ATTEMPT_FREQUENCY_US:
+            return False
+        ask.last_check_us = now_us
+        return True
+
+    # -- snapshots ----------------------------------------------------------------------------
+
+    @property
+    def search(self) -> VictimSearch:
+        if self._search is None:
+            self._search = find_victims(self.part, self.ask, self.link_root)
+            for s in self._search.snapshots.values():
+                for a in s.victims:
+                    self.queue_of[a.key] = s.path
+        return self._search
+
+    def _dup(self) -> dict[str, Snap]:
+        cache: dict[str, Snap] = {}
+        for s in self.search.snapshots.values():
+            s.duplicate(cache)
+        return cache
+
+    def _all_candidates(self) -> list[YAlloc]:
+        return [a for s in self.search.snapshots.values() for a in s.victims]
+
+    def check_queue_guarantees(self) -> bool:
+        snaps = self.search.snapshots
+        ask_snap = snaps[self.ask.queue]
+        r = ask_snap.remaining_guaranteed()
+        if r is not None and fit_in_actual(r, self.ask.resources):
+            return True
+        work = self._dup()
+        aq = work[self.ask.queue]
+        aq.add_allocation(self.ask.resources)
+        fixed = self._ask_remaining_fixed(work, aq) if self.part.shortcuts else None
+        if fixed is not None:
+            return fixed
+        for path in list(work):
+            s = work[path]
+            for a in s.victims:
+                s.remove_allocation(a.resources)
+                r = aq.remaining_guaranteed()
+                if r is not None and ask_queue_under(self.ask.resources, r):
+                    return True
+        return False
+
+    def _ask_remaining_fixed(self, work: dict[str, Snap], aq: Snap) -> bool | None:
+        """The loop of ``check_queue_guarantees`` in closed form, when removing victims cannot move
+        the ask queue's remaining guarantee: no ancestor of the ask queue has a guarantee (so each
+        of them answers None whatever its usage) and no victim sits in the ask queue's subtree.
+        Then every step of the loop sees the same value, and the answer is whether there is a step
+        at all and that value passes. None when the shortcut does not apply."""
+        p = aq.parent
+        while p is not None:
+            if not is_empty(p.guaranteed):
+                return None
+            p = p.parent
+        any_victim = False
+        for s in work.values():
+            if s.victims:
+                any_victim = True
+                q: Snap | None = s
+                while q is not None:
+                    if q is aq:
+                        return None
+                    q = q.parent
+        if not any_victim:
+            return False
+        r = aq.remaining_guaranteed()
+        return r is not None and ask_queue_under(self.ask.resources, r)
+
+    # -- node working state (§2.7) ------------------------------------------------------------
+
+    def init_working_state(self) -> None:
+        if self.by_node is not None:
+            return
+        by_node: dict[str, list[YAlloc]] = {}
+        for a in self._all_candidates():
+            by_node.setdefault(a.node, []).append(a)
+        usable: list[str] = []
+        for node in self.part.nodes.values():
+            if node.schedulable and (node.reserved_for is None or node.reserved_for == self.ask.key) \
+                    and fit_in(node.capacity, self.ask.resources):
+                usable.append(node.id)
+            else:
+                by_node.pop(node.id, None)
+        self.by_node = _SortedOnUse(by_node, self.part.shortcuts)
+        self.usable = usable
+
+    def free_of_node(self, node_id: str) -> Res:
+        """A usable node's free resources, computed on first use (most nodes are never looked at)."""
+        free = self.node_free.get(node_id)
+        if free is None:
+            free = self.node_free[node_id] = self.part.nodes[node_id].free
+        return free
+
+    def all_free(self) -> dict[str, Res]:
+        """Free resources of every usable node, in node order."""
+        return {n: self.free_of_node(n) for n in self.usable}
+
+    # -- victims per node (§2.8) --------------------------------------------------------------
+
+    def victims_by_node(self, free: Res, candidates: list[YAlloc]) -> tuple[int, list[YAlloc] | None]:
+        ask = self.ask.resources
+        if fit_in(free, ask):
+            return -1, []
+        if not candidates and self.part.shortcuts:
+            return -1, None  # what the two passes below come to with nothing to try
+        work = self._dup()
+        aq = work[self.ask.queue]
+        avail = dict(free)
+        head: list[YAlloc] = []
+        tail: list[YAlloc] = []
+        for v in candidates:
+            qs = work.get(self.queue_of.get(v.key, ""))
+            if qs is None:
+                continue
+            r = qs.remaining_guaranteed()
+            qs.remove_allocation(v.resources)
+            if r is None or victim_queue_over(ask, r):
+                ar = aq.remaining_guaranteed()
+                if ar is not None and fit_in_actual(ar, v.resources):
+                    aq.add_allocation(v.resources)
+                else:
+                    qs.add_allocation(v.resources)
+                    break
+                shortfall = sub_eliminate_negative(ask, avail)
+                new_short = sub_eliminate_negative(ask, add(avail, v.resources))
+                if equals_or_empty(shortfall, new_short):
+                    qs.add_allocation(v.resources)
+                    aq.remove_allocation(v.resources)
+                    tail.append(v)
+                else:
+                    avail = add(avail, v.resources)
+                    head.append(v)
+            else:
+                qs.add_allocation(v.resources)
+        order = head + tail
+        if not order:
+            return -1, None
+        work = self._dup()
+        avail = dict(free)
+        results: list[YAlloc] = []
+        index = -1
+        for v in order:
+            qs = work.get(self.queue_of.get(v.key, ""))
+            if qs is None:
+                continue
+            r = qs.remaining_guaranteed()
+            qs.remove_allocation(v.resources)
+            if r is None or victim_queue_over(ask, r):
+                avail = add(avail, v.resources)
+                if index < 0 and fit_in_max_undef(avail, ask):
+                    index = len(results)
+                results.append(v)
+            else:
+                qs.add_allocation(v.resources)
+        if index < 0:
+            return -1, None
+        return index, results
+
+    # -- node choice (§2.9) -------------------------------------------------------------------
+
+    def _score(self, node: str, index: int) -> int:
+        cands = (self.by_node or {}).get(node)
+        if cands is None:
+            return SCORE_UNFIT
+        score = 0
+        for a in cands[: index + 1] if index >= 0 else []:
+            if a.originator:
+                score |= SCORE_ORIGINATOR
+            if not a.allow_preemption:
+                score |= SCORE_NO_PREEMPT
+        return score + (index + 1 if index >= 0 else 0)
+
+    def choose_node(self, checks: list[_Check]) -> tuple[str, int] | None:
+        if not checks:
+            return None
+        checks = go_slice_stable(checks, lambda l, r: (l.node < r.node) if l.start_index == r.start_index
+                                 else l.start_index < r.start_index)
+        if self.oracle is None:
+            return checks[0].node, checks[0].start_index
+        best: tuple[int, str, int] | None = None
+        for b in range(0, len(checks), 10):
+            for c in checks[b:b + 10]:
+                if not c.victims:
+                    ok, idx = self.oracle.allocate(self.ask.key, c.node), -1
+                else:
+                    ok, idx = self.oracle.preemption(self.ask.key, c.node, [v.key for v in c.victims],
+                                                     c.start_index)
+                if not ok:
+                    continue
+                score = self._score(c.node, idx)
+                if best is None or score < best[0]:
+                    best = (score, c.node, idx)
+            if best is not None and best[0] < SCORE_ORIGINATOR:
+                break
+        if best is None:
+            return None
+        return best[1], best[2]
+
+    def _least_check(self, victims_for: dict[str, list[YAlloc]]) -> tuple[str, int] | None:
+        """What ``choose_node`` picks without an oracle, the least (start index, node name), found
+        without trying every node: an index of -1 comes only with an empty victim list (the node
+        fits as it is), any other index is at least 0, so once nodes are tried in name order the
+        first one with index 0 is the answer. Trying a node has no side effects, so skipping the
+        rest changes nothing but the time taken."""
+        assert self.by_node is not None
+        ask = self.ask.resources
+        if not self.nodes_tried:
+            fitting = [n for n, free in self.all_free().items() if fit_in(free, ask)]
+            if fitting:
+                best = min(fitting)
+                victims_for[best] = []
+                return best, -1
+        chosen: tuple[int, str] | None = None
+        for node_id in sorted(self.usable):
+            idx, lst = self.victims_by_node(self.free_of_node(node_id), self.by_node.get(node_id, []))
+            if not lst:
+                continue
+            if chosen is None or idx < chosen[0]:
+                chosen = (idx, node_id)
+                victims_for[node_id] = lst
+                if idx <= 0:
+                    break
+        return None if chosen is None else (chosen[1], chosen[0])
+
+    # -- queue-level victims (§2.10) ----------------------------------------------------------
+
+    def additional_victims(self, node_victims: list[YAlloc]) -> tuple[list[YAlloc], bool]:
+        ask = self.ask.resources
+        work = self._dup()
+        aq = work[self.ask.queue]
+        seen = set()
+        for v in node_victims:
+            qs = work.get(self.queue_of.get(v.key, ""))
+            if qs is not None:
+                qs.remove_allocation(v.resources)
+                seen.add(v.key)
+        rest = [a for a in self._all_candidates() if a.key not in seen]
+        # a strict weak order (full ties answer "not less"): a keyed stable sort is Go's result
+        if self.part.shortcuts:
+            rest.sort(key=lambda a: (_additional_score(a), -a.create_us))
+        else:
+            rest = go_slice_stable(rest, lambda l, r: (l.create_us > r.create_us)
+                                   if _additional_score(l) == _additional_score(r)
+                                   else _additional_score(l) < _additional_score(r))
+        out: list[YAlloc] = []
+        for v in rest:
+            qs = work.get(self.queue_of.get(v.key, ""))
+            if qs is None:
+                continue
+            r = qs.remaining_guaranteed()
+            qs.remove_allocation(v.resources)
+            if not (r is None or victim_queue_over(ask, r)):
+                qs.add_allocation(v.resources)
+                continue
+            before = aq.remaining_guaranteed()
+            if before is None or not fit_in_actual(before, v.resources):
+                qs.add_allocation(v.resources)
+                break
+            aq.add_allocation(v.resources)
+            after = aq.remaining_guaranteed()
+            if after == before:
+                aq.remove_allocation(v.resources)
+                qs.add_allocation(v.resources)
+                continue
+            out.append(v)
+        if out:
+            final = aq.remaining_guaranteed()
+            if final is None or not ask_queue_under(ask, final):
+                return [], False
+        return out, True
+
+    # -- the whole attempt (§2.8-§2.11) -------------------------------------------------------
+
+    def try_preemption(self) -> PreemptionResult:
+        if not self.check_queue_guarantees():
+            self.ask.log.append(DOES_NOT_GUARANTEE)
+            return PreemptionResult(False)
+        self.init_working_state()
+        assert self.by_node is not None
+        victims_for: dict[str, list[YAlloc]] = {}
+        if self.oracle is None and self.part.shortcuts:
+            chosen = self._least_check(victims_for)
+        else:
+            checks: list[_Check] = []
+            for node_id, free in self.all_free().items():
+                idx, lst = self.victims_by_node(free, self.by_node.get(node_id, []))
+                if lst is None:
+                    continue
+                if self.nodes_tried and not lst:
+                    continue
+                checks.append(_Check(node_id, idx, lst))
+                victims_for[node_id] = lst
+            chosen = self.choose_node(checks)
+        if chosen is None:
+            return PreemptionResult(False)
+        node_id, index = chosen
+        node_victims = victims_for[node_id][: index + 1] if index >= 0 else []
+        extra, ok = self.additional_victims(node_victims)
+        if not ok:
+            return PreemptionResult(False)
+        victims = node_victims + extra
+        if not victims:
+            return PreemptionResult(False)
+        ask = self.ask.resources
+        fits = fit_in(self.free_of_node(node_id), ask)
+        total: Res = {}
+        final: list[YAlloc] = []
+        for v in victims:
+            if not fits and v.node != node_id:
+                continue
+            if strictly_greater_than_only_existing(ask, total):
+                final.append(v)
+            total = add(total, v.resources)
+        if strictly_greater_than_only_existing(ask, total):
+            self.ask.log.append(SHORTFALL)
+            return PreemptionResult(False)
+        marked: list[YAlloc] = []
+        for v in final:
+            if v.released or v.released_during_preemption:
+                for m in marked:
+                    m.preempted = False
+                self.ask.log.append(VICTIMS_RELEASED)
+                return PreemptionResult(False)
+            v.preempted = True
+            marked.append(v)
+        for v in final:
+            self.part.add_preempting(v.queue, v.resources)
+        self.ask.triggered_preemption = True
+        return PreemptionResult(True, node_id, final, index)
+
+
+def attempt_preemption(part: Partition, ask: YAsk, now_us: int, budget: list[int], headroom: Res | None,
+                       nodes_tried: bool, oracle: PredicateOracle | None = None,
+                       delay_us: int | None = None) -> PreemptionResult:
+    """The scheduler side of §2.1/2.2: attempt budget, preconditions, then ``try_preemption``.
+
+    ``budget`` is the leaf's remaining attempts for this pass, a one-element list updated in place.
+    """
+    if budget[0] <= 0:
+        ask.log += [MAX_ATTEMPTS, DOES_NOT_HELP]
+        return PreemptionResult(False)
+    p = Preemptor(part, ask, headroom, nodes_tried, oracle)
+    if not p.check_preconditions(now_us, delay_us):
+        ask.log += [PRECONDITIONS_FAILED, DOES_NOT_HELP]
+        return PreemptionResult(False)
+    budget[0] -= 1
+    result = p.try_preemption()
+    if not result.ok:
+        ask.log.append(DOES_NOT_HELP)
+    return result
+
+
+__all__ = ["Preemptor", "PreemptionResult", "Snap", "find_victims", "find_fence_root", "attempt_preemption",
+           "ask_queue_under", "victim_queue_over", "MAX_PREEMPTION_ATTEMPTS"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The allocation path around preemption (§2.1, §2.11 reserved allocation)
+
+
+@dataclass(slots=True)
+class AllocateResult:
+    kind: str | None  # "Allocated", "AllocatedReserved", "Reserved" or None
+    node: str | None = None
+    victims: list[YAlloc] = field(default_factory=list)
+    rule: str = ""
+
+
+def _first_fit_node(part: Partition, res: Res, order: list[str]) -> str | None:
+    for n in order:
+        node = part.nodes[n]
+        if node.schedulable and fit_in(node.free, res):
+            return n
+    return None
+
+
+def try_allocate(part: Partition, ask: YAsk, now_us: int, budget: list[int], reservations: dict[str, str],
+                 oracle: PredicateOracle | None = None, preemption_enabled: bool = True,
+                 node_order: list[str] | None = None, headroom: Res | None = None,
+                 known_no_fit: bool = False) -> AllocateResult:
+    """One scheduling attempt for one ask: reserved node first, headroom, placement, preemption.
+
+    ``reservations`` maps ask key -> reserved node and is updated in place (a successful
+    preemption reserves the node; an allocation consumes the reservation). Placing the ask itself
+    is left to the caller (it returns the node). ``headroom`` overrides the queue headroom the
+    partition would compute (the caller may also count user/group limits or promised placements).
+    ``known_no_fit`` says the caller already knows no node it may use fits the ask (the simulator's
+    first-fit index said so), which skips the node scan before preemption.
+    """
+    order = list(part.nodes) if node_order is None else node_order
+    res = ask.resources
+    if headroom is None:
+        headroom = part.headroom(ask.queue)
+    reserved = reservations.get(ask.key)
+    if reserved is not None:
+        if not fit_in_max_undef(headroom, res):
+            return AllocateResult(None)
+        others = [n for n in order if n != reserved]
+        node = _first_fit_node(part, res, [reserved] + others)
+        if node is not None:
+            del reservations[ask.key]
+            part.nodes[reserved].reserved_for = None
+            return AllocateResult("AllocatedReserved", node)
+        if ask.required_node:
+            victims = required_node_preemption(part, ask)
+            if victims:
+                return AllocateResult(None, ask.required_node, victims, "required-node-preemption")
+        return AllocateResult(None)
+    if not fit_in_max_undef(headroom, res):
+        if preemption_enabled:
+            r = attempt_preemption(part, ask, now_us, budget, headroom, False, oracle)
+            if r.ok:
+                return _reserve(part, ask, r, reservations)
+        return AllocateResult(None)
+    if ask.required_node:
+        node_id = ask.required_node
+        if node_id in part.nodes and part.nodes[node_id].schedulable and fit_in(part.nodes[node_id].free, res):
+            return AllocateResult("Allocated", node_id)
+        if node_id in part.nodes and part.nodes[node_id].reserved_for is None:
+            reservations[ask.key] = node_id
+            part.nodes[node_id].reserved_for = ask.key
+            victims = required_node_preemption(part, ask)
+            if victims:
+                return AllocateResult("Reserved", node_id, victims, "required-node-preemption")
+        return AllocateResult(None)
+    if not known_no_fit:
+        free_order = [n for n in order if part.nodes[n].reserved_for in (None, ask.key)]
+        node = _first_fit_node(part, res, free_order)
+        if node is not None:
+            return AllocateResult("Allocated", node)
+    if preemption_enabled:
+        r = attempt_preemption(part, ask, now_us, budget, headroom, True, oracle)
+        if r.ok:
+            return _reserve(part, ask, r, reservations)
+    return AllocateResult(None)
+
+
+def _reserve(part: Partition, ask: YAsk, r: PreemptionResult, reservations: dict[str, str]) -> AllocateResult:
+    assert r.node is not None
+    node = part.nodes[r.node]
+    if node.reserved_for is None:
+        node.reserved_for = ask.key
+        reservations[ask.key] = r.node
+    return AllocateResult("Reserved", r.node, r.victims, "inter-queue-preemption")
