@@ -91,3 +91,11 @@ def test_one_application_per_leaf_consumer(tmp_path):
     c.write_text(PROFILE.format(cid="/A/App/Sub", extra="", types=""))
     with pytest.raises(ConfigError, match="leaf consumer"):
         import_files([a, c])
+
+
+def test_an_unknown_xml_encoding_is_a_named_error(tmp_path):
+    """Found by the importer fuzz test: a damaged encoding in the XML declaration crashed with a LookupError."""
+    p = tmp_path / "bad.xml"
+    p.write_text('<?xml version="1.0" encoding="UTF-8Z"?>\n<Profile/>\n')
+    with pytest.raises(ConfigError, match="invalid XML: unknown encoding"):
+        import_files([p])

@@ -68,6 +68,8 @@ def read_profile(path: Path) -> tuple[dict[str, Any], list[str]]:
         raise ConfigError(f"{path}: no such file") from None
     except ET.ParseError as exc:
         raise ConfigError(f"{path}: invalid XML: {exc}") from None
+    except (LookupError, ValueError) as exc:  # e.g. an unknown encoding in the XML declaration
+        raise ConfigError(f"{path}: invalid XML: {exc}") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
     if _local(root.tag) != "Profile":
