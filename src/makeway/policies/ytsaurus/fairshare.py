@@ -428,8 +428,10 @@ def _compute(tree: Tree, node_caps, integral, cache: CurveCache | None) -> FairS
                                  np.fromiter((sugg[n] for n in later), dtype=float, count=len(later)))
         for name, v in zip(later, vals.tolist()):
             attrs[name].fair_share = v
+    from makeway.policies.ytsaurus.promised import promise, promised_tops
+
     for name in promised_tops(tree):
-        _promised(tree, attrs, name, ffs, fsbs, orders)
+        promise(tree, attrs, name, ffs, fsbs, orders)
     root = tree.elements[ROOT]
     if root.children:
         attrs[ROOT].fair_share = [sum(attrs[c].fair_share[i] for c in root.children) for i in range(dim)]
@@ -453,31 +455,6 @@ def _read_level(view: batched.LevelView, sugg: dict[str, float], attrs: dict[str
             a.fair_share = v
     for p, c, v in zip(kid_pool.tolist(), kid_col.tolist(), kid_fair.tolist()):
         attrs[orders[names[p]][c]].fair_share = v
-
-
-def promised_tops(tree: Tree) -> list[str]:
-    """Pools that compute a promised guarantee fair share: those that ask for it with no asking
-    ancestor. YTsaurus refuses nested ones (``NestedPromisedGuaranteeFairSharePools``) and only the
-    uppermost pool's setting takes effect (TestPromisedGuaranteeFairShare)."""
-    def asks(name: str) -> bool:
-        el = tree.elements[name]
-        return not el.is_op and bool(el.settings.get("compute_promised_guarantee_fair_share"))
-    return [n for n in tree.elements if asks(n) and not any(asks(a) for a in tree.ancestors(n)[1:])]
-
-
-def _promised(tree: Tree, attrs: dict[str, Attrs], top: str, ffs, fsbs, orders) -> None:
-    """Fair share the subtree would get at suggestion 0: what its guarantees alone promise (§2 step 9)."""
-    stack = [(top, 0.0)]
-    while stack:
-        name, s = stack.pop()
-        el = tree.elements[name]
-        attrs[name].promised = [float(v) for v in fsbs[name].left(s)]
-        if el.is_op or not el.children:
-            continue
-        fx, fv = ffs[name]
-        f = plf._eval1(fx, fv, s)[0]
-        kids = orders[name]
-        stack.extend(zip(kids, child_suggestion(el.mode, [tree.elements[c].weight for c in kids], f)))
 
 
 def _op_key(a: Attrs) -> tuple:
