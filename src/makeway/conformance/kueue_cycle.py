@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Mapping
 
+from makeway.conformance.kueue import _groups, _q  # the same quota schema as the preemption cases
 from makeway.conformance.result import CaseResult
 from makeway.policies.kueue.cycle import (BEST_EFFORT_FIFO, MISCONFIGURED, RQ_GENERIC, RQ_NAMESPACE_MISMATCH,
                                           RQ_NO_CANDIDATES, RQ_NO_FIT, CycleConfig, Head, final_requeue_reason,
@@ -20,7 +21,7 @@ from makeway.policies.kueue.cycle import (BEST_EFFORT_FIFO, MISCONFIGURED, RQ_GE
 from makeway.policies.kueue.flavorassign import Fungibility, PodSetRequest
 from makeway.policies.kueue.preemption import DEFAULT_STRATEGIES
 from makeway.policies.kueue.selectors import selector_matches, untolerated
-from makeway.policies.kueue.quota import FR, Admitted, CohortSpec, CQSpec, FlavorQuota, Policy, QuotaTree, units
+from makeway.policies.kueue.quota import FR, Admitted, CohortSpec, CQSpec, Policy, QuotaTree
 
 _GIB = 2**30
 _HUMAN = {"InClusterQueue": "prioritization in the ClusterQueue",
@@ -50,12 +51,6 @@ class Unsupported(ValueError):
     """A case input this loader cannot run faithfully; the case fails with this message."""
 
 
-def _q(resource: str, value: float) -> int:
-    if resource == "memory":
-        return units(resource, value * _GIB)
-    return units(resource, value)
-
-
 def _back(resource: str, value: int) -> float:
     if resource == "cpu":
         return value / 1000
@@ -71,23 +66,6 @@ def _time(value: Any) -> float:
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
     return (dt - datetime(1, 1, 1, tzinfo=timezone.utc)).total_seconds()
-
-
-def _groups(spec: list[dict] | None) -> tuple[dict[FR, FlavorQuota], list[tuple[tuple[str, ...], tuple[str, ...]]]]:
-    quotas: dict[FR, FlavorQuota] = {}
-    groups = []
-    for g in spec or []:
-        flavors = []
-        for f in g.get("flavors", []):
-            flavors.append(f["name"])
-            for r in f.get("resources", []):
-                res = r["name"]
-                bl, ll = r.get("borrowingLimit"), r.get("lendingLimit")
-                quotas[(f["name"], res)] = FlavorQuota(_q(res, r.get("nominalQuota", 0)),
-                                                       None if bl is None else _q(res, bl),
-                                                       None if ll is None else _q(res, ll))
-        groups.append((tuple(g.get("coveredResources", [])), tuple(flavors)))
-    return quotas, groups
 
 
 def _policy(spec: Mapping[str, Any] | None) -> Policy:
