@@ -199,20 +199,17 @@ class Forward:
             return
         import httpx
 
-        chunks = []
-        while True:
-            msg = await receive()
-            if msg["type"] == "http.disconnect":
-                return
-            chunks.append(msg.get("body", b""))
-            if not msg.get("more_body"):
-                break
+        from makeway.live.submit import read_body
+
+        body = await read_body(receive)
+        if body is None:
+            return
         target = scope.get("raw_path") or scope["path"].encode()
         if scope.get("query_string"):
             target += b"?" + scope["query_string"]
         headers = [(k, v) for k, v in scope["headers"] if k.lower() not in _HOP]
         req = self.client.build_request(scope["method"], target.decode("latin-1"), headers=headers,
-                                        content=b"".join(chunks))
+                                        content=body)
         try:
             resp = await self.client.send(req, stream=True)
         except httpx.HTTPError as exc:

@@ -189,6 +189,18 @@ class Submitter:
         return {"jobs": out}
 
 
+async def read_body(receive: Callable) -> Optional[bytes]:
+    """A request's whole body from ASGI ``receive``; None when the client went away first."""
+    chunks = []
+    while True:
+        msg = await receive()
+        if msg["type"] == "http.disconnect":
+            return None
+        chunks.append(msg.get("body", b""))
+        if not msg.get("more_body"):
+            return b"".join(chunks)
+
+
 class SubmitFastPath:
     """``POST /v1/jobs`` served straight from ASGI, in front of the app; the rest passed on to it.
 
@@ -214,18 +226,13 @@ class SubmitFastPath:
                 key = value.decode("latin-1")
             elif name == b"authorization":
                 authorization = value.decode("latin-1")
-        chunks = []
-        while True:
-            msg = await receive()
-            if msg["type"] == "http.disconnect":
-                return
-            chunks.append(msg.get("body", b""))
-            if not msg.get("more_body"):
-                break
+        body = await read_body(receive)
+        if body is None:
+            return
         extra: list[tuple[bytes, bytes]] = []
         try:
             who = await self.principal(scope["path"], authorization)
-            status, content = 201, await self.accept(b"".join(chunks), key, who)
+            status, content = 201, await self.accept(body, key, who)
         except HTTPException as exc:
             status, content = exc.status_code, {"detail": exc.detail}
             extra = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (exc.headers or {}).items()]
