@@ -57,17 +57,27 @@ def _policy(spec: dict | None) -> Policy:
                   bwc.get("policy") or "Never", bwc.get("maxPriorityThreshold"))
 
 
-def build_tree(inp: dict) -> QuotaTree:
+def quota_specs(inp: dict, policy=None) -> tuple[list[CohortSpec], list[CQSpec]]:
+    """Cohort and ClusterQueue specs of a case's ``cohorts`` and ``clusterQueues`` (cohorts marked
+    ``implicit`` exist only by being named, so they get no spec); ``policy`` reads a queue's
+    ``preemption`` block (the whole-cycle cases read unset fields as Kueue's cache does)."""
+    policy = policy or _policy
     cohorts = []
     for c in inp.get("cohorts", []):
+        if c.get("implicit"):
+            continue
         quotas, groups = _groups(c.get("resourceGroups"))
         cohorts.append(CohortSpec(c["name"], c.get("parent"), float(c.get("fairSharingWeight", 1)), quotas, groups))
     cqs = []
     for q in inp.get("clusterQueues", []):
         quotas, groups = _groups(q.get("resourceGroups"))
         cqs.append(CQSpec(q["name"], q.get("cohort"), float(q.get("fairSharingWeight", 1)), quotas, groups,
-                          _policy(q.get("preemption"))))
-    tree = QuotaTree(cohorts, cqs)
+                          policy(q.get("preemption"))))
+    return cohorts, cqs
+
+
+def build_tree(inp: dict) -> QuotaTree:
+    tree = QuotaTree(*quota_specs(inp))
     for w in inp.get("admittedWorkloads", []):
         usage = {(flv, res): _q(res, v) for flv, rs in w["usage"].items() for res, v in rs.items()}
         tree.add_workload(Admitted(w["name"], w["clusterQueue"], int(w.get("priority", 0)), usage,

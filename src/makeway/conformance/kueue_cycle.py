@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Mapping
 
-from makeway.conformance.kueue import _groups, _q  # the same quota schema as the preemption cases
+from makeway.conformance.kueue import _q, quota_specs  # the same quota schema as the preemption cases
 from makeway.conformance.result import CaseResult
 from makeway.policies.kueue.cycle import (BEST_EFFORT_FIFO, MISCONFIGURED, RQ_GENERIC, RQ_NAMESPACE_MISMATCH,
                                           RQ_NO_CANDIDATES, RQ_NO_FIT, CycleConfig, Head, final_requeue_reason,
@@ -21,7 +21,7 @@ from makeway.policies.kueue.cycle import (BEST_EFFORT_FIFO, MISCONFIGURED, RQ_GE
 from makeway.policies.kueue.flavorassign import Fungibility, PodSetRequest
 from makeway.policies.kueue.preemption import DEFAULT_STRATEGIES
 from makeway.policies.kueue.selectors import selector_matches, untolerated
-from makeway.policies.kueue.quota import FR, Admitted, CohortSpec, CQSpec, Policy, QuotaTree
+from makeway.policies.kueue.quota import FR, Admitted, Policy, QuotaTree
 
 _GIB = 2**30
 _HUMAN = {"InClusterQueue": "prioritization in the ClusterQueue",
@@ -103,17 +103,7 @@ def _check_config(config: Mapping[str, Any]) -> None:
 
 def build(inp: Mapping[str, Any]):
     """The tree (with admitted workloads), ClusterQueue attributes and the pending heaps."""
-    cohorts = []
-    for c in inp.get("cohorts", []):
-        if c.get("implicit"):
-            continue
-        quotas, groups = _groups(c.get("resourceGroups"))
-        cohorts.append(CohortSpec(c["name"], c.get("parent"), float(c.get("fairSharingWeight", 1)), quotas, groups))
-    cq_specs = []
-    for q in inp.get("clusterQueues", []):
-        quotas, groups = _groups(q.get("resourceGroups"))
-        cq_specs.append(CQSpec(q["name"], q.get("cohort"), float(q.get("fairSharingWeight", 1)), quotas, groups,
-                               _policy(q.get("preemption"))))
+    cohorts, cq_specs = quota_specs(inp, _policy)
     tree = QuotaTree(cohorts, cq_specs)
     for w in inp.get("workloads", []):
         adm = w.get("admission")
