@@ -472,15 +472,10 @@ def _slot_resource(qts: dict[str, Any]) -> str | None:
     return None
 
 
-def share_lines(ts: dict[str, Any], key: str, title: str, ylabel: str, name: str) -> str | None:
-    """One line per queue of a share the model reports (e.g. Kueue's DRS), or None when none does."""
-    t = ts.get("t") or []
-    series = {q: ((qts or {}).get("shares") or {}).get(key) for q, qts in (ts.get("queues") or {}).items()}
-    series = {q: s for q, s in series.items() if s and any(v is not None for v in s)}
-    if not series or not t:
-        return None
+def _queue_lines(t: list, series: dict[str, list], ylabel: str, title: str, name: str, height: float) -> str:
+    """One step line per queue over a shared time axis (a missing value is a gap)."""
     div, xlabel = time_axis(t)
-    fig, axes = _new(2.8)
+    fig, axes = _new(height)
     ax = axes[0][0]
     for i, (q, s) in enumerate(list(series.items())[:MAX_QUEUE_PANELS]):
         xs, vs = thin(t, s)
@@ -494,6 +489,16 @@ def share_lines(ts: dict[str, Any], key: str, title: str, ylabel: str, name: str
     return to_svg(fig, name)
 
 
+def share_lines(ts: dict[str, Any], key: str, title: str, ylabel: str, name: str) -> str | None:
+    """One line per queue of a share the model reports (e.g. Kueue's DRS), or None when none does."""
+    t = ts.get("t") or []
+    series = {q: ((qts or {}).get("shares") or {}).get(key) for q, qts in (ts.get("queues") or {}).items()}
+    series = {q: s for q, s in series.items() if s and any(v is not None for v in s)}
+    if not series or not t:
+        return None
+    return _queue_lines(t, series, ylabel, title, name, 2.8)
+
+
 def pending_counts(ts: dict[str, Any], name: str = "pending-counts") -> str | None:
     """Pending tasks per queue over time (the queue length a user would see)."""
     t = ts.get("t") or []
@@ -501,19 +506,7 @@ def pending_counts(ts: dict[str, Any], name: str = "pending-counts") -> str | No
     series = {q: s for q, s in series.items() if s}
     if not series or not t:
         return None
-    div, xlabel = time_axis(t)
-    fig, axes = _new(2.6)
-    ax = axes[0][0]
-    for i, (q, s) in enumerate(list(series.items())[:MAX_QUEUE_PANELS]):
-        xs, vs = thin(t, s)
-        ax.step(_scaled(xs, div), vs, where=WHERE, color=color(i), label=q)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("pending tasks")
-    ax.set_ylim(bottom=0)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, loc="upper right")
-    ax.set_title("Pending tasks per queue")
-    return to_svg(fig, name)
+    return _queue_lines(t, series, "pending tasks", "Pending tasks per queue", name, 2.6)
 
 
 def preemption_matrix(matrix: dict[tuple[str, str], int], name: str = "preemption-matrix") -> str:
