@@ -31,6 +31,18 @@ def test_go_duration(text, want):
      DEFAULT_PREEMPTION_DELAY_US, False, 0),
     ("priority own", {}, {"priority.policy": "Fence", "priority.offset": "-3"}, "default",
      DEFAULT_PREEMPTION_DELAY_US, True, -3),
+    # Go parses without trimming (strings.ToLower, time.ParseDuration, strconv.ParseInt)
+    ("padded policy is unknown", {}, {"preemption.policy": " fence"}, "default", DEFAULT_PREEMPTION_DELAY_US, False, 0),
+    ("padded delay is unreadable", {}, {"preemption.delay": " 5s"}, "default", DEFAULT_PREEMPTION_DELAY_US, False, 0),
+    ("padded priority policy", {}, {"priority.policy": "fence "}, "default", DEFAULT_PREEMPTION_DELAY_US, False, 0),
+    ("offset syntax error is 0", {}, {"priority.offset": "1_000"}, "default", DEFAULT_PREEMPTION_DELAY_US, False, 0),
+    ("offset plus sign", {}, {"priority.offset": "+5"}, "default", DEFAULT_PREEMPTION_DELAY_US, False, 5),
+    ("offset clamps to int32", {}, {"priority.offset": "99999999999"}, "default", DEFAULT_PREEMPTION_DELAY_US,
+     False, 2**31 - 1),
+    ("own bad delay beats parent's", {"preemption.delay": "5s"}, {"preemption.delay": "abc"}, "default",
+     DEFAULT_PREEMPTION_DELAY_US, False, 0),
+    ("own default under disabled parent", {"preemption.policy": "disabled"}, {"preemption.policy": "default"},
+     "default", DEFAULT_PREEMPTION_DELAY_US, False, 0),
 ])
 def test_properties(name, parent, own, want_policy, want_delay, want_fence, want_offset):
     pprops, praw = resolve_props(parent, None, None)
@@ -173,3 +185,19 @@ def test_node_search_picks_least_name_not_first_in_node_order():
     part = _part(queues, ys, [(n, {"cpu": 2}) for n in ["n1", "n2", "n10", "n3"]])
     r = Preemptor(part, YAsk("ask", "app-x", "root.a", {"cpu": 2}), nodes_tried=True).try_preemption()
     assert r.ok and r.node == "n10" and [v.key for v in r.victims] == ["b-n10"]
+
+
+@pytest.mark.parametrize("top,middle,want", [
+    ({"preemption.policy": "disabled"}, {}, "disabled"),             # through a queue that sets nothing
+    ({"preemption.policy": "disabled"}, {"preemption.policy": "fence"}, "default"),  # fence is not passed on
+    ({"preemption.policy": "fence"}, {}, "default"),
+    ({"preemption.delay": "7s"}, {"priority.offset": "3"}, "default"),
+])
+def test_properties_over_three_levels(top, middle, want):
+    """SEMANTICS §1: the merged map is what a child inherits, filtered at every level."""
+    p1, raw1 = resolve_props(top, None, None)
+    p2, raw2 = resolve_props(middle, raw1, p1)
+    p3, _ = resolve_props({}, raw2, p2)
+    assert p3.preemption_policy == want
+    assert p3.priority_offset == 0
+    assert p3.preemption_delay_us == (7_000_000 if "preemption.delay" in top else DEFAULT_PREEMPTION_DELAY_US)

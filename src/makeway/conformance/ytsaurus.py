@@ -158,6 +158,7 @@ class Ctx:
         for p in inp.get("pools") or []:
             if p.get("starvationStatus"):
                 self.view.clocks[p["name"]] = starvation.Clock(0.0, p["starvationStatus"])
+        starvation.relink_starving_ancestors(self.tree, self.view)
         a = self.result.attrs
         self.local_sat = {n: fairshare.local_satisfaction(x.usage_share, x.fair_share, x.demand_share)
                           for n, x in a.items()}
@@ -290,9 +291,7 @@ def answer(case: dict, got: dict[str, Any]) -> None:
         elif key == "stageParticipation":
             scope = str(ctx.cfg.get("scheduling_preemption_priority_scope", "operation_and_ancestors"))
             ops = [o["id"] for o in inp.get("operations") or []]
-            got[key] = {stage: [op for op in ops if stage == "regular"
-                                or ctx.priority(op, scope) == heartbeat.STAGE_PRIORITY.get(stage)]
-                        for stage in exp[key]}
+            got[key] = {stage: _stage_members(stage, ops, lambda op: ctx.priority(op, scope)) for stage in exp[key]}
         elif key == "promisedGuaranteeFairShare":
             # an element outside every promised subtree has a zero promised share, as YTsaurus's attribute
             got[key] = {k: _vecd(a[k].promised if a[k].promised is not None else [0.0] * len(a[k].fair_share))
@@ -303,6 +302,18 @@ def answer(case: dict, got: dict[str, Any]) -> None:
                 for aid, st in ctx.statuses(o).items():
                     levels[aid] = classify.preemption_level(st, ctx.params[o["id"]].allow_aggressive)
             got[key] = {k: levels.get(k) for k in exp[key]}
+
+
+def _stage_members(stage: str, ops: list[str], priority: Any) -> Any:
+    """Operations admitted to a stage named as a case may write it (``preemptive_normal``,
+    ``PreemptiveNormal``, ``normal``; ``regular`` admits every operation)."""
+    word = "".join(ch for ch in stage.lower() if ch.isalnum()).removeprefix("preemptive")
+    if word == "regular":
+        return list(ops)
+    target = heartbeat.STAGE_PRIORITY.get(f"preemptive_{word}")
+    if target is None:
+        return f"<unsupported stage {stage}>"
+    return [op for op in ops if priority(op) == target]
 
 
 def _starvation_only(inp: dict, exp: dict, got: dict[str, Any]) -> None:

@@ -141,9 +141,71 @@ def _project(expected: dict, full: dict, part: Partition, ask: YAsk) -> dict:
             got[key] = sorted(set(ask.log), key=ask.log.index)
         elif key == "allocationLogFirst":
             got[key] = ask.log[0] if ask.log else None
+        elif key == "events":
+            got[key] = match_events(exp, part.events)
         else:
             got[key] = exp if key in ("comparison", "sideEffect") else f"<unsupported {key}>"
     return got
+
+
+_EVENT_ALIASES = {"objectid": "objectID", "allocationkey": "objectID", "victim": "objectID", "key": "objectID",
+                  "referenceid": "referenceID", "applicationid": "referenceID", "app": "referenceID",
+                  "message": "message", "msg": "message", "type": "type", "eventtype": "type",
+                  "changetype": "changeType", "eventchangetype": "changeType",
+                  "changedetail": "changeDetail", "eventchangedetail": "changeDetail",
+                  "resource": "resource", "resources": "resource", "allocatedresource": "resource"}
+
+
+def _event_field(name: str) -> str | None:
+    return _EVENT_ALIASES.get("".join(ch for ch in name.lower() if ch.isalnum()))
+
+
+def _event_value(field: str, value: Any) -> Any:
+    """YuniKorn's enum names may be written with their prefix (``EventRecord_REQUEST``)."""
+    if field in ("type", "changeType", "changeDetail") and isinstance(value, str):
+        return value.removeprefix("EventRecord_")
+    return value
+
+
+def match_events(expected: Any, events: list[dict]) -> Any:
+    """The events sent, in the shape the case wrote: a count, a list of messages, or records
+    compared on the fields the case names (YuniKorn's ``EventRecord`` names, any case)."""
+    if isinstance(expected, bool) or not isinstance(expected, (int, list, dict)):
+        return f"<unsupported events {expected!r}>"
+    if isinstance(expected, int):
+        return len(events)
+    if isinstance(expected, dict):
+        if "count" in expected or "messages" in expected:
+            out: dict[str, Any] = {}
+            if "count" in expected:
+                out["count"] = len(events)
+            if "messages" in expected:
+                out["messages"] = [e["message"] for e in events]
+            return {**expected, **out}
+        expected = [expected]
+    got: list[Any] = []
+    for i, e in enumerate(events):
+        want = expected[i] if i < len(expected) else None
+        if isinstance(want, str) or want is None:
+            got.append(e["message"])
+            continue
+        rec = {}
+        for name, value in want.items():
+            fld = _event_field(name)
+            if fld is None:
+                rec[name] = f"<unsupported event field {name}>"
+            elif fld == "resource":
+                rec[name] = e[fld] if equals(e[fld], value or {}) is False else value
+            else:
+                rec[name] = e[fld] if _event_value(fld, value) != e[fld] else value
+        got.append(rec)
+    return got
+
+
+def _pick(expected: dict, full: dict) -> dict:
+    """The answers to the keys a case asserts; a key this entry cannot answer fails the case by name."""
+    return {k: full[k] if k in full else (v if k == "comparison" else f"<unsupported {k}>")
+            for k, v in expected.items()}
 
 
 def _try_preemption(inp: dict, expected: dict) -> tuple[dict, Partition, YAsk]:
@@ -154,6 +216,7 @@ def _try_preemption(inp: dict, expected: dict) -> tuple[dict, Partition, YAsk]:
     r = p.try_preemption()
     full = {"ok": r.ok, "result": "Reserved" if r.ok else None, "reservedNode": r.node,
             "request": ask.key if r.ok else None, "resultNotNull": r.ok,
+            "victims": sorted(v.key for v in r.victims), "victimCount": len(r.victims),
             "predicateError": (oracle.errors or None) if oracle else None}
     return _project(expected, full, part, ask), part, ask
 
@@ -176,9 +239,9 @@ def _dispatch(entry: str, inp: dict, exp: dict) -> Any:
     if entry.startswith("Queue.FindEligiblePreemptionVictims"):
         part = build_partition(inp)
         search = yp.find_victims(part, _ask(inp["ask"]))
-        full = {"fenceRoot": search.fence_root, "snapshotCount": len(search.snapshots),
-                "victims": sorted(a.key for s in search.snapshots.values() for a in s.victims)}
-        return {k: full[k] for k in exp}
+        victims = sorted(a.key for s in search.snapshots.values() for a in s.victims)
+        return _pick(exp, {"fenceRoot": search.fence_root, "snapshotCount": len(search.snapshots),
+                           "victims": victims, "victimCount": len(victims), "filteredCount": len(victims)})
     if entry.startswith("isAskQueueUnderGuaranteed"):
         return {"rows": [yp.ask_queue_under(r["askResource"], r["remaining"]) for r in inp["rows"]]}
     if entry.startswith("isVictimQueueOverGuaranteed"):
@@ -194,19 +257,22 @@ def _dispatch(entry: str, inp: dict, exp: dict) -> Any:
     if entry == "RequiredNodePreemptor.filterAllocations":
         part = build_partition(inp)
         f = rn.required_node_filter(part, _ask(inp["ask"]))
-        return {"counters": f.counters, "filteredCount": len(f.candidates)}
+        return _pick(exp, {"counters": f.counters, "filteredCount": len(f.candidates),
+                           "order": [a.key for a in rn.sort_required_node(f.candidates)]})
     if entry.startswith("RequiredNodePreemptor.filterAllocations + sortAllocations"):
         part = build_partition(inp)
         ask = _ask(inp["ask"])
-        cands = rn.sort_required_node(rn.required_node_filter(part, ask).candidates)
+        filtered = rn.required_node_filter(part, ask)
+        cands = rn.sort_required_node(filtered.candidates)
         mut = inp.get("afterSortMutation")
         if mut:
             for k, v in mut.items():
                 if k != "key":
                     setattr(part.allocs[mut["key"]], k, v)
         victims = rn.required_node_victims(ask, cands, part.nodes[ask.required_node].free) or []
-        full = {"victims": [v.key for v in victims], "victimCount": len(victims)}
-        return {k: full[k] for k in exp}
+        return _pick(exp, {"victims": [v.key for v in victims], "victimCount": len(victims),
+                           "counters": filtered.counters, "filteredCount": len(filtered.candidates),
+                           "order": [a.key for a in cands]})
     if entry.startswith("QueuePreemptionSnapshot.GetPreemptableResource"):
         return _preemptable(inp, exp)
     if entry == "QueuePreemptionSnapshot.GetRemainingGuaranteedResource":
@@ -319,7 +385,9 @@ def _try_allocate_phases(inp: dict, exp: dict) -> dict:
                 "attemptsRemainingAfter": budget[0]}
         got = {}
         for k in want:
-            if k == "allocationLogContains":
+            if k == "events":
+                got[k] = match_events(want[k], part.events)
+            elif k == "allocationLogContains":
                 got[k] = [x for x in want[k] if x in ask.log] if all(x in ask.log for x in want[k]) else ask.log
             else:
                 got[k] = full.get(k, f"<unsupported {k}>")
@@ -356,6 +424,8 @@ def _partition_sequence(inp: dict, exp: dict) -> dict:
             for k, v in want.items():
                 if k == "notPreempted":
                     g[k] = [x for x in v if x not in full["preempted"]]
+                elif k == "events":
+                    g[k] = match_events(v, part.events)
                 elif k == "preemptingResource":
                     pr = preempting()
                     g[k] = {p: pr[p] for p in v}

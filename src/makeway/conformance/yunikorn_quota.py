@@ -153,7 +153,8 @@ def _filter(case: dict) -> CaseResult:
     fx = _Fixture(case["input"])
     view = _quota(fx).build_view(fx.state)
     leaf = next(q for q in view.values() if q.is_leaf and q.victims or q.is_leaf)
-    got = {"filteredCount": len(yq.filter_victims(leaf, case["input"].get("preemptableOverride")))}
+    n = len(yq.filter_victims(leaf, case["input"].get("preemptableOverride")))
+    got = {"filteredCount": n, "selectedVictims": n}
     return _compare(case["expected"], got)
 
 
@@ -181,25 +182,30 @@ def _try_preemption(case: dict) -> CaseResult:
     inp = case["input"]
     fx = _Fixture(inp)
     quota = _quota(fx)
-    queue = inp["quotaChange"]["queue"]
-    decisions = quota.run_queue(fx.state, queue, _ts(REFERENCE))
+    decisions = quota.run_queue(fx.state, inp["quotaChange"]["queue"], _ts(REFERENCE))
+    return _compare(case["expected"], _run_answers(fx, quota, _run_summary(fx, decisions)["preempted"]))
+
+
+def _run_answers(fx: _Fixture, quota: _CaseQuota, preempted: list[str]) -> dict[str, Any]:
+    """Everything the README documents for a quota-preemption run, from the model's last run."""
+    per_app: dict[str, int] = {}
+    for key in preempted:
+        app = fx.app_of[next(w for w, k in fx.alias.items() if k == key)]
+        per_app[app] = per_app.get(app, 0) + 1
+    got: dict[str, Any] = {"preempted": sorted(preempted), "releaseEvents": len(per_app),
+                           "releasedPerEvent": next(iter(per_app.values()), 0),
+                           "terminationType": "PREEMPTED_BY_SCHEDULER" if preempted else None}
+    if not quota.runs:
+        return {**got, "queueEvent": None}
     run = quota.runs[-1]
-    summary = _run_summary(fx, decisions)
-    claimed = run.claimed
-    got: dict[str, Any] = {
-        "preemptable": run.amount,
-        "preempted": summary["preempted"],
-        "claimed": claimed,
-        "selectedVictims": run.selected,
-        "derivedLeafShares": {lr.queue: lr.amount for lr in run.leaves},
-    }
+    shares = {lr.queue: lr.amount for lr in run.leaves}
     event = None
     if run.event:
-        event = {"preemptableResources": run.amount, "claimedResources": claimed,
+        event = {"preemptableResources": run.amount, "claimedResources": run.claimed,
                  "selectedVictims": run.selected, "preemptedVictims": len(run.preempted)}
-    got["queueEvent"] = event
-    got["queueEventMessageFields"] = event
-    return _compare(case["expected"], got)
+    return {**got, "preemptable": run.amount, "claimed": run.claimed, "selectedVictims": run.selected,
+            "filteredCount": run.selected, "derivedLeafShares": shares, "leafPreemptable": shares,
+            "leafQueuesWithContext": len(shares), "queueEvent": event, "queueEventMessageFields": event}
 
 
 def _set_preemption_time(case: dict) -> CaseResult:
@@ -317,25 +323,13 @@ def _partition(case: dict) -> CaseResult:
             for d in quota.run_due(fx.state, now):
                 if isinstance(d, Preempt):
                     preempted.append(fx.alias[split_task_id(d.allocation)[0]])
-    per_app: dict[str, int] = {}
-    for key in preempted:
-        wl = next(w for w, k in fx.alias.items() if k == key)
-        app = fx.app_of[wl]
-        per_app[app] = per_app.get(app, 0) + 1
-    exp = case["expected"]
-    got: dict[str, Any] = {"releaseEvents": len(per_app)}
-    if "releasedPerEvent" in exp:
-        got["releasedPerEvent"] = next(iter(per_app.values()), 0)
-    if "terminationType" in exp:
-        got["terminationType"] = "PREEMPTED_BY_SCHEDULER" if preempted else None
-    got["preempted"] = sorted(preempted)
-    return _compare(exp, got, strict=False)
+    return _compare(case["expected"], _run_answers(fx, quota, preempted))
 
 
-def _compare(expected: dict, got: dict, strict: bool = True) -> CaseResult:
-    """Compare only the keys the case asserts; keys marked derived are informative unless equal."""
-    checked = {k: v for k, v in expected.items()
-               if k not in ("comparison", "derivedPreempted") and (strict or k in got)}
+def _compare(expected: dict, got: dict) -> CaseResult:
+    """Compare only the keys the case asserts (every one: a key this entry cannot answer fails as
+    ``<missing>``); ``comparison`` and ``derivedPreempted`` are informative."""
+    checked = {k: v for k, v in expected.items() if k not in ("comparison", "derivedPreempted")}
     picked = {k: got.get(k, "<missing>") for k in checked}
     return CaseResult(picked == checked, checked, picked)
 

@@ -166,3 +166,16 @@ def preemption_priority(view: StarvationView, op: str, scope: str = "operation_a
     if view.lowest_starving.get(op):
         return "normal"
     return "none"
+
+
+def relink_starving_ancestors(tree: Tree, view: StarvationView) -> None:
+    """Recompute the lowest (aggressively) starving ancestors from ``view.clocks`` after statuses were
+    set from outside (a conformance case's fixed pool or operation statuses), as ``update_statuses``
+    links them: root never counts, and an element's own status wins over its parent's."""
+    lowest, lowest_aggr = view.lowest_starving, view.lowest_aggressive
+    for name in tree.preorder():
+        parent = tree.elements[name].parent
+        st = view.clocks[name].status if name in view.clocks else None
+        inherit = parent is not None and parent != ROOT
+        lowest[name] = name if st in (STARVING, AGGRESSIVE) else (lowest.get(parent) if inherit else None)
+        lowest_aggr[name] = name if st == AGGRESSIVE else (lowest_aggr.get(parent) if inherit else None)

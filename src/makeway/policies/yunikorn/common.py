@@ -26,6 +26,7 @@ POLICY_FENCE = "fence"
 POLICY_DISABLED = "disabled"
 
 _DURATION_UNITS = {"ns": 1e-3, "us": 1.0, "µs": 1.0, "μs": 1.0, "ms": 1e3, "s": 1e6, "m": 60e6, "h": 3600e6}
+_GO_INT = re.compile(r"[+-]?[0-9]+")
 _DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 
 
@@ -35,7 +36,7 @@ def parse_go_duration_us(text: object) -> int | None:
         return int(round(float(text) * 1e6))
     if not isinstance(text, str):
         return None
-    s = text.strip()
+    s = text  # Go's ParseDuration trims nothing: " 5s" is an error there, so here too
     if not s:
         return None
     sign = 1
@@ -65,8 +66,16 @@ class QueueProps:
 
 
 def _policy(value: object) -> str:
-    v = str(value or "").strip().lower()
+    v = str(value or "").lower()  # Go lower-cases and trims nothing
     return v if v in (POLICY_FENCE, POLICY_DISABLED) else POLICY_DEFAULT
+
+
+def _go_int32(text: str) -> int:
+    """Go's ``strconv.ParseInt(s, 10, 32)`` as YuniKorn uses it: a syntax error gives 0, an
+    out-of-range value the nearest int32 (Python's ``int`` would also accept spaces and ``1_000``)."""
+    if not _GO_INT.fullmatch(text):
+        return 0
+    return max(INT32_MIN, min(INT32_MAX, int(text)))
 
 
 def resolve_props(own: Mapping[str, object] | None, parent_raw: Mapping[str, object] | None,
@@ -91,12 +100,8 @@ def resolve_props(own: Mapping[str, object] | None, parent_raw: Mapping[str, obj
     delay = parse_go_duration_us(merged.get("preemption.delay")) if "preemption.delay" in merged else None
     if delay is None or delay <= 0:
         delay = DEFAULT_PREEMPTION_DELAY_US
-    try:
-        offset = int(str(own.get("priority.offset", "0")).strip() or 0)
-    except ValueError:
-        offset = 0
-    offset = max(INT32_MIN, min(INT32_MAX, offset))
-    fence = str(own.get("priority.policy", "")).strip().lower() == POLICY_FENCE
+    offset = _go_int32(str(own.get("priority.offset", "0")))
+    fence = str(own.get("priority.policy", "")).lower() == POLICY_FENCE
     if policy == POLICY_DISABLED:
         merged["preemption.policy"] = POLICY_DISABLED
     return QueueProps(policy, delay, fence, offset), merged
@@ -202,6 +207,7 @@ class Partition:
         self.nodes: dict[str, YNode] = {n.id: n for n in nodes}
         self.allocs: dict[str, YAlloc] = {a.key: a for a in allocations}
         self.root_max: Res | None = None
+        self.events: list[dict] = []  # what YuniKorn's event system would have received (``events``)
 
     def ancestors(self, path: str) -> list[str]:
         out, cur = [], path

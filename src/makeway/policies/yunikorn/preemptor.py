@@ -29,6 +29,7 @@ from makeway.policies.yunikorn.common import (INT32_MAX, INT32_MIN, MAX_PREEMPTI
                                               PREEMPT_ATTEMPT_FREQUENCY_US, Partition, YAlloc, YAsk,
                                               go_slice_stable)
 from makeway.policies.yunikorn.required_node import required_node_preemption
+from makeway.policies.yunikorn import events
 
 # ask log reasons (symbolic names of YuniKorn's log texts)
 PRECONDITIONS_FAILED = "PreemptionPreconditionsFailed"
@@ -664,6 +665,8 @@ class Preemptor:
             marked.append(v)
         for v in final:
             self.part.add_preempting(v.queue, v.resources)
+            self.part.events.append(events.preempted_by_scheduler(v.key, v.app, self.ask.key, self.ask.app,
+                                                                  self.ask.queue, v.resources))
         self.ask.triggered_preemption = True
         return PreemptionResult(True, node_id, final, index)
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from makeway.core.resources import Res, add
 from makeway.policies.yunikorn.common import Partition, YAlloc, YAsk, go_slice_stable
+from makeway.policies.yunikorn import events
 from makeway.policies.yunikorn.resources import match_any, strictly_greater_than, strictly_greater_than_or_equals
 
 NO_VICTIM_REQUIRED_NODE = "NoVictimForRequiredNode"
@@ -83,10 +84,12 @@ def required_node_preemption(part: Partition, ask: YAsk) -> list[YAlloc] | None:
     victims = required_node_victims(ask, cands, part.nodes[ask.required_node].free)
     if not victims:
         ask.log.append(NO_VICTIM_REQUIRED_NODE)
+        part.events.append(events.required_node_failed(ask.key, ask.app, ask.required_node, ask.resources))
         return None
     for v in victims:
         if not v.preempted:
             v.preempted = True
             part.add_preempting(v.queue, v.resources)
+            part.events.append(events.preempted_by_scheduler(v.key, v.app, ask.key, ask.app, ask.queue, v.resources))
     ask.triggered_preemption = True
     return victims
