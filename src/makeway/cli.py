@@ -526,6 +526,8 @@ def bench(
     quick: bool = typer.Option(False, "--quick", help="smaller scenarios (whole set well under 2 minutes)"),
     only: Optional[List[str]] = typer.Option(None, "--only", help="run only these scenarios (repeatable)"),
     out: Path = typer.Option(Path("bench-results.json"), "--out", help="where to write the figures"),
+    growth: bool = typer.Option(False, "--growth", help="also run each scalable scenario at 1/4 and full size "
+                                "(1/16 and 1/4 with --quick) and report the exponent k of cost ~ n^k"),
 ) -> None:
     """Run the named benchmark scenarios; print a table of figures and write bench-results.json."""
     import json
@@ -551,12 +553,21 @@ def bench(
             f.setdefault("scenario", name)
         figures.extend(got)
         console.log(f"{name}: {time.perf_counter() - t0:.1f} s")
+    if growth:
+        from makeway import growth as grow
+
+        for name in [n for n in names if n in grow.SCENARIOS] + \
+                [n for n in grow.SCENARIOS if n not in SCENARIOS and not only]:
+            t0 = time.perf_counter()
+            with console.status(f"growth {name}..."):
+                figures.append({**grow.growth(name, quick), "scenario": name})
+            console.log(f"growth {name}: {time.perf_counter() - t0:.1f} s")
     table = Table(title=f"makeway bench{' --quick' if quick else ''}", title_justify="left")
     for col in ("metric", "value", "unit", "target", "met"):
         table.add_column(col, justify="right" if col in ("value", "target") else "left")
     for f in figures:
         target = f.get("target")
-        lower_is_better = f["unit"] in ("s", "ms", "bytes")
+        lower_is_better = f["unit"] in ("s", "ms", "bytes", "exponent")
         met = "" if target is None else ("yes" if (f["value"] <= target if lower_is_better else f["value"] >= target) else "no")
         table.add_row(f["metric"], f"{f['value']:,.4g}", f["unit"], "-" if target is None else f"{target:,}", met)
     Console().print(table)

@@ -1,0 +1,91 @@
+"""Growth exponents: how the CPU cost of a benchmark scenario grows with its size.
+
+A scenario is run at two sizes four times apart and its cost is read as ``cost ~ n^k``:
+``k = log(cost_big / cost_small) / log(4)``. Issue 20 asks ``k <= 1.2`` between 1/4 and full size: a
+pass whose cost grows with the backlog shows up here long before it shows up in a quick run. CPU
+time (``time.process_time``) is used so that other work on the machine does not move the figure.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import time
+from typing import Callable
+
+from makeway.benchmarks import (Figure, figure, kueue_baseline, preemption_jobs, synthetic_cluster,
+                                synthetic_jobs, _shared)
+from makeway.registry import load_model
+from makeway.sim.engine import SimOptions, simulate
+
+TARGET = 1.2
+
+
+def _cpu(run: Callable[[], object]) -> float:
+    gc.collect()
+    t0 = time.process_time()
+    run()
+    return time.process_time() - t0
+
+
+def kueue_cost(scale: float) -> tuple[float, int]:
+    state, workloads = kueue_baseline(scale=scale)
+    return _cpu(lambda: simulate(state, load_model("kueue", {}), workloads, options=SimOptions())), len(workloads)
+
+
+def throughput_cost(scale: float) -> tuple[float, int]:
+    n = int(100_000 * scale)
+    state, jobs = synthetic_cluster(1000, 10), synthetic_jobs(n, 1000, 10)
+    return _cpu(lambda: simulate(state, load_model("none"), iter(jobs), options=SimOptions(), streamed=True)), n
+
+
+def preemption_cost(scale: float) -> tuple[float, int]:
+    n = int(3_000 * scale)
+    state = synthetic_cluster(1000, 10)
+    for q in state.queues.values():
+        if q.parent:
+            q.settings = {"properties": {"preemption.delay": "1s"}}
+    jobs = preemption_jobs(n, 1000, 10)
+    return _cpu(lambda: simulate(state, load_model("yunikorn", {}), iter(jobs), options=SimOptions(),
+                                 streamed=True)), n
+
+
+def swf_cost(scale: float) -> tuple[float, int]:
+    from makeway.config import build_state, parse_config
+    from makeway.sim.importers import cluster_from_trace, read_trace
+    from makeway.sim.trace import workload_from_record
+
+    path = _shared()
+    if path is None:
+        raise FileNotFoundError("../shared/traces/swf/KTH-SP2-1996-2.1-cln.swf.gz")
+    limit = int(28_476 * scale)
+    state = build_state(parse_config(cluster_from_trace(path, "swf"), "swf"))
+    recs = []
+    for rec in read_trace(path, "swf"):
+        recs.append(workload_from_record(rec))
+        if len(recs) >= limit:
+            break
+    return _cpu(lambda: simulate(state, load_model("easy-backfill"), iter(recs), options=SimOptions(),
+                                 streamed=True)), limit
+
+
+SCENARIOS: dict[str, Callable[[float], tuple[float, int]]] = {
+    "kueue-baseline": kueue_cost,
+    "throughput": throughput_cost,
+    "throughput-preemption": preemption_cost,
+    "swf-easy-backfill": swf_cost,
+}
+
+
+def exponent(small: float, big: float, ratio: float = 4.0) -> float:
+    return math.log(max(big, 1e-9) / max(small, 1e-9)) / math.log(ratio)
+
+
+def growth(name: str, quick: bool) -> Figure:
+    """Cost at 1/4 and full size (quick: 1/16 and 1/4) and the exponent between them."""
+    big = 0.25 if quick else 1.0
+    c_small, n_small = SCENARIOS[name](big / 4)
+    c_big, n_big = SCENARIOS[name](big)
+    return figure(f"growth_exponent_{name.replace('-', '_')}", exponent(c_small, c_big, n_big / max(n_small, 1)),
+                  "exponent", TARGET, small_n=n_small, big_n=n_big, small_cpu_s=round(c_small, 3),
+                  big_cpu_s=round(c_big, 3))
