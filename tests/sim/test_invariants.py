@@ -24,13 +24,14 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from makeway.core.objects import Workload
 from makeway.core.state import ClusterState
 from makeway.sim.pending import CODES
-from makeway.sim.trace import workload_to_record
 from tests.sim.model_cases import MODELS, Case, cases, run
 
 EXAMPLES = {"none": 50, "fifo-strict": 40, "easy-backfill": 40, "kueue": 50, "kueue-fair": 50,
@@ -62,6 +63,24 @@ class CheckedState(ClusterState):
                     self.violations.append(f"t={now}: {tid} took {q} to {k}={used[k]} above its max {limit[k]}")
         return alloc
 
+
+
+def workload_to_record(wl: Workload) -> dict[str, Any]:
+    rec: dict[str, Any] = {"id": wl.id, "queue": wl.queue, "submit": wl.submit, "duration": wl.duration,
+                           "priority": wl.priority,
+                           "tasks": [{"count": g.count, "resources": dict(g.resources), **({"name": g.name} if g.name else {})}
+                                     for g in wl.groups]}
+    if not wl.preemptible:
+        rec["preemptible"] = False
+    if wl.grace:
+        rec["grace"] = wl.grace
+    if wl.requested_duration is not None:
+        rec["requested_duration"] = wl.requested_duration
+    if wl.user:
+        rec["user"] = wl.user
+    if wl.settings:
+        rec["settings"] = dict(wl.settings)
+    return rec
 
 def checked_state(case: Case) -> CheckedState:
     plain = case.state()

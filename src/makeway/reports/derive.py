@@ -187,14 +187,6 @@ def timeseries(results: Results) -> dict[str, Any] | None:
     return ts
 
 
-def label_of(results: Results, fallback: str = "run") -> str:
-    cfg = results.get("config") or {}
-    name, model = cfg.get("name"), cfg.get("model")
-    if name and model:
-        return f"{name} ({model})"
-    return name or model or fallback
-
-
 def decisions(results: Results, last: int | None = None) -> list[dict[str, Any]]:
     """The events that carry a decision or a reason (preempt, note, config), oldest first."""
     out = events_of(results, "preempt", "note", "config")

@@ -187,21 +187,3 @@ def load_records(records: Iterable[tuple[str, Any]]) -> tuple[list[Workload], li
 
 def load_jsonl(path: Path) -> tuple[list[Workload], list[ConfigChange]]:
     return load_records((f"{path}:{n}", rec) for n, rec in iter_jsonl(path))
-
-
-def workload_to_record(wl: Workload) -> dict[str, Any]:
-    rec: dict[str, Any] = {"id": wl.id, "queue": wl.queue, "submit": wl.submit, "duration": wl.duration,
-                           "priority": wl.priority,
-                           "tasks": [{"count": g.count, "resources": dict(g.resources), **({"name": g.name} if g.name else {})}
-                                     for g in wl.groups]}
-    if not wl.preemptible:
-        rec["preemptible"] = False
-    if wl.grace:
-        rec["grace"] = wl.grace
-    if wl.requested_duration is not None:
-        rec["requested_duration"] = wl.requested_duration
-    if wl.user:
-        rec["user"] = wl.user
-    if wl.settings:
-        rec["settings"] = dict(wl.settings)
-    return rec
