@@ -21,7 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from makeway.live.store import GroupCommit, Store  # noqa: E402
+from makeway.live.group_commit import GroupCommit  # noqa: E402
+from makeway.live.store import Store  # noqa: E402
 
 PAYLOAD = {"job": {"id": None, "queue": "research", "priority": 0, "preemptible": True, "grace": 10,
                    "tasks": [{"count": 2, "resources": {"cpu": 1, "memory": 2}}],

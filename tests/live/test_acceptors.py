@@ -19,7 +19,9 @@ import httpx
 import pytest
 import yaml
 
-from makeway.live.store import GroupCommit, IdTaken, Store, events_t, job_ids_t
+from makeway.live.group_commit import GroupCommit
+from makeway.live.schema import events_t, job_ids_t
+from makeway.live.store import IdTaken, Store
 from tests.live.harness import Served, kill_leftovers, wait_for
 
 

@@ -186,7 +186,7 @@ def test_recovery_starts_from_the_latest_snapshot_and_reproduces_the_digest(tmp_
 
     with store._write() as conn:  # a snapshot that cannot be read: replay from the start instead
         import sqlalchemy as sa
-        from makeway.live.store import snapshots_t
+        from makeway.live.schema import snapshots_t
         conn.execute(sa.update(snapshots_t).values(blob=b"not a pickle"))
     full = SchedulerLoop(parse_config(CFG), Store(url), recovery_grace=0)
     full.recover()

@@ -13,7 +13,9 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy.exc import IntegrityError
 
 from makeway.errors import MakewayError
-from makeway.live.store import KEEP_SNAPSHOTS, GroupCommit, StaleLeader, Store, StoreError, metadata, migrate
+from makeway.live.group_commit import GroupCommit
+from makeway.live.schema import metadata
+from makeway.live.store import KEEP_SNAPSHOTS, StaleLeader, Store, StoreError, migrate
 
 TABLES = {"meta", "events", "passes", "decisions", "snapshots", "jobs", "attempts", "nodes", "tokens", "audit"}
 

@@ -278,7 +278,8 @@ def main() -> None:
     import uvicorn
 
     from makeway.live.auth import Authenticator
-    from makeway.live.store import GroupCommit, Store
+    from makeway.live.group_commit import GroupCommit
+    from makeway.live.store import Store
     from makeway.live.submit import Submitter, SubmitFastPath, make_principal
 
     cfg = spec["config"]

@@ -61,7 +61,7 @@ def create_app(loop: SchedulerLoop, cfg: ClusterConfig, store: Any, *,
     accepted: dict[str, dict[str, Any]] = {}       # journaled, not yet applied by a pass
     app.state.accepted = accepted                  # the read views (UI too) show these as pending
     reports_lock = threading.Lock()
-    from makeway.live.store import GroupCommit
+    from makeway.live.group_commit import GroupCommit
 
     committer = GroupCommit(store)  # concurrent requests share one commit (one flush)
     app.state.committer = committer

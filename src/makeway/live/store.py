@@ -20,15 +20,11 @@ Two properties the scheduler loop relies on, and how each backend keeps them:
 
 from __future__ import annotations
 
-import asyncio
 import fcntl
 import json
 import math
 import os
-import queue
 import threading
-import time
-from concurrent.futures import Future
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Iterable, Iterator, NamedTuple
@@ -41,6 +37,7 @@ from sqlalchemy.exc import ArgumentError, IntegrityError
 from sqlalchemy.pool import StaticPool
 
 from makeway.errors import MakewayError
+from makeway.live.schema import (meta_t, events_t, passes_t, decisions_t, snapshots_t, jobs_t, attempts_t, nodes_t, job_ids_t, tokens_t, audit_t, AUDIT_COLUMNS, _QUERY_TABLES, _DECISION_COLUMNS)
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
@@ -88,139 +85,6 @@ class PassRow(NamedTuple):
     applied_seq: int
     now: float
     digest: str
-
-
-# ---------------------------------------------------------------------------------------------- schema
-# The migration tree (migrations/versions) creates these tables; tests hold the two equal.
-
-metadata = sa.MetaData()
-_BigId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")  # INTEGER PRIMARY KEY is SQLite's rowid
-_Json = sa.JSON(none_as_null=True)
-
-meta_t = sa.Table(
-    "meta", metadata,
-    sa.Column("key", sa.Text, primary_key=True),
-    sa.Column("value", sa.Text, nullable=False),
-)
-events_t = sa.Table(
-    "events", metadata,
-    sa.Column("seq", _BigId, primary_key=True, autoincrement=True),
-    sa.Column("at", sa.Double, nullable=False),
-    sa.Column("kind", sa.Text, nullable=False),
-    sa.Column("tenant", sa.Text, nullable=False),
-    sa.Column("idem_key", sa.Text, nullable=True),
-    sa.Column("payload", _Json, nullable=False),
-    sa.UniqueConstraint("tenant", "idem_key", name="uq_events_tenant_idem_key"),
-    sqlite_autoincrement=True,
-)
-passes_t = sa.Table(
-    "passes", metadata,
-    sa.Column("pass_no", sa.BigInteger, primary_key=True, autoincrement=False),
-    sa.Column("applied_seq", sa.BigInteger, nullable=False),
-    sa.Column("now", sa.Double, nullable=False),
-    sa.Column("digest", sa.Text, nullable=False),
-)
-decisions_t = sa.Table(
-    "decisions", metadata,
-    sa.Column("id", _BigId, primary_key=True, autoincrement=True),
-    sa.Column("pass_no", sa.BigInteger, nullable=False),
-    sa.Column("idx", sa.Integer, nullable=False),
-    sa.Column("kind", sa.Text, nullable=False),
-    sa.Column("task", sa.Text, nullable=True),
-    sa.Column("node", sa.Text, nullable=True),
-    sa.Column("workload", sa.Text, nullable=True),
-    sa.Column("reason", _Json, nullable=True),
-    sa.Index("ix_decisions_kind_id", "kind", "id"),
-    sa.Index("ix_decisions_workload", "workload"),
-    sa.Index("ix_decisions_pass_no", "pass_no"),
-    sqlite_autoincrement=True,
-)
-snapshots_t = sa.Table(
-    "snapshots", metadata,
-    sa.Column("pass_no", sa.BigInteger, primary_key=True, autoincrement=False),
-    sa.Column("blob", sa.LargeBinary, nullable=False),
-)
-jobs_t = sa.Table(
-    "jobs", metadata,
-    sa.Column("id", sa.Text, primary_key=True),
-    sa.Column("queue", sa.Text, nullable=False),
-    sa.Column("state", sa.Text, nullable=False),
-    sa.Column("tenant", sa.Text, nullable=False),
-    sa.Column("spec", _Json, nullable=False),
-    sa.Column("submitted", sa.Double, nullable=False),
-    sa.Column("updated", sa.Double, nullable=True),
-    sa.Column("reason", _Json, nullable=True),
-    sa.Column("pending", _Json, nullable=True),
-    sa.Index("ix_jobs_state", "state"),
-    sa.Index("ix_jobs_queue", "queue"),
-    sa.Index("ix_jobs_tenant", "tenant"),
-)
-attempts_t = sa.Table(
-    "attempts", metadata,
-    sa.Column("attempt", sa.Text, primary_key=True),
-    sa.Column("job", sa.Text, nullable=False),
-    sa.Column("task", sa.Text, nullable=False),
-    sa.Column("attempt_no", sa.Integer, nullable=False),
-    sa.Column("node", sa.Text, nullable=True),
-    sa.Column("state", sa.Text, nullable=False),
-    sa.Column("started", sa.Double, nullable=True),
-    sa.Column("ended", sa.Double, nullable=True),
-    sa.Column("exit_code", sa.Integer, nullable=True),
-    sa.Column("signal", sa.Integer, nullable=True),
-    sa.Column("deadline", sa.Double, nullable=True),
-    sa.Column("reason", _Json, nullable=True),
-    sa.Index("ix_attempts_job", "job"),
-    sa.Index("ix_attempts_node_state", "node", "state"),
-)
-nodes_t = sa.Table(
-    "nodes", metadata,
-    sa.Column("name", sa.Text, primary_key=True),
-    sa.Column("capacity", _Json, nullable=False),
-    sa.Column("labels", _Json, nullable=False),
-    sa.Column("state", sa.Text, nullable=False),
-    sa.Column("last_seen", sa.Double, nullable=True),
-)
-
-# Every submitted job id, claimed in the transaction that journals the submit: several API processes
-# share the journal, so uniqueness is the database's to keep (a primary key), not a set in memory.
-job_ids_t = sa.Table(
-    "job_ids", metadata,
-    sa.Column("id", sa.Text, primary_key=True),
-)
-
-tokens_t = sa.Table(
-    "tokens", metadata,
-    sa.Column("id", sa.Text, primary_key=True),
-    sa.Column("hash", sa.Text, nullable=False),
-    sa.Column("name", sa.Text, nullable=False, unique=True),
-    sa.Column("role", sa.Text, nullable=False),
-    sa.Column("tenant", sa.Text, nullable=True),
-    sa.Column("created", sa.Double, nullable=False),
-    sa.Column("revoked", sa.Double, nullable=True),
-)
-audit_t = sa.Table(
-    "audit", metadata,
-    sa.Column("id", _BigId, primary_key=True, autoincrement=True),
-    sa.Column("at", sa.Double, nullable=False),
-    sa.Column("who", sa.Text, nullable=False),
-    sa.Column("role", sa.Text, nullable=False),
-    sa.Column("tenant", sa.Text, nullable=True),
-    sa.Column("action", sa.Text, nullable=False),
-    sa.Column("target", sa.Text, nullable=False),
-    sa.Column("target_tenant", sa.Text, nullable=True),
-    sa.Column("outcome", sa.Text, nullable=False),
-    sa.Column("status", sa.Integer, nullable=False),
-    sa.Column("seq", sa.BigInteger, nullable=True),
-    sa.Column("details", _Json, nullable=True),
-    sa.Index("ix_audit_tenant_id", "tenant", "id"),
-    sa.Index("ix_audit_target_tenant_id", "target_tenant", "id"),
-    sqlite_autoincrement=True,
-)
-AUDIT_COLUMNS = ("at", "who", "role", "tenant", "action", "target", "target_tenant", "outcome", "status", "seq",
-                 "details")
-
-_QUERY_TABLES = {"jobs": (jobs_t, "id"), "attempts": (attempts_t, "attempt"), "nodes": (nodes_t, "name")}
-_DECISION_COLUMNS = ("idx", "kind", "task", "node", "workload", "reason")
 
 
 # ---------------------------------------------------------------------------------------------- engine
@@ -762,128 +626,6 @@ def migrate(url: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- group commit
-
-class GroupCommit:
-    """Appends from many threads committed together: one transaction, one disk flush, per batch.
-
-    Appends hold the journal lock on PostgreSQL and SQLite has one writer, so concurrent single
-    appends commit one after another, each paying its own flush. A committer thread instead takes
-    whatever is queued (up to ``max_batch``) into one ``append_events`` transaction. A caller gets
-    its answer only once its row is committed; inputs are validated in the caller's thread, so a
-    bad one fails alone, while a database error fails the whole batch it was in.
-    """
-
-    def __init__(self, store: Store, *, max_batch: int = 500) -> None:
-        self.store = store
-        self.max_batch = max_batch
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._closed = False
-        self._guard = threading.Lock()
-        # called with (seconds, rows) after each committed batch (the commit-latency metric)
-        self.observers: list = []
-        self._thread = threading.Thread(target=self._run, name="makeway-journal", daemon=True)
-        self._thread.start()
-
-    def submit(self, kind: str, payload: dict, *, tenant: str = "default", idem_key: str | None = None,
-               at: float) -> Future:
-        """Queue one input; the returned future resolves to its ``Appended`` after the commit."""
-        row = _event_row(0, {"kind": kind, "payload": payload, "tenant": tenant, "idem_key": idem_key, "at": at})
-        fut: Future = Future()
-        with self._guard:
-            if self._closed:
-                raise RuntimeError("the journal's group committer is closed")
-            self._queue.put((row, fut, None))
-        return fut
-
-    def submit_async(self, kind: str, payload: dict, *, tenant: str = "default", idem_key: str | None = None,
-                     at: float) -> "asyncio.Future":
-        """``submit`` for a caller on an event loop: an asyncio future of that loop, resolved with the
-        rest of its batch in one call from the committer thread (one wake-up of the loop a batch,
-        not one thread hop a row: at thousands of submits a second, that hop is a real share of a
-        submit's CPU)."""
-        row = _event_row(0, {"kind": kind, "payload": payload, "tenant": tenant, "idem_key": idem_key, "at": at})
-        aloop = asyncio.get_running_loop()
-        fut = aloop.create_future()
-        with self._guard:
-            if self._closed:
-                raise RuntimeError("the journal's group committer is closed")
-            self._queue.put((row, fut, aloop))
-        return fut
-
-    def append(self, kind: str, payload: dict, *, tenant: str = "default", idem_key: str | None = None,
-               at: float) -> Appended:
-        return self.submit(kind, payload, tenant=tenant, idem_key=idem_key, at=at).result()
-
-    def close(self) -> None:
-        """Commit what is queued, then stop the committer thread."""
-        with self._guard:
-            if self._closed:
-                return
-            self._closed = True
-            self._queue.put(None)
-        self._thread.join()
-
-    def __enter__(self) -> "GroupCommit":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def _run(self) -> None:
-        stopping = False
-        while not stopping:
-            first = self._queue.get()
-            if first is None:
-                return
-            batch = [first]
-            while len(batch) < self.max_batch:
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if item is None:
-                    stopping = True
-                    break
-                batch.append(item)
-            t0 = time.perf_counter()
-            try:
-                answers: list[Any] = self.store._append_rows([item[0] for item in batch], per_row=True)
-            except BaseException as exc:  # the callers own the failure; the committer keeps serving
-                answers = [exc] * len(batch)
-            else:
-                self._observe(time.perf_counter() - t0, len(batch))
-            by_loop: dict[Any, list] = {}
-            for (_, fut, aloop), answer in zip(batch, answers):
-                if aloop is not None:
-                    by_loop.setdefault(aloop, []).append((fut, answer))
-                elif isinstance(answer, BaseException):
-                    fut.set_exception(answer)
-                else:
-                    fut.set_result(answer)
-            for aloop, done in by_loop.items():
-                try:
-                    aloop.call_soon_threadsafe(_resolve, done)
-                except RuntimeError:
-                    pass  # that event loop is closed: nobody waits for these answers
-
-    def _observe(self, seconds: float, rows: int) -> None:
-        for fn in list(self.observers):
-            try:
-                fn(seconds, rows)
-            except Exception:  # noqa: BLE001 - observers only
-                pass
-
-
-def _resolve(done: list) -> None:
-    """On the callers' event loop: hand a committed batch its answers."""
-    for fut, answer in done:
-        if fut.done():
-            continue  # the request went away
-        if isinstance(answer, BaseException):
-            fut.set_exception(answer)
-        else:
-            fut.set_result(answer)
-
 
 # ---------------------------------------------------------------------------------------------- rows
 

@@ -6,7 +6,8 @@ engine through ``makeway.live.store.make_engine`` so that the store's per-connec
 
 from alembic import context
 
-from makeway.live.store import make_engine, metadata
+from makeway.live.schema import metadata
+from makeway.live.store import make_engine
 
 config = context.config
 
