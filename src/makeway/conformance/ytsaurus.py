@@ -258,8 +258,12 @@ def answer(case: dict, got: dict[str, Any]) -> None:
             got[key] = {k: _vecd(a[k].fair_share) for k in exp[key] if k in a}
         elif key == "fairShareDetailed":
             got[key] = {k: {p: _vecd(v) for p, v in a[k].detailed.items()} for k in exp[key] if k in a}
-        elif key in ("limitsShare", "bestAllocationShare"):
+        elif key == "limitsShare":
             got[key] = {k: _vecd(a[k].limits_share) for k in exp[key] if k in a}
+        elif key == "bestAllocationShare":
+            caps = [tree.vec(n.get("resourceLimits")) for n in inp.get("nodes") or []]
+            got[key] = {k: _vecd(fairshare.best_allocation_share(tree, tree.elements[k], caps))
+                        for k in exp[key] if k in tree.elements}
         elif key == "demandShare":
             got[key] = {k: _vecd(a[k].demand_share) for k in exp[key] if k in a}
         elif key == "resourceLimits":

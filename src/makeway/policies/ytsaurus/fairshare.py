@@ -19,7 +19,7 @@ import numpy as np
 from makeway.core.resources import EPS
 from makeway.policies.ytsaurus import batched, plf
 from makeway.policies.ytsaurus.plf import PLF, Vec
-from makeway.policies.ytsaurus.tree import ROOT, Tree
+from makeway.policies.ytsaurus.tree import ROOT, Element, Tree
 
 INF_SAT = 1e9
 INF = float("inf")
@@ -77,13 +77,25 @@ def limits_shares(tree: Tree, node_caps: list[list[float]] | None = None) -> dic
         share = [lv / t if t > 0 else 0.0 for lv, t in zip(lim, tree.total)]
         if el.max_share_ratio is not None:
             share = [min(s, el.max_share_ratio) if t > 0 else 0.0 for s, t in zip(share, tree.total)]
-        if el.is_op and node_caps and mem is not None and slots is not None and el.demand[slots] > 0:
-            per = el.demand[mem] / el.demand[slots]
-            if per > 0 and tree.total[mem] > 0:
-                packed = sum(int(n[mem] / per + EPS) * per for n in node_caps)
-                share[mem] = min(share[mem], packed / tree.total[mem])
+        if el.is_op and node_caps:
+            share = [min(s, b) for s, b in zip(share, best_allocation_share(tree, el, node_caps))]
         out[name] = share
     return out
+
+
+def best_allocation_share(tree: Tree, el: Element, node_caps: list[list[float]]) -> Vec:
+    """What an operation could hold if its allocations were packed onto the nodes (SEMANTICS §1.4):
+    memory is what whole allocations of ``memory demand / slot demand`` fill, node by node; every
+    other resource is not capped (1)."""
+    res = tree.resources
+    share = [1.0] * len(res)
+    mem = res.index("memory") if "memory" in res else None
+    slots = res.index("user_slots") if "user_slots" in res else None
+    if mem is not None and slots is not None and el.demand[slots] > 0 and tree.total[mem] > 0:
+        per = el.demand[mem] / el.demand[slots]
+        if per > 0:
+            share[mem] = sum(int(n[mem] / per + EPS) * per for n in node_caps) / tree.total[mem]
+    return share
 
 
 def strong_shares(tree: Tree, limits: dict[str, Vec]) -> dict[str, Vec]:
