@@ -64,6 +64,9 @@ class SimOptions:
     no_progress_window: float | None = None
     # skip ticks and heartbeats across stretches the model reports quiet (same decisions, less work)
     skip_idle: bool = True
+    # "auto": the struct-of-arrays core (makeway.sim.fast) where it applies; "general": always
+    # this engine (the reference path)
+    engine: str = "auto"
 
 
 @dataclass(slots=True)
@@ -449,12 +452,36 @@ def _advance(times: np.ndarray, period: float, end: float, inclusive: bool
 def simulate(state: ClusterState, model: PreemptionModel, workloads: Iterable[Workload],
              changes: Iterable[ConfigChange] = (), options: SimOptions | None = None,
              streamed: bool = False) -> Recorder:
-    """Run a simulation. ``streamed=True`` takes ``workloads`` as an iterator sorted by submit time."""
-    sim = Simulation(state, model, options or SimOptions())
-    if streamed:
-        sim.stream_workloads(workloads)
-    else:
-        sim.add_workloads(workloads)
-    sim.add_changes(changes)
-    return sim.run()
+    """Run a simulation. ``streamed=True`` takes ``workloads`` as an iterator sorted by submit time.
 
+    Runs the fast core (``makeway.sim.fast``) when it applies and ``options.engine`` allows it;
+    the results are the same either way.
+    """
+    options = options or SimOptions()
+    changes = list(changes)
+    sim = make_simulation(state, model, options, bool(changes))
+    if isinstance(sim, Simulation):
+        if streamed:
+            sim.stream_workloads(workloads)
+        else:
+            sim.add_workloads(workloads)
+        sim.add_changes(changes)
+        return sim.run()
+    return sim.run(workloads if streamed else sorted(workloads, key=lambda w: w.submit))
+
+
+def make_simulation(state: ClusterState, model: PreemptionModel, options: SimOptions, has_changes: bool) -> Any:
+    """The fast core's simulation when it can run this one, else the general ``Simulation``.
+
+    The fast one is fed by ``run(workloads)`` (sorted by submit time); the general one as usual.
+    """
+    from makeway.sim.fast.dispatch import why_not
+
+    if options.engine not in ("auto", "general"):
+        raise SimulationError(f"engine: {options.engine!r} is not one of auto, general")
+    if why_not(state, model, options, has_changes) is None:
+        from makeway.sim.fast.core import FastSimulation
+
+        model.bind(state)
+        return FastSimulation(state, model, options)
+    return Simulation(state, model, options)

@@ -1,0 +1,141 @@
+"""``ReasonLog`` on the fast core's lists: the same trail of pending reasons, read from its arrays.
+
+Under the first-fit model without queue maxes the live rules reduce to ``fits-nowhere``, ``gang``,
+``priority`` and ``resources``; the grid of rounds, the first reasons of fresh submissions and the
+positions are ``makeway.sim.pending.ReasonLog``'s, step for step, so the trails are the same.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from makeway.core.pending import FITS_NOWHERE, GANG, PRIORITY, RESOURCES
+from makeway.core.resources import EPS
+from makeway.sim.pending import ReasonLog
+
+
+def _add(x: Any, v: Any) -> Any:
+    y = x + v
+    return round(y, 9) if type(y) is float else y
+
+
+class FastReasons:
+    ROUNDS_PER_DOUBLING = ReasonLog.ROUNDS_PER_DOUBLING
+    HEAD = ReasonLog.HEAD
+
+    def __init__(self, sim: Any):
+        self.sim = sim
+        self.interval = 1.0
+        self.rounds = 0
+        self._next_round = float("-inf")
+        self._since_doubling = 0
+        self.trail: dict[int, list[tuple[float, str, str | None]]] = {}
+        self._current: dict[int, tuple[str, str | None]] = {}
+        self.fresh: list[int] = []
+        self.pending: dict[int, None] = {}
+        self._waiting: dict[str, int] = {}
+
+    def started(self, w: int) -> None:
+        del self.pending[w]
+        self._current.pop(w, None)
+
+    def observe(self, now: float) -> None:
+        if now >= self._next_round:
+            self._round(now)
+        elif self.fresh:
+            self._first_reasons(now)
+        self.fresh.clear()
+
+    def _set(self, w: int, now: float, key: tuple[str, str | None]) -> None:
+        if self._current.get(w) == key:
+            return
+        self._current[w] = key
+        trail = self.trail.setdefault(w, [])
+        if trail and trail[-1][0] == now:
+            trail[-1] = (now, *key)
+        else:
+            trail.append((now, *key))
+
+    def _classify(self, w: int, position: int, ask_model: bool) -> tuple[str, str | None]:
+        sim = self.sim
+        shape = sim.w_shape[w]
+        if shape.nowhere:
+            return FITS_NOWHERE, None
+        if ask_model and sim.w_tasks[w] > 1 and not self._free_fit(shape, False) and self._free_fit(shape, True):
+            return GANG, None
+        if position > 1:
+            return PRIORITY, None
+        return RESOURCES, None
+
+    def _free_fit(self, shape: Any, first_only: bool) -> bool:
+        """``makeway.core.pending._free_fit`` on the arrays: every task (or the first) fits now."""
+        sim = self.sim
+        used, cap, n = sim.used, sim.cap, sim.N
+        extra: dict[int, list] = {}
+        for count, pairs, vec in shape.groups:
+            if count <= 0:
+                continue
+            pos = [(r, v) for r, v in enumerate(vec) if v > 0]
+            left, i = (1 if first_only else count), 0
+            while left:
+                while i < n:
+                    ex = extra.get(i)
+                    if ex is None:
+                        if all(used[r][i] + v <= cap[r][i] + EPS for r, v in pos):
+                            break
+                    elif all(used[r][i] + ex[r] + v <= cap[r][i] + EPS for r, v in pos):
+                        break
+                    i += 1
+                else:
+                    return False
+                ex = extra.get(i)
+                if ex is None:
+                    ex = extra[i] = [0] * len(used)
+                for r, v in pairs:
+                    ex[r] = _add(ex[r], v)
+                left -= 1
+            if first_only:
+                return True
+        return True
+
+    def _first_reasons(self, now: float) -> None:
+        sim = self.sim
+        pending = self.pending
+        names = sim.q_names
+        done: set[int] = set()
+        for w in self.fresh:
+            if w not in pending or w in done:
+                continue
+            done.add(w)
+            q = names[sim.w_q[w]]
+            if w in self._current:
+                position = 2 if self._waiting.get(q, 0) > 1 else 1
+            else:
+                position = self._waiting.get(q, 0) + 1
+                self._waiting[q] = position
+            self._set(w, now, self._classify(w, position, True))
+
+    def _round(self, now: float) -> None:
+        sim = self.sim
+        names, w_q, w_key = sim.q_names, sim.w_q, sim.w_key
+        by_queue: dict[str, list[int]] = {}
+        for w in self.pending:
+            by_queue.setdefault(names[w_q[w]], []).append(w)
+        head = self.HEAD
+        for queue in sorted(by_queue):
+            for i, w in enumerate(sorted(by_queue[queue], key=w_key.__getitem__), 1):
+                self._set(w, now, self._classify(w, i, i <= head))
+        current = self._current
+        for w in [w for w in current if w not in self.pending]:
+            del current[w]
+        self._waiting = {q: len(ws) for q, ws in by_queue.items()}
+        self.rounds += 1
+        self._since_doubling += 1
+        if self._since_doubling >= self.ROUNDS_PER_DOUBLING:
+            self.interval *= 2
+            self._since_doubling = 0
+        self._next_round = now + self.interval
+
+    def rows(self) -> dict[str, list[list[Any]]]:
+        ids = self.sim.w_id
+        return {ids[w]: [[t, code, blocking] for t, code, blocking in trail] for w, trail in self.trail.items()}
