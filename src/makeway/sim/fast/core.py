@@ -74,8 +74,6 @@ class FastSimulation:
                 a, b = t[2 * i], t[2 * i + 1]
                 t[i] = a if a > b else b
             self.trees.append(t)
-        self.recorder = FastRecorder(state, model, self)
-        self.recorder.model_options = model.options()
         qnames = list(state.queues)
         self.q_names = qnames
         self.qix = {q: i for i, q in enumerate(qnames)}
@@ -90,14 +88,26 @@ class FastSimulation:
         self.w_tasks: list[int] = []
         self.w_key: list[tuple] = []      # the model's order: (-priority, submit, id)
         self.shapes: dict[tuple, _Shape] = {}
+        # every quantity met so far is an int: sums stay ints and need no rounding
+        self.ints = all(type(v) is int for caps in self.cap for v in caps)
+        self.recorder = FastRecorder(state, model, self)
+        self.recorder.model_options = model.options()
         self.releases = 0                 # bumped at every finish
         self.finishes: list = []          # heap of (time, seq, workload, group, node)
         self.seq = 0
-        self._nowhere_cache: dict[tuple, bool] = {}
+        self._raw_shapes: dict[tuple, tuple[_Shape, int]] = {}
+        self.waiting: dict[int, _Shape] = {}   # shapes with workloads waiting that could ever fit
 
     # -- submissions ---------------------------------------------------------------------------
 
     def _shape_of(self, wl: Workload) -> tuple[_Shape, int]:
+        raw = tuple((g.count, tuple(g.resources.items())) for g in wl.groups)
+        hit = self._raw_shapes.get(raw)
+        if hit is None:
+            hit = self._raw_shapes[raw] = self._new_shape(wl)
+        return hit
+
+    def _new_shape(self, wl: Workload) -> tuple[_Shape, int]:
         rix = self.rix
         key = []
         groups = []
@@ -108,6 +118,9 @@ class FastSimulation:
             if g.count > 0:
                 tasks += g.count
         key = tuple(key)
+        if tasks == 0:
+            from makeway.sim.engine import SimulationError
+            raise SimulationError(f"workload {wl.id!r} has no task")
         shape = self.shapes.get(key)
         if shape is None:
             trees = self.trees
@@ -121,6 +134,9 @@ class FastSimulation:
             if not need:
                 need = [(trees[0], -1e300)]
             nowhere = any(c > 0 and not self._fits_some_node(vec) for c, _, vec in groups)
+            nowhere = nowhere or any(k not in rix and v > 0 for g in wl.groups for k, v in g.resources.items())
+            if any(type(v) is not int for _, pairs in key for _, v in pairs):
+                self.ints = self.recorder.ints = False
             shape = self.shapes[key] = _Shape(groups, need, nowhere)
         return shape, tasks
 
@@ -133,19 +149,57 @@ class FastSimulation:
 
     # -- the free-capacity trees -------------------------------------------------------------------
 
-    def _set_leaf(self, i: int) -> None:
-        size = self.size
+    def _leaf_down(self, i: int) -> None:
+        """Node ``i``'s leaves lowered to ``capacity - used``; maxima recomputed up the trees."""
+        j0 = self.size + i
+        used, cap = self.used, self.cap
         for r, t in enumerate(self.trees):
-            j = size + i
-            t[j] = self.cap[r][i] - self.used[r][i]
-            j >>= 1
-            while j:
-                a, b = t[2 * j], t[2 * j + 1]
-                m = a if a > b else b
-                if t[j] == m:
-                    break
-                t[j] = m
+            val = cap[r][i] - used[r][i]
+            j = j0
+            t[j] = val
+            while j > 1:
+                sib = t[j ^ 1]
+                if sib > val:
+                    val = sib
                 j >>= 1
+                if t[j] == val:
+                    break
+                t[j] = val
+
+    def _leaf_up(self, i: int) -> None:
+        """Node ``i``'s leaves raised to ``capacity - used``: only ancestors now below them change."""
+        j0 = self.size + i
+        used, cap = self.used, self.cap
+        for r, t in enumerate(self.trees):
+            val = cap[r][i] - used[r][i]
+            t[j0] = val
+            j = j0 >> 1
+            while j and t[j] < val:
+                t[j] = val
+                j >>= 1
+
+    def _descend(self, need: list) -> int | None:
+        """First fit from node 0: walk down, left whenever the left subtree's maxima cover ``need``.
+
+        A subtree passed over on the right holds no fitting node, so a leaf reached is the first
+        fit; when the maxima mislead (those of different resources may sit on different nodes),
+        the full search with backtracking answers instead.
+        """
+        size = self.size
+        for t, v in need:
+            if t[1] < v:
+                return None
+        node = 1
+        while node < size:
+            node <<= 1
+            for t, v in need:
+                if t[node] < v:
+                    node += 1
+                    break
+        for t, v in need:
+            if t[node] < v:
+                return self._first_fit(need, 0)
+        return node - size
 
     def _first_fit(self, need: list, start: int) -> int | None:
         """Smallest node index >= ``start`` whose free amounts cover ``need``, or None."""
@@ -173,7 +227,7 @@ class FastSimulation:
         """(group, node) for every task, first fit in node order, or None (nothing changed)."""
         trees, size = self.trees, self.size
         if shape.single:
-            i = self._first_fit(shape.need, 0)
+            i = self._descend(shape.need)
             return None if i is None else [(0, i)]
         placed: list[tuple[int, int]] = []
         undo: dict[int, list] = {}
@@ -231,6 +285,12 @@ class FastSimulation:
         wls = state.workloads
         new_shapes: dict[int, _Shape] = {}
         released = True
+        heappop, set_leaf, task_finished = heapq.heappop, self._leaf_up, rec.task_finished
+        used, w_shape, w_left, w_killed = self.used, self.w_shape, self.w_left, self.w_killed
+        w_id, w_q, w_run, w_tasks, w_key = self.w_id, self.w_q, self.w_run, self.w_tasks, self.w_key
+        heappush, shape_of, submitted, waiting = heapq.heappush, self._shape_of, rec.submitted, self.waiting
+        qix, kill = self.qix, self.options.kill_at_requested_time
+        rused, qusage, paths = rec._used, rec._qusage, self.paths
         while True:
             t_fin = finishes[0][0] if finishes else None
             if nxt is None and t_fin is None:
@@ -240,27 +300,68 @@ class FastSimulation:
                 rec.stopped_reason = "horizon"
                 break
             self.now = time
-            rec.before_change(time)
+            if time > rec.last_t:
+                rec.before_change(time)
             while finishes and finishes[0][0] == time:
-                _, _, w, g, node = heapq.heappop(finishes)
+                _, _, w, g, i = heappop(finishes)
                 self.events_processed += 1
-                self._finish(w, g, node, time)
+                if self.ints:
+                    pairs = w_shape[w].groups[g][1]
+                    for r, v in pairs:
+                        used[r][i] -= v
+                        rused[r] -= v
+                    for p in paths[w_q[w]]:
+                        acc = qusage[p]
+                        for r, v in pairs:
+                            acc[r] -= v
+                    set_leaf(i)
+                    self.releases += 1
+                    left = w_left[w] - 1
+                    w_left[w] = left
+                    if w_killed[w]:
+                        rec._killed[w] = rec._killed.get(w, 0) + 1
+                    if not left:
+                        rec._finished.append((w, time))
+                    if time > rec.end_t:
+                        rec.end_t = time
+                    released = True
+                    continue
+                else:
+                    for r, v in w_shape[w].groups[g][1]:
+                        row = used[r]
+                        row[i] = _add(row[i], -v)
+                set_leaf(i)
+                self.releases += 1
+                left = w_left[w] - 1
+                w_left[w] = left
+                task_finished(w, g, time, w_killed[w], left == 0)
                 released = True
             while nxt is not None and nxt.submit <= time:
                 wl = nxt
-                if wl.submit < last_fed:
-                    from makeway.sim.engine import SimulationError
-                    raise SimulationError(f"workload {wl.id!r}: trace is not sorted by submit time "
-                                          f"({wl.submit} after {last_fed})")
+                if wl.submit < last_fed or wl.queue not in queues or wl.id in wls:
+                    self._refuse(wl, last_fed)
                 last_fed = wl.submit
-                if wl.queue not in queues:
-                    from makeway.sim.engine import SimulationError
-                    raise SimulationError(f"workload {wl.id!r} names unknown queue {wl.queue!r}")
-                if wl.id in wls:
-                    from makeway.core.state import StateError
-                    raise StateError(f"workload {wl.id!r} submitted twice")
                 self.events_processed += 1
-                shape = self._submit(wl, time)
+                shape, tasks = shape_of(wl)
+                w = len(w_id)
+                wls[wl.id] = wl
+                w_id.append(wl.id)
+                w_q.append(qix[wl.queue])
+                w_shape.append(shape)
+                if kill and wl.requested_duration is not None and wl.requested_duration < wl.duration:
+                    w_run.append(wl.requested_duration)
+                    w_killed.append(True)
+                else:
+                    w_run.append(wl.duration)
+                    w_killed.append(False)
+                w_left.append(tasks)
+                w_tasks.append(tasks)
+                key = (-wl.priority, wl.submit, wl.id, w)
+                w_key.append(key)
+                heappush(shape.heap, key)
+                if not shape.nowhere:
+                    waiting[id(shape)] = shape
+                submitted(w, wl, shape, time)
                 new_shapes[id(shape)] = shape
                 nxt = next(feed, None)
             self._pass(time, released, new_shapes.values())
@@ -272,46 +373,54 @@ class FastSimulation:
         rec.close(self.now)
         return rec
 
-    def _submit(self, wl: Workload, now: float) -> _Shape:
-        w = len(self.w_id)
-        shape, tasks = self._shape_of(wl)
-        if tasks == 0:
-            from makeway.sim.engine import SimulationError
-            raise SimulationError(f"workload {wl.id!r} has no task")
-        self.state.workloads[wl.id] = wl
-        self.w_id.append(wl.id)
-        self.w_q.append(self.qix[wl.queue])
-        self.w_shape.append(shape)
-        run, killed = wl.duration, False
-        if self.options.kill_at_requested_time and wl.requested_duration is not None and wl.requested_duration < run:
-            run, killed = wl.requested_duration, True
-        self.w_run.append(run)
-        self.w_killed.append(killed)
-        self.w_left.append(tasks)
-        self.w_tasks.append(tasks)
-        key = (-wl.priority, wl.submit, wl.id, w)
-        self.w_key.append(key)
-        heapq.heappush(shape.heap, key)
-        self.recorder.submitted(w, wl, shape, now)
-        return shape
+    def _refuse(self, wl: Workload, last_fed: float) -> None:
+        """The general engine's error for a submission it would refuse."""
+        from makeway.core.state import StateError
+        from makeway.sim.engine import SimulationError
+
+        if wl.submit < last_fed:
+            raise SimulationError(f"workload {wl.id!r}: trace is not sorted by submit time "
+                                  f"({wl.submit} after {last_fed})")
+        if wl.queue not in self.state.queues:
+            raise SimulationError(f"workload {wl.id!r} names unknown queue {wl.queue!r}")
+        raise StateError(f"workload {wl.id!r} submitted twice")
 
     def _pass(self, now: float, released: bool, new_shapes: Iterable[_Shape]) -> None:
         """One greedy pass: heads of the shapes that could fit now, in the model's order."""
-        heads = []
-        if released:
-            for shape in self.shapes.values():
-                if shape.heap and not shape.nowhere:
-                    heads.append((shape.heap[0], shape))
-        else:
-            for shape in new_shapes:
-                if shape.heap and not shape.nowhere and shape.failed_at != self.releases:
-                    heads.append((shape.heap[0], shape))
-        if not heads:
-            return
-        if len(heads) > 1:
-            heads.sort(key=lambda h: h[0])
-            heapq.heapify(heads)
         releases = self.releases
+        waiting = self.waiting
+        if released:
+            cands = list(waiting.values())
+        else:
+            cands = [s for s in new_shapes if s.failed_at != releases and s.heap and not s.nowhere]
+        if not cands:
+            return
+        if len(cands) == 1:
+            shape = cands[0]
+            heap = shape.heap
+            if shape.single and self.ints:
+                self._run_single(shape, now)
+                if heap:
+                    shape.failed_at = releases
+                    return
+            elif shape.single:
+                need, descend, start = shape.need, self._descend, self._start_single
+                while heap:
+                    i = descend(need)
+                    if i is None:
+                        shape.failed_at = releases
+                        return
+                    start(heapq.heappop(heap)[3], shape, i, now)
+            else:
+                while heap:
+                    placed = self._place(shape)
+                    if placed is None:
+                        shape.failed_at = releases
+                        return
+                    self._start(heapq.heappop(heap)[3], placed, now)
+            del waiting[id(shape)]
+            return
+        heads = sorted((shape.heap[0], shape) for shape in cands)
         while heads:
             top, shape = heads[0]
             placed = self._place(shape)
@@ -324,35 +433,79 @@ class FastSimulation:
             if shape.heap:
                 heapq.heapreplace(heads, (shape.heap[0], shape))
             else:
+                del waiting[id(shape)]
                 heapq.heappop(heads)
+
+    def _run_single(self, shape: _Shape, now: float) -> None:
+        """Start the workloads of one single-task shape while one fits (integer quantities):
+        ``_start_single`` and the recorder's share of it, inline, as this is most of a run."""
+        heap, need, pairs = shape.heap, shape.need, shape.groups[0][1]
+        descend, set_leaf, heappop, heappush = self._descend, self._leaf_down, heapq.heappop, heapq.heappush
+        used, finishes, w_run, w_q = self.used, self.finishes, self.w_run, self.w_q
+        rec = self.recorder
+        rused, qusage, pres, pn, ptasks = rec._used, rec._qusage, rec._pres, rec._pn, rec._ptasks
+        paths, tracked, first, started = self.paths, rec._tracked_paths, rec._first, rec._started
+        pending, current = rec.reasons.pending, rec.reasons._current
+        while heap:
+            i = descend(need)
+            if i is None:
+                return
+            w = heappop(heap)[3]
+            for r, v in pairs:
+                used[r][i] += v
+                rused[r] += v
+            self.seq += 1
+            heappush(finishes, (now + w_run[w], self.seq, w, 0, i))
+            q = w_q[w]
+            for p in paths[q]:
+                acc = qusage[p]
+                for r, v in pairs:
+                    acc[r] += v
+            for p in tracked[q]:
+                acc = pres[p]
+                for r, v in pairs:
+                    acc[r] -= v
+                pn[p] -= 1
+            ptasks[q] -= 1
+            set_leaf(i)
+            first[w] = now
+            started.append(w)
+            del pending[w]
+            current.pop(w, None)
+
+    def _start_single(self, w: int, shape: _Shape, i: int, now: float) -> None:
+        pairs = shape.groups[0][1]
+        used = self.used
+        if self.ints:
+            for r, v in pairs:
+                used[r][i] += v
+        else:
+            for r, v in pairs:
+                row = used[r]
+                row[i] = _add(row[i], v)
+        self.seq += 1
+        heapq.heappush(self.finishes, (now + self.w_run[w], self.seq, w, 0, i))
+        rec = self.recorder
+        rec.task_started(w, 0, now)
+        self._leaf_down(i)
+        rec.workload_started(w, now)
 
     def _start(self, w: int, placed: list[tuple[int, int]], now: float) -> None:
         shape = self.w_shape[w]
         used = self.used
         end = now + self.w_run[w]
         rec = self.recorder
-        rec.before_start(w, now)
         nodes = []
+        ints = self.ints
         for g, i in placed:
             for r, v in shape.groups[g][1]:
                 row = used[r]
-                row[i] = _add(row[i], v)
+                row[i] = row[i] + v if ints else _add(row[i], v)
             self.seq += 1
             heapq.heappush(self.finishes, (end, self.seq, w, g, i))
             rec.task_started(w, g, now)
             if not nodes or nodes[-1] != i:
                 nodes.append(i)
         for i in nodes:
-            self._set_leaf(i)
+            self._leaf_down(i)
         rec.workload_started(w, now)
-
-    def _finish(self, w: int, g: int, i: int, now: float) -> None:
-        shape = self.w_shape[w]
-        used = self.used
-        for r, v in shape.groups[g][1]:
-            row = used[r]
-            row[i] = _add(row[i], -v)
-        self._set_leaf(i)
-        self.releases += 1
-        self.w_left[w] -= 1
-        self.recorder.task_finished(w, g, now, self.w_killed[w], self.w_left[w] == 0)

@@ -37,12 +37,14 @@ class FastRecorder(Recorder):
         self._qix = qix
         self._pres = {qix[q]: [0] * len(res) for q in self.tracked_queues}
         self._pn = {qix[q]: 0 for q in self.tracked_queues}
+        self._tracked_paths = [[p for p in sim.paths[i] if p in self._pres] for i in range(nq)]
         self._leaves = [(qix[q], state.queues[q].weight or 1.0) for q in self.leaves]
         self._caps = [self.capacity.get(k, 0) for k in res]
         self._first: list[float | None] = []
         self._started: list[int] = []
         self._finished: list[tuple[int, float]] = []
         self._killed: dict[int, int] = {}
+        self.ints = sim.ints
 
     # -- feed from the fast core -----------------------------------------------------------------
 
@@ -66,14 +68,14 @@ class FastRecorder(Recorder):
         self._ptasks[q] += tasks
         self._first.append(None)
         pres = self._pres
-        tracked = [p for p in sim.paths[q] if p in pres]
+        tracked = self._tracked_paths[q]
         if tracked:
             for count, pairs, _ in shape.groups:
                 if count > 0:
                     for p in tracked:
                         acc = pres[p]
                         for r, v in pairs:
-                            acc[r] = _add(acc[r], count * v)
+                            acc[r] = acc[r] + count * v if self.ints else _add(acc[r], count * v)
             for p in tracked:
                 self._pn[p] += tasks
         reasons = self.reasons
@@ -86,21 +88,33 @@ class FastRecorder(Recorder):
                 if self.first_unplaceable is None:
                     self.first_unplaceable = (wl.id, *too_big)
 
-    def before_start(self, w: int, now: float) -> None:
-        """Nothing: ``before_change`` ran when the instant began."""
-
     def task_started(self, w: int, g: int, now: float) -> None:
         sim = self.sim
         pairs = sim.w_shape[w].groups[g][1]
         used = self._used
-        for r, v in pairs:
-            used[r] = _add(used[r], v)
         q = sim.w_q[w]
         qusage, pres, pn = self._qusage, self._pres, self._pn
+        if self.ints:
+            for r, v in pairs:
+                used[r] += v
+            for p in sim.paths[q]:
+                acc = qusage[p]
+                for r, v in pairs:
+                    acc[r] += v
+                if p in pres:
+                    acc = pres[p]
+                    for r, v in pairs:
+                        acc[r] -= v
+                    pn[p] -= 1
+            self._ptasks[q] -= 1
+            return
+        for r, v in pairs:
+            used[r] = _add(used[r], v)
         for p in sim.paths[q]:
             acc = qusage[p]
             for r, v in pairs:
                 acc[r] = _add(acc[r], v)
+        for p in self._tracked_paths[q]:
             if p in pres:
                 acc = pres[p]
                 for r, v in pairs:
@@ -117,13 +131,21 @@ class FastRecorder(Recorder):
         sim = self.sim
         pairs = sim.w_shape[w].groups[g][1]
         used = self._used
-        for r, v in pairs:
-            used[r] = _add(used[r], -v)
         qusage = self._qusage
-        for p in sim.paths[sim.w_q[w]]:
-            acc = qusage[p]
+        if self.ints:
             for r, v in pairs:
-                acc[r] = _add(acc[r], -v)
+                used[r] -= v
+            for p in sim.paths[sim.w_q[w]]:
+                acc = qusage[p]
+                for r, v in pairs:
+                    acc[r] -= v
+        else:
+            for r, v in pairs:
+                used[r] = _add(used[r], -v)
+            for p in sim.paths[sim.w_q[w]]:
+                acc = qusage[p]
+                for r, v in pairs:
+                    acc[r] = _add(acc[r], -v)
         if killed:
             self._killed[w] = self._killed.get(w, 0) + 1
         if done:
