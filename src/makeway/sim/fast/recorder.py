@@ -46,6 +46,9 @@ class FastRecorder(Recorder):
         self._killed: dict[int, int] = {}
         self.ints = sim.ints
 
+    def counts(self) -> tuple[int, int]:
+        return len(self._finished), len(self.sim.w_id)
+
     # -- feed from the fast core -----------------------------------------------------------------
 
     def before_change(self, now: float) -> None:
