@@ -14,8 +14,10 @@ from hypothesis import strategies as st
 from makeway.core.objects import Node, Queue, TaskGroup, Workload
 from makeway.core.state import ClusterState
 from makeway.policies.first_fit.model import PriorityFirstFit
+from makeway.policies.hpc.model import StrictFifo
 from makeway.sim.engine import Simulation, SimOptions, simulate
 from makeway.sim.fast.core import FastSimulation
+from makeway.sim.fast.strict import FastStrictFifo
 from makeway.sim.fast.dispatch import why_not
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "swf"
@@ -45,22 +47,23 @@ def _workloads(specs, nested):
     return sorted(out, key=lambda w: w.submit)
 
 
-def _both(make_state, workloads, **opts):
+def _both(make_state, workloads, model=PriorityFirstFit, **opts):
     docs = []
     for engine in ("general", "auto"):
-        rec = simulate(make_state(), PriorityFirstFit(), iter(workloads), options=SimOptions(engine=engine, **opts),
+        rec = simulate(make_state(), model(), iter(workloads), options=SimOptions(engine=engine, **opts),
                        streamed=True)
         docs.append(json.dumps(rec.results({"m": 1}), default=str))
     return docs
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from([2, 4, 8]), st.sampled_from([0, 1, 2])), min_size=1, max_size=4),
        st.booleans(), st.lists(workload, min_size=1, max_size=30),
-       st.one_of(st.none(), st.sampled_from([5.0, 20.0, 60.0])), st.booleans())
-def test_fast_core_gives_the_general_engines_results(nodes, nested, specs, horizon, kill):
+       st.one_of(st.none(), st.sampled_from([5.0, 20.0, 60.0])), st.booleans(),
+       st.sampled_from([PriorityFirstFit, StrictFifo]))
+def test_fast_core_gives_the_general_engines_results(nodes, nested, specs, horizon, kill, model):
     wls = _workloads(specs, nested)
-    general, fast = _both(lambda: _cluster(nodes, nested), wls, horizon=horizon, kill_at_requested_time=kill)
+    general, fast = _both(lambda: _cluster(nodes, nested), wls, model, horizon=horizon, kill_at_requested_time=kill)
     assert fast == general
 
 
@@ -72,6 +75,8 @@ def test_the_fast_core_is_the_one_that_ran():
 
     assert isinstance(make_simulation(state, model, SimOptions(), False), FastSimulation)
     assert isinstance(make_simulation(state, model, SimOptions(engine="general"), False), Simulation)
+    assert isinstance(make_simulation(state, StrictFifo(), SimOptions(), False), FastStrictFifo)
+    assert "fast core" in why_not(state, StrictFifo({"placement": "best-fit"}), SimOptions(), False)
     state.queues["a"].max = {"cpu": 2}
     assert "max" in why_not(state, model, SimOptions(), False)
 
@@ -85,6 +90,7 @@ def test_kth_excerpt_same_results_both_layouts():
     for layout in ("pool", "nodes"):
         cfg = parse_config(cluster_from_trace(path, "swf", layout=layout), "swf")
         wls = [workload_from_record(r) for r in read_trace(path, "swf", layout=layout)]
-        general, fast = _both(lambda: build_state(cfg), wls)
-        assert fast == general
-        assert json.loads(fast)["summary"]["jobs_finished"] > 0
+        for model in (PriorityFirstFit, StrictFifo):
+            general, fast = _both(lambda: build_state(cfg), wls, model)
+            assert fast == general
+            assert json.loads(fast)["summary"]["jobs_finished"] > 0

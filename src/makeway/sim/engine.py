@@ -475,13 +475,11 @@ def make_simulation(state: ClusterState, model: PreemptionModel, options: SimOpt
 
     The fast one is fed by ``run(workloads)`` (sorted by submit time); the general one as usual.
     """
-    from makeway.sim.fast.dispatch import why_not
+    from makeway.sim.fast.dispatch import core_for, why_not
 
     if options.engine not in ("auto", "general"):
         raise SimulationError(f"engine: {options.engine!r} is not one of auto, general")
     if why_not(state, model, options, has_changes) is None:
-        from makeway.sim.fast.core import FastSimulation
-
         model.bind(state)
-        return FastSimulation(state, model, options)
+        return core_for(model)(state, model, options)
     return Simulation(state, model, options)

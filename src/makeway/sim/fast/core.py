@@ -51,6 +51,8 @@ class _Shape:
 class FastSimulation:
     """The first-fit model's simulation on parallel lists; ``run`` returns a ``Recorder``."""
 
+    strict = False  # ``makeway.sim.fast.strict``: one batch queue in submit order instead
+
     def __init__(self, state: ClusterState, model: Any, options: Any):
         self.state, self.model, self.options = state, model, options
         self.now = 0.0
@@ -289,7 +291,7 @@ class FastSimulation:
         used, w_shape, w_left, w_killed = self.used, self.w_shape, self.w_left, self.w_killed
         w_id, w_q, w_run, w_tasks, w_key = self.w_id, self.w_q, self.w_run, self.w_tasks, self.w_key
         heappush, shape_of, submitted, waiting = heapq.heappush, self._shape_of, rec.submitted, self.waiting
-        qix, kill = self.qix, self.options.kill_at_requested_time
+        qix, kill, strict = self.qix, self.options.kill_at_requested_time, self.strict
         rused, qusage, paths = rec._used, rec._qusage, self.paths
         while True:
             t_fin = finishes[0][0] if finishes else None
@@ -356,11 +358,14 @@ class FastSimulation:
                     w_killed.append(False)
                 w_left.append(tasks)
                 w_tasks.append(tasks)
-                key = (-wl.priority, wl.submit, wl.id, w)
-                w_key.append(key)
-                heappush(shape.heap, key)
-                if not shape.nowhere:
-                    waiting[id(shape)] = shape
+                if strict:
+                    self._enqueue(wl, w, shape)
+                else:
+                    key = (-wl.priority, wl.submit, wl.id, w)
+                    w_key.append(key)
+                    heappush(shape.heap, key)
+                    if not shape.nowhere:
+                        waiting[id(shape)] = shape
                 submitted(w, wl, shape, time)
                 new_shapes[id(shape)] = shape
                 nxt = next(feed, None)

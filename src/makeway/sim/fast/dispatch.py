@@ -16,12 +16,10 @@ ENGINES = ("auto", "general", "fast")
 
 def why_not(state: Any, model: Any, options: Any, has_changes: bool) -> str | None:
     """None when the fast core can run this simulation; else the first reason it cannot."""
-    from makeway.policies.first_fit.model import PriorityFirstFit
-
     if getattr(options, "engine", "auto") == "general":
         return "the general engine was asked for"
-    if type(model) is not PriorityFirstFit:
-        return f"model {model.name!r} is not the first-fit model"
+    if core_for(model) is None:
+        return f"model {model.name!r} has no fast core (first-fit, and fifo-strict with first-fit placement, do)"
     if options.record_starts or options.check_invariants:
         return "record_starts/check_invariants read the general engine's state"
     if options.heartbeat_period or model.heartbeat_period or model.tick_period:
@@ -36,6 +34,22 @@ def why_not(state: Any, model: Any, options: Any, has_changes: bool) -> str | No
         return "a node is cordoned"
     if any(q.max for q in state.queues.values()):
         return "a queue has a max"
+    return None
+
+
+def core_for(model: Any) -> Any:
+    """The fast simulation class for this model, or None."""
+    from makeway.policies.first_fit.model import PriorityFirstFit
+    from makeway.policies.hpc.model import StrictFifo
+
+    if type(model) is PriorityFirstFit:
+        from makeway.sim.fast.core import FastSimulation
+
+        return FastSimulation
+    if type(model) is StrictFifo and model.placement == "first-fit":
+        from makeway.sim.fast.strict import FastStrictFifo
+
+        return FastStrictFifo
     return None
 
 
