@@ -17,7 +17,9 @@ from makeway.policies.first_fit.model import PriorityFirstFit
 from makeway.policies.hpc.model import StrictFifo
 from makeway.sim.engine import Simulation, SimOptions, simulate
 from makeway.sim.fast.core import FastSimulation
+from makeway.sim.fast.reasons import FastReasons
 from makeway.sim.fast.strict import FastStrictFifo
+from makeway.sim.pending import ReasonLog
 from makeway.sim.fast.dispatch import why_not
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "swf"
@@ -60,10 +62,19 @@ def _both(make_state, workloads, model=PriorityFirstFit, **opts):
 @given(st.lists(st.tuples(st.sampled_from([2, 4, 8]), st.sampled_from([0, 1, 2])), min_size=1, max_size=4),
        st.booleans(), st.lists(workload, min_size=1, max_size=30),
        st.one_of(st.none(), st.sampled_from([5.0, 20.0, 60.0])), st.booleans(),
-       st.sampled_from([PriorityFirstFit, StrictFifo]))
-def test_fast_core_gives_the_general_engines_results(nodes, nested, specs, horizon, kill, model):
+       st.sampled_from([PriorityFirstFit, StrictFifo]), st.sampled_from([None, 2]))
+def test_fast_core_gives_the_general_engines_results(nodes, nested, specs, horizon, kill, model, head):
+    # ``head``: how many of a queue's first workloads the pending-reason rounds ask the model about
+    # (32 by default: a small one puts queues past it within a few workloads)
     wls = _workloads(specs, nested)
-    general, fast = _both(lambda: _cluster(nodes, nested), wls, model, horizon=horizon, kill_at_requested_time=kill)
+    saved = ReasonLog.HEAD, FastReasons.HEAD
+    try:
+        if head is not None:
+            ReasonLog.HEAD = FastReasons.HEAD = head
+        general, fast = _both(lambda: _cluster(nodes, nested), wls, model, horizon=horizon,
+                              kill_at_requested_time=kill)
+    finally:
+        ReasonLog.HEAD, FastReasons.HEAD = saved
     assert fast == general
 
 

@@ -122,12 +122,19 @@ class FastReasons:
         for w in self.pending:
             by_queue.setdefault(names[w_q[w]], []).append(w)
         head = self.HEAD
+        current, shapes = self._current, sim.w_shape
+        behind, nowhere = (PRIORITY, None), (FITS_NOWHERE, None)
         for queue in sorted(by_queue):
-            for i, w in enumerate(sorted(by_queue[queue], key=w_key.__getitem__), 1):
-                self._set(w, now, self._classify(w, i, i <= head))
-        current = self._current
-        for w in [w for w in current if w not in self.pending]:
-            del current[w]
+            order = sorted(by_queue[queue], key=w_key.__getitem__)
+            for i, w in enumerate(order[:head], 1):
+                self._set(w, now, self._classify(w, i, True))
+            # past the head the model is not asked: the generic rules say "behind others" (or fits
+            # nowhere), so only a change of that is written
+            for w in order[head:]:
+                key = nowhere if shapes[w].nowhere else behind
+                if current.get(w) != key:
+                    self._set(w, now, key)
+        # (``started`` drops a workload from ``_current``, so it holds only pending ones)
         self._waiting = {q: len(ws) for q, ws in by_queue.items()}
         self.rounds += 1
         self._since_doubling += 1
