@@ -37,7 +37,7 @@ def _add(x: Any, v: Any) -> Any:
 class _Shape:
     """A request shape: per group (count, [(resource index, amount)...], dense request vector)."""
 
-    __slots__ = ("groups", "need", "heap", "failed_at", "nowhere", "single")
+    __slots__ = ("groups", "need", "heap", "failed_at", "nowhere", "single", "total")
 
     def __init__(self, groups: list[tuple[int, list, list]], need: list, nowhere: bool):
         self.groups = groups
@@ -46,6 +46,9 @@ class _Shape:
         self.failed_at = -1       # release counter when its head last failed; -1: try it
         self.nowhere = nowhere
         self.single = len(groups) == 1 and groups[0][0] == 1
+        # what the whole gang asks, per resource: more than is free on all nodes together cannot fit
+        self.total = [(r, sum(c * vec[r] for c, _, vec in groups if c > 0)) for r in range(len(groups[0][2]))]
+        self.total = [(r, v) for r, v in self.total if v > 0]
 
 
 class FastSimulation:
@@ -64,6 +67,7 @@ class FastSimulation:
         self.N = len(nodes)
         self.cap = [[n.capacity.get(r, 0) for n in nodes] for r in res]
         self.used = [[0] * self.N for _ in res]
+        self.cap_total = [sum(caps) for caps in self.cap]
         size = 1
         while size < max(1, self.N):
             size *= 2
@@ -231,35 +235,43 @@ class FastSimulation:
         if shape.single:
             i = self._descend(shape.need)
             return None if i is None else [(0, i)]
+        used = self.recorder._used
+        for r, v in shape.total:  # a necessary condition, with slack for float sums
+            if self.cap_total[r] - used[r] + 1e-6 * (1 + v) < v:
+                return None
+        # Tasks taken by this gang are kept aside (``taken``), not written into the trees: the trees
+        # are upper bounds of what is left, so they still find every node with room; a node they
+        # offer is checked against what the gang already took there.
         placed: list[tuple[int, int]] = []
-        undo: dict[int, list] = {}
+        taken: dict[int, list] = {}
         rtrees = range(len(trees))
-        try:
-            for g, (count, _, vec) in enumerate(shape.groups):
-                if count <= 0:
-                    continue
-                need = [(trees[r], v - EPS) for r, v in enumerate(vec) if v > 0] or [(trees[0], -1e300)]
-                pos = [r for r, v in enumerate(vec) if v > 0]
-                left, i = count, 0
-                while left:
-                    i = self._first_fit(need, i)
+        n = self.N
+        for g, (count, _, vec) in enumerate(shape.groups):
+            if count <= 0:
+                continue
+            need = [(trees[r], v - EPS) for r, v in enumerate(vec) if v > 0] or [(trees[0], -1e300)]
+            pos = [(r, v - EPS) for r, v in enumerate(vec) if v > 0]
+            left, i = count, 0
+            while left:
+                if i >= n:
+                    return None
+                j = size + i
+                leaf = taken.get(i)
+                if leaf is None:
+                    leaf = [trees[r][j] for r in rtrees]
+                if not all(leaf[r] >= v for r, v in pos):
+                    i = self._first_fit(need, i + 1)
                     if i is None:
                         return None
-                    j = size + i
-                    if i not in undo:
-                        undo[i] = [trees[r][j] for r in rtrees]
-                    leaf = [trees[r][j] for r in rtrees]
-                    while left and all(leaf[r] >= vec[r] - EPS for r in pos):
-                        for r in rtrees:
-                            leaf[r] = leaf[r] - vec[r]
-                        placed.append((g, i))
-                        left -= 1
-                    self._put(i, leaf)
-                    i += 1
-            return placed
-        finally:
-            for i, leaf in undo.items():
-                self._put(i, leaf)
+                    continue
+                while left and all(leaf[r] >= v for r, v in pos):
+                    for r in rtrees:
+                        leaf[r] = leaf[r] - vec[r]
+                    placed.append((g, i))
+                    left -= 1
+                taken[i] = leaf
+                i += 1
+        return placed
 
     def _put(self, i: int, leaf: list) -> None:
         size = self.size
