@@ -36,7 +36,19 @@ from makeway.sim.metrics import Recorder
 from makeway.sim.progress import NoProgressWatch
 from makeway.sim.trace import ConfigChange
 
-import numpy as np
+
+
+class _Numpy:
+    """numpy, imported on first use: only idle skipping needs it, and importing it is a visible
+    share of a short run's start-up."""
+
+    def __getattr__(self, name: str) -> Any:
+        import numpy
+
+        return getattr(numpy, name)
+
+
+np: Any = _Numpy()
 
 SKIP_CHUNK = 3600.0
 """Seconds of skipped periodic times materialised at once (memory stays small on long stretches)."""
