@@ -101,7 +101,7 @@ class FastSimulation:
         self.releases = 0                 # bumped at every finish
         self.finishes: list = []          # heap of (time, seq, workload, group, node)
         self.seq = 0
-        self._raw_shapes: dict[tuple, tuple[_Shape, int]] = {}
+        self._raw_shapes: dict[tuple, tuple[_Shape, int, tuple]] = {}
         self.waiting: dict[int, _Shape] = {}   # shapes with workloads waiting that could ever fit
 
     # -- submissions ---------------------------------------------------------------------------
@@ -110,8 +110,10 @@ class FastSimulation:
         raw = tuple((g.count, tuple(g.resources.items())) for g in wl.groups)
         hit = self._raw_shapes.get(raw)
         if hit is None:
-            hit = self._raw_shapes[raw] = self._new_shape(wl)
-        return hit
+            hit = self._raw_shapes[raw] = (*self._new_shape(wl), wl.groups)
+        elif wl.groups is not hit[2]:
+            wl.groups = hit[2]  # an equal tuple: one copy per shape held for the whole run
+        return hit[0], hit[1]
 
     def _new_shape(self, wl: Workload) -> tuple[_Shape, int]:
         rix = self.rix

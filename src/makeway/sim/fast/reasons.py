@@ -7,7 +7,7 @@ positions are ``makeway.sim.pending.ReasonLog``'s, step for step, so the trails 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator, Mapping
 
 from makeway.core.pending import FITS_NOWHERE, GANG, PRIORITY, RESOURCES
 from makeway.core.resources import EPS
@@ -143,6 +143,25 @@ class FastReasons:
             self._since_doubling = 0
         self._next_round = now + self.interval
 
-    def rows(self) -> dict[str, list[list[Any]]]:
+    def rows(self) -> "_Trails":
+        """The trails by workload id, each made JSON-ready when it is read (rows are written one by
+        one: a second copy of every trail never exists)."""
         ids = self.sim.w_id
-        return {ids[w]: [[t, code, blocking] for t, code, blocking in trail] for w, trail in self.trail.items()}
+        return _Trails({ids[w]: trail for w, trail in self.trail.items()})
+
+
+class _Trails(Mapping):
+    def __init__(self, by_id: dict[str, list]):
+        self._by_id = by_id
+
+    def __getitem__(self, key: str) -> list[list[Any]]:
+        return [[t, code, blocking] for t, code, blocking in self._by_id[key]]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._by_id
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_id)
+
+    def __len__(self) -> int:
+        return len(self._by_id)
