@@ -253,6 +253,8 @@ class FastSimulation:
                 continue
             need = [(trees[r], v - EPS) for r, v in enumerate(vec) if v > 0] or [(trees[0], -1e300)]
             pos = [(r, v - EPS) for r, v in enumerate(vec) if v > 0]
+            one = len(pos) == 1
+            r0, v0 = pos[0] if one else (0, 0.0)
             left, i = count, 0
             while left:
                 if i >= n:
@@ -261,12 +263,12 @@ class FastSimulation:
                 leaf = taken.get(i)
                 if leaf is None:
                     leaf = [trees[r][j] for r in rtrees]
-                if not all(leaf[r] >= v for r, v in pos):
+                if not (leaf[r0] >= v0 if one else all(leaf[r] >= v for r, v in pos)):
                     i = self._first_fit(need, i + 1)
                     if i is None:
                         return None
                     continue
-                while left and all(leaf[r] >= v for r, v in pos):
+                while left and (leaf[r0] >= v0 if one else all(leaf[r] >= v for r, v in pos)):
                     for r in rtrees:
                         leaf[r] = leaf[r] - vec[r]
                     placed.append((g, i))
@@ -321,6 +323,10 @@ class FastSimulation:
             while finishes and finishes[0][0] == time:
                 _, _, w, g, i = heappop(finishes)
                 self.events_processed += 1
+                if g < 0:
+                    self._finish_gang(w, i, time)
+                    released = True
+                    continue
                 if self.ints:
                     pairs = w_shape[w].groups[g][1]
                     for r, v in pairs:
@@ -520,11 +526,36 @@ class FastSimulation:
             for r, v in shape.groups[g][1]:
                 row = used[r]
                 row[i] = row[i] + v if ints else _add(row[i], v)
-            self.seq += 1
-            heapq.heappush(self.finishes, (end, self.seq, w, g, i))
             rec.task_started(w, g, now)
             if not nodes or nodes[-1] != i:
                 nodes.append(i)
+        # A gang's tasks end together, one after another in start order: one entry stands for
+        # them all (-1 in the group's place), which keeps their place among other finishes.
+        self.seq += 1
+        if len(placed) == 1:
+            heapq.heappush(self.finishes, (end, self.seq, w, placed[0][0], placed[0][1]))
+        else:
+            heapq.heappush(self.finishes, (end, self.seq, w, -1, placed))
         for i in nodes:
             self._leaf_down(i)
         rec.workload_started(w, now)
+
+    def _finish_gang(self, w: int, placed: list[tuple[int, int]], now: float) -> None:
+        """Every task of a gang ends, in start order, as the general engine ends them one by one."""
+        used, groups, ints = self.used, self.w_shape[w].groups, self.ints
+        finished = self.recorder.task_finished
+        killed = self.w_killed[w]
+        nodes = []
+        for g, i in placed:
+            for r, v in groups[g][1]:
+                row = used[r]
+                row[i] = row[i] - v if ints else _add(row[i], -v)
+            if not nodes or nodes[-1] != i:
+                nodes.append(i)
+            self.releases += 1
+            left = self.w_left[w] - 1
+            self.w_left[w] = left
+            finished(w, g, now, killed, left == 0)
+        self.events_processed += len(placed) - 1
+        for i in nodes:
+            self._leaf_up(i)

@@ -61,11 +61,25 @@ class FastReasons:
         shape = sim.w_shape[w]
         if shape.nowhere:
             return FITS_NOWHERE, None
-        if ask_model and sim.w_tasks[w] > 1 and not self._free_fit(shape, False) and self._free_fit(shape, True):
+        if ask_model and sim.w_tasks[w] > 1 and self._gang(shape):
             return GANG, None
         if position > 1:
             return PRIORITY, None
         return RESOURCES, None
+
+    def _gang(self, shape: Any) -> bool:
+        """The generic ``gang`` rule: its tasks together do not fit now, though the first would.
+
+        With integer quantities the sums are exact: less free in all than the gang asks settles
+        the first half without a scan, and the free-capacity trees answer the second.
+        """
+        sim = self.sim
+        if not sim.ints:
+            return not self._free_fit(shape, False) and self._free_fit(shape, True)
+        used = sim.recorder._used
+        if all(sim.cap_total[r] - used[r] >= v for r, v in shape.total) and self._free_fit(shape, False):
+            return False
+        return sim._descend(shape.need) is not None
 
     def _free_fit(self, shape: Any, first_only: bool) -> bool:
         """``makeway.core.pending._free_fit`` on the arrays: every task (or the first) fits now."""
