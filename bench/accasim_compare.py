@@ -73,7 +73,7 @@ def _measure(cmd: list[str], cwd: Path) -> dict:
             "wall_s": round(time.monotonic() - t0, 3)}
 
 
-def run(logs: list[str], repeats: int) -> dict:
+def run(logs: list[str], repeats: int, dest: Path | None = None) -> dict:
     shared = HERE.parent / ".." / "shared" / "traces" / "swf"
     work = Path(tempfile.mkdtemp(prefix="accasim-compare-"))
     out: dict = {"accasim": "1.1.3", "python": sys.version.split()[0], "repeats": repeats, "logs": {}}
@@ -108,6 +108,8 @@ def run(logs: list[str], repeats: int) -> dict:
                 entry[f"peak_rss_mib_{layout}"] = max(m["peak_rss_mib"] for m in runs[f"makeway_{layout}"])
             entry["peak_rss_mib_accasim"] = max(a["peak_rss_mib"] for a in runs["accasim"])
             out["logs"][name] = entry
+            if dest is not None:  # after every log: a long run stopped midway keeps what it measured
+                dest.write_text(json.dumps(out, indent=1) + "\n")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return out
@@ -122,8 +124,7 @@ def main() -> int:
     if importlib.util.find_spec("accasim") is None:
         print("accasim is not installed (pip install accasim==1.1.3): comparison skipped")
         return 0
-    result = run([s.strip() for s in args.logs.split(",") if s.strip()], args.repeats)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    run([s.strip() for s in args.logs.split(",") if s.strip()], args.repeats, args.out)
     print(f"written to {args.out}")
     return 0
 
