@@ -88,7 +88,9 @@ def run(logs: list[str], repeats: int, dest: Path | None = None) -> dict:
                 shutil.copyfileobj(src, dst)
             procs = _header_int(gz, "MaxProcs")
             sys_config = work / f"{name}-sys.json"
-            sys_config.write_text(json.dumps({"groups": {"g0": {"core": 1}}, "resources": {"g0": procs}}))
+            # memory never binds (makeway's SWF import reads none), but AccaSim must know the resource:
+            # 1.1.3 drops an unknown one from the first job's request and then fails on a job without it
+            sys_config.write_text(json.dumps({"groups": {"g0": {"core": 1, "mem": 2**50}}, "resources": {"g0": procs}}))
             runs: dict[str, list[dict]] = {"accasim": [], "makeway_nodes": [], "makeway_pool": []}
             for r in range(repeats):
                 res_dir = work / f"acc-{name}-{r}"
