@@ -163,7 +163,7 @@ class _Progress:
 
 
 def _config_for(config: Optional[Path], trace: Optional[Path], trace_format: Optional[str], quiet: bool,
-                scale: Optional[float] = None, save: Optional[Path] = None):
+                scale: Optional[float] = None, save: Optional[Path] = None, layout: Optional[str] = None):
     """The config file, or, without one, the cluster the trace itself describes; scaled by
     ``--scale-cluster`` and written to ``--save-cluster`` when asked."""
     from makeway.config import load_config, parse_config
@@ -186,7 +186,7 @@ def _config_for(config: Optional[Path], trace: Optional[Path], trace_format: Opt
             raise fail("give a CONFIG, or a --trace that describes its own cluster")
         from makeway.sim.importers import cluster_from_trace
 
-        data = cluster_from_trace(trace, trace_format)
+        data = cluster_from_trace(trace, trace_format, **({"layout": layout} if layout else {}))
         if data is None:
             raise fail(f"{trace}: this trace does not describe its cluster; give a CONFIG")
         data["trace"] = str(trace.resolve())
@@ -210,7 +210,7 @@ def _config_for(config: Optional[Path], trace: Optional[Path], trace_format: Opt
 
 
 def _study_options(trace: Optional[Path], trace_format: Optional[str], queue_map: Optional[str],
-                   swf_processors: Optional[str]):
+                   swf_processors: Optional[str], swf_layout: Optional[str] = None):
     """(queue map, importer options) from the options every trace-replaying command shares."""
     qmap = None
     if queue_map is not None:
@@ -218,18 +218,22 @@ def _study_options(trace: Optional[Path], trace_format: Optional[str], queue_map
 
         qmap = load(queue_map)
     options: dict = {}
-    if swf_processors is not None:
-        from makeway.sim.importers.swf import PROCESSORS
+    for flag, key, value, allowed in (("--swf-processors", "processors", swf_processors, "PROCESSORS"),
+                                      ("--swf-layout", "layout", swf_layout, "LAYOUTS")):
+        if value is None:
+            continue
+        from makeway.sim.importers import swf
 
-        if swf_processors not in PROCESSORS:
-            raise fail(f"--swf-processors: {swf_processors!r} is not one of {', '.join(PROCESSORS)}")
+        choices = getattr(swf, allowed)
+        if value not in choices:
+            raise fail(f"{flag}: {value!r} is not one of {', '.join(choices)}")
         if trace is not None:
             from makeway.sim.importers import detect_format
 
             fmt = trace_format or detect_format(trace)
             if fmt != "swf":
-                raise fail(f"--swf-processors: only for SWF traces ({trace} is {fmt})")
-        options["processors"] = swf_processors
+                raise fail(f"{flag}: only for SWF traces ({trace} is {fmt})")
+        options[key] = value
     return qmap, options
 
 
@@ -238,6 +242,9 @@ _QUEUE_MAP_HELP = ("trace queue/user/VC -> config queue: a YAML file ({by, map, 
 _SCALE_HELP = "scale the node count of every node kind by F > 0 (rounded half up, at least 1 per kind)"
 _SAVE_HELP = "write the cluster this run uses (built from the trace, scaled) as a config YAML"
 _SWF_HELP = "SWF processors: requested (field 8, default) or allocated (field 5) first"
+_LAYOUT_HELP = ("SWF machine: pool (one node of every processor, a job one task; default) or nodes (one node "
+                "per processor as AccaSim models it, a job a gang of one-cpu tasks)")
+_ENGINE_HELP = "auto (the struct-of-arrays core where it applies) or general (always the reference engine)"
 
 
 @app.command()
@@ -255,27 +262,29 @@ def simulate(
     scale_cluster: Optional[float] = typer.Option(None, "--scale-cluster", metavar="F", help=_SCALE_HELP),
     save_cluster: Optional[Path] = typer.Option(None, "--save-cluster", help=_SAVE_HELP),
     swf_processors: Optional[str] = typer.Option(None, "--swf-processors", help=_SWF_HELP),
+    swf_layout: Optional[str] = typer.Option(None, "--swf-layout", help=_LAYOUT_HELP),
+    engine: str = typer.Option("auto", "--engine", help=_ENGINE_HELP),
 ) -> None:
     """Replay a trace against a cluster config and print the summary."""
-    import json
-
     from makeway.config import trace_path
 
     check_output(out, "--out")
     check_output(save_cluster, "--save-cluster")
     check_horizon(horizon)
-    qmap, topts = _study_options(trace, trace_format, queue_map, swf_processors)
-    cfg = _config_for(config, trace, trace_format, quiet, scale_cluster, save_cluster)
+    if engine not in ("auto", "general"):
+        raise fail(f"--engine: {engine!r} is not one of auto, general")
+    qmap, topts = _study_options(trace, trace_format, queue_map, swf_processors, swf_layout)
+    cfg = _config_for(config, trace, trace_format, quiet, scale_cluster, save_cluster, swf_layout)
     if model is not None:
         cfg = cfg.model_copy(update={"preemption": cfg.preemption.model_copy(update={"model": model})})
         from makeway.config import parse_config
 
         cfg = parse_config(cfg.model_dump(), "--model")
     tpath = trace or (trace_path(cfg, config) if config is not None else None)
-    if swf_processors is not None and trace is None:
-        _study_options(tpath, trace_format, None, swf_processors)
+    if (swf_processors is not None or swf_layout is not None) and trace is None:
+        _study_options(tpath, trace_format, None, swf_processors, swf_layout)
     rec = run_simulation(cfg, tpath, trace_format, strict=strict, horizon=horizon, progress=not quiet,
-                         allow_empty=allow_empty, queue_map=qmap, trace_options=topts)
+                         allow_empty=allow_empty, queue_map=qmap, trace_options=topts, engine=engine)
     summary = rec.summary()
     if not quiet:
         from makeway.render import print_summary
@@ -284,14 +293,16 @@ def simulate(
     if out is not None:
         meta = {"config": {"name": cfg.name, "model": cfg.preemption.model, "path": str(config) if config else None},
                 "trace": str(tpath) if tpath else None}
-        out.write_text(json.dumps(rec.results(meta), indent=1, default=str))
+        from makeway.sim.results_io import write_results
+
+        write_results(rec, meta, out)
         if not quiet:
             typer.echo(f"results written to {out}")
 
 
 def run_simulation(cfg, tpath: Optional[Path], trace_format: Optional[str], *, strict: Optional[bool] = None,
                    horizon: Optional[float] = None, progress: bool = False, allow_empty: bool = False,
-                   queue_map=None, trace_options: Optional[dict] = None):
+                   queue_map=None, trace_options: Optional[dict] = None, engine: str = "auto"):
     """``makeway.sim.run.run`` with a progress line, warnings on stderr and Ctrl-C said in one line."""
     from makeway.sim.importers import ImportStats
     from makeway.sim.run import RunInterrupted, run
@@ -301,7 +312,7 @@ def run_simulation(cfg, tpath: Optional[Path], trace_format: Optional[str], *, s
         with _Progress(progress) as bar:
             rec = run(cfg, tpath, trace_format, strict=strict, horizon=horizon, allow_empty=allow_empty,
                       progress=bar if bar.enabled else None, stats=stats, queue_map=queue_map,
-                      trace_options=trace_options)
+                      trace_options=trace_options, engine=engine)
     except RunInterrupted as exc:
         typer.echo(f"interrupted {exc.where}; no results were written", err=True)
         raise typer.Exit(130) from None
@@ -463,6 +474,7 @@ def compare(
     scale_cluster: Optional[float] = typer.Option(None, "--scale-cluster", metavar="F", help=_SCALE_HELP),
     save_cluster: Optional[Path] = typer.Option(None, "--save-cluster", help=_SAVE_HELP + " (the first config's)"),
     swf_processors: Optional[str] = typer.Option(None, "--swf-processors", help=_SWF_HELP),
+    swf_layout: Optional[str] = typer.Option(None, "--swf-layout", help=_LAYOUT_HELP),
 ) -> None:
     """Run the same trace under several configs or models and show the outcomes side by side."""
     from rich.console import Console
@@ -475,13 +487,14 @@ def compare(
     check_output(save_cluster, "--save-cluster")
     check_horizon(horizon)
     models = [m.strip() for arg in (models or []) for m in arg.split(",") if m.strip()] or None
-    qmap, topts = _study_options(trace, trace_format, queue_map, swf_processors)
+    qmap, topts = _study_options(trace, trace_format, queue_map, swf_processors, swf_layout)
     configs = list(configs or [])
     if not configs and trace is None:
         raise fail("compare: give cluster configs, or --trace with a trace that describes its cluster")
     planned = []
     for i, cpath in enumerate(configs or [None]):  # every config and model is checked before the first run
-        cfg = _config_for(cpath, trace, trace_format, quiet, scale_cluster, save_cluster if i == 0 else None)
+        cfg = _config_for(cpath, trace, trace_format, quiet, scale_cluster, save_cluster if i == 0 else None,
+                          swf_layout)
         for m in (models or [cfg.preemption.model]):
             data = cfg.model_dump()
             data["preemption"]["model"] = m
@@ -491,8 +504,8 @@ def compare(
     runs, labels = [], []
     for cpath, m, run_cfg in planned:
         tpath = trace or (trace_path(run_cfg, cpath) if cpath is not None else None)
-        if swf_processors is not None and trace is None:
-            _study_options(tpath, trace_format, None, swf_processors)
+        if (swf_processors is not None or swf_layout is not None) and trace is None:
+            _study_options(tpath, trace_format, None, swf_processors, swf_layout)
         rec = run_simulation(run_cfg, tpath, trace_format, progress=not quiet, allow_empty=allow_empty, strict=strict,
                              horizon=horizon, queue_map=qmap, trace_options=topts)
         label = f"{run_cfg.name}/{m}" if len(configs) > 1 else m

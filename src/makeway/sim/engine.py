@@ -36,7 +36,19 @@ from makeway.sim.metrics import Recorder
 from makeway.sim.progress import NoProgressWatch
 from makeway.sim.trace import ConfigChange
 
-import numpy as np
+
+
+class _Numpy:
+    """numpy, imported on first use: only idle skipping needs it, and importing it is a visible
+    share of a short run's start-up."""
+
+    def __getattr__(self, name: str) -> Any:
+        import numpy
+
+        return getattr(numpy, name)
+
+
+np: Any = _Numpy()
 
 SKIP_CHUNK = 3600.0
 """Seconds of skipped periodic times materialised at once (memory stays small on long stretches)."""
@@ -64,6 +76,9 @@ class SimOptions:
     no_progress_window: float | None = None
     # skip ticks and heartbeats across stretches the model reports quiet (same decisions, less work)
     skip_idle: bool = True
+    # "auto": the struct-of-arrays core (makeway.sim.fast) where it applies; "general": always
+    # this engine (the reference path)
+    engine: str = "auto"
 
 
 @dataclass(slots=True)
@@ -449,12 +464,34 @@ def _advance(times: np.ndarray, period: float, end: float, inclusive: bool
 def simulate(state: ClusterState, model: PreemptionModel, workloads: Iterable[Workload],
              changes: Iterable[ConfigChange] = (), options: SimOptions | None = None,
              streamed: bool = False) -> Recorder:
-    """Run a simulation. ``streamed=True`` takes ``workloads`` as an iterator sorted by submit time."""
-    sim = Simulation(state, model, options or SimOptions())
-    if streamed:
-        sim.stream_workloads(workloads)
-    else:
-        sim.add_workloads(workloads)
-    sim.add_changes(changes)
-    return sim.run()
+    """Run a simulation. ``streamed=True`` takes ``workloads`` as an iterator sorted by submit time.
 
+    Runs the fast core (``makeway.sim.fast``) when it applies and ``options.engine`` allows it;
+    the results are the same either way.
+    """
+    options = options or SimOptions()
+    changes = list(changes)
+    sim = make_simulation(state, model, options, bool(changes))
+    if isinstance(sim, Simulation):
+        if streamed:
+            sim.stream_workloads(workloads)
+        else:
+            sim.add_workloads(workloads)
+        sim.add_changes(changes)
+        return sim.run()
+    return sim.run(workloads if streamed else sorted(workloads, key=lambda w: w.submit))
+
+
+def make_simulation(state: ClusterState, model: PreemptionModel, options: SimOptions, has_changes: bool) -> Any:
+    """The fast core's simulation when it can run this one, else the general ``Simulation``.
+
+    The fast one is fed by ``run(workloads)`` (sorted by submit time); the general one as usual.
+    """
+    from makeway.sim.fast.dispatch import core_for, why_not
+
+    if options.engine not in ("auto", "general"):
+        raise SimulationError(f"engine: {options.engine!r} is not one of auto, general")
+    if why_not(state, model, options, has_changes) is None:
+        model.bind(state)
+        return core_for(model)(state, model, options)
+    return Simulation(state, model, options)

@@ -17,7 +17,7 @@ waits is recorded as it changes (``makeway.sim.pending.ReasonLog``) and written 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Iterator
 
 from makeway.core.decisions import Note, Reason
 from makeway.core.objects import Allocation, Workload
@@ -198,6 +198,10 @@ class Recorder:
             return 1.0
         total, sq = sum(xs), sum(x * x for x in xs)
         return (total * total) / (len(xs) * sq) if sq > 0 else 1.0
+
+    def counts(self) -> tuple[int, int]:
+        """(finished, submitted) workloads so far, for a run interrupted midway."""
+        return len(self.finish_t), len(self.submit_t)
 
     def submit(self, wl: Workload, now: float) -> None:
         self.before_change(now)
@@ -449,21 +453,24 @@ class Recorder:
     def workload_rows(self) -> list[dict[str, Any]]:
         """One row per submitted workload. ``restarts`` is always written (empty when there were none)
         so a reader can tell "never restarted" from a file recorded before restarts were kept."""
-        rows = []
+        return list(self.iter_workload_rows())
+
+    def iter_workload_rows(self) -> Iterator[dict[str, Any]]:
+        """``workload_rows`` one at a time (``makeway.sim.results_io`` writes them as they come)."""
         reasons = self.pending_reasons()
         trails = self.reasons.rows() if self.reasons is not None else {}
         for w, sub in self.submit_t.items():
             wl = self.state.workloads[w]
             fs = self.first_start.get(w)
-            rows.append({"id": w, "queue": wl.queue, "priority": wl.priority, "submit": sub, "first_start": fs,
-                         "finish": self.finish_t.get(w), "wait": (fs - sub) if fs is not None else None,
-                         "preemptions": self.preempt_count.get(w, 0),
-                         "pending_reason": reasons.get(w),
-                         "restarts": [{"time": t, "allocation": a, "node": n, "evicted_at": ev}
-                                      for t, a, n, ev in self.restarts.get(w, ())]})
+            row = {"id": w, "queue": wl.queue, "priority": wl.priority, "submit": sub, "first_start": fs,
+                   "finish": self.finish_t.get(w), "wait": (fs - sub) if fs is not None else None,
+                   "preemptions": self.preempt_count.get(w, 0),
+                   "pending_reason": reasons.get(w),
+                   "restarts": [{"time": t, "allocation": a, "node": n, "evicted_at": ev}
+                                for t, a, n, ev in self.restarts.get(w, ())]}
             if w in trails:
-                rows[-1]["reasons"] = trails[w]
-        return rows
+                row["reasons"] = trails[w]
+            yield row
 
     def results(self, meta: dict[str, Any] | None = None) -> dict[str, Any]:
         return {"schema": RESULTS_SCHEMA, **(meta or {}), "model_options": dict(self.model_options),

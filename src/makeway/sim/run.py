@@ -17,7 +17,7 @@ from typing import Callable, Optional
 from makeway.config import ClusterConfig, build_state, load_config, trace_path
 from makeway.registry import load_model
 from makeway.errors import MakewayError
-from makeway.sim.engine import SimOptions, Simulation
+from makeway.sim.engine import SimOptions, Simulation, make_simulation
 from makeway.sim.importers import ImportStats, detect_format, read_trace
 from makeway.sim.importers._common import Reporter
 from makeway.sim.metrics import Recorder
@@ -50,7 +50,7 @@ def run(cfg: ClusterConfig, trace: Optional[Path] = None, trace_format: Optional
         strict: Optional[bool] = None, horizon: Optional[float] = None, allow_empty: bool = False,
         progress: Optional[Callable[[float, int], None]] = None,
         stats: Optional[ImportStats] = None, queue_map: Optional[QueueMap] = None,
-        trace_options: Optional[dict] = None, skip_idle: bool = True) -> Recorder:
+        trace_options: Optional[dict] = None, skip_idle: bool = True, engine: str = "auto") -> Recorder:
     """Simulate ``trace`` on the cluster ``cfg`` describes, under its ``preemption.model``.
 
     ``strict``: an unreadable record stops the run (the default for makeway JSONL) or is skipped with
@@ -58,7 +58,8 @@ def run(cfg: ClusterConfig, trace: Optional[Path] = None, trace_format: Optional
     is called with (simulated time, events) as the run goes. ``queue_map`` sends each workload to
     a queue of the config (``makeway.sim.queue_map``); ``trace_options`` go to the importer (e.g.
     ``{"processors": "requested"}`` for SWF); ``skip_idle=False`` pays for every heartbeat and tick
-    of idle stretches (the engine's ``SimOptions.skip_idle``). Returns the ``Recorder``: its
+    of idle stretches (the engine's ``SimOptions.skip_idle``); ``engine="general"`` never takes the
+    fast core (``makeway.sim.fast``; the results are the same). Returns the ``Recorder``: its
     ``summary()`` and ``results(meta)`` are what ``makeway simulate`` prints and writes.
     """
     tpath = trace
@@ -120,9 +121,12 @@ def run(cfg: ClusterConfig, trace: Optional[Path] = None, trace_format: Optional
     opts = SimOptions(horizon=horizon or cfg.simulation.horizon,
                       kill_at_requested_time=cfg.simulation.kill_at_requested_time,
                       heartbeat_period=cfg.simulation.heartbeat_period, progress=progress,
-                      skip_idle=skip_idle)
-    sim = Simulation(build_state(cfg), load_model(cfg.preemption.model, cfg.preemption.settings), opts)
+                      skip_idle=skip_idle, engine=engine)
+    sim = make_simulation(build_state(cfg), load_model(cfg.preemption.model, cfg.preemption.settings), opts,
+                          bool(changes))
     try:
+        if not isinstance(sim, Simulation):  # the fast core: no config events (JSONL is read whole)
+            return sim.run(items if items is not None else itertools.chain([first] if first is not None else [], feed))
         sim.add_changes(changes)
         if items is not None:
             sim.stream_workloads(items)
@@ -131,9 +135,9 @@ def run(cfg: ClusterConfig, trace: Optional[Path] = None, trace_format: Optional
             sim.stream_workloads(_with_changes(itertools.chain(rest, feed), sim, cfg, changes, str(tpath)))
         return sim.run()
     except KeyboardInterrupt:
+        done, submitted = sim.recorder.counts()
         raise RunInterrupted(f"at simulated t={sim.now:,.0f} s after {sim.events_processed:,} events "
-                             f"({len(sim.recorder.finish_t):,} of {len(sim.recorder.submit_t):,} jobs finished)"
-                             ) from None
+                             f"({done:,} of {submitted:,} jobs finished)") from None
 
 
 def run_file(config: Path, trace: Optional[Path] = None, **kwargs) -> Recorder:
