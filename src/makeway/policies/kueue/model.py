@@ -116,6 +116,8 @@ class KueueModel(PreemptionModel):
         self._waiting: dict[str, float] = {}
         self._index = PendingIndex()
         self._hid: dict[tuple, int] = {}
+        self._alloc_seen: tuple[int, int] | None = None
+        self._nodes_of: dict[frozenset, tuple[tuple, list[str]]] = {}
         self._changed: set[str] = set()  # workloads whose queue entry may have moved off the journal
         self._explained: tuple[tuple, QuotaTree] | None = None  # pending_reason's snapshot
         self.priority_classes: dict[str, int] = {str(k): int(v) for k, v in
@@ -196,6 +198,7 @@ class KueueModel(PreemptionModel):
                 self._prio.clear()
                 self._shapes.clear()
                 self._hkeys.clear()
+                self._nodes_of.clear()
             self._tree, self._bound = tree, state
             self._roots = {q: n.root().name for q, n in tree.cqs.items()}
             self._entries = {q: {} for q in tree.cqs}
@@ -209,8 +212,12 @@ class KueueModel(PreemptionModel):
                 a = state.allocations.get(tid)
                 if a is not None and a.preempting:
                     self._touched.add(q)
-            dirty = [q for q in tree.cqs
-                     if q in self._touched or len(allocs_by_q.get(q, ())) != self._counts.get(q, 0)]
+            if self._alloc_seen == (id(state), state.alloc_epoch):  # no start or end: counts are as they were
+                dirty = [q for q in tree.cqs if q in self._touched] if self._touched else []
+            else:
+                dirty = [q for q in tree.cqs
+                         if q in self._touched or len(allocs_by_q.get(q, ())) != self._counts.get(q, 0)]
+        self._alloc_seen = (id(state), state.alloc_epoch)
         # Any allocation that ended since the last snapshot released quota, even one admitted and
         # finished between two calls (it never appeared in the entries diffed below).
         freed = (id(state), state.freed_epoch)
@@ -635,8 +642,7 @@ class KueueModel(PreemptionModel):
             tasks = [t for t in pending if int(t.rsplit("/", 2)[1]) == g]
             if not tasks:
                 continue
-            flavors = set(a.flavors[g].values()) if g < len(a.flavors) else set()
-            nodes = [n for n in state.nodes if not flavors or self._flavor(state, n) in flavors]
+            nodes = self._flavor_nodes(state, frozenset(a.flavors[g].values()) if g < len(a.flavors) else frozenset())
             placed = first_fit(state, tasks, extra, nodes)
             if placed is None:
                 return None
@@ -644,6 +650,15 @@ class KueueModel(PreemptionModel):
                 add_into(extra.setdefault(s.node, {}), state.task_resources(s.task))
             starts.extend(placed)
         return starts
+
+    def _flavor_nodes(self, state: ClusterState, flavors: frozenset) -> list[str]:
+        """The nodes of these flavors (all nodes for none), in node order; kept per node set."""
+        stamp = (id(state), state.topology_epoch)
+        hit = self._nodes_of.get(flavors)
+        if hit is None or hit[0] != stamp:
+            hit = self._nodes_of[flavors] = (stamp, [n for n in state.nodes if not flavors
+                                                     or self._flavor(state, n) in flavors])
+        return hit[1]
 
     def _preempt(self, state: ClusterState, t: Target, p: Preemptor, tree: QuotaTree) -> list[Decision]:
         victim = state.workloads[t.workload.name]

@@ -26,11 +26,12 @@ _RUN_KEY = itemgetter(4, 5)
 class PendingIndex:
     """The ordered pending entries of every queue; ``sync`` brings it up to date with the state."""
 
-    __slots__ = ("order", "entry", "_state", "_pos", "_blocked")
+    __slots__ = ("order", "entry", "queue", "_state", "_pos", "_blocked")
 
     def __init__(self) -> None:
         self.order: dict[str, list[Entry]] = {}
         self.entry: dict[str, Entry] = {}
+        self.queue: dict[str, str] = {}
         self._state: object | None = None
         self._pos: int | None = None
         self._blocked: set[str] = set()  # pending with tasks still running: looked at every sync
@@ -43,7 +44,7 @@ class PendingIndex:
         names workloads whose eligibility or entry may have moved without a journal record."""
         fresh = None if self._state is not state or self._pos is None else state.pending_log.since(self._pos)
         if fresh is None:
-            self.order, self.entry, self._blocked = {}, {}, set()
+            self.order, self.entry, self.queue, self._blocked = {}, {}, {}, set()
             for wl in state.pending:
                 self._update(state, wl, make, False)
             for lst in self.order.values():
@@ -65,14 +66,15 @@ class PendingIndex:
         old = self.entry.get(wl)
         if old == new:
             return
-        queue = state.workloads[wl].queue
-        lst = self.order.setdefault(queue, [])
         if old is not None:
-            i = bisect_left(lst, old)
-            del lst[i]
+            lst = self.order[self.queue.pop(wl)]
+            del lst[bisect_left(lst, old)]
             del self.entry[wl]
         if new is not None:
+            queue = state.workloads[wl].queue
+            lst = self.order.setdefault(queue, [])
             self.entry[wl] = new
+            self.queue[wl] = queue
             if keep_sorted:
                 insort(lst, new)
             else:
