@@ -101,7 +101,8 @@ class KueueModel(PreemptionModel):
         # assignments: identical heads deep in a queue cost a dictionary look-up.
         self._targets_memo: dict[tuple, tuple[tuple[int, int], list[Target]]] = {}
         self._shapes: dict[str, tuple] = {}
-        self._assign_memo: dict[tuple, tuple[int, Assignment]] = {}
+        self._assign_memo: dict[tuple, dict[tuple, Assignment]] = {}
+        self._cq_frs: dict[str, tuple] = {}
         self._gversion = 0  # bumped with every per-root version: node promises and victims changed
         self._outcomes: dict[tuple, tuple[int, int | None, bool]] = {}
         self._probed_nodes = False
@@ -169,6 +170,9 @@ class KueueModel(PreemptionModel):
 
     def _load_specs(self, state: ClusterState) -> None:
         self._tree = None
+        self._assign_memo.clear()
+        self._cq_frs.clear()
+        self._no_targets.clear()
         self._specs = specs_from_queues(state.queues, state.resources, self.default_flavor,
                                         self.settings.get("defaultPreemption"))
         covered: set[str] = set()
@@ -302,8 +306,9 @@ class KueueModel(PreemptionModel):
         return [{r: units(r, v * g.count) for r, v in g.resources.items()} for g in wl.groups]
 
     def _assign(self, state: ClusterState, cq: QNode, wl_id: str) -> Assignment:
-        """``assign_flavors`` memoised within one call: the answer depends only on the request
-        shape and the tree, which changes only where ``_version`` is bumped."""
+        """``assign_flavors``, memoised by what it reads: the request shape, the excluded flavors
+        and the usage of the queue and its ancestors on the queue's flavor-resources (quotas and
+        policies are fixed until the specs are reloaded, which empties the memo)."""
         if not self.caches:
             self._assign_memo.clear()
         shape = self._shapes.get(wl_id)
@@ -311,14 +316,27 @@ class KueueModel(PreemptionModel):
             shape = tuple(tuple(sorted(ps.items())) for ps in self._pod_sets(state, wl_id))
             self._shapes[wl_id] = shape
         excluded = self._excluded(state, wl_id)
-        key = (cq.name, shape, tuple(sorted(excluded)))
-        hit = self._assign_memo.get(key)
-        root = cq.root().name
-        if hit is not None and hit[0] == self._version.get(root, 0):
-            return hit[1]
-        a = assign_flavors(cq, [dict(ps) for ps in shape], self._covered, self.fair,
-                           (state.queues[cq.name].settings or {}).get("flavorFungibility"), excluded)
-        self._assign_memo[key] = (self._version.get(root, 0), a)
+        key = (cq.name, shape, tuple(sorted(excluded.items())) if excluded else ())
+        per = self._assign_memo.get(key)
+        if per is None:
+            per = self._assign_memo[key] = {}
+        frs = self._cq_frs.get(cq.name)
+        if frs is None:
+            frs = self._cq_frs[cq.name] = tuple((f, r) for resources, flavors in cq.groups
+                                                for f in flavors for r in resources)
+        n: QNode | None = cq
+        stamp: list[int] = []
+        while n is not None:
+            u = n.usage
+            stamp.extend([u.get(fr, 0) for fr in frs])
+            n = n.parent
+        t = tuple(stamp)
+        a = per.get(t)
+        if a is None:
+            if len(per) >= 512:  # usage vectors seen under one key: a bound, not a working set
+                per.clear()
+            a = per[t] = assign_flavors(cq, [dict(ps) for ps in shape], self._covered, self.fair,
+                                        (state.queues[cq.name].settings or {}).get("flavorFungibility"), excluded)
         return a
 
     def _excluded(self, state: ClusterState, wl_id: str) -> dict[str, str]:
@@ -370,7 +388,6 @@ class KueueModel(PreemptionModel):
             return []  # nothing moved since a call that decided nothing: it would decide nothing again
         tree = self.build_tree(state)
         gversion = self._gversion
-        self._assign_memo = {}
         self._targets_memo = {}
         decisions: list[Decision] = []
         promised: dict[str, Res] = {}
