@@ -102,7 +102,8 @@ class KueueModel(PreemptionModel):
         self._targets_memo: dict[tuple, tuple[tuple[int, int], list[Target]]] = {}
         self._shapes: dict[str, tuple] = {}
         self._assign_memo: dict[tuple, dict[tuple, Assignment]] = {}
-        self._cq_frs: dict[str, tuple] = {}
+        self._reads: dict[str, tuple[QNode, list]] = {}  # per queue: the usage a flavor assignment reads
+        self._akeys: dict[str, tuple] = {}
         self._gversion = 0  # bumped with every per-root version: node promises and victims changed
         self._outcomes: dict[tuple, tuple[int, int | None, bool]] = {}
         self._probed_nodes = False
@@ -171,7 +172,8 @@ class KueueModel(PreemptionModel):
     def _load_specs(self, state: ClusterState) -> None:
         self._tree = None
         self._assign_memo.clear()
-        self._cq_frs.clear()
+        self._reads.clear()
+        self._akeys.clear()
         self._no_targets.clear()
         self._specs = specs_from_queues(state.queues, state.resources, self.default_flavor,
                                         self.settings.get("defaultPreemption"))
@@ -202,6 +204,7 @@ class KueueModel(PreemptionModel):
                 self._prio.clear()
                 self._shapes.clear()
                 self._hkeys.clear()
+                self._akeys.clear()
                 self._nodes_of.clear()
             self._tree, self._bound = tree, state
             self._roots = {q: n.root().name for q, n in tree.cqs.items()}
@@ -311,31 +314,29 @@ class KueueModel(PreemptionModel):
         policies are fixed until the specs are reloaded, which empties the memo)."""
         if not self.caches:
             self._assign_memo.clear()
-        shape = self._shapes.get(wl_id)
-        if shape is None:
-            shape = tuple(tuple(sorted(ps.items())) for ps in self._pod_sets(state, wl_id))
-            self._shapes[wl_id] = shape
-        excluded = self._excluded(state, wl_id)
-        key = (cq.name, shape, tuple(sorted(excluded.items())) if excluded else ())
+        hit = self._akeys.get(wl_id)
+        if hit is None or hit[0][0] != cq.name:
+            shape = self._shapes.get(wl_id)
+            if shape is None:
+                shape = tuple(tuple(sorted(ps.items())) for ps in self._pod_sets(state, wl_id))
+                self._shapes[wl_id] = shape
+            excluded = self._excluded(state, wl_id)
+            hit = self._akeys[wl_id] = ((cq.name, shape, tuple(sorted(excluded.items())) if excluded else ()), excluded)
+        key, excluded = hit
         per = self._assign_memo.get(key)
         if per is None:
             per = self._assign_memo[key] = {}
-        frs = self._cq_frs.get(cq.name)
-        if frs is None:
-            frs = self._cq_frs[cq.name] = tuple((f, r) for resources, flavors in cq.groups
-                                                for f in flavors for r in resources)
-        n: QNode | None = cq
-        stamp: list[int] = []
-        while n is not None:
-            u = n.usage
-            stamp.extend([u.get(fr, 0) for fr in frs])
-            n = n.parent
-        t = tuple(stamp)
+        reads = self._reads.get(cq.name)
+        if reads is None or reads[0] is not cq:
+            frs = [(f, r) for resources, flavors in cq.groups for f in flavors for r in resources]
+            path = [cq, *cq.path_parent_to_root()]
+            reads = self._reads[cq.name] = (cq, [(n.usage, fr) for n in path for fr in frs])
+        t = tuple([u.get(fr, 0) for u, fr in reads[1]])
         a = per.get(t)
         if a is None:
             if len(per) >= 512:  # usage vectors seen under one key: a bound, not a working set
                 per.clear()
-            a = per[t] = assign_flavors(cq, [dict(ps) for ps in shape], self._covered, self.fair,
+            a = per[t] = assign_flavors(cq, [dict(ps) for ps in key[1]], self._covered, self.fair,
                                         (state.queues[cq.name].settings or {}).get("flavorFungibility"), excluded)
         return a
 

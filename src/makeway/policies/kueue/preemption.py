@@ -252,20 +252,31 @@ def classic_targets(tree: QuotaTree, p: Preemptor) -> list[Target]:
         attempts = [False, True]
     else:
         attempts = [True, False]
+    # The search changes usage only (nothing it reads looks at which workloads are registered),
+    # and puts every bit of it back before returning.
     for allow in attempts:
-        targets: list[Target] = []
+        taken: list[_Cand] = []
         for c in seq:
             if not _valid(tree, p, c, allow):
                 continue
-            tree.remove_workload(c.wl)
-            targets.append(Target(c.wl, _VARIANT_REASON[c.variant],
-                                  {"variant": c.variant, "allowBorrowing": allow,
-                                   "lca": c.lca.name if c.lca else None}))
+            tree.add_usage(tree.cqs[c.wl.cq], c.wl.usage, -1)
+            taken.append(c)
             if workload_fits(tree, p, allow):
-                targets = fill_back(tree, p, targets, lambda: workload_fits(tree, p, allow))
-                _restore(tree, targets)
-                return targets
-        _restore(tree, targets)
+                kept = list(taken)
+                for i in range(len(taken) - 2, -1, -1):  # fill_back, on usage
+                    b = taken[i]
+                    tree.add_usage(tree.cqs[b.wl.cq], b.wl.usage)
+                    if workload_fits(tree, p, allow):
+                        kept = [k for k in kept if k is not b]
+                    else:
+                        tree.add_usage(tree.cqs[b.wl.cq], b.wl.usage, -1)
+                for b in kept:
+                    tree.add_usage(tree.cqs[b.wl.cq], b.wl.usage)
+                return [Target(b.wl, _VARIANT_REASON[b.variant],
+                               {"variant": b.variant, "allowBorrowing": allow, "lca": b.lca.name if b.lca else None})
+                        for b in kept]
+        for b in taken:
+            tree.add_usage(tree.cqs[b.wl.cq], b.wl.usage)
     return []
 
 
