@@ -73,8 +73,9 @@ def workload_fits(tree: QuotaTree, p: Preemptor, allow_borrowing: bool) -> bool:
     return True
 
 
-def fits_without_all(tree: QuotaTree, p: Preemptor, candidates: Iterable[Admitted]) -> bool:
-    """Whether the preemptor would fit (borrowing allowed) with every candidate gone.
+def fits_without_all(tree: QuotaTree, p: Preemptor, candidates: Iterable[Admitted],
+                     allow_borrowing: bool = True) -> bool:
+    """Whether the preemptor would fit (borrowing allowed unless said) with every candidate gone.
 
     Available capacity only grows as usage is removed, so when even this fails no subset can
     succeed; it lets target selection give up after one pass instead of a full search.
@@ -89,7 +90,7 @@ def fits_without_all(tree: QuotaTree, p: Preemptor, candidates: Iterable[Admitte
             acc[fr] = acc.get(fr, 0) + v
     for name, usage in per_cq.items():
         tree.add_usage(tree.cqs[name], usage, -1)
-    ok = workload_fits(tree, p, True)
+    ok = workload_fits(tree, p, allow_borrowing)
     for name, usage in per_cq.items():
         tree.add_usage(tree.cqs[name], usage)
     return ok
@@ -252,6 +253,12 @@ def classic_targets(tree: QuotaTree, p: Preemptor) -> list[Target]:
         attempts = [False, True]
     else:
         attempts = [True, False]
+    # A search only removes candidates valid when it starts (removing usage only makes more
+    # queues within nominal, so validity only shrinks), and fitting only gets easier as usage
+    # goes: when no attempt fits with all of its starting candidates gone, no search can.
+    if not any(fits_without_all(tree, p, [c.wl for c in seq if _valid(tree, p, c, allow)], allow)
+               for allow in attempts):
+        return []
     # The search changes usage only (nothing it reads looks at which workloads are registered),
     # and puts every bit of it back before returning.
     for allow in attempts:
@@ -488,3 +495,4 @@ def get_targets(tree: QuotaTree, p: Preemptor, fair_sharing: bool,
     if fair_sharing:
         return fair_targets(tree, p, strategies)
     return classic_targets(tree, p)
+
