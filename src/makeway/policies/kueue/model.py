@@ -12,6 +12,7 @@ once its victims have released their quota, as in Kueue.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -24,6 +25,7 @@ from makeway.policies.kueue.assign import FIT, NOFIT, Assignment, assign_flavors
 from makeway.policies.kueue.cycle import STRICT_FIFO, tournament_winner
 from makeway.policies.kueue.selectors import selector_matches, untolerated
 from makeway.policies.kueue.drs import dominant_resource_share
+from makeway.policies.kueue.pending import PendingIndex, runs
 from makeway.policies.kueue.preemption import DEFAULT_STRATEGIES, Preemptor, Target, get_targets
 from makeway.policies.kueue.quota import (ANY, FR, Admitted, CohortSpec, CQSpec, QNode, QuotaTree,
                                           units)
@@ -99,7 +101,9 @@ class KueueModel(PreemptionModel):
         # assignments: identical heads deep in a queue cost a dictionary look-up.
         self._targets_memo: dict[tuple, tuple[tuple[int, int], list[Target]]] = {}
         self._shapes: dict[str, tuple] = {}
-        self._assign_memo: dict[tuple, tuple[int, Assignment]] = {}
+        self._assign_memo: dict[tuple, dict[tuple, Assignment]] = {}
+        self._reads: dict[str, tuple[QNode, list]] = {}  # per queue: the usage a flavor assignment reads
+        self._akeys: dict[str, tuple] = {}
         self._gversion = 0  # bumped with every per-root version: node promises and victims changed
         self._outcomes: dict[tuple, tuple[int, int | None, bool]] = {}
         self._probed_nodes = False
@@ -112,6 +116,11 @@ class KueueModel(PreemptionModel):
         # simulator frees quota at once, and without it a victim would retake its own quota.
         self.prioritize_preemptors = bool(self.settings.get("prioritizePreemptorWorkloads", True))
         self._waiting: dict[str, float] = {}
+        self._index = PendingIndex()
+        self._hid: dict[tuple, int] = {}
+        self._alloc_seen: tuple[int, int] | None = None
+        self._nodes_of: dict[frozenset, tuple[tuple, list[str]]] = {}
+        self._changed: set[str] = set()  # workloads whose queue entry may have moved off the journal
         self._explained: tuple[tuple, QuotaTree] | None = None  # pending_reason's snapshot
         self.priority_classes: dict[str, int] = {str(k): int(v) for k, v in
                                                  (self.settings.get("priorityClasses") or {}).items()}
@@ -142,6 +151,7 @@ class KueueModel(PreemptionModel):
     def on_config_change(self, state, queue, old, now) -> list[Decision]:
         self._load_specs(state)
         self._hkeys.clear()  # the queue's policy may have changed
+        self._index.reset()
         self._idle = None
         self._no_targets.clear()
         self._targets_memo.clear()
@@ -153,6 +163,7 @@ class KueueModel(PreemptionModel):
         preempt (as a WorkloadPriorityClass change does in Kueue): every memo built from the old one goes."""
         self._prio.pop(wl_id, None)
         self._hkeys.clear()
+        self._index.reset()
         self._idle = None
         self._no_targets.clear()
         self._targets_memo.clear()
@@ -160,6 +171,10 @@ class KueueModel(PreemptionModel):
 
     def _load_specs(self, state: ClusterState) -> None:
         self._tree = None
+        self._assign_memo.clear()
+        self._reads.clear()
+        self._akeys.clear()
+        self._no_targets.clear()
         self._specs = specs_from_queues(state.queues, state.resources, self.default_flavor,
                                         self.settings.get("defaultPreemption"))
         covered: set[str] = set()
@@ -189,20 +204,27 @@ class KueueModel(PreemptionModel):
                 self._prio.clear()
                 self._shapes.clear()
                 self._hkeys.clear()
+                self._akeys.clear()
+                self._nodes_of.clear()
             self._tree, self._bound = tree, state
             self._roots = {q: n.root().name for q, n in tree.cqs.items()}
             self._entries = {q: {} for q in tree.cqs}
             self._counts = {}
             self._sig = {}
             dirty = list(tree.cqs)
+            self._index.reset()  # a start this model did not decide left no journal record
         else:
             allocs_by_q = state.queue_allocs
             for q, tid in self._watch:  # a victim with a grace period is marked, not yet removed
                 a = state.allocations.get(tid)
                 if a is not None and a.preempting:
                     self._touched.add(q)
-            dirty = [q for q in tree.cqs
-                     if q in self._touched or len(allocs_by_q.get(q, ())) != self._counts.get(q, 0)]
+            if self._alloc_seen == (id(state), state.alloc_epoch):  # no start or end: counts are as they were
+                dirty = [q for q in tree.cqs if q in self._touched] if self._touched else []
+            else:
+                dirty = [q for q in tree.cqs
+                         if q in self._touched or len(allocs_by_q.get(q, ())) != self._counts.get(q, 0)]
+        self._alloc_seen = (id(state), state.alloc_epoch)
         # Any allocation that ended since the last snapshot released quota, even one admitted and
         # finished between two calls (it never appeared in the entries diffed below).
         freed = (id(state), state.freed_epoch)
@@ -269,7 +291,9 @@ class KueueModel(PreemptionModel):
         for d in decisions:
             if isinstance(d, Start):
                 starts += 1
-                self._touched.add(state.workloads[d.task.rsplit("/", 2)[0]].queue)
+                wl_id = d.task.rsplit("/", 2)[0]
+                self._touched.add(state.workloads[wl_id].queue)
+                self._changed.add(wl_id)
             elif isinstance(d, Preempt):
                 a = state.allocations.get(d.allocation)
                 if a is not None:
@@ -285,23 +309,35 @@ class KueueModel(PreemptionModel):
         return [{r: units(r, v * g.count) for r, v in g.resources.items()} for g in wl.groups]
 
     def _assign(self, state: ClusterState, cq: QNode, wl_id: str) -> Assignment:
-        """``assign_flavors`` memoised within one call: the answer depends only on the request
-        shape and the tree, which changes only where ``_version`` is bumped."""
+        """``assign_flavors``, memoised by what it reads: the request shape, the excluded flavors
+        and the usage of the queue and its ancestors on the queue's flavor-resources (quotas and
+        policies are fixed until the specs are reloaded, which empties the memo)."""
         if not self.caches:
             self._assign_memo.clear()
-        shape = self._shapes.get(wl_id)
-        if shape is None:
-            shape = tuple(tuple(sorted(ps.items())) for ps in self._pod_sets(state, wl_id))
-            self._shapes[wl_id] = shape
-        excluded = self._excluded(state, wl_id)
-        key = (cq.name, shape, tuple(sorted(excluded)))
-        hit = self._assign_memo.get(key)
-        root = cq.root().name
-        if hit is not None and hit[0] == self._version.get(root, 0):
-            return hit[1]
-        a = assign_flavors(cq, [dict(ps) for ps in shape], self._covered, self.fair,
-                           (state.queues[cq.name].settings or {}).get("flavorFungibility"), excluded)
-        self._assign_memo[key] = (self._version.get(root, 0), a)
+        hit = self._akeys.get(wl_id)
+        if hit is None or hit[0][0] != cq.name:
+            shape = self._shapes.get(wl_id)
+            if shape is None:
+                shape = tuple(tuple(sorted(ps.items())) for ps in self._pod_sets(state, wl_id))
+                self._shapes[wl_id] = shape
+            excluded = self._excluded(state, wl_id)
+            hit = self._akeys[wl_id] = ((cq.name, shape, tuple(sorted(excluded.items())) if excluded else ()), excluded)
+        key, excluded = hit
+        per = self._assign_memo.get(key)
+        if per is None:
+            per = self._assign_memo[key] = {}
+        reads = self._reads.get(cq.name)
+        if reads is None or reads[0] is not cq:
+            frs = [(f, r) for resources, flavors in cq.groups for f in flavors for r in resources]
+            path = [cq, *cq.path_parent_to_root()]
+            reads = self._reads[cq.name] = (cq, [(n.usage, fr) for n in path for fr in frs])
+        t = tuple([u.get(fr, 0) for u, fr in reads[1]])
+        a = per.get(t)
+        if a is None:
+            if len(per) >= 512:  # usage vectors seen under one key: a bound, not a working set
+                per.clear()
+            a = per[t] = assign_flavors(cq, [dict(ps) for ps in key[1]], self._covered, self.fair,
+                                        (state.queues[cq.name].settings or {}).get("flavorFungibility"), excluded)
         return a
 
     def _excluded(self, state: ClusterState, wl_id: str) -> dict[str, str]:
@@ -327,17 +363,24 @@ class KueueModel(PreemptionModel):
     def _strict(self, state: ClusterState, cq: str) -> bool:
         return (state.queues[cq].settings or {}).get("queueingStrategy") == STRICT_FIFO
 
-    def _pending_by_queue(self, state: ClusterState) -> dict[str, list[str]]:
-        """Fully pending workloads per ClusterQueue, best first (BestEffortFIFO: priority, then time)."""
-        wls = state.workloads
-        out: dict[str, list[tuple]] = {}
-        for wl_id in state.pending:
-            if state.running.get(wl_id) or wl_id in self._parked:
-                continue
-            wl = wls[wl_id]
-            waiting = self.prioritize_preemptors and wl_id in self._waiting
-            out.setdefault(wl.queue, []).append((not waiting, -self.priority(wl), wl.submit, wl_id))
-        return {q: [k[-1] for k in sorted(keys, reverse=True)] for q, keys in out.items()}
+    def _entry(self, state: ClusterState, wl_id: str) -> tuple:
+        """A pending workload's place in its queue (``pending.PendingIndex``) and its head id."""
+        wl = state.workloads[wl_id]
+        waiting = wl_id in self._waiting
+        cq = self._tree.cqs.get(wl.queue) if self._tree is not None else None
+        hid = -1 if cq is None else self._hid.setdefault(self._head_key(state, cq, wl_id), len(self._hid))
+        return (not (self.prioritize_preemptors and waiting), -self.priority(wl), wl.submit, wl_id, hid, waiting)
+
+    def _pending_by_queue(self, state: ClusterState, tree: QuotaTree) -> dict[str, list[tuple]]:
+        """Fully pending, unparked workloads per ClusterQueue, best first (BestEffortFIFO)."""
+        self._index.sync(state, lambda w: self._entry(state, w), self._changed)
+        self._changed = set()
+        parked = self._parked
+        out = {}
+        for q, lst in self._index.order.items():
+            if lst and q in tree.cqs:
+                out[q] = [e for e in lst if e[3] not in parked] if parked else lst
+        return out
 
     def schedule(self, state: ClusterState, now: float) -> list[Decision]:
         if not self.caches:  # the reference path: every call made, every head evaluated afresh
@@ -346,22 +389,26 @@ class KueueModel(PreemptionModel):
             return []  # nothing moved since a call that decided nothing: it would decide nothing again
         tree = self.build_tree(state)
         gversion = self._gversion
-        self._assign_memo = {}
         self._targets_memo = {}
         decisions: list[Decision] = []
         promised: dict[str, Res] = {}
         victims: set[str] = set()
-        queues = self._pending_by_queue(state)  # each list is reversed: the head is at the end
+        queues = self._pending_by_queue(state, tree)  # read only: ``at`` says how far each was taken
+        at = dict.fromkeys(queues, 0)
+        ends: dict[str, list[int]] = {}
         self._outcomes = {}
+        order = sorted(queues)
         while True:
+            if self.caches:
+                self._skip_known(state, tree, queues, at, ends)
             heads = []
-            for q in sorted(queues):
-                if not queues[q]:
+            for q in order:
+                i = at[q]
+                if i >= len(queues[q]):
                     continue
-                wl_id = queues[q].pop()
-                cq = tree.cqs.get(q)
-                if cq is None:
-                    continue
+                at[q] = i + 1
+                wl_id = queues[q][i][3]
+                cq = tree.cqs[q]
                 wl = state.workloads[wl_id]
                 a = self._assign(state, cq, wl_id)
                 heads.append(_Head(wl_id, cq, a, self.priority(wl), wl.submit))
@@ -371,11 +418,11 @@ class KueueModel(PreemptionModel):
                 while heads:
                     h = self._tournament(tree, heads)
                     heads.remove(h)
-                    self._process_strict(state, tree, h, now, decisions, promised, victims, queues)
+                    self._process_strict(state, tree, h, now, decisions, promised, victims, queues, at)
             else:
                 heads.sort(key=lambda h: (not self._is_waiting(h), h.assignment.borrowing, -h.priority, h.submit, h.wl))
                 for h in heads:
-                    self._process_strict(state, tree, h, now, decisions, promised, victims, queues)
+                    self._process_strict(state, tree, h, now, decisions, promised, victims, queues, at)
         self._end_call(state, tree, decisions)
         # A call can change the model without deciding anything (a preemptor whose victims are all
         # still terminating is re-admitted in the snapshot); only a call that changed nothing is
@@ -384,7 +431,8 @@ class KueueModel(PreemptionModel):
         return decisions
 
     def _process_strict(self, state: ClusterState, tree: QuotaTree, h: _Head, now: float, decisions: list[Decision],
-                        promised: dict[str, Res], victims: set[str], queues: dict[str, list[str]]) -> None:
+                        promised: dict[str, Res], victims: set[str], queues: dict[str, list[tuple]],
+                        at: dict[str, int]) -> None:
         """``_process``, then StrictFIFO: a head that did not start blocks the rest of its queue
         for this call and is never parked (Kueue requeues it at once, at the head)."""
         n = len(decisions)
@@ -392,8 +440,46 @@ class KueueModel(PreemptionModel):
         if not self._strict(state, h.cq.name):
             return
         if not any(isinstance(d, Start) for d in decisions[n:]) and self._namespace_ok(state, h.cq.name, h.wl):
-            queues[h.cq.name] = []  # a namespace mismatch is set aside, as Kueue does in both strategies
+            at[h.cq.name] = len(queues[h.cq.name])  # a namespace mismatch is set aside, as Kueue does in both strategies
             self._parked.discard(h.wl)
+
+    def _skip_known(self, state: ClusterState, tree: QuotaTree, queues: dict[str, list[tuple]],
+                    at: dict[str, int], ends: dict[str, list[int]]) -> None:
+        """Take the rounds in which every head is a twin of a head that decided nothing under the
+        current stamps, at once. Such a round changes nothing but parking, so the next round sees
+        the same stamps: each queue can go on through its runs of known twins until one queue
+        reaches a head that must be evaluated. Round by round, the loop would decide the same."""
+        plan = []
+        step = None
+        for q, lst in queues.items():
+            i, n = at[q], len(lst)
+            if i >= n:
+                continue
+            cq = tree.cqs[q]
+            if self._strict(state, q):
+                return
+            run_ends = ends.get(q)
+            if run_ends is None:
+                run_ends = ends[q] = runs(lst)
+            j = i
+            while j < n:
+                known = self._known_noop(state, cq, lst[j][3])
+                if known is None:
+                    break
+                e = run_ends[bisect_right(run_ends, j)]
+                plan.append((q, j, e, known))
+                j = e
+            if j < n:
+                step = j - i if step is None else min(step, j - i)
+                if step == 0:
+                    return
+        parked = self._parked
+        for q, j, e, known in plan:
+            stop = e if step is None else min(e, at[q] + step)
+            if known and j < stop:
+                parked.update(x[3] for x in queues[q][j:stop])
+        for q, lst in queues.items():
+            at[q] = len(lst) if step is None else min(len(lst), at[q] + step)
 
     @staticmethod
     def _epochs(state: ClusterState) -> tuple:
@@ -481,6 +567,7 @@ class KueueModel(PreemptionModel):
             self._bump(cq)
             self._admitted_at[h.wl] = now
             self._waiting.pop(h.wl, None)
+            self._changed.add(h.wl)
             decisions.extend(starts)
             return
         p = Preemptor(h.wl, cq.name, h.priority, dict(a.usage), frozenset(a.frs_need), wl.submit, h.wl)
@@ -499,7 +586,8 @@ class KueueModel(PreemptionModel):
                 if targets:
                     self._targets_memo[key] = (stamp, targets)
         if not targets:
-            self._waiting.pop(h.wl, None)
+            if self._waiting.pop(h.wl, None) is not None:
+                self._changed.add(h.wl)
             self._parked.add(h.wl)
             self._no_targets[key] = stamp
             if cq.policy.reclaim_within_cohort != ANY:
@@ -517,6 +605,7 @@ class KueueModel(PreemptionModel):
             self._parked.add(h.wl)
             return
         self._waiting[h.wl] = now
+        self._changed.add(h.wl)
         new: list[Decision] = []
         for t in sorted(targets, key=lambda t: t.workload.name):
             victims.add(t.workload.name)
@@ -571,8 +660,7 @@ class KueueModel(PreemptionModel):
             tasks = [t for t in pending if int(t.rsplit("/", 2)[1]) == g]
             if not tasks:
                 continue
-            flavors = set(a.flavors[g].values()) if g < len(a.flavors) else set()
-            nodes = [n for n in state.nodes if not flavors or self._flavor(state, n) in flavors]
+            nodes = self._flavor_nodes(state, frozenset(a.flavors[g].values()) if g < len(a.flavors) else frozenset())
             placed = first_fit(state, tasks, extra, nodes)
             if placed is None:
                 return None
@@ -580,6 +668,15 @@ class KueueModel(PreemptionModel):
                 add_into(extra.setdefault(s.node, {}), state.task_resources(s.task))
             starts.extend(placed)
         return starts
+
+    def _flavor_nodes(self, state: ClusterState, flavors: frozenset) -> list[str]:
+        """The nodes of these flavors (all nodes for none), in node order; kept per node set."""
+        stamp = (id(state), state.topology_epoch)
+        hit = self._nodes_of.get(flavors)
+        if hit is None or hit[0] != stamp:
+            hit = self._nodes_of[flavors] = (stamp, [n for n in state.nodes if not flavors
+                                                     or self._flavor(state, n) in flavors])
+        return hit[1]
 
     def _preempt(self, state: ClusterState, t: Target, p: Preemptor, tree: QuotaTree) -> list[Decision]:
         victim = state.workloads[t.workload.name]

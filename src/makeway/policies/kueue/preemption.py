@@ -7,7 +7,9 @@ empty list: preemption is all-or-nothing. SEMANTICS.md sections 4, 5 and 7 descr
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Callable, Iterable, Sequence
 
 from makeway.policies.kueue.drs import Share, dominant_resource_share
@@ -71,8 +73,9 @@ def workload_fits(tree: QuotaTree, p: Preemptor, allow_borrowing: bool) -> bool:
     return True
 
 
-def fits_without_all(tree: QuotaTree, p: Preemptor, candidates: Iterable[Admitted]) -> bool:
-    """Whether the preemptor would fit (borrowing allowed) with every candidate gone.
+def fits_without_all(tree: QuotaTree, p: Preemptor, candidates: Iterable[Admitted],
+                     allow_borrowing: bool = True) -> bool:
+    """Whether the preemptor would fit (borrowing allowed unless said) with every candidate gone.
 
     Available capacity only grows as usage is removed, so when even this fails no subset can
     succeed; it lets target selection give up after one pass instead of a full search.
@@ -87,7 +90,7 @@ def fits_without_all(tree: QuotaTree, p: Preemptor, candidates: Iterable[Admitte
             acc[fr] = acc.get(fr, 0) + v
     for name, usage in per_cq.items():
         tree.add_usage(tree.cqs[name], usage, -1)
-    ok = workload_fits(tree, p, True)
+    ok = workload_fits(tree, p, allow_borrowing)
     for name, usage in per_cq.items():
         tree.add_usage(tree.cqs[name], usage)
     return ok
@@ -127,27 +130,11 @@ class _Cand:
     wl: Admitted
     variant: int
     lca: QNode | None
+    key: tuple = ()  # quota.cand_key: within one list it orders as ordering_key does
 
 
 def _borrow_within_cohort_allowed(cq: QNode) -> bool:
     return cq.policy.borrow_within_cohort not in (NEVER, "", None)
-
-
-def _classify(p: Preemptor, cq: QNode, wl: Admitted, advantage: bool) -> int | None:
-    if not wl.uses_any(p.frs_need):
-        return None
-    if wl.cq == cq.name:
-        return WITHIN_CQ if satisfies_policy(p, wl, cq.policy.within_cluster_queue) else None
-    if not satisfies_policy(p, wl, cq.policy.reclaim_within_cohort):
-        return None
-    if advantage:
-        return HIERARCHICAL
-    if not _borrow_within_cohort_allowed(cq):
-        return RECLAIM_WITHOUT_BORROWING
-    threshold = cq.policy.max_priority_threshold
-    if wl.priority >= p.priority or (threshold is not None and wl.priority > threshold):
-        return RECLAIM_WITHOUT_BORROWING
-    return RECLAIM_WHILE_BORROWING
 
 
 def _collect_in_subtree(p: Preemptor, cq: QNode, current: QNode, lca: QNode, skip: QNode | None,
@@ -159,10 +146,47 @@ def _collect_in_subtree(p: Preemptor, cq: QNode, current: QNode, lca: QNode, ski
     for child in current.child_cqs:
         if child is cq or within_nominal_in(child, p.frs_need):
             continue
-        for wl in child.workloads.values():
-            v = _classify(p, cq, wl, advantage)
-            if v is not None:
-                out.append(_Cand(wl, v, lca))
+        _collect_from(p, cq, child.ordered, advantage, lca, out)
+
+
+def _collect_from(p: Preemptor, cq: QNode, ordered: list, advantage: bool, lca: QNode | None,
+                  out: list[_Cand]) -> None:
+    """The candidates of one queue (``ordered``: its entries, the preemptor's own queue or one
+    that can give quota back) with their variant: within the queue by its policy, elsewhere by
+    reclaimWithinCohort, then hierarchical advantage or borrowWithinCohort. One tight loop: it
+    runs over every admitted workload of those queues at every target search."""
+    frs = p.frs_need
+    only = next(iter(frs)) if len(frs) == 1 else None
+    prio, created = p.priority, p.created_at
+    own = ordered is cq.ordered
+    policy = cq.policy.within_cluster_queue if own else cq.policy.reclaim_within_cohort
+    if policy == LOWER_PRIORITY:
+        # entries order as (not evicted, priority, ...): past the evicted ones, the rest are
+        # lower priority only up to the first entry at the preemptor's priority
+        ordered = ordered[:bisect_left(ordered, ((True, prio),))]
+    elif policy not in (ANY, LOWER_OR_NEWER_EQUAL):
+        return
+    borrow_ok = _borrow_within_cohort_allowed(cq)
+    threshold = cq.policy.max_priority_threshold
+    for key, wl in ordered:
+        if wl.protected or (wl.usage.get(only) is None if only is not None
+                            else not any(fr in wl.usage for fr in frs)):
+            continue
+        wp = wl.priority
+        if policy == LOWER_PRIORITY:
+            if wp >= prio:
+                continue
+        elif policy == LOWER_OR_NEWER_EQUAL and not (wp < prio or (wp == prio and created < wl.created_at)):
+            continue
+        if own:
+            v = WITHIN_CQ
+        elif advantage:
+            v = HIERARCHICAL
+        elif not borrow_ok or wp >= prio or (threshold is not None and wp > threshold):
+            v = RECLAIM_WITHOUT_BORROWING
+        else:
+            v = RECLAIM_WHILE_BORROWING
+        out.append(_Cand(wl, v, lca, key))
 
 
 def classic_candidates(tree: QuotaTree, p: Preemptor, ordered: bool = True) -> tuple[list[_Cand], list[_Cand], list[_Cand]]:
@@ -170,10 +194,7 @@ def classic_candidates(tree: QuotaTree, p: Preemptor, ordered: bool = True) -> t
     cq = tree.cqs[p.cq]
     same: list[_Cand] = []
     if cq.policy.within_cluster_queue not in (NEVER, "", None):
-        for wl in cq.workloads.values():
-            v = _classify(p, cq, wl, False)
-            if v is not None:
-                same.append(_Cand(wl, v, None))
+        _collect_from(p, cq, cq.ordered, False, None, same)  # already in CandidatesOrdering
     hier: list[_Cand] = []
     prio: list[_Cand] = []
     if cq.parent is not None and cq.policy.reclaim_within_cohort not in (NEVER, "", None):
@@ -190,9 +211,13 @@ def classic_candidates(tree: QuotaTree, p: Preemptor, ordered: bool = True) -> t
 
 
 def order_candidates(p: Preemptor, lists: Iterable[list[_Cand]]) -> None:
-    key = lambda c: ordering_key(c.wl, p.cq)  # noqa: E731
+    """Each list holds either only the preemptor's own queue or only other queues, so the
+    per-queue key orders it as ``ordering_key`` would; the lists are runs already sorted per queue."""
     for lst in lists:
-        lst.sort(key=key)
+        lst.sort(key=_CAND_KEY)
+
+
+_CAND_KEY = attrgetter("key")
 
 
 def _valid(tree: QuotaTree, p: Preemptor, c: _Cand, allow_borrowing: bool) -> bool:
@@ -228,20 +253,37 @@ def classic_targets(tree: QuotaTree, p: Preemptor) -> list[Target]:
         attempts = [False, True]
     else:
         attempts = [True, False]
+    # A search only removes candidates valid when it starts (removing usage only makes more
+    # queues within nominal, so validity only shrinks), and fitting only gets easier as usage
+    # goes: when no attempt fits with all of its starting candidates gone, no search can.
+    if not any(fits_without_all(tree, p, [c.wl for c in seq if _valid(tree, p, c, allow)], allow)
+               for allow in attempts):
+        return []
+    # The search changes usage only (nothing it reads looks at which workloads are registered),
+    # and puts every bit of it back before returning.
     for allow in attempts:
-        targets: list[Target] = []
+        taken: list[_Cand] = []
         for c in seq:
             if not _valid(tree, p, c, allow):
                 continue
-            tree.remove_workload(c.wl)
-            targets.append(Target(c.wl, _VARIANT_REASON[c.variant],
-                                  {"variant": c.variant, "allowBorrowing": allow,
-                                   "lca": c.lca.name if c.lca else None}))
+            tree.add_usage(tree.cqs[c.wl.cq], c.wl.usage, -1)
+            taken.append(c)
             if workload_fits(tree, p, allow):
-                targets = fill_back(tree, p, targets, lambda: workload_fits(tree, p, allow))
-                _restore(tree, targets)
-                return targets
-        _restore(tree, targets)
+                kept = list(taken)
+                for i in range(len(taken) - 2, -1, -1):  # fill_back, on usage
+                    b = taken[i]
+                    tree.add_usage(tree.cqs[b.wl.cq], b.wl.usage)
+                    if workload_fits(tree, p, allow):
+                        kept = [k for k in kept if k is not b]
+                    else:
+                        tree.add_usage(tree.cqs[b.wl.cq], b.wl.usage, -1)
+                for b in kept:
+                    tree.add_usage(tree.cqs[b.wl.cq], b.wl.usage)
+                return [Target(b.wl, _VARIANT_REASON[b.variant],
+                               {"variant": b.variant, "allowBorrowing": allow, "lca": b.lca.name if b.lca else None})
+                        for b in kept]
+        for b in taken:
+            tree.add_usage(tree.cqs[b.wl.cq], b.wl.usage)
     return []
 
 
@@ -453,3 +495,4 @@ def get_targets(tree: QuotaTree, p: Preemptor, fair_sharing: bool,
     if fair_sharing:
         return fair_targets(tree, p, strategies)
     return classic_targets(tree, p)
+

@@ -11,6 +11,7 @@ change at a node pushes only the part above its local quota to the parent.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, insort
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping
 
@@ -88,6 +89,8 @@ class QNode:
     child_cohorts: list["QNode"] = field(default_factory=list)
     child_cqs: list["QNode"] = field(default_factory=list)
     workloads: dict[str, Admitted] = field(default_factory=dict)
+    # the same workloads as (cand_key, workload), kept sorted: preemption reads them in order
+    ordered: list[tuple[tuple, Admitted]] = field(default_factory=list)
     lendable: dict[str, int] | None = None  # cache for children's DRS: quotas only, never usage
     share: Any = None  # cached DRS of this node, valid until its usage changes
 
@@ -106,6 +109,21 @@ class QNode:
         while n.parent is not None:
             n = n.parent
         return n
+
+
+def cand_key(wl: Admitted) -> tuple:
+    """Kueue's CandidatesOrdering within one ClusterQueue: evicted first, then low priority, newest
+    admission, uid (the name makes it total). Across queues the preemptor's own queue goes last
+    (``preemption.ordering_key``)."""
+    return (not wl.evicted, wl.priority, -wl.admitted_at, wl.uid, wl.name)
+
+
+def _drop(ordered: list[tuple[tuple, Admitted]], wl: Admitted) -> None:
+    i = bisect_left(ordered, (cand_key(wl),))
+    if i < len(ordered) and ordered[i][1] is wl:
+        del ordered[i]
+    else:  # its fields were changed after it was added
+        ordered[:] = [e for e in ordered if e[1] is not wl]
 
 
 class TreeError(ValueError):
@@ -219,12 +237,16 @@ class QuotaTree:
 
     def add_workload(self, wl: Admitted) -> None:
         cq = self.cqs[wl.cq]
+        old = cq.workloads.get(wl.name)
+        if old is not None:  # a name given twice: the later entry replaces the earlier one
+            _drop(cq.ordered, old)
         cq.workloads[wl.name] = wl
+        insort(cq.ordered, (cand_key(wl), wl))
         self.add_usage(cq, wl.usage)
 
     def remove_workload(self, wl: Admitted) -> None:
         cq = self.cqs[wl.cq]
-        del cq.workloads[wl.name]
+        _drop(cq.ordered, cq.workloads.pop(wl.name))
         self.add_usage(cq, wl.usage, -1)
 
     def nodes(self) -> Iterator[QNode]:

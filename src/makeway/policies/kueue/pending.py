@@ -1,0 +1,86 @@
+"""Kueue's per-ClusterQueue pending queues, kept incrementally (as Kueue's queue manager keeps its heaps).
+
+Each ClusterQueue holds its fully pending workloads in admission order (BestEffortFIFO: preemptors
+waiting for their victims first, then priority, then creation time, then name). Rebuilding and
+sorting every pending workload at every scheduling call made a call cost grow with the backlog;
+here a call reads only what changed since the last one: the state's pending journal (submissions,
+requeues, withdrawals), the workloads the model itself started, and those whose waiting mark moved.
+
+An entry is ``(not waiting-first, -priority, submit, workload, head id, waiting)``: the first four
+fields order it, the head id (an int per distinct head key, ``KueueModel._head_key``) and the
+waiting mark let a call see a run of equivalent workloads as one block (``runs``).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+from itertools import accumulate, groupby
+from operator import itemgetter
+from typing import Callable, Iterable
+
+Entry = tuple  # (bool, int, float, str, int, bool)
+
+_RUN_KEY = itemgetter(4, 5)
+
+
+class PendingIndex:
+    """The ordered pending entries of every queue; ``sync`` brings it up to date with the state."""
+
+    __slots__ = ("order", "entry", "queue", "_state", "_pos", "_blocked")
+
+    def __init__(self) -> None:
+        self.order: dict[str, list[Entry]] = {}
+        self.entry: dict[str, Entry] = {}
+        self.queue: dict[str, str] = {}
+        self._state: object | None = None
+        self._pos: int | None = None
+        self._blocked: set[str] = set()  # pending with tasks still running: looked at every sync
+
+    def reset(self) -> None:
+        self._state = None
+
+    def sync(self, state, make: Callable[[str], Entry], changed: Iterable[str]) -> None:
+        """Bring the index to the state's pending set. ``make`` builds a workload's entry; ``changed``
+        names workloads whose eligibility or entry may have moved without a journal record."""
+        fresh = None if self._state is not state or self._pos is None else state.pending_log.since(self._pos)
+        if fresh is None:
+            self.order, self.entry, self.queue, self._blocked = {}, {}, {}, set()
+            for wl in state.pending:
+                self._update(state, wl, make, False)
+            for lst in self.order.values():
+                lst.sort()
+            self._state = state
+        else:
+            for wl in (*fresh, *changed, *self._blocked):
+                self._update(state, wl, make, True)
+        self._pos = state.pending_log.position
+
+    def _update(self, state, wl: str, make: Callable[[str], Entry], keep_sorted: bool) -> None:
+        pending = wl in state.pending
+        running = bool(state.running.get(wl))
+        if pending and running:
+            self._blocked.add(wl)
+        else:
+            self._blocked.discard(wl)
+        new = make(wl) if pending and not running else None
+        old = self.entry.get(wl)
+        if old == new:
+            return
+        if old is not None:
+            lst = self.order[self.queue.pop(wl)]
+            del lst[bisect_left(lst, old)]
+            del self.entry[wl]
+        if new is not None:
+            queue = state.workloads[wl].queue
+            lst = self.order.setdefault(queue, [])
+            self.entry[wl] = new
+            self.queue[wl] = queue
+            if keep_sorted:
+                insort(lst, new)
+            else:
+                lst.append(new)  # a full rebuild sorts once at the end
+
+
+def runs(entries: list[Entry]) -> list[int]:
+    """The end index of each maximal block of entries with the same head id and waiting mark."""
+    return list(accumulate(len(list(g)) for _, g in groupby(entries, _RUN_KEY)))

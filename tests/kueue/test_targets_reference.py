@@ -1,0 +1,140 @@
+"""Classic target selection against a plain re-statement of it (hypothesis).
+
+``preemption.classic_targets`` reads each queue's workloads from a list kept in candidate order,
+collects candidates in one inlined loop with a priority cut, gives up early on two bounds and
+searches on usage alone. The reference below walks every admitted workload, classifies and sorts
+them, and searches by removing and re-adding workloads, with no bound: on random cohort trees and
+admitted sets both must pick the same victims, with the same reasons, and leave the tree as found.
+"""
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from makeway.policies.kueue.preemption import (HIERARCHICAL, RECLAIM_WHILE_BORROWING, RECLAIM_WITHOUT_BORROWING,
+                                               WITHIN_CQ, _VARIANT_REASON, Preemptor, _borrow_within_cohort_allowed,
+                                               _valid, classic_targets, ordering_key, satisfies_policy,
+                                               workload_fits)
+from makeway.policies.kueue.quota import (NEVER, Admitted, CohortSpec, CQSpec, FlavorQuota, Policy, QuotaTree,
+                                          quantities_fit_in_quota, within_nominal_in)
+
+FR = ("f", "cpu")
+
+
+class _C:
+    def __init__(self, wl, variant, lca):
+        self.wl, self.variant, self.lca = wl, variant, lca
+
+
+def _classify(p, cq, wl, advantage):
+    if not wl.uses_any(p.frs_need):
+        return None
+    if wl.cq == cq.name:
+        return WITHIN_CQ if satisfies_policy(p, wl, cq.policy.within_cluster_queue) else None
+    if not satisfies_policy(p, wl, cq.policy.reclaim_within_cohort):
+        return None
+    if advantage:
+        return HIERARCHICAL
+    if not _borrow_within_cohort_allowed(cq):
+        return RECLAIM_WITHOUT_BORROWING
+    t = cq.policy.max_priority_threshold
+    if wl.priority >= p.priority or (t is not None and wl.priority > t):
+        return RECLAIM_WITHOUT_BORROWING
+    return RECLAIM_WHILE_BORROWING
+
+
+def _collect(p, cq, current, lca, skip, advantage, out):
+    for child in current.child_cohorts:
+        if child is not skip and not within_nominal_in(child, p.frs_need):
+            _collect(p, cq, child, lca, skip, advantage, out)
+    for child in current.child_cqs:
+        if child is not cq and not within_nominal_in(child, p.frs_need):
+            for wl in child.workloads.values():
+                v = _classify(p, cq, wl, advantage)
+                if v is not None:
+                    out.append(_C(wl, v, lca))
+
+
+def reference_targets(tree, p):
+    cq = tree.cqs[p.cq]
+    same, hier, prio = [], [], []
+    if cq.policy.within_cluster_queue not in (NEVER, "", None):
+        same = [_C(wl, WITHIN_CQ, None) for wl in cq.workloads.values() if _classify(p, cq, wl, False) is not None]
+    if cq.parent is not None and cq.policy.reclaim_within_cohort not in (NEVER, "", None):
+        advantage, remaining = quantities_fit_in_quota(cq, p.requests)
+        prev = None
+        for anc in cq.path_parent_to_root():
+            _collect(p, cq, anc, anc, prev, advantage, hier if advantage else prio)
+            fits, remaining = quantities_fit_in_quota(anc, remaining)
+            advantage, prev = advantage or fits, anc
+    for lst in (hier, prio, same):
+        lst.sort(key=lambda c: ordering_key(c.wl, p.cq))
+    seq = [c for lst in (hier, prio, same) for c in lst if c.wl.evicted] + \
+          [c for lst in (hier, prio, same) for c in lst if not c.wl.evicted]
+    forbidden = not _borrow_within_cohort_allowed(cq)
+    under = all(cq.usage.get(fr, 0) < cq.nominal(fr) for fr in p.frs_need)
+    if (not hier and not prio) or (forbidden and not under):
+        attempts = [True]
+    elif forbidden and not hier:
+        attempts = [False, True]
+    else:
+        attempts = [True, False]
+    for allow in attempts:
+        taken = []
+        for c in seq:
+            if not _valid(tree, p, c, allow):
+                continue
+            tree.remove_workload(c.wl)
+            taken.append(c)
+            if workload_fits(tree, p, allow):
+                kept = list(taken)
+                for c2 in reversed(taken[:-1]):
+                    tree.add_workload(c2.wl)
+                    if workload_fits(tree, p, allow):
+                        kept.remove(c2)
+                    else:
+                        tree.remove_workload(c2.wl)
+                for c2 in kept:
+                    tree.add_workload(c2.wl)
+                return [(c2.wl.name, _VARIANT_REASON[c2.variant], c2.variant, allow, c2.lca.name if c2.lca else None)
+                        for c2 in kept]
+        for c in taken:
+            tree.add_workload(c.wl)
+    return []
+
+
+@st.composite
+def trees(draw):
+    pol = st.sampled_from(["LowerPriority", "LowerOrNewerEqualPriority", "Any", "Never"])
+    cohorts = [CohortSpec("org", None, quotas={FR: FlavorQuota(draw(st.integers(0, 4)))}),
+               CohortSpec("sub", "org", quotas={FR: FlavorQuota(draw(st.integers(0, 4)))})]
+    cqs = []
+    for i in range(draw(st.integers(2, 5))):
+        q = FlavorQuota(draw(st.integers(0, 6)), draw(st.none() | st.integers(0, 6)), draw(st.none() | st.integers(0, 6)))
+        cqs.append(CQSpec(f"q{i}", draw(st.sampled_from(["org", "sub"])), quotas={FR: q},
+                          policy=Policy(draw(pol), draw(st.sampled_from(["LowerPriority", "Any", "Never"])),
+                                        draw(st.sampled_from(["Never", "LowerPriority"])),
+                                        draw(st.none() | st.integers(0, 3)))))
+    admitted = [Admitted(f"w{j}", f"q{draw(st.integers(0, len(cqs) - 1))}", draw(st.integers(0, 3)),
+                         {FR: draw(st.integers(1, 3))}, float(draw(st.integers(0, 5))), float(j), f"w{j}",
+                         draw(st.booleans()), draw(st.integers(0, 5)) == 0)
+                for j in range(draw(st.integers(0, 14)))]
+    p = Preemptor("p", f"q{draw(st.integers(0, len(cqs) - 1))}", draw(st.integers(0, 4)),
+                  {FR: draw(st.integers(1, 6))}, frozenset({FR}), float(draw(st.integers(0, 14))), "p")
+    return cohorts, cqs, admitted, p
+
+
+@settings(max_examples=150, deadline=None)
+@given(trees())
+def test_classic_targets_match_the_plain_search(case):
+    cohorts, cqs, admitted, p = case
+    tree = QuotaTree(cohorts, cqs)
+    for wl in admitted:
+        tree.add_workload(wl)
+    before = {n.name: dict(n.usage) for n in tree.nodes()}
+    got = [(t.workload.name, t.reason, t.values["variant"], t.values["allowBorrowing"], t.values["lca"])
+           for t in classic_targets(tree, p)]
+    assert {n.name: dict(n.usage) for n in tree.nodes()} == before
+    assert [e[1].name for e in tree.cqs[p.cq].ordered] == sorted(
+        (w.name for w in tree.cqs[p.cq].workloads.values()),
+        key=lambda n: ordering_key(tree.cqs[p.cq].workloads[n], p.cq))
+    assert got == reference_targets(tree, p)
