@@ -24,7 +24,8 @@ from makeway.core.placement import pending_order
 from makeway.policies.yunikorn.common import (MAX_PREEMPTION_ATTEMPTS, PREEMPT_ATTEMPT_FREQUENCY_US, Partition,
                                               QueueProps, YAlloc, YAsk, YNode, YQueue, exact, free_of, plus,
                                               resolve_props)
-from makeway.policies.yunikorn.preemptor import try_allocate
+from makeway.policies.yunikorn.gate import guarantee_doomed
+from makeway.policies.yunikorn.preemptor import DOES_NOT_GUARANTEE, DOES_NOT_HELP, try_allocate
 from makeway.policies.yunikorn.quota import QuotaPreemption
 
 RESERVATION_TIMEOUT_US = 3_600_000_000
@@ -110,11 +111,13 @@ class StatePartition(Partition):
 def build_state_partition(state: ClusterState, skip: set[str], props: dict[str, QueueProps],
                           ycache: dict[str, tuple[int, YAlloc]], marked: set[str],
                           leaves: dict[str, tuple[int, int, list[YAlloc]]],
-                          cand_memo: dict[str, tuple], ynodes: dict[str, YNode]) -> StatePartition:
+                          cand_memo: dict[str, tuple], ynodes: dict[str, YNode],
+                          preempting: dict[str, None]) -> StatePartition:
     """``build_partition(indexed=True)`` with the allocation views kept in ``ycache``.
 
     ``marked`` holds the ids whose cached view had ``preempted`` set by the previous pass; they are
     reset first, then the allocations preempting now (state flag or ``skip``) are marked again.
+    ``preempting`` holds every allocation the state may flag as preempting (see ``preempting_allocs``).
     """
     queues = []
     for root in state.roots:
@@ -141,13 +144,26 @@ def build_state_partition(state: ClusterState, skip: set[str], props: dict[str, 
     marked.clear()
     part = StatePartition(state, queues, (), ycache, leaves, cand_memo)
     part.nodes = ynodes
-    for a in state.allocations.values():
+    for a in preempting_allocs(state, preempting, skip):
         if a.preempting or a.id in skip:
             y = part.yalloc(a.id)
             y.preempted = True
             marked.add(a.id)
             part.add_preempting(a.queue, a.resources)
     return part
+
+
+def preempting_allocs(state: ClusterState, preempting: dict[str, None], skip: set[str]) -> list[Any]:
+    """The running allocations among ``preempting`` and ``skip``, in the state's allocation order
+    (start order, so sums over them add in the order a scan of every allocation would). Ids that
+    are no longer running are dropped from ``preempting``."""
+    allocs = state.allocations
+    for k in [k for k in preempting if k not in allocs]:
+        del preempting[k]
+    out = [allocs[k] for k in preempting]
+    out += [allocs[k] for k in skip if k in allocs and k not in preempting]
+    out.sort(key=lambda a: a.seq)
+    return out
 
 
 def _alloc_fields(state: ClusterState, a: Any) -> tuple:
@@ -239,6 +255,11 @@ class YuniKornModel(PreemptionModel):
         self._ynodes: dict[str, YNode] = {}
         self._names: list[str] = []
         self._topology = -1  # the state's topology epoch the node views above were made for
+        # every allocation this model has had marked preempting (its own Preempt decisions), so
+        # views need not scan all allocations for the flag; seeded by one scan per state
+        self._pre: dict[str, None] = {}
+        self._pre_state: ClusterState | None = None
+        self._guars: dict[str, Res | None] = {}
 
     def bind(self, state: ClusterState) -> None:
         if self.quota is not None:
@@ -246,8 +267,18 @@ class YuniKornModel(PreemptionModel):
 
     def on_config_change(self, state: ClusterState, queue: str, old: Queue, now: float) -> list[Decision]:
         if self.quota is not None:
-            return list(self.quota.on_config_change(state, queue, old, now))
+            out = list(self.quota.on_config_change(state, queue, old, now))
+            self._track_preempts(state, out)
+            return out
         return []
+
+    def _track_preempts(self, state: ClusterState, decisions: list[Decision]) -> None:
+        if self._pre_state is not state:
+            self._pre_state = state
+            self._pre = {a.id: None for a in state.allocations.values() if a.preempting}
+        for d in decisions:
+            if isinstance(d, Preempt):
+                self._pre[d.allocation] = None
 
     def next_wakeup(self, state: ClusterState, now: float) -> float | None:
         wakes = [w for w in (self._wake,) if w is not None and w > now]
@@ -356,10 +387,12 @@ class YuniKornModel(PreemptionModel):
             self._cfg_epoch = state.config_epoch
             self._props = queue_props(state)
             self._maxes = {name: _nonzero(q.max) for name, q in state.queues.items()}
+            self._guars = {name: _nonzero(q.guaranteed) for name, q in state.queues.items()}
 
     def _schedule_fast(self, state: ClusterState, now: float) -> list[Decision]:
         taken: set[str] = set()
         decisions = self._quota_decisions(state, now, taken)
+        self._track_preempts(state, decisions)
         now_us = _us(now)
         # only our own Starts take tasks out of pending; when the counts say someone else started
         # one, look for asks that went stale (alloc_epoch - freed_epoch moves by starts only)
@@ -380,6 +413,7 @@ class YuniKornModel(PreemptionModel):
         finally:
             for n in run.pn:
                 state.refresh_index(n)
+        self._track_preempts(state, decisions)
         self._bver = run.version()
         run.fold_heaps()
         self._wake = run.wake
@@ -468,6 +502,7 @@ class _FastPass:
         self.pq: dict[str, Res] = {}
         self.pn: dict[str, Res] = {}
         self.part: Partition | None = None
+        self.pre_sums: dict[str, Res] | None = None
         self.rmap: dict[str, str] = {n: a for a, n in model.reservations.items()}
         self.budgets: dict[str, list[int]] = {}
         self.wake: float | None = None
@@ -490,7 +525,7 @@ class _FastPass:
         if self.part is None:
             m, state = self.m, self.state
             part = build_state_partition(state, self.taken, m._props, m._ycache, m._ymarked, m._leaves, m._cands,
-                                         m._ynodes)
+                                         m._ynodes, m._pre)
             for ask_key, node in m.reservations.items():
                 if node in part.nodes:
                     part.nodes[node].reserved_for = ask_key
@@ -628,7 +663,10 @@ class _FastPass:
                         due = max(due, last + PREEMPT_ATTEMPT_FREQUENCY_US)
                     budget = self.budgets.setdefault(wl.queue, [MAX_PREEMPTION_ATTEMPTS])
                     if due <= self.now_us and budget[0] > 0:
-                        self.slow(tid, wl_id, props, pinned)
+                        if self.doomed(wl.queue, res):
+                            self.doomed_attempt(tid, wl_id, props, budget)
+                        else:
+                            self.slow(tid, wl_id, props, pinned)
                         self.check_release(wl_id, tid)
                         continue
                 if due is not None and due <= self.now_us:
@@ -728,6 +766,41 @@ class _FastPass:
             return (-wl.priority, wl.submit, w) < key
         return passed
 
+    def doomed(self, queue: str, res: Res) -> bool:
+        """Whether an unpinned ask without a reservation, due to try preemption, will be refused by
+        its queue's guarantee (``gate``): decided on the queue path before any view is built."""
+        state, part = self.state, self.part
+        path = []
+        for q in reversed(state.path_to_root(queue)):
+            if part is not None:
+                yq = part.queues[q]
+                path.append((q, yq.allocated, yq.preempting, yq.max, yq.guaranteed))
+            else:
+                a = self.pq[q] if q in self.pq else state.queue_usage[q]
+                path.append((q, a, self.preempting_sums().get(q, {}), self.m._maxes[q], self.m._guars[q]))
+        return guarantee_doomed(path, res)
+
+    def preempting_sums(self) -> dict[str, Res]:
+        """Per queue, the resources of its subtree's allocations being preempted (as the view's
+        ``preempting``), summed once per call in allocation order; only read before the view exists."""
+        if self.pre_sums is None:
+            state, out = self.state, {}
+            for a in preempting_allocs(state, self.m._pre, self.taken):
+                if a.preempting or a.id in self.taken:
+                    for q in state.path_to_root(a.queue):
+                        add_into(out.setdefault(q, {}), a.resources)
+            self.pre_sums = out
+        return self.pre_sums
+
+    def doomed_attempt(self, tid: str, wl_id: str, props: QueueProps, budget: list[int]) -> None:
+        """What ``try_allocate`` does for an ask ``doomed`` says no to: the attempt counts against
+        the leaf's budget and sets the ask's check clock, then the guarantee check refuses it."""
+        ask = self.m._ask(self.state, tid)
+        ask.last_check_us = self.now_us
+        budget[0] -= 1
+        ask.log += [DOES_NOT_GUARANTEE, DOES_NOT_HELP]
+        self.settle(tid, wl_id, props, "", ask)
+
     def slow(self, tid: str, wl_id: str, props: QueueProps, pinned: str) -> None:
         """The reference step for one ask, on the partition view."""
         m, state = self.m, self.state
@@ -753,6 +826,11 @@ class _FastPass:
                     continue
                 self.taken.add(v.key)
                 self.decisions.append(Preempt(v.key, m._reason(r.rule, ask, v, r.node)))
+        self.settle(tid, wl_id, props, pinned, ask)
+
+    def settle(self, tid: str, wl_id: str, props: QueueProps, pinned: str, ask: YAsk) -> None:
+        """After an attempt that placed nothing: the ask's next check, the wake-up, its block."""
+        m = self.m
         nxt = m._next_check(props, ask, self.now_us, self.running)
         self.wake = _min(self.wake, nxt)
         due: int | None = None
