@@ -109,6 +109,8 @@ class Snap:
         parent_r = self.parent.remaining_guaranteed() if self.parent is not None else None
         if is_empty(parent_r) and is_empty(self.guaranteed):
             return None
+        if self.guaranteed is None:  # what the general path comes to (r is None), without ``used``
+            return dict(parent_r)  # type: ignore[arg-type]
         r = sub_only_existing(self.guaranteed, self.used())
         aq = self.ask_queue
         if aq is not None and self.path == aq.path and not is_empty(r):
@@ -550,7 +552,10 @@ class Preemptor:
                 victims_for[best] = []
                 return best, -1
         chosen: tuple[int, str] | None = None
+        raw = self.by_node.raw
         for node_id in sorted(self.usable):
+            if chosen is not None and chosen[0] <= 1 and not self._one_may_do(node_id, raw.get(node_id)):
+                continue  # this node's index is at least 1: it cannot beat the one chosen
             idx, lst = self.victims_by_node(self.free_of_node(node_id), self.by_node.get(node_id, []))
             if not lst:
                 continue
@@ -560,6 +565,17 @@ class Preemptor:
                 if idx <= 0:
                     break
         return None if chosen is None else (chosen[1], chosen[0])
+
+    def _one_may_do(self, node_id: str, candidates: list[YAlloc] | None) -> bool:
+        """False when ``victims_by_node`` on this node cannot answer index 0 (or -1): the node's free
+        resources do not fit the ask and no single candidate's resources added to them would (its
+        index 0 is the first accepted victim with which the ask fits, accumulated from ``free``)."""
+        if not candidates:
+            return False
+        free, ask = self.free_of_node(node_id), self.ask.resources
+        if fit_in(free, ask):
+            return True
+        return any(fit_in_max_undef(add(free, v.resources), ask) for v in candidates)
 
     # -- queue-level victims (§2.10) ----------------------------------------------------------
 

@@ -45,7 +45,8 @@ def sub_only_existing(base: MaybeRes, delta: MaybeRes) -> Res | None:
         return None
     if delta is None:
         return dict(base)
-    return {k: _saturate(v - delta.get(k, 0)) for k, v in base.items()}
+    # _saturate inlined: only an int outside int64 changes
+    return {k: (x if INT64_MIN <= (x := v - delta.get(k, 0)) <= INT64_MAX else _saturate(x)) for k, v in base.items()}
 
 
 def add_only_existing(base: MaybeRes, delta: MaybeRes) -> Res | None:
