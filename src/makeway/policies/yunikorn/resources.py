@@ -236,3 +236,14 @@ def comp_usage_ratio_specific_types(left: MaybeRes, right: MaybeRes, total: Mayb
                                     types: MaybeRes | Iterable[str] | None) -> int:
     names = None if types is None else list(types)
     return compare_shares(shares_type_wise(left, total, names), shares_type_wise(right, total, names))
+
+
+def ask_queue_under(ask: Res, remaining: Res | None) -> bool:
+    """False iff some type the ask requests has a negative remaining guarantee."""
+    rem = remaining or {}
+    return not any(k in rem and rem[k] < 0 for k in ask)
+
+
+def victim_queue_over(ask: Res, remaining: Res | None) -> bool:
+    rem = remaining or {}
+    return any(k in rem and rem[k] < 0 for k in ask)
