@@ -381,6 +381,7 @@ class _FastPass:
         self.pn: dict[str, Res] = {}
         self.part: Partition | None = None
         self.pre_sums: dict[str, Res] | None = None
+        self.fit_memo: dict[tuple, bool] = {}
         self.rmap: dict[str, str] = {n: a for a, n in model.reservations.items()}
         self.budgets: dict[str, list[int]] = {}
         self.wake: float | None = None
@@ -434,7 +435,12 @@ class _FastPass:
     def placeable(self, queue: str, rkey: tuple) -> bool:
         """Whether the walk would start an ask of this queue and request now (before any start)."""
         res = dict(rkey)
-        return fit_in_max_undef(self.headroom(queue), res) and self.first_fit(res) is not None
+        if not fit_in_max_undef(self.headroom(queue), res):
+            return False
+        fits = self.fit_memo.get(rkey)  # nothing started yet: a request's answer is the same for every queue
+        if fits is None:
+            fits = self.fit_memo[rkey] = self.first_fit(res) is not None
+        return fits
 
     def first_fit(self, res: Res) -> str | None:
         """First node in order, not reserved, where ``res`` fits what the node has left in this call."""
