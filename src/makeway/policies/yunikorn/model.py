@@ -11,7 +11,6 @@ successful preemption reserves the node for the ask; the ask is placed when the 
 from __future__ import annotations
 
 import heapq
-from itertools import islice
 from typing import Any, Callable, Mapping
 
 from makeway.core.decisions import Decision, Preempt, Reason, Start
@@ -22,170 +21,14 @@ from makeway.core.policy import PreemptionModel
 from makeway.core.state import ClusterState
 from makeway.core.placement import pending_order
 from makeway.policies.yunikorn.common import (MAX_PREEMPTION_ATTEMPTS, PREEMPT_ATTEMPT_FREQUENCY_US, Partition,
-                                              QueueProps, YAlloc, YAsk, YNode, YQueue, exact, free_of, plus,
-                                              resolve_props)
-from makeway.policies.yunikorn.preemptor import try_allocate
+                                              QueueProps, YAlloc, YAsk, YNode, exact, free_of, plus)
+from makeway.policies.yunikorn.gate import guarantee_doomed
+from makeway.policies.yunikorn.preemptor import DOES_NOT_GUARANTEE, DOES_NOT_HELP, try_allocate
 from makeway.policies.yunikorn.quota import QuotaPreemption
+from makeway.policies.yunikorn.views import (build_partition, build_state_partition, preempting_allocs, queue_props,
+                                             nonzero as _nonzero, to_us as _us)
 
 RESERVATION_TIMEOUT_US = 3_600_000_000
-
-
-def _us(t: float) -> int:
-    return int(round(t * 1_000_000))
-
-
-def queue_props(state: ClusterState) -> dict[str, QueueProps]:
-    """Effective YuniKorn properties of every queue (``settings.properties``), with inheritance."""
-    out: dict[str, QueueProps] = {}
-    raw: dict[str, dict[str, object]] = {}
-    for root in state.roots:
-        for name in state.descendants(root):
-            q = state.queues[name]
-            props = (q.settings or {}).get("properties") or {}
-            p, merged = resolve_props({str(k): v for k, v in props.items()}, raw.get(q.parent or ""),
-                                      out.get(q.parent or ""))
-            out[name], raw[name] = p, merged
-    return out
-
-
-class StatePartition(Partition):
-    """A partition built from a cluster state that answers per-leaf and per-node allocation lists
-    from the state's indexes (start order, as the allocation map) instead of scanning everything.
-
-    Its allocations live in ``ycache`` (task id -> (start sequence number, YAlloc)), kept by the
-    model between builds: an allocation's view is made once per start, not once per build. Only
-    the ``preempted`` flag changes during a pass; the model resets it (``marked``) at the next build.
-    """
-
-    def __init__(self, state: ClusterState, queues: list[YQueue], nodes: list[YNode],
-                 ycache: dict[str, tuple[int, YAlloc]], leaves: dict[str, tuple[int, int, list[YAlloc]]],
-                 cand_memo: dict[str, tuple]):
-        super().__init__(queues, nodes, ())
-        self.state = state
-        self.ycache = ycache
-        self.leaves = leaves
-        self.cand_memo = cand_memo
-
-    def yalloc(self, k: str) -> YAlloc:
-        a = self.state.allocations[k]
-        hit = self.ycache.get(k)
-        if hit is None or hit[0] != a.seq:
-            hit = self.ycache[k] = (a.seq, YAlloc(*_alloc_fields(self.state, a), False))
-        return hit[1]
-
-    def _views(self, keys: Any) -> list[YAlloc]:
-        ycache, allocs, out = self.ycache, self.state.allocations, []
-        for k in keys:
-            hit = ycache.get(k)
-            if hit is None or hit[0] != allocs[k].seq:
-                out.append(self.yalloc(k))
-            else:
-                out.append(hit[1])
-        return [a for a in out if a.tracked]
-
-    def leaf_allocs(self, path: str) -> list[YAlloc]:
-        """Kept between builds: a leaf's list only grows at its end until one of its allocations
-        ends (which moves the leaf's freed epoch), so only new starts are appended."""
-        keys = self.state.queue_allocs.get(path)
-        if keys is None:
-            return []
-        epoch = self.state.queue_freed_epoch[path]
-        hit = self.leaves.get(path)
-        if hit is not None and hit[0] == epoch and hit[1] <= len(keys):
-            views = hit[2]
-            if hit[1] < len(keys):
-                views = views + self._views(list(islice(reversed(keys), len(keys) - hit[1]))[::-1])
-        else:
-            views = self._views(keys)
-        self.leaves[path] = (epoch, len(keys), views)
-        return views
-
-    def node_allocs(self, node: str) -> list[YAlloc]:
-        return self._views(self.state.node_allocs.get(node, ()))
-
-    def cluster_size(self) -> Res:
-        return dict(self.state.total_capacity_cached())  # the same sum over the same nodes, kept
-
-
-def build_state_partition(state: ClusterState, skip: set[str], props: dict[str, QueueProps],
-                          ycache: dict[str, tuple[int, YAlloc]], marked: set[str],
-                          leaves: dict[str, tuple[int, int, list[YAlloc]]],
-                          cand_memo: dict[str, tuple], ynodes: dict[str, YNode]) -> StatePartition:
-    """``build_partition(indexed=True)`` with the allocation views kept in ``ycache``.
-
-    ``marked`` holds the ids whose cached view had ``preempted`` set by the previous pass; they are
-    reset first, then the allocations preempting now (state flag or ``skip``) are marked again.
-    """
-    queues = []
-    for root in state.roots:
-        for name in state.descendants(root):
-            q = state.queues[name]
-            queues.append(YQueue(name, q.parent, _nonzero(q.guaranteed), _nonzero(q.max), dict(state.queue_usage[name]),
-                                 {}, props[name], q.is_leaf))
-    # node views are kept and reset; usage dicts are shared, not copied: a pass replaces a node's
-    # ``used``, never edits it
-    used = state.node_used
-    if len(ynodes) != len(state.nodes):
-        ynodes.clear()
-        ynodes.update((n.name, YNode(n.name, n.capacity)) for n in state.nodes.values())
-    for n in state.nodes.values():
-        y = ynodes[n.name]
-        y.used, y.schedulable, y.reserved_for = used[n.name], n.schedulable, None
-    if len(ycache) > 2 * len(state.allocations) + 64:
-        for k in [k for k in ycache if k not in state.allocations]:
-            del ycache[k]
-    for k in marked:
-        hit = ycache.get(k)
-        if hit is not None:
-            hit[1].preempted = False
-    marked.clear()
-    part = StatePartition(state, queues, (), ycache, leaves, cand_memo)
-    part.nodes = ynodes
-    for a in state.allocations.values():
-        if a.preempting or a.id in skip:
-            y = part.yalloc(a.id)
-            y.preempted = True
-            marked.add(a.id)
-            part.add_preempting(a.queue, a.resources)
-    return part
-
-
-def _alloc_fields(state: ClusterState, a: Any) -> tuple:
-    """What a running allocation looks like to YuniKorn, except its preempted flag."""
-    wl = state.workloads[a.workload]
-    s = wl.settings or {}
-    _, g, i = split_task_id(a.id)
-    return (a.id, a.workload, a.queue, a.node, a.resources, a.priority, _us(a.start),
-            bool(s.get("originator", False)) and g == 0 and i == 0,
-            bool(s.get("allowPreemption", True)) and a.preemptible,
-            str(s.get("requiredNode", "") or ""), False)
-
-
-def build_partition(state: ClusterState, skip: set[str] | None = None,
-                    props: dict[str, QueueProps] | None = None) -> Partition:
-    """YuniKorn's view of the cluster state; allocations in ``skip`` count as already preempted."""
-    props = queue_props(state) if props is None else props
-    queues = []
-    for root in state.roots:
-        for name in state.descendants(root):
-            q = state.queues[name]
-            queues.append(YQueue(name, q.parent, _nonzero(q.guaranteed), _nonzero(q.max), dict(state.queue_usage[name]),
-                                 {}, props[name], q.is_leaf))
-    nodes = [YNode(n.name, dict(n.capacity), dict(state.node_used[n.name]), n.schedulable) for n in state.nodes.values()]
-    allocs = [YAlloc(*_alloc_fields(state, a), a.preempting or (skip is not None and a.id in skip))
-              for a in state.allocations.values()]
-    part = Partition(queues, nodes, allocs)
-    for a in allocs:
-        if a.preempted:
-            part.add_preempting(a.queue, a.resources)
-    return part
-
-
-def _nonzero(r: Mapping[str, float] | None) -> dict | None:
-    """YuniKorn stores a configured max/guaranteed without a positive value as unset."""
-    if r is None or not any(v > 0 for v in r.values()):
-        return None
-    return dict(r)
 
 
 class YuniKornModel(PreemptionModel):
@@ -239,6 +82,20 @@ class YuniKornModel(PreemptionModel):
         self._ynodes: dict[str, YNode] = {}
         self._names: list[str] = []
         self._topology = -1  # the state's topology epoch the node views above were made for
+        # every allocation this model has had marked preempting (its own Preempt decisions), so
+        # views need not scan all allocations for the flag; seeded by one scan per state
+        self._pre: dict[str, None] = {}
+        self._pre_state: ClusterState | None = None
+        self._guars: dict[str, Res | None] = {}
+        # a superset of the pending workloads with a task not in ``_blocked`` (the walk's candidates),
+        # kept from the state's pending journal, the unblocked asks and ``_open_all`` (blocks cleared)
+        self._open: dict[str, None] = {}
+        self._open_all = True
+        self._open_pos = 0
+        self._open_state: ClusterState | None = None
+        # blocked asks by (queue, request): when only freed resources or released reservations moved
+        # the version, the asks of a key that still cannot be placed stay blocked
+        self._bkeys: dict[tuple, dict[str, None]] = {}
 
     def bind(self, state: ClusterState) -> None:
         if self.quota is not None:
@@ -246,8 +103,18 @@ class YuniKornModel(PreemptionModel):
 
     def on_config_change(self, state: ClusterState, queue: str, old: Queue, now: float) -> list[Decision]:
         if self.quota is not None:
-            return list(self.quota.on_config_change(state, queue, old, now))
+            out = list(self.quota.on_config_change(state, queue, old, now))
+            self._track_preempts(state, out)
+            return out
         return []
+
+    def _track_preempts(self, state: ClusterState, decisions: list[Decision]) -> None:
+        if self._pre_state is not state:
+            self._pre_state = state
+            self._pre = {a.id: None for a in state.allocations.values() if a.preempting}
+        for d in decisions:
+            if isinstance(d, Preempt):
+                self._pre[d.allocation] = None
 
     def next_wakeup(self, state: ClusterState, now: float) -> float | None:
         wakes = [w for w in (self._wake,) if w is not None and w > now]
@@ -356,10 +223,12 @@ class YuniKornModel(PreemptionModel):
             self._cfg_epoch = state.config_epoch
             self._props = queue_props(state)
             self._maxes = {name: _nonzero(q.max) for name, q in state.queues.items()}
+            self._guars = {name: _nonzero(q.guaranteed) for name, q in state.queues.items()}
 
     def _schedule_fast(self, state: ClusterState, now: float) -> list[Decision]:
         taken: set[str] = set()
         decisions = self._quota_decisions(state, now, taken)
+        self._track_preempts(state, decisions)
         now_us = _us(now)
         # only our own Starts take tasks out of pending; when the counts say someone else started
         # one, look for asks that went stale (alloc_epoch - freed_epoch moves by starts only)
@@ -370,16 +239,17 @@ class YuniKornModel(PreemptionModel):
                state.topology_epoch, tuple(self.reservations.items()))
         if not decisions and self._quiet == key and now_us < self._due_min:
             return []
-        self._unblock(state, now_us)
         if len(self._nofit) + len(self._nohead) > 4096:  # entries of older versions are dead weight
             self._nofit.clear()
             self._nohead.clear()
         run = _FastPass(self, state, now_us, taken, decisions)
+        self._unblock(state, now_us, run)
         try:
             run.walk()
         finally:
             for n in run.pn:
                 state.refresh_index(n)
+        self._track_preempts(state, decisions)
         self._bver = run.version()
         run.fold_heaps()
         self._wake = run.wake
@@ -389,26 +259,68 @@ class YuniKornModel(PreemptionModel):
         return decisions
 
     def _clear_blocked(self) -> None:
+        self._open_all = True
+        self._bkeys.clear()
         self._blocked.clear()
         self._bcount.clear()
         self._heap_fresh.clear()
         self._heap_checked.clear()
 
-    def _unblock(self, state: ClusterState, now_us: int) -> None:
-        """Forget blocks when the version moved; release asks whose precondition time came."""
-        if self._bver != (state.freed_epoch, state.config_epoch, self._resv_released, state.topology_epoch):
-            self._clear_blocked()
-            return
+    def _unblock(self, state: ClusterState, now_us: int, run: "_FastPass") -> None:
+        """Forget blocks when the version moved; release asks whose precondition time came.
+
+        When only released resources or reservations moved it, an ask stays blocked if its
+        request still cannot be placed in its queue (headroom, then a free unreserved node): the
+        walk would find just that and block it again with the same timer. Placing only takes
+        room, so nothing the walk does before reaching it can make it fit. Heap entries of asks
+        no longer blocked with that timer are skipped (``_valid``)."""
+        ver = (state.freed_epoch, state.config_epoch, self._resv_released, state.topology_epoch)
+        if self._bver != ver:
+            if self._bver is None or self._bver[1] != ver[1] or self._bver[3] != ver[3]:
+                self._clear_blocked()
+                return
+            for key in [k for k in self._bkeys if run.placeable(k[0], k[1])]:
+                for tid in self._bkeys.pop(key):
+                    self._release(tid)
         for heap in (self._heap_fresh, self._heap_checked):
             while heap and heap[0][0] <= now_us:
-                _, tid = heapq.heappop(heap)
-                if self._blocked.pop(tid, None) is not None:
-                    wl = tid.rsplit("/", 2)[0]
-                    self._bcount[wl] -= 1
+                due, tid = heapq.heappop(heap)
+                if self._blocked.get(tid) == due:
+                    self._release(tid)
 
-    def _block(self, tid: str, wl: str, due: int | None, checked: bool) -> None:
+    def _release(self, tid: str) -> None:
+        if self._blocked.pop(tid, None) is not None:
+            wl = tid.rsplit("/", 2)[0]
+            self._bcount[wl] -= 1
+            self._open[wl] = None
+
+    def _valid(self, heap: list[tuple[int, str]]) -> list[tuple[int, str]]:
+        """The heap with stale entries dropped from its top (its minimum is then a blocked ask's)."""
+        blocked = self._blocked
+        while heap and blocked.get(heap[0][1]) != heap[0][0]:
+            heapq.heappop(heap)
+        return heap
+
+    def _walk_candidates(self, state: ClusterState) -> list[str]:
+        """The pending workloads with a task that is not blocked (what the walk visits), found from
+        ``_open`` instead of a scan of every pending workload; ``_open`` is trimmed to them."""
+        log = state.pending_log
+        new = None if self._open_state is not state else log.since(self._open_pos)
+        self._open_state, self._open_pos = state, log.position
+        if new is None or self._open_all:
+            self._open_all = False
+            self._open = dict.fromkeys(state.pending)
+        else:
+            self._open.update(dict.fromkeys(new))
+        pending, bcount = state.pending, self._bcount
+        out = [w for w in self._open if w in pending and bcount.get(w, 0) < len(pending[w])]
+        self._open = dict.fromkeys(out)
+        return out
+
+    def _block(self, tid: str, wl: str, due: int | None, checked: bool, key: tuple) -> None:
         if tid in self._blocked:
             return
+        self._bkeys.setdefault(key, {})[tid] = None
         self._blocked[tid] = -1 if due is None else due
         self._bcount[wl] = self._bcount.get(wl, 0) + 1
         if due is not None:
@@ -468,6 +380,8 @@ class _FastPass:
         self.pq: dict[str, Res] = {}
         self.pn: dict[str, Res] = {}
         self.part: Partition | None = None
+        self.pre_sums: dict[str, Res] | None = None
+        self.fit_memo: dict[tuple, bool] = {}
         self.rmap: dict[str, str] = {n: a for a, n in model.reservations.items()}
         self.budgets: dict[str, list[int]] = {}
         self.wake: float | None = None
@@ -490,7 +404,7 @@ class _FastPass:
         if self.part is None:
             m, state = self.m, self.state
             part = build_state_partition(state, self.taken, m._props, m._ycache, m._ymarked, m._leaves, m._cands,
-                                         m._ynodes)
+                                         m._ynodes, m._pre)
             for ask_key, node in m.reservations.items():
                 if node in part.nodes:
                     part.nodes[node].reserved_for = ask_key
@@ -517,6 +431,16 @@ class _FastPass:
             room = {k: exact(v - a.get(k, 0)) for k, v in mx.items()}
             out = component_wise_min(out, room)
         return out
+
+    def placeable(self, queue: str, rkey: tuple) -> bool:
+        """Whether the walk would start an ask of this queue and request now (before any start)."""
+        res = dict(rkey)
+        if not fit_in_max_undef(self.headroom(queue), res):
+            return False
+        fits = self.fit_memo.get(rkey)  # nothing started yet: a request's answer is the same for every queue
+        if fits is None:
+            fits = self.fit_memo[rkey] = self.first_fit(res) is not None
+        return fits
 
     def first_fit(self, res: Res) -> str | None:
         """First node in order, not reserved, where ``res`` fits what the node has left in this call."""
@@ -578,11 +502,11 @@ class _FastPass:
     def walk(self) -> None:
         state, m = self.state, self.m
         wls = state.workloads
-        blocked, bcount = m._blocked, m._bcount
+        blocked = m._blocked
         self.start_resv = m._resv_released
         self.all_mode = False
         self.released = False
-        order = pending_order(state, [w for w, p in state.pending.items() if bcount.get(w, 0) < len(p)])
+        order = pending_order(state, m._walk_candidates(state))
         i = 0
         while i < len(order):
             wl_id = order[i]
@@ -628,7 +552,10 @@ class _FastPass:
                         due = max(due, last + PREEMPT_ATTEMPT_FREQUENCY_US)
                     budget = self.budgets.setdefault(wl.queue, [MAX_PREEMPTION_ATTEMPTS])
                     if due <= self.now_us and budget[0] > 0:
-                        self.slow(tid, wl_id, props, pinned)
+                        if self.doomed(wl.queue, res):
+                            self.doomed_attempt(tid, wl_id, props, budget)
+                        else:
+                            self.slow(tid, wl_id, props, pinned)
                         self.check_release(wl_id, tid)
                         continue
                 if due is not None and due <= self.now_us:
@@ -638,7 +565,7 @@ class _FastPass:
                     self.due_min = min(self.due_min, due)
                     if last is None or self.running:
                         self.wake = _min(self.wake, due / 1_000_000)
-                m._block(tid, wl_id, due, last is not None)
+                m._block(tid, wl_id, due, last is not None, hkey)
             if self.released and not self.all_mode:
                 # a reservation went: what was blocked may fit now; walk everything that is left
                 self.all_mode = True
@@ -701,11 +628,13 @@ class _FastPass:
         they are still waiting: one placed in that walk must leave no wake-up behind, since an extra
         call can decide something (an ask holding a reservation is placed at the next call)."""
         passed = None if at is None else self._passed(*at)
-        for heap, counts in ((self.m._heap_fresh, True), (self.m._heap_checked, self.running)):
+        blocked = self.m._blocked
+        for heap, counts in ((self.m._valid(self.m._heap_fresh), True),
+                             (self.m._valid(self.m._heap_checked), self.running)):
             if passed is None:
                 due = heap[0][0] if heap else None
             else:
-                due = min((d for d, tid in heap if passed(tid)), default=None)
+                due = min((d for d, tid in heap if passed(tid) and blocked.get(tid) == d), default=None)
             if due is not None:
                 self.due_min = min(self.due_min, due)
                 if counts:
@@ -727,6 +656,41 @@ class _FastPass:
             wl = wls[w]
             return (-wl.priority, wl.submit, w) < key
         return passed
+
+    def doomed(self, queue: str, res: Res) -> bool:
+        """Whether an unpinned ask without a reservation, due to try preemption, will be refused by
+        its queue's guarantee (``gate``): decided on the queue path before any view is built."""
+        state, part = self.state, self.part
+        path = []
+        for q in reversed(state.path_to_root(queue)):
+            if part is not None:
+                yq = part.queues[q]
+                path.append((q, yq.allocated, yq.preempting, yq.max, yq.guaranteed))
+            else:
+                a = self.pq[q] if q in self.pq else state.queue_usage[q]
+                path.append((q, a, self.preempting_sums().get(q, {}), self.m._maxes[q], self.m._guars[q]))
+        return guarantee_doomed(path, res)
+
+    def preempting_sums(self) -> dict[str, Res]:
+        """Per queue, the resources of its subtree's allocations being preempted (as the view's
+        ``preempting``), summed once per call in allocation order; only read before the view exists."""
+        if self.pre_sums is None:
+            state, out = self.state, {}
+            for a in preempting_allocs(state, self.m._pre, self.taken):
+                if a.preempting or a.id in self.taken:
+                    for q in state.path_to_root(a.queue):
+                        add_into(out.setdefault(q, {}), a.resources)
+            self.pre_sums = out
+        return self.pre_sums
+
+    def doomed_attempt(self, tid: str, wl_id: str, props: QueueProps, budget: list[int]) -> None:
+        """What ``try_allocate`` does for an ask ``doomed`` says no to: the attempt counts against
+        the leaf's budget and sets the ask's check clock, then the guarantee check refuses it."""
+        ask = self.m._ask(self.state, tid)
+        ask.last_check_us = self.now_us
+        budget[0] -= 1
+        ask.log += [DOES_NOT_GUARANTEE, DOES_NOT_HELP]
+        self.settle(tid, wl_id, props, "", ask)
 
     def slow(self, tid: str, wl_id: str, props: QueueProps, pinned: str) -> None:
         """The reference step for one ask, on the partition view."""
@@ -753,6 +717,11 @@ class _FastPass:
                     continue
                 self.taken.add(v.key)
                 self.decisions.append(Preempt(v.key, m._reason(r.rule, ask, v, r.node)))
+        self.settle(tid, wl_id, props, pinned, ask)
+
+    def settle(self, tid: str, wl_id: str, props: QueueProps, pinned: str, ask: YAsk) -> None:
+        """After an attempt that placed nothing: the ask's next check, the wake-up, its block."""
+        m = self.m
         nxt = m._next_check(props, ask, self.now_us, self.running)
         self.wake = _min(self.wake, nxt)
         due: int | None = None
@@ -763,7 +732,8 @@ class _FastPass:
                 due = max(due, ask.last_check_us + PREEMPT_ATTEMPT_FREQUENCY_US)
             self.due_min = min(self.due_min, max(due, self.now_us))
         if not pinned and tid not in m.reservations and (due is None or due > self.now_us):
-            m._block(tid, wl_id, due, ask.last_check_us is not None)
+            m._block(tid, wl_id, due, ask.last_check_us is not None,
+                     (ask.queue, tuple(self.state.task_resources(tid).items())))
 
 
 def _min(a: float | None, b: float | None) -> float | None:

@@ -18,18 +18,19 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from makeway.core.resources import Res, add, sub
-from makeway.policies.yunikorn.resources import (component_wise_min, component_wise_min_only_existing,
+from makeway.policies.yunikorn.resources import (ask_queue_under, component_wise_min, component_wise_min_only_existing,
                                                  equals_or_empty, fit_in, fit_in_actual, fit_in_max_undef, is_empty,
                                                  match_any, merge_if_not_present,
                                                  strictly_greater_than_only_existing,
                                                  strictly_greater_than_or_equals_only_existing,
-                                                 sub_eliminate_negative, sub_only_existing)
+                                                 sub_eliminate_negative, sub_only_existing, victim_queue_over)
 from makeway.policies.yunikorn.common import (INT32_MAX, INT32_MIN, MAX_PREEMPTION_ATTEMPTS,
                                               POLICY_DISABLED, POLICY_FENCE,
                                               PREEMPT_ATTEMPT_FREQUENCY_US, Partition, YAlloc, YAsk,
                                               go_slice_stable)
 from makeway.policies.yunikorn.required_node import required_node_preemption
 from makeway.policies.yunikorn import events
+from makeway.policies.yunikorn.shortcuts import extras_irrelevant, one_may_do
 
 # ask log reasons (symbolic names of YuniKorn's log texts)
 PRECONDITIONS_FAILED = "PreemptionPreconditionsFailed"
@@ -42,17 +43,6 @@ VICTIMS_RELEASED = "PreemptionVictimsReleased"
 SCORE_ORIGINATOR = 1 << 33
 SCORE_NO_PREEMPT = 1 << 34
 SCORE_UNFIT = 1 << 35
-
-
-def ask_queue_under(ask: Res, remaining: Res | None) -> bool:
-    """False iff some type the ask requests has a negative remaining guarantee."""
-    rem = remaining or {}
-    return not any(k in rem and rem[k] < 0 for k in ask)
-
-
-def victim_queue_over(ask: Res, remaining: Res | None) -> bool:
-    rem = remaining or {}
-    return any(k in rem and rem[k] < 0 for k in ask)
 
 
 def _clamp32(v: int) -> int:
@@ -110,6 +100,8 @@ class Snap:
         parent_r = self.parent.remaining_guaranteed() if self.parent is not None else None
         if is_empty(parent_r) and is_empty(self.guaranteed):
             return None
+        if self.guaranteed is None:  # what the general path comes to (r is None), without ``used``
+            return dict(parent_r)  # type: ignore[arg-type]
         r = sub_only_existing(self.guaranteed, self.used())
         aq = self.ask_queue
         if aq is not None and self.path == aq.path and not is_empty(r):
@@ -325,6 +317,7 @@ class Preemptor:
         self.node_free: dict[str, Res] = {}
         self.usable: list[str] = []
         self.queue_of: dict[str, str] = {}
+        self.flat: bool | None = None  # whether no queue above the ask queue has a guarantee
 
     # -- preconditions (§2.2) ---------------------------------------------------------------
 
@@ -357,7 +350,7 @@ class Preemptor:
             s.duplicate(cache)
         return cache
 
-    def _all_candidates(self) -> list[YAlloc]:
+    def all_candidates(self) -> list[YAlloc]:
         return [a for s in self.search.snapshots.values() for a in s.victims]
 
     def check_queue_guarantees(self) -> bool:
@@ -412,7 +405,7 @@ class Preemptor:
         if self.by_node is not None:
             return
         by_node: dict[str, list[YAlloc]] = {}
-        for a in self._all_candidates():
+        for a in self.all_candidates():
             by_node.setdefault(a.node, []).append(a)
         usable: list[str] = []
         for node in self.part.nodes.values():
@@ -551,7 +544,10 @@ class Preemptor:
                 victims_for[best] = []
                 return best, -1
         chosen: tuple[int, str] | None = None
+        raw = self.by_node.raw
         for node_id in sorted(self.usable):
+            if chosen is not None and chosen[0] <= 1 and not one_may_do(self, node_id, raw.get(node_id)):
+                continue  # this node's index is at least 1: it cannot beat the one chosen
             idx, lst = self.victims_by_node(self.free_of_node(node_id), self.by_node.get(node_id, []))
             if not lst:
                 continue
@@ -574,7 +570,7 @@ class Preemptor:
             if qs is not None:
                 qs.remove_allocation(v.resources)
                 seen.add(v.key)
-        rest = [a for a in self._all_candidates() if a.key not in seen]
+        rest = [a for a in self.all_candidates() if a.key not in seen]
         # a strict weak order (full ties answer "not less"): a keyed stable sort is Go's result
         if self.part.shortcuts:
             rest.sort(key=lambda a: (_additional_score(a), -a.create_us))
@@ -635,7 +631,10 @@ class Preemptor:
             return PreemptionResult(False)
         node_id, index = chosen
         node_victims = victims_for[node_id][: index + 1] if index >= 0 else []
-        extra, ok = self.additional_victims(node_victims)
+        if extras_irrelevant(self, node_id, node_victims):
+            extra, ok = [], True
+        else:
+            extra, ok = self.additional_victims(node_victims)
         if not ok:
             return PreemptionResult(False)
         victims = node_victims + extra

@@ -45,7 +45,8 @@ def sub_only_existing(base: MaybeRes, delta: MaybeRes) -> Res | None:
         return None
     if delta is None:
         return dict(base)
-    return {k: _saturate(v - delta.get(k, 0)) for k, v in base.items()}
+    # _saturate inlined: only an int outside int64 changes
+    return {k: (x if INT64_MIN <= (x := v - delta.get(k, 0)) <= INT64_MAX else _saturate(x)) for k, v in base.items()}
 
 
 def add_only_existing(base: MaybeRes, delta: MaybeRes) -> Res | None:
@@ -235,3 +236,14 @@ def comp_usage_ratio_specific_types(left: MaybeRes, right: MaybeRes, total: Mayb
                                     types: MaybeRes | Iterable[str] | None) -> int:
     names = None if types is None else list(types)
     return compare_shares(shares_type_wise(left, total, names), shares_type_wise(right, total, names))
+
+
+def ask_queue_under(ask: Res, remaining: Res | None) -> bool:
+    """False iff some type the ask requests has a negative remaining guarantee."""
+    rem = remaining or {}
+    return not any(k in rem and rem[k] < 0 for k in ask)
+
+
+def victim_queue_over(ask: Res, remaining: Res | None) -> bool:
+    rem = remaining or {}
+    return any(k in rem and rem[k] < 0 for k in ask)

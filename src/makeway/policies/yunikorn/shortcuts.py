@@ -1,0 +1,103 @@
+"""Exact shortcuts of the ask-triggered preemptor's node search and queue-level victims (issue 20).
+
+Each answers, from a few cheap facts, what a general stage of ``Preemptor`` would come to, so the
+stage is skipped only where its result cannot matter. They are taken only with
+``Partition.shortcuts`` on and no predicate oracle; the cache-equivalence tests run every decision
+both ways.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from makeway.core.resources import Res, add
+from makeway.policies.yunikorn.common import YAlloc
+from makeway.policies.yunikorn.resources import (equals_or_empty, fit_in, fit_in_actual, fit_in_max_undef, is_empty,
+                                                 strictly_greater_than_only_existing, sub_eliminate_negative,
+                                                 victim_queue_over)
+
+if TYPE_CHECKING:
+    from makeway.policies.yunikorn.preemptor import Preemptor
+
+
+def flat_ask_path(p: "Preemptor") -> bool:
+    """No queue above the ask queue has a guarantee: then every ancestor's remaining guarantee is
+    None whatever its usage, and the ask queue's is its own remainder (victims never sit in its
+    subtree, so removing them leaves it as it is)."""
+    if p.flat is None:
+        q = p.search.snapshots[p.ask.queue].parent
+        while q is not None and is_empty(q.guaranteed):
+            q = q.parent
+        p.flat = q is None
+    return p.flat
+
+
+def one_may_do(p: "Preemptor", node_id: str, candidates: list[YAlloc] | None) -> bool:
+    """False when ``victims_by_node`` on this node cannot answer index 0 (or -1), so the node cannot
+    beat a choice of index 1. Its index 0 is the first victim of its second pass with which the ask
+    fits, accumulated from ``free``: none when no single candidate's resources added to ``free``
+    fit the ask, nor when the first candidate leads that pass and does not."""
+    if not candidates:
+        return False
+    free, ask = p.free_of_node(node_id), p.ask.resources
+    if fit_in(free, ask):
+        return True
+    if not any(fit_in_max_undef(add(free, v.resources), ask) for v in candidates):
+        return False
+    if not flat_ask_path(p):
+        return True
+    # With the ask queue's remaining guarantee its own remainder, the first pass sees the first
+    # candidate on the untouched snapshots: taken, and shrinking the shortfall, it heads the
+    # order, and the second pass (fresh snapshots again) takes it first.
+    snaps = p.search.snapshots
+    assert p.by_node is not None
+    first = p.by_node.get(node_id, [])[0]  # type: ignore[index]
+    qs = snaps.get(p.queue_of.get(first.key, ""))
+    if qs is None:
+        return True
+    r = qs.remaining_guaranteed()
+    if not (r is None or victim_queue_over(ask, r)):
+        return True
+    ar = snaps[p.ask.queue].remaining_guaranteed()
+    if ar is None or not fit_in_actual(ar, first.resources):
+        return True
+    if equals_or_empty(sub_eliminate_negative(ask, free), sub_eliminate_negative(ask, add(free, first.resources))):
+        return True
+    return fit_in_max_undef(add(free, first.resources), ask)
+
+
+def extras_irrelevant(p: "Preemptor", node_id: str, node_victims: list[YAlloc]) -> bool:
+    """True when ``additional_victims`` cannot change the attempt's outcome, so its walk over every
+    candidate (as long as the ask queue's guarantee has room) can be skipped:
+
+    - the ask does not fit the node as it is and its own victims cover the ask, so the final list
+      is a prefix of them (queue-level victims elsewhere are dropped, later ones on the node are
+      not needed);
+    - and the check can only answer ok: no ancestor of the ask queue has a guarantee, so its
+      remaining guarantee is its own remainder, None (the walk stops at its first victim) or, in
+      whole numbers, never negative (a victim is only added where it fits that remainder, and
+      every type starts at or above zero)."""
+    if not p.part.shortcuts or p.oracle is not None or not node_victims:
+        return False
+    ask = p.ask.resources
+    if fit_in(p.free_of_node(node_id), ask):
+        return False
+    total: Res = {}
+    for v in node_victims:
+        total = add(total, v.resources)
+    if strictly_greater_than_only_existing(ask, total) or not flat_ask_path(p):
+        return False
+    aq = p.search.snapshots[p.ask.queue]
+    if is_empty(aq.guaranteed):
+        return True
+    types = list(aq.guaranteed)  # type: ignore[arg-type]
+    for r in (aq.guaranteed, aq.allocated or {}, aq.preempting or {}, ask):
+        if any(type(r[k]) is not int for k in types if k in r):
+            return False
+    if any(type(a.resources[k]) is not int for a in p.all_candidates() for k in types if k in a.resources):
+        return False
+    before = aq.remaining_guaranteed()
+    return before is None or all(v >= 0 for v in before.values())
+
+
+__all__ = ["extras_irrelevant", "flat_ask_path", "one_may_do"]

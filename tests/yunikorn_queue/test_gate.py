@@ -1,0 +1,99 @@
+"""The doomed-attempt gate (``yunikorn.gate``) and the node-search bound of ``_least_check``.
+
+``guarantee_doomed`` lets the fast pass skip the victim search of an attempt; it must only ever
+say so when ``check_queue_guarantees`` (its general loop, shortcuts off) refuses the ask. The
+hypothesis test draws queue trees with guarantees, usage, preempting resources and victims in
+other leaves, and checks that implication; the scenario test checks that the gate does fire in a
+reclaim (requeued victims over their guarantee, more of them due than a leaf's attempt budget)
+and that the fast pass still decides as the reference pass.
+"""
+
+from __future__ import annotations
+
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+
+from makeway.core.objects import Node, Queue, TaskGroup, Workload
+from makeway.core.state import ClusterState
+from makeway.policies.yunikorn import model as ymodel
+from makeway.policies.yunikorn.common import Partition, YAlloc, YAsk, YNode, YQueue
+from makeway.policies.yunikorn.gate import guarantee_doomed
+from makeway.policies.yunikorn.preemptor import Preemptor
+from makeway.sim.engine import SimOptions, simulate
+from tests.yunikorn_queue.test_cache_equivalence import FullEvaluation, Recording
+
+AMOUNTS = st.sampled_from([0, 1, 2, 3, 5, 8, 0.5, 2.5])
+
+
+def vec(draw, types=("cpu", "memory")) -> dict:
+    return {k: draw(AMOUNTS) for k in types if draw(st.booleans())}
+
+
+@st.composite
+def partitions(draw):
+    queues = [YQueue("root", None, vec(draw) if draw(st.integers(0, 3)) == 0 else None)]
+    parents = ["root"]
+    if draw(st.booleans()):
+        parents.append("root.p")
+        queues.append(YQueue("root.p", "root", vec(draw) or None))
+    leaves = []
+    for i in range(draw(st.integers(2, 4))):
+        leaves.append(f"{draw(st.sampled_from(parents))}.l{i}")
+        queues.append(YQueue(leaves[-1], leaves[-1].rsplit(".", 1)[0], vec(draw) or None))
+    allocs = []
+    for j in range(draw(st.integers(0, 8))):
+        leaf = draw(st.sampled_from(leaves))
+        allocs.append(YAlloc(f"a{j}", f"app{j}", leaf, "n1", vec(draw) or {"cpu": 1}, priority=draw(st.integers(0, 2)),
+                             create_us=j, preempted=draw(st.integers(0, 5)) == 0))
+    part = Partition(queues, [YNode("n1", {"cpu": 64, "memory": 64})], allocs)
+    part.shortcuts = False
+    for a in allocs:
+        part.add_usage(a.queue, a.resources)
+        if a.preempted:
+            part.add_preempting(a.queue, a.resources)
+    ask = YAsk("ask", "app-ask", draw(st.sampled_from(leaves)), vec(draw) or {"cpu": 1}, priority=draw(st.integers(0, 3)))
+    return part, ask
+
+
+@settings(max_examples=120, deadline=None)
+@given(partitions())
+def test_doomed_means_refused(case):
+    part, ask = case
+    path = [(q, part.queues[q].allocated, part.queues[q].preempting, part.queues[q].max, part.queues[q].guaranteed)
+            for q in reversed(part.ancestors(ask.queue))]
+    doomed = guarantee_doomed(path, ask.resources)
+    event("doomed" if doomed else "not doomed")
+    if doomed:
+        assert not Preemptor(part, ask).check_queue_guarantees()
+
+
+def reclaim_case(asks: int) -> tuple[ClusterState, list[Workload]]:
+    delay = {"properties": {"preemption.delay": "1s"}}
+    queues = [Queue("root"), Queue("root.a", "root", {"cpu": 8}, settings=delay),
+              Queue("root.b", "root", {"cpu": 8}, settings=delay)]
+    nodes = [Node(f"n{i}", {"cpu": 4}) for i in range(4)]
+    jobs = [Workload(f"fill{i}", "root.a", 0.0, 500.0, (TaskGroup(1, {"cpu": 1}),)) for i in range(16)]
+    jobs += [Workload(f"ask{i}", "root.b", 1.0 + i, 60.0, (TaskGroup(1, {"cpu": 1 + i % 2}),)) for i in range(asks)]
+    return ClusterState(["cpu"], queues, nodes), jobs
+
+
+def test_reclaim_gates_requeued_victims_and_decides_as_reference(monkeypatch):
+    calls = {"doomed": 0}
+    real = ymodel.guarantee_doomed
+
+    def counting(path, res):
+        out = real(path, res)
+        calls["doomed"] += out
+        return out
+
+    monkeypatch.setattr(ymodel, "guarantee_doomed", counting)
+    logs = []
+    for cls in (Recording, FullEvaluation):
+        state, jobs = reclaim_case(6)
+        model = cls({})
+        simulate(state, model, jobs, options=SimOptions(check_invariants=True))
+        logs.append(model.log)
+    # victims were requeued into root.a (over its guarantee) and retried there every 15 s
+    assert any(" P fill" in line for line in logs[0])
+    assert calls["doomed"] > 10
+    assert logs[0] == logs[1]
