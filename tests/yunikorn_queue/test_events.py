@@ -57,3 +57,20 @@ def test_no_event_when_preemption_fails():
     case["input"]["predicates"]["preemption"][0]["success"] = False
     res = run_case(case)
     assert res.got["events"] == 0
+
+
+def test_every_simulated_preemption_carries_yunikorns_event_message():
+    """The simulator records on each preemption the message YuniKorn sends the victim: the ask, its
+    application and the ask's queue; quota enforcement names the leaf that sheds."""
+    from tests.yunikorn_queue import scenarios as S
+
+    for name in ("example", "flat-4-quota"):
+        preempts = [e["reason"] for e in S.run(name) if e["kind"] == "preempt"]
+        assert preempts
+        for r in preempts:
+            v = r["values"]
+            if r["rule"].startswith("quota"):
+                assert v["event"] == f"Preempted by Quota change enforcement process in {v['leaf']}"
+            else:
+                app = r["preemptor"].split("/")[0]
+                assert v["event"] == f"Preempted by {r['preemptor']} from application {app} in {v['ask_queue']}"

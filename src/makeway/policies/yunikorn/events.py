@@ -16,14 +16,21 @@ from typing import Any
 Event = dict[str, Any]
 
 
+def preempted_by_scheduler_message(ask_key: str, ask_app: str, ask_queue: str) -> str:
+    return f"Preempted by {ask_key} from application {ask_app} in {ask_queue}"
+
+
+def preempted_by_quota_change_message(queue: str) -> str:
+    return f"Preempted by Quota change enforcement process in {queue}"
+
+
 def preempted_by_scheduler(victim_key: str, victim_app: str, ask_key: str, ask_app: str, ask_queue: str,
                            resources: dict[str, Any]) -> Event:
-    return _request(victim_key, victim_app, f"Preempted by {ask_key} from application {ask_app} in {ask_queue}",
-                    resources)
+    return _request(victim_key, victim_app, preempted_by_scheduler_message(ask_key, ask_app, ask_queue), resources)
 
 
 def preempted_by_quota_change(victim_key: str, victim_app: str, queue: str, resources: dict[str, Any]) -> Event:
-    return _request(victim_key, victim_app, f"Preempted by Quota change enforcement process in {queue}", resources)
+    return _request(victim_key, victim_app, preempted_by_quota_change_message(queue), resources)
 
 
 def required_node_failed(ask_key: str, ask_app: str, node: str, resources: dict[str, Any]) -> Event:

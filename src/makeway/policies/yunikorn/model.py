@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 from typing import Any, Callable, Mapping
 
+from makeway.policies.yunikorn.events import preempted_by_scheduler_message
 from makeway.core.decisions import Decision, Preempt, Reason, Start
 from makeway.core.resources import Res, add_into
 from makeway.policies.yunikorn.resources import component_wise_min, fit_in, fit_in_max_undef
@@ -332,7 +333,8 @@ class YuniKornModel(PreemptionModel):
                       f"victim {v.key} in {v.queue}",
                       {"ask_resources": dict(ask.resources), "ask_queue": ask.queue, "ask_priority": ask.priority,
                        "victim_queue": v.queue, "victim_priority": v.priority,
-                       "victim_resources": dict(v.resources), "node": node})
+                       "victim_resources": dict(v.resources), "node": node,
+                       "event": preempted_by_scheduler_message(ask.key, ask.app, ask.queue)})
 
     def _next_check(self, props: QueueProps, ask: YAsk, now_us: int, running: bool) -> float | None:
         """When this ask could next pass its preconditions, if that may change anything."""

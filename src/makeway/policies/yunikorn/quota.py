@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from makeway.policies.yunikorn.events import preempted_by_quota_change_message
 from makeway.core.decisions import Decision, Note, Preempt, Reason
 from makeway.core.resources import MaybeRes, Res, add_into
 from makeway.policies.yunikorn.resources import (comp_usage_ratio_specific_types, component_wise_min,
@@ -601,7 +602,8 @@ class QuotaPreemption:
                     detail=f"quota change on {queue}: {lr.queue} sheds {lr.amount}",
                     values={"queue": queue, "leaf": lr.queue, "preemptable": u(result.amount),
                             "leafPreemptable": u(lr.amount), "victim": u(v.resources),
-                            "max": u(view[queue].max or {}), "usage": u(view[queue].usage)})))
+                            "max": u(view[queue].max or {}), "usage": u(view[queue].usage),
+                            "event": preempted_by_quota_change_message(lr.queue)})))
         claimed = u(result.claimed)
         values = {"queue": queue, "preemptable": u(result.amount), "over": u(result.over),
                   "claimed": claimed, "selectedVictims": result.selected,
