@@ -74,11 +74,11 @@ class PreemptionModel:
         unskipped runs. Reads only."""
         return False
 
-    def skip_periodic(self, state: ClusterState, ticks: Any, nodes: list[str], beats: Any, counts: Any) -> None:
-        """The periodic calls skipped after ``quiet`` said yes, in time order, at most an hour of
-        them per call: ``ticks`` (times, a float array), and per node ``nodes[i]`` the heartbeat
-        times ``beats[i, :counts[i]]`` (rows padded with +inf). The same floats the unskipped run
-        would have used."""
+    def skip_periodic(self, state: ClusterState, skipped: Any) -> None:
+        """The periodic calls skipped after ``quiet`` said yes: ``skipped`` is a
+        ``makeway.core.periodic.Skipped``, each tick and heartbeat row with its first skipped time,
+        period and count, and exact look-ups of its times (the same floats the unskipped run would
+        have used), so a model catches up without the times being listed."""
 
     def queue_order(self, state: ClusterState, queue: str, now: float) -> list[str]:
         """Pending workloads of leaf ``queue`` in the order this model serves them, for the

@@ -29,7 +29,7 @@ from makeway.core.objects import Queue
 from makeway.core.pending import blocking_usage
 from makeway.core.policy import PreemptionModel
 from makeway.core.state import ClusterState
-from makeway.policies.ytsaurus import classify, fairshare, heartbeat, integral, starvation
+from makeway.policies.ytsaurus import catchup, classify, fairshare, heartbeat, integral, starvation
 from makeway.policies.ytsaurus.classify import AP, NP, P
 from makeway.errors import ConfigError
 from makeway.policies.ytsaurus.schedule import Picker, ReferencePicker
@@ -217,20 +217,20 @@ class YTsaurusModel(PreemptionModel):
             self._overcommit_epoch = state.topology_epoch  # starts always fit: none until capacity changes
         return True
 
-    def skip_periodic(self, state: ClusterState, ticks: Any, nodes: list[str], beats: Any, counts: Any) -> None:
-        """Catch up on skipped quiet calls: the time of the last fair share update (the instant
-        ``schedule`` would last have refreshed the snapshot) and each node's preemptive backoff."""
+    def skip_periodic(self, state: ClusterState, skipped: Any) -> None:
+        """Catch up on skipped quiet calls (``catchup``): the time of the last fair share update
+        (the instant ``schedule`` would last have refreshed the snapshot) and each node's
+        preemptive backoff."""
         snap = self.snap
         assert snap is not None
-        flat = np.sort(beats[np.isfinite(beats)]) if len(nodes) else np.empty(0)
-        t = _last_update(snap.time, self.update_period, np.asarray(ticks, dtype=float), flat)
+        t = catchup.last_update(snap.time, self.update_period, skipped)
         if t != snap.time:
             self.snap = Snapshot(t, snap.tree, snap.result, snap.params, snap.view, snap.published)
             self._quiet_snap = (self.snap, True)
         if self.enabled:
-            rows = [i for i, n in enumerate(nodes) if counts[i] and state.nodes[n].schedulable]
-            if rows:
-                _catch_up_backoff(self.backoff, [nodes[i] for i in rows], beats[rows], counts[rows])
+            for row in skipped.beats:
+                if state.nodes[row.payload].schedulable:
+                    catchup.catch_up_backoff(self.backoff, row.payload, row)
 
     def grace_period(self, state: ClusterState, allocation: str) -> float:
         if allocation in self.grace:
@@ -672,59 +672,6 @@ class _LiveQueueUsage(dict):
 
 
 __all__ = ["YTsaurusModel", "AP", "NP", "P"]
-
-
-def _last_update(since: float, period: float, ticks: np.ndarray, beats: np.ndarray) -> float:
-    """The time of the last snapshot refresh over skipped instants (ticks and heartbeats merged):
-    ``schedule`` refreshes at the first instant ``now >= since + period - EPS``, in the same float
-    arithmetic. Runs of ticks that each refresh (nothing in between reaching the threshold first)
-    are checked as arrays; the rest goes instant by instant."""
-    s = since
-    while True:
-        thr = s + period - EPS
-        j = int(np.searchsorted(ticks, thr, "left"))
-        b = int(np.searchsorted(beats, thr, "left"))
-        tj = float(ticks[j]) if j < len(ticks) else math.inf
-        hb = float(beats[b]) if b < len(beats) else math.inf
-        x = min(tj, hb)
-        if x == math.inf:
-            return s
-        s = x
-        if x == tj and j + 1 < len(ticks):
-            rest = ticks[j:]
-            thr_r = rest[:-1] + period - EPS
-            ok = (rest[1:] >= thr_r) & (np.searchsorted(beats, thr_r, "left") == np.searchsorted(beats, rest[1:], "left"))
-            bad = int(np.argmin(ok)) if not ok.all() else len(ok)
-            s = float(rest[bad])
-
-
-def _catch_up_backoff(backoff: heartbeat.Backoff, nodes: list[str], beats: np.ndarray, counts: np.ndarray) -> None:
-    """``Backoff.should_run`` over skipped heartbeats, per node: the last time it ran is all that
-    stays. Heartbeats exactly one backoff apart (the default: both 5 s) run every other time; more
-    than a backoff apart, every time; anything else is replayed one heartbeat at a time."""
-    period = backoff.period
-    last = backoff.last
-    prior = np.array([last.get(n, np.nan) for n in nodes])
-    first = np.where(np.isnan(prior), 0, (beats <= (prior + period)[:, None]).sum(axis=1))
-    width = beats.shape[1]
-    valid = np.arange(1, width)[None, :] < counts[:, None]
-    step = beats[:, :-1] + period
-    alternate = np.all(~valid | (beats[:, 1:] == step), axis=1)
-    every = np.all(~valid | (beats[:, 1:] > step), axis=1)
-    c = counts.astype(int)
-    ran = first < c
-    idx = np.where(every, c - 1, first + 2 * ((c - 1 - first) // 2))
-    picked = beats[np.arange(len(nodes)), np.clip(idx, 0, width - 1)]
-    for i in np.flatnonzero(ran).tolist():
-        node = nodes[i]
-        if every[i] or alternate[i]:
-            last[node] = float(picked[i])
-            continue
-        t = last.get(node)
-        for h in beats[i, :c[i]].tolist():
-            if t is None or h > t + period:
-                t = h
-        last[node] = t
 
 
 def _from_arrays(arr, params: dict[str, starvation.Params]) -> tuple[dict, dict[str, str]]:
