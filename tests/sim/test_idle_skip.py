@@ -82,6 +82,35 @@ def test_skipped_run_makes_the_same_decisions(settings, sim):
     assert '"kind": "preempt"' in full
 
 
+def _backlog(seed: int) -> list:
+    """Long batch jobs fill the cluster, then work piles up behind them in every queue and waits
+    for hours (a contended cluster: the backlog is never empty while they run)."""
+    rng = random.Random(seed)
+    recs = [{"id": f"long{i}", "queue": "batch", "submit": float(i), "duration": 3_000 + 500 * i,
+             "tasks": [{"count": 4, "resources": {"cpu": 1}}]} for i in range(3)]
+    for i in range(12):
+        q = rng.choice(["prod", "batch", "graceful"])
+        recs.append({"id": f"w{i}", "queue": q, "submit": 50.0 + 400 * i + rng.random(), "duration": 300 + rng.randint(0, 900),
+                     "tasks": [{"count": rng.choice([2, 4, 5]), "resources": {"cpu": 1}}]})
+    return [workload_from_record(r) for r in sorted(recs, key=lambda r: (r["submit"], r["id"]))]
+
+
+@pytest.mark.parametrize("settings", [
+    {**SETTINGS, "enable_preemption": False},                      # the backlog just waits
+    {**SETTINGS, "fair_share_starvation_timeout": 400},            # waits, starves, then preempts
+])
+def test_a_waiting_backlog_is_skipped_with_the_same_decisions(settings):
+    """Quiet stretches with work pending: nothing fits and nobody starving can preempt; skipped up
+    to the next starvation timeout at most."""
+    cfg = _config(settings)
+    wls = _backlog(seed=len(json.dumps(settings)))
+    skipped, fast = _run(cfg, wls, True)
+    full, slow = _run(cfg, wls, False)
+    assert skipped == full
+    assert fast.events_processed * 3 < slow.events_processed
+    assert ('"kind": "preempt"' in full) == settings.get("enable_preemption", True)
+
+
 @pytest.mark.parametrize("horizon", [1_500.0, 2_000.0 + 1e-3])
 def test_horizon_inside_an_idle_gap_stops_where_the_unskipped_run_stops(horizon):
     cfg = _config(SETTINGS)

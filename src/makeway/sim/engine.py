@@ -302,10 +302,15 @@ class Simulation:
         The stretch ends before the next non-periodic event (streamed submissions included): the
         periodic events due exactly then are kept. Past the horizon, every periodic time up to the
         horizon is skipped and the clock is left at the last of them, where the unskipped run stops.
-        Each row moves in closed form (``makeway.core.periodic``); the model gets the rows, not the
-        times.
+        A model quiet only until some time (a timer of its own that the periodic calls would
+        notice) has the periodic times from then on kept. Each row moves in closed form
+        (``makeway.core.periodic``); the model gets the rows, not the times.
         """
-        if not self.model.quiet(self.state, now):
+        verdict = self.model.quiet(self.state, now)
+        if verdict is False or verdict is None:
+            return
+        until = math.inf if verdict is True else float(verdict)
+        if until <= now:
             return
         real = self._next.submit if self._next is not None else math.inf
         periodic = []
@@ -320,8 +325,10 @@ class Simulation:
         if real == math.inf:
             return  # nothing left to happen: the idle rule of ``run`` ends the run
         horizon = self.options.horizon
-        beyond = horizon is not None and real > horizon
-        limit = horizon if beyond else real
+        limit = min(real, until)
+        beyond = horizon is not None and limit > horizon
+        if beyond:
+            limit = horizon
         periodic.sort()
         skipped = Skipped(now, limit, beyond)
         last = -math.inf

@@ -29,7 +29,7 @@ from makeway.core.objects import Queue
 from makeway.core.pending import blocking_usage
 from makeway.core.policy import PreemptionModel
 from makeway.core.state import ClusterState
-from makeway.policies.ytsaurus import catchup, classify, fairshare, heartbeat, integral, starvation
+from makeway.policies.ytsaurus import catchup, classify, fairshare, heartbeat, integral, quiet, starvation
 from makeway.policies.ytsaurus.classify import AP, NP, P
 from makeway.errors import ConfigError
 from makeway.policies.ytsaurus.schedule import Picker, ReferencePicker
@@ -92,8 +92,8 @@ class YTsaurusModel(PreemptionModel):
         self._pos: dict[str, int] = {}
         self._largest: dict[str, float] = {}  # per resource, the most one node has
         self._topology = -1  # the state's topology epoch ``_largest`` was read at
-        self._quiet_snap: tuple[Snapshot, bool] | None = None  # ``quiet``'s verdict on a snapshot
-        self._overcommit_epoch = -1            # topology epoch at which no node was overcommitted
+        self._quiet_cache: tuple[tuple, bool | float] | None = None  # ``quiet``'s verdict and its inputs
+        self._clock_sig: tuple[int, int, int] = (0, 0, 0)  # clocks running, starving, aggressive
         self.failed: dict[str, str] = {}       # operation -> why the controller failed it
         self._failed_notes: list[Decision] = []
         ig = s.get("integral_guarantees") or {}
@@ -172,50 +172,25 @@ class YTsaurusModel(PreemptionModel):
 
     # -- idle stretches --------------------------------------------------------------------------
 
-    def quiet(self, state: ClusterState, now: float) -> bool:
-        """Nothing to place (every pending operation failed), the snapshot already reflects the
-        state (so further updates only move its time), nobody starving or below fair share, no
-        graceful operation running, no pool above its limits, no node above its capacity: then
-        heartbeats start and preempt nothing and updates change only ``snap.time``, and backoffs
-        are the rest ``skip_periodic`` catches up on. Integral guarantees accumulate with time:
-        never quiet with them."""
+    def quiet(self, state: ClusterState, now: float) -> bool | float:
+        """Periodic calls decide nothing until the next other event (True) or until a starvation
+        clock may move (that time), ``ytsaurus.quiet``: the snapshot already reflects the state (so
+        further updates only move its time and leave the clocks as they are), no fair share with
+        integral guarantees (they accumulate with time). The verdict is kept while the fair
+        share, the epochs and the clocks' statuses stay."""
         snap = self.snap
         if snap is None or self.dirty or self._failed_notes:
             return False
-        failed = self.failed
-        for w in state.pending:
-            if w not in failed:
-                return False
         key = (state.alloc_epoch, state.submit_epoch, state.config_epoch, state.freed_epoch, state.topology_epoch)
         if key != self._fs_key or self._has_integral(state):
             return False
-        cached = self._quiet_snap
-        if cached is not None and cached[0] is snap:
+        sig = (self._stamp, key, self._clock_sig)
+        cached = self._quiet_cache
+        if cached is not None and cached[0] == sig:
             return cached[1]
-        verdict = self._settled(state, snap)
-        self._quiet_snap = (snap, verdict)
+        verdict = quiet.quiet_until(self, state, snap)
+        self._quiet_cache = (sig, verdict)
         return verdict
-
-    def _settled(self, state: ClusterState, snap: Snapshot) -> bool:
-        view = snap.view
-        if any(st == "below_fair_share" for st in view.status.values()):
-            return False
-        if any(c.status != starvation.NON or c.since is not None for c in view.clocks.values()):
-            return False
-        if any(self._graceful(state, w) for w in state.running):
-            return False
-        for q in state.queues.values():
-            if q.max:
-                usage = state.queue_usage.get(q.name) or {}
-                if any(v is not None and float(usage.get(r, 0)) > float(v) + EPS for r, v in q.max.items()):
-                    return False
-        if self._overcommit_epoch != state.topology_epoch:
-            for n, node in state.nodes.items():
-                used = state.node_used[n]
-                if any(float(v) > float(node.capacity.get(r, 0)) + EPS for r, v in used.items()):
-                    return False
-            self._overcommit_epoch = state.topology_epoch  # starts always fit: none until capacity changes
-        return True
 
     def skip_periodic(self, state: ClusterState, skipped: Any) -> None:
         """Catch up on skipped quiet calls (``catchup``): the time of the last fair share update
@@ -226,7 +201,6 @@ class YTsaurusModel(PreemptionModel):
         t = catchup.last_update(snap.time, self.update_period, skipped)
         if t != snap.time:
             self.snap = Snapshot(t, snap.tree, snap.result, snap.params, snap.view, snap.published)
-            self._quiet_snap = (self.snap, True)
         if self.enabled:
             for row in skipped.beats:
                 if state.nodes[row.payload].schedulable:
@@ -378,6 +352,7 @@ class YTsaurusModel(PreemptionModel):
                 notes.append(Note("starvation", name, f"operation {name} stops starving (finished)",
                                   {"starving": False, "status": starvation.NON}))
         self.clocks = {n: c for n, c in view.clocks.items() if n in tree.elements}
+        self._clock_sig = _clock_sig(self.clocks)
         self.snap = Snapshot(now, tree, result, params, view, published)
         if self._failed_notes:
             notes = self._failed_notes + notes
@@ -672,6 +647,20 @@ class _LiveQueueUsage(dict):
 
 
 __all__ = ["YTsaurusModel", "AP", "NP", "P"]
+
+
+def _clock_sig(clocks: dict[str, starvation.Clock]) -> tuple[int, int, int]:
+    """Counts that change whenever a clock does while the fair share stays (clocks then only move
+    forward: started, starving, aggressively starving)."""
+    running = starving = aggressive = 0
+    for c in clocks.values():
+        if c.since is not None:
+            running += 1
+            if c.status == starvation.STARVING:
+                starving += 1
+            elif c.status == starvation.AGGRESSIVE:
+                aggressive += 1
+    return running, starving, aggressive
 
 
 def _from_arrays(arr, params: dict[str, starvation.Params]) -> tuple[dict, dict[str, str]]:
