@@ -29,7 +29,7 @@ from makeway.core.objects import Queue
 from makeway.core.pending import blocking_usage
 from makeway.core.policy import PreemptionModel
 from makeway.core.state import ClusterState
-from makeway.policies.ytsaurus import catchup, classify, fairshare, heartbeat, integral, quiet, starvation
+from makeway.policies.ytsaurus import catchup, classify, durations, fairshare, heartbeat, integral, quiet, starvation
 from makeway.policies.ytsaurus.classify import AP, NP, P
 from makeway.errors import ConfigError
 from makeway.policies.ytsaurus.schedule import Picker, ReferencePicker
@@ -59,7 +59,7 @@ class YTsaurusModel(PreemptionModel):
     tick_period: float | None = 0.2
 
     def __init__(self, settings: Mapping[str, Any] | None = None):
-        super().__init__(settings)
+        super().__init__(durations.normalize(settings))
         s = self.settings
         self.update_period = float(s.get("fair_share_update_period", 0.2))
         self.tick_period = self.update_period
@@ -85,6 +85,7 @@ class YTsaurusModel(PreemptionModel):
         self.picker_class: type[Picker] = Picker if self.caches else ReferencePicker
         self.curve_cache = fairshare.CurveCache() if self.caches else None
         self.kernel = bool(s.get("fair_share_kernel", False))
+        self.batching = fairshare.Batching(min_pools=int(s.get("fair_share_batch_min_pools", 8)))
         if self.kernel and not fairshare.kernel_available():
             raise ConfigError("preemption.settings.fair_share_kernel: needs numba (pip install 'makeway[fast]')")
         self._usage_cache: dict[str, tuple[tuple[int, int], list[float]]] = {}
@@ -254,7 +255,7 @@ class YTsaurusModel(PreemptionModel):
                     main_resource=str(self.settings.get("main_resource", "cpu")), memo_orders=self.caches)
         tree.add(Element(ROOT, None))
         for i, q in enumerate(state.queues.values()):
-            s = q.settings or {}
+            s = durations.normalize(q.settings)
             el = tree.add(Element(q.name, q.parent or ROOT, weight=float(q.weight or 1.0), guarantee=q.guaranteed,
                                   limits=q.max, mode=str(s.get("mode", "fair_share")),
                                   fifo_sort=tuple(s.get("fifo_sort_parameters", ("weight", "start_time"))),
@@ -276,7 +277,7 @@ class YTsaurusModel(PreemptionModel):
                 rr = state.task_resources(tid)
                 for k, r in enumerate(res):
                     demand[k] += float(rr.get(r, 0))
-            ws = wl.settings or {}
+            ws = durations.normalize(wl.settings) if wl.settings else {}
             tree.add(Element(wid, wl.queue, is_op=True, weight=float(ws.get("weight", 1.0)), demand=demand,
                              usage=usage, start_time=wl.submit, order=i, pending_count=len(pend),
                              gang=bool(ws.get("gang")), settings=dict(ws), limits=ws.get("resource_limits")))
@@ -322,7 +323,7 @@ class YTsaurusModel(PreemptionModel):
             self.integral.elapsed = None if snap is None else now - snap.time
             caps = ([[float(n.capacity.get(r, 0)) for r in self.resources] for n in state.nodes.values()]
                     if self.settings.get("best_allocation_share") else None)
-            result = fairshare.compute(tree, caps, self.integral, self.curve_cache, self.kernel)
+            result = fairshare.compute(tree, caps, self.integral, self.curve_cache, self.kernel, self.batching)
             params = starvation.effective_params(tree, self.settings)
             arr = getattr(result.attrs, "arrays", None)
             if arr is None:
@@ -500,8 +501,8 @@ class YTsaurusModel(PreemptionModel):
             a = state.allocations[tid]
             if a.preempting or not self._graceful(state, a.workload) or self.allocation_status(state, tid) != P:
                 continue
-            self.grace[tid] = float(state.workloads[a.workload].settings.get(
-                "allocation_graceful_preemption_timeout", timeout))
+            self.grace[tid] = float(durations.seconds(state.workloads[a.workload].settings.get(
+                "allocation_graceful_preemption_timeout", timeout)))
             out.append(Preempt(tid, Reason("ytsaurus", "graceful-preemption", None,
                                             "graceful-mode operation above its fair share",
                                             {"status": P})))
@@ -581,7 +582,7 @@ class YTsaurusModel(PreemptionModel):
     def _timeout(self, state: ClusterState, wid: str) -> float:
         ws = state.workloads[wid].settings or {}
         t = ws.get("allocation_preemption_timeout", self.settings.get("allocation_preemption_timeout"))
-        return float(t) if t is not None else float(state.workloads[wid].grace)
+        return float(durations.seconds(t)) if t is not None else float(state.workloads[wid].grace)
 
     def _blocked_for(self, state: ClusterState, stage: str):
         snap = self.snap
