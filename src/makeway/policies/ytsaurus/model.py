@@ -95,6 +95,7 @@ class YTsaurusModel(PreemptionModel):
         self._topology = -1  # the state's topology epoch ``_largest`` was read at
         self._quiet_cache: tuple[tuple, bool | float] | None = None  # ``quiet``'s verdict and its inputs
         self._clock_sig: tuple[int, int, int] = (0, 0, 0)  # clocks running, starving, aggressive
+        self._shapes: tuple[tuple | None, set[tuple[float, ...]]] = (None, set())  # pending requests
         self.failed: dict[str, str] = {}       # operation -> why the controller failed it
         self._failed_notes: list[Decision] = []
         ig = s.get("integral_guarantees") or {}
@@ -433,8 +434,11 @@ class YTsaurusModel(PreemptionModel):
         # regular stage
         free = [c - u for c, u in zip(cap, used)]
         published = snap.published
-        active = {w for w, p in state.pending.items() if p and w in published
-                  and not (self._graceful(state, w) and snap.view.status.get(w) == "normal")}
+        if self.caches and not self._any_fits(state, free):
+            active: set[str] = set()  # every pick would find no task that fits: the stage starts nothing
+        else:
+            active = {w for w, p in state.pending.items() if p and w in published
+                      and not (self._graceful(state, w) and snap.view.status.get(w) == "normal")}
         picker = self.picker_class(snap.tree, active, lambda w: self._sat(w, opusage), self._positions(snap.tree))
         while True:
             pick = picker.pick()
@@ -454,6 +458,17 @@ class YTsaurusModel(PreemptionModel):
         if any(f < -EPS for f in free):
             out.extend(self._overcommit(state, node))
         return out
+
+    def _any_fits(self, state: ClusterState, free: list[float]) -> bool:
+        """Whether some pending task's request fits ``free`` (pool limits aside): the distinct
+        requests of the backlog are kept while nothing starts, is submitted or requeued, so a
+        heartbeat on a full node does not walk the backlog."""
+        key = (id(state), state.alloc_epoch, state.submit_epoch)
+        if self._shapes[0] != key:
+            vec = self._vec
+            self._shapes = (key, {tuple(vec(state.task_resources(t))) for tasks in state.pending.values()
+                                  for t in tasks})
+        return any(heartbeat.fits(list(shape), free) for shape in self._shapes[1])
 
     def _live_usage(self, state: ClusterState) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
         """Pool and operation usage vectors for one heartbeat, converted from the state on first use
