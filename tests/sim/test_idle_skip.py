@@ -11,12 +11,17 @@ from __future__ import annotations
 import json
 import random
 
-import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from makeway.config import build_state, parse_config
 from makeway.registry import load_model
-from makeway.sim.engine import SimOptions, Simulation, _advance
+from makeway.core.periodic import Row, Skipped, advance
+from makeway.core.resources import EPS
+from makeway.policies.ytsaurus import catchup
+from makeway.policies.ytsaurus.heartbeat import Backoff
+from makeway.sim.engine import HEARTBEAT, TICK, SimOptions, Simulation
 from makeway.sim.trace import workload_from_record
 
 
@@ -77,6 +82,35 @@ def test_skipped_run_makes_the_same_decisions(settings, sim):
     assert '"kind": "preempt"' in full
 
 
+def _backlog(seed: int) -> list:
+    """Long batch jobs fill the cluster, then work piles up behind them in every queue and waits
+    for hours (a contended cluster: the backlog is never empty while they run)."""
+    rng = random.Random(seed)
+    recs = [{"id": f"long{i}", "queue": "batch", "submit": float(i), "duration": 3_000 + 500 * i,
+             "tasks": [{"count": 4, "resources": {"cpu": 1}}]} for i in range(3)]
+    for i in range(12):
+        q = rng.choice(["prod", "batch", "graceful"])
+        recs.append({"id": f"w{i}", "queue": q, "submit": 50.0 + 400 * i + rng.random(), "duration": 300 + rng.randint(0, 900),
+                     "tasks": [{"count": rng.choice([2, 4, 5]), "resources": {"cpu": 1}}]})
+    return [workload_from_record(r) for r in sorted(recs, key=lambda r: (r["submit"], r["id"]))]
+
+
+@pytest.mark.parametrize("settings", [
+    {**SETTINGS, "enable_preemption": False},                      # the backlog just waits
+    {**SETTINGS, "fair_share_starvation_timeout": 400},            # waits, starves, then preempts
+])
+def test_a_waiting_backlog_is_skipped_with_the_same_decisions(settings):
+    """Quiet stretches with work pending: nothing fits and nobody starving can preempt; skipped up
+    to the next starvation timeout at most."""
+    cfg = _config(settings)
+    wls = _backlog(seed=len(json.dumps(settings)))
+    skipped, fast = _run(cfg, wls, True)
+    full, slow = _run(cfg, wls, False)
+    assert skipped == full
+    assert fast.events_processed * 3 < slow.events_processed
+    assert ('"kind": "preempt"' in full) == settings.get("enable_preemption", True)
+
+
 @pytest.mark.parametrize("horizon", [1_500.0, 2_000.0 + 1e-3])
 def test_horizon_inside_an_idle_gap_stops_where_the_unskipped_run_stops(horizon):
     cfg = _config(SETTINGS)
@@ -90,11 +124,75 @@ def test_horizon_inside_an_idle_gap_stops_where_the_unskipped_run_stops(horizon)
 def test_advance_adds_as_the_unskipped_run_does():
     """The skipped times are the floats the run's repeated ``now + period`` would give."""
     for period in (0.2, 5.0, 0.3):
-        times = np.array([1234000.05, 1234000.1, 1234567.891])
-        occ, counts, nxt = _advance(times, period, 1234600.0, inclusive=False)
+        times = [1234000.05, 1234000.1, 1234567.891]
         for i in range(3):
-            t, seen = float(times[i]), []
+            count, last, nxt = advance(times[i], period, 1234600.0)
+            t, seen = times[i], []
             while t < 1234600.0:
                 seen.append(t)
                 t += period
-            assert occ[i, :counts[i]].tolist() == seen and float(nxt[i]) == t
+            assert (count, last, nxt) == (len(seen), seen[-1], t)
+
+
+def _naive(t: float, period: float, end: float, inclusive: bool, limit: int | None = None) -> list[float]:
+    out = []
+    while (t <= end if inclusive else t < end) and (limit is None or len(out) < limit):
+        out.append(t)
+        t += period
+    return out + [t]
+
+
+_PERIODS = st.sampled_from([0.2, 0.7, 5.0, 2.5, 0.1, 1.0 / 3, 3.0]) | st.floats(0.01, 10.0)
+_STARTS = (st.floats(0.0, 1e7) | st.sampled_from([0.0, 0.2, 1234000.05])
+           | st.integers(1, 23).map(lambda e: 2.0 ** e - 1.5))   # just below a binade's end
+
+
+@settings(max_examples=300, deadline=None)
+@given(_STARTS, _PERIODS, st.integers(0, 3000), st.booleans(), st.none() | st.integers(0, 4000))
+def test_closed_form_advance_matches_repeated_additions(start, period, steps, inclusive, limit):
+    """``advance`` jumps whole binades at once and still lands on the floats of the step-by-step loop."""
+    end = start + steps * period
+    seen = _naive(start, period, end, inclusive, limit)
+    count, last, nxt = advance(start, period, end, inclusive, limit)
+    assert (count, last, nxt) == (len(seen) - 1, seen[-2] if len(seen) > 1 else None, seen[-1])
+    row = Row(TICK, period, start, period, count, last, nxt)
+    if count:
+        i = count // 3
+        assert row.nth(i) == seen[i]
+        assert row.times(seen[i], seen[count - 1]) == seen[i:count - 1]
+
+
+def _skipped(now: float, end: float, inclusive: bool, tick: float, beat: float, offsets: list[float]) -> Skipped:
+    sk = Skipped(now, end, inclusive)
+    starts = [(TICK, "tick", tick, advance(0.0, tick, now, True)[2])]   # rows seeded at t=0 (checked above)
+    starts += [(HEARTBEAT, f"n{i}", beat, advance(o, beat, now, True)[2]) for i, o in enumerate(offsets)]
+    for kind, payload, period, first in starts:
+        count, last, nxt = advance(first, period, end, inclusive)
+        if count:
+            (sk.ticks if kind == TICK else sk.beats).append(Row(kind, payload, first, period, count, last, nxt))
+    return sk
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from([0.2, 0.7, 1.0, 0.25]), st.sampled_from([5.0, 3.0, 7.0, 2.5, 0.2]),
+       st.sampled_from([0.0, 1.0, 2.5, 0.4]), st.integers(1, 40), st.floats(0.0, 3e6),
+       st.floats(0.5, 400.0), st.floats(0.0, 1.0), st.booleans(), st.sampled_from([5.0, 3.0, 6.5]))
+def test_catch_up_matches_replaying_every_skipped_call(update, beat, splay, nodes, now, span, lag, inclusive, backoff):
+    """The last fair share refresh and every node's backoff, found from the rows in closed form, are
+    those of calling ``schedule`` and ``Backoff.should_run`` at every skipped instant."""
+    offsets = [splay * i / nodes for i in range(nodes)]
+    sk = _skipped(now, now + span, inclusive, update, beat, offsets)
+    instants = sorted({t for r in (*sk.ticks, *sk.beats) for t in _naive(r.start, r.period, sk.end, inclusive)[:-1]})
+    since = now - lag * update
+    s = since
+    for x in instants:
+        if x >= s + update - EPS:
+            s = x
+    assert catchup.last_update(since, update, sk) == s
+    for r in sk.beats:
+        b = Backoff(backoff, {} if lag > 0.5 else {r.payload: now - lag * backoff})
+        ref = Backoff(backoff, dict(b.last))
+        for h in _naive(r.start, r.period, sk.end, inclusive)[:-1]:
+            ref.should_run(r.payload, h)
+        catchup.catch_up_backoff(b, r.payload, r)
+        assert b.last == ref.last

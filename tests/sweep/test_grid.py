@@ -102,7 +102,7 @@ BAD = [
     (f"configs: [{QUICKSTART}]\nhorizon: -5\n", "horizon:"),
     (f"configs: [{QUICKSTART}]\nmodels: [kueue]\nsettings: {{fair_share_starvation_timeout: [5]}}\n",
      "settings.fair_share_starvation_timeout: no model of the grid reads it"),
-    (f"configs: [{QUICKSTART}]\nmodels: [ytsaurus]\nsettings: {{fair_share_starvation_timeout: [5, 5s]}}\n",
+    (f"configs: [{QUICKSTART}]\nmodels: [ytsaurus]\nsettings: {{fair_share_starvation_timeout: [5, 5x]}}\n",
      "settings.fair_share_starvation_timeout[1] ("),
     (f"configs: [{QUICKSTART}]\nmodels: [ytsaurus]\nsettings: {{fair_share_starvation_timeout: [5, 5]}}\n",
      "settings.fair_share_starvation_timeout[1]: 5 appears twice"),

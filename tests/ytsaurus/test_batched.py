@@ -44,13 +44,8 @@ def _tree(pools, ops) -> Tree:
     return tree
 
 
-def _both(make):
-    fairshare.BATCH = False
-    try:
-        old = fairshare.compute(make())
-    finally:
-        fairshare.BATCH = True
-    return old, fairshare.compute(make())
+def _both(make, batching=fairshare.BATCHING):
+    return fairshare.compute(make(), batching=fairshare.Batching(enabled=False)), fairshare.compute(make(), batching=batching)
 
 
 def _assert_same(old, new):
@@ -61,11 +56,7 @@ def _assert_same(old, new):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(pool, min_size=8, max_size=12), st.lists(op, min_size=8, max_size=60))
 def test_batched_equals_generic(pools, ops):
-    saved, fairshare.BATCH_MIN = fairshare.BATCH_MIN, 1
-    try:
-        _assert_same(*_both(lambda: _tree(pools, ops)))
-    finally:
-        fairshare.BATCH_MIN = saved
+    _assert_same(*_both(lambda: _tree(pools, ops), fairshare.Batching(min_pools=1)))
 
 
 def test_bench_tree_batched_equals_generic():

@@ -14,7 +14,6 @@ same, at the same times, in the same order, with the same values.
 from __future__ import annotations
 
 import random
-from contextlib import contextmanager
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -131,17 +130,8 @@ def clusters(draw):
     if one_in(4):
         model_settings["non_preemptible_resource_usage_threshold"] = {"cpu": draw(st.integers(1, 3))}
     # small trees reach the batched levels of the fair share update only with a lower threshold
-    batch_min = draw(st.sampled_from([fairshare.BATCH_MIN, 1, 2]))
+    batch_min = draw(st.sampled_from([fairshare.BATCHING.min_pools, 1, 2]))
     return queues, nodes, workloads, changes, model_settings, batch_min
-
-
-@contextmanager
-def batch_threshold(n):
-    saved, fairshare.BATCH_MIN = fairshare.BATCH_MIN, n
-    try:
-        yield
-    finally:
-        fairshare.BATCH_MIN = saved
 
 
 def run(cls, case) -> list[str]:
@@ -149,9 +139,8 @@ def run(cls, case) -> list[str]:
     state = ClusterState(["cpu", "memory"], [Queue(q.name, q.parent, q.guaranteed, q.max, q.weight,
                                                    settings=dict(q.settings)) for q in queues],
                          [Node(n.name, dict(n.capacity)) for n in nodes])
-    model = cls(model_settings)
-    with batch_threshold(batch_min):
-        simulate(state, model, list(workloads), changes, options=SimOptions(horizon=HORIZON, check_invariants=True))
+    model = cls({**model_settings, "fair_share_batch_min_pools": batch_min})
+    simulate(state, model, list(workloads), changes, options=SimOptions(horizon=HORIZON, check_invariants=True))
     return model.log
 
 
@@ -179,7 +168,7 @@ def ten_pools(seed: int):
                                   (TaskGroup(rng.randint(1, 4), shape),)))
     model_settings = {"fair_share_update_period": 1.0, "heartbeat_period": 1.0, "heartbeat_splay": 0.5,
                       "preemptive_scheduling_backoff": 1.0, "fair_share_starvation_timeout": 2.0}
-    return queues, nodes, workloads, [], model_settings, fairshare.BATCH_MIN
+    return queues, nodes, workloads, [], model_settings, fairshare.BATCHING.min_pools
 
 
 def test_batched_level_with_warm_curve_cache_decides_as_full_evaluation():

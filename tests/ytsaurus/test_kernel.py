@@ -70,11 +70,7 @@ def _tree(mids, pools, ops) -> Tree:
 
 
 def _reference(make):
-    saved_b, fairshare.BATCH = fairshare.BATCH, False
-    try:
-        return fairshare.compute(make())
-    finally:
-        fairshare.BATCH = saved_b
+    return fairshare.compute(make(), batching=fairshare.Batching(enabled=False))
 
 
 def _assert_close(ref, got, names):
@@ -226,11 +222,7 @@ def test_fifo_truncation_and_packed_memory_limits():
         return tree
 
     caps = [[20.0, 20.0, 50.0], [20.0, 20.0, 50.0]]
-    saved_b, fairshare.BATCH = fairshare.BATCH, False
-    try:
-        ref = fairshare.compute(make(), caps)
-    finally:
-        fairshare.BATCH = saved_b
+    ref = fairshare.compute(make(), caps, batching=fairshare.Batching(enabled=False))
     tree = make()
     got = kernel_compute(tree, caps)
     assert isinstance(got.attrs, arrays.LazyAttrs)

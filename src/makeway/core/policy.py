@@ -66,19 +66,20 @@ class PreemptionModel:
     def next_wakeup(self, state: ClusterState, now: float) -> float | None:
         return None
 
-    def quiet(self, state: ClusterState, now: float) -> bool:
+    def quiet(self, state: ClusterState, now: float) -> bool | float:
         """True when, until the next event that is not a tick or heartbeat, every periodic call
         (``schedule`` at their instants, ``heartbeat``) would return no decisions and change only
         what ``skip_periodic`` catches up on, so the simulator may skip them (idle stretches of
-        long traces). Default False: a model opts in, and a test compares its skipped and
-        unskipped runs. Reads only."""
+        long traces). A time instead of True: the same, but only for periodic calls before that
+        time (a clock of the model's own would move then). Default False: a model opts in, and a
+        test compares its skipped and unskipped runs. Reads only."""
         return False
 
-    def skip_periodic(self, state: ClusterState, ticks: Any, nodes: list[str], beats: Any, counts: Any) -> None:
-        """The periodic calls skipped after ``quiet`` said yes, in time order, at most an hour of
-        them per call: ``ticks`` (times, a float array), and per node ``nodes[i]`` the heartbeat
-        times ``beats[i, :counts[i]]`` (rows padded with +inf). The same floats the unskipped run
-        would have used."""
+    def skip_periodic(self, state: ClusterState, skipped: Any) -> None:
+        """The periodic calls skipped after ``quiet`` said yes: ``skipped`` is a
+        ``makeway.core.periodic.Skipped``, each tick and heartbeat row with its first skipped time,
+        period and count, and exact look-ups of its times (the same floats the unskipped run would
+        have used), so a model catches up without the times being listed."""
 
     def queue_order(self, state: ClusterState, queue: str, now: float) -> list[str]:
         """Pending workloads of leaf ``queue`` in the order this model serves them, for the

@@ -33,25 +33,10 @@ from makeway.core.policy import PreemptionModel
 from makeway.core.state import ClusterState
 from makeway.errors import MakewayError
 from makeway.sim.metrics import Recorder
+from makeway.core.periodic import Row, Skipped, advance
 from makeway.sim.progress import NoProgressWatch
 from makeway.sim.trace import ConfigChange
 
-
-
-class _Numpy:
-    """numpy, imported on first use: only idle skipping needs it, and importing it is a visible
-    share of a short run's start-up."""
-
-    def __getattr__(self, name: str) -> Any:
-        import numpy
-
-        return getattr(numpy, name)
-
-
-np: Any = _Numpy()
-
-SKIP_CHUNK = 3600.0
-"""Seconds of skipped periodic times materialised at once (memory stays small on long stretches)."""
 
 # Event kinds, in the order they are applied within one instant.
 FINISH, GRACE, CONFIG, SUBMIT, WAKE, TICK, HEARTBEAT = range(7)
@@ -321,65 +306,48 @@ class Simulation:
         The stretch ends before the next non-periodic event (streamed submissions included): the
         periodic events due exactly then are kept. Past the horizon, every periodic time up to the
         horizon is skipped and the clock is left at the last of them, where the unskipped run stops.
+        A model quiet only until some time (a timer of its own that the periodic calls would
+        notice) has the periodic times from then on kept. Each row moves in closed form
+        (``makeway.core.periodic``); the model gets the rows, not the times.
         """
-        if not self.model.quiet(self.state, now):
+        verdict = self.model.quiet(self.state, now)
+        if verdict is False or verdict is None:
+            return
+        until = math.inf if verdict is True else float(verdict)
+        if until <= now:
             return
         real = self._next.submit if self._next is not None else math.inf
         periodic = []
+        others = []
         for entry in self._heap:
             if entry[1] in _PERIODIC:
                 periodic.append(entry)
-            elif entry[0] < real:
-                real = entry[0]
+            else:
+                others.append(entry)
+                if entry[0] < real:
+                    real = entry[0]
         if real == math.inf:
             return  # nothing left to happen: the idle rule of ``run`` ends the run
         horizon = self.options.horizon
-        beyond = horizon is not None and real > horizon
-        limit = horizon if beyond else real
+        limit = min(real, until)
+        beyond = horizon is not None and limit > horizon
+        if beyond:
+            limit = horizon
         periodic.sort()
-        times = np.array([e[0] for e in periodic])
-        period_of = [e[3] if e[1] == TICK else e[3][1] for e in periodic]
-        groups: dict[tuple[int, float], list[int]] = {}  # rows of one kind and period advance together
-        for i, e in enumerate(periodic):
-            groups.setdefault((e[1], period_of[i]), []).append(i)
+        skipped = Skipped(now, limit, beyond)
         last = -math.inf
-        start = now
-        while True:
-            end = min(limit, start + SKIP_CHUNK)
-            final = end >= limit
-            ticks, beat_occ, beat_counts, beat_rows = np.empty(0), [], [], []
-            for (kind, period), rows in groups.items():
-                occ, counts, nxt = _advance(times[rows], period, end, inclusive=beyond and final)
-                times[rows] = nxt
-                total = int(counts.sum())
-                if not total:
-                    continue
-                self.skipped_calls += total
-                last = max(last, float(np.max(occ[np.arange(len(rows)), np.maximum(counts - 1, 0)]
-                                              [counts > 0])))
-                if kind == TICK:
-                    ticks = np.sort(np.concatenate([ticks, occ[counts > 0].ravel()]))
-                    ticks = ticks[np.isfinite(ticks)]
-                else:
-                    beat_occ.append(occ)
-                    beat_counts.append(counts)
-                    beat_rows.extend(rows)
-            if beat_rows or len(ticks):
-                width = max((o.shape[1] for o in beat_occ), default=0)
-                beats = np.full((len(beat_rows), width), np.inf)
-                r = 0
-                for o in beat_occ:
-                    beats[r:r + len(o), :o.shape[1]] = o
-                    r += len(o)
-                counts_all = np.concatenate(beat_counts) if beat_counts else np.zeros(0, dtype=int)
-                self.model.skip_periodic(self.state, ticks, [periodic[i][3][0] for i in beat_rows], beats, counts_all)
-            if final:
-                break
-            start = end
-        others = [e for e in self._heap if e[1] not in _PERIODIC]
-        for e, t in zip(periodic, times.tolist()):
+        total = 0
+        for e in periodic:
+            row = _advance(e, limit, beyond)
+            total += row.count
+            if row.count:
+                last = max(last, row.last)
+                (skipped.ticks if e[1] == TICK else skipped.beats).append(row)
             self._seq += 1
-            others.append((t, e[1], self._seq, e[3]))
+            others.append((row.next, e[1], self._seq, e[3]))
+        if total:
+            self.skipped_calls += total
+            self.model.skip_periodic(self.state, skipped)
         heapq.heapify(others)
         self._heap = others
         if beyond and last > self.now:
@@ -436,29 +404,13 @@ class Simulation:
         raise SimulationError(f"unknown event kind {kind}")
 
 
-def _advance(times: np.ndarray, period: float, end: float, inclusive: bool
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every periodic time before ``end`` (up to and including it when ``inclusive``), per row.
-
-    Row i starts at ``times[i]`` and adds ``period`` again and again, exactly as the unskipped
-    run's re-pushes do (``add.accumulate`` adds in sequence, so the floats are the same). Returns
-    (occurrences, padded with +inf; how many per row; each row's first time not skipped).
-    """
-    n = len(times)
-    m = int(max(0.0, end - float(times.min())) / period) + 3
-    while True:
-        steps = np.empty((n, m + 1))
-        steps[:, 0] = times
-        steps[:, 1:] = period
-        acc = np.add.accumulate(steps, axis=1)
-        skipped = acc <= end if inclusive else acc < end
-        counts = skipped.sum(axis=1)
-        if (counts < m + 1).all():
-            break
-        m *= 2
-    nxt = acc[np.arange(n), counts]
-    width = max(1, int(counts.max()))
-    return np.where(skipped, acc, np.inf)[:, :width], counts, nxt
+def _advance(entry: tuple, end: float, inclusive: bool) -> Row:
+    """A periodic heap entry's row over a skipped stretch ending at ``end``: the same floats the
+    unskipped run's re-pushes (``now + period``) give, computed in closed form."""
+    time, kind, _, payload = entry
+    period = payload if kind == TICK else payload[1]
+    count, last, nxt = advance(time, period, end, inclusive)
+    return Row(kind, payload if kind == TICK else payload[0], time, period, count, last, nxt)
 
 
 def simulate(state: ClusterState, model: PreemptionModel, workloads: Iterable[Workload],

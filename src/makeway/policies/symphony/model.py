@@ -147,6 +147,21 @@ class SymphonyModel(PreemptionModel):
             raise ConfigError(f"preemption.settings: {exc}") from None
         self._slots: _SlotCache | None = None
         self._explained: tuple[tuple | None, dict[str, tuple[int, dict[str, SessionView]]]] = (None, {})
+        self._session_cache: dict[str, tuple[tuple, SessionSettings]] = {}
+
+    def _session_settings(self, state: ClusterState, wl: Workload) -> SessionSettings:
+        """``session_settings`` kept per session while its priority and the consumers' settings
+        (config events) stay: every cycle reads them for every open session."""
+        if not self.caches:
+            return session_settings(state, wl)
+        key = (id(state), state.config_epoch, wl.priority, id(wl))
+        hit = self._session_cache.get(wl.id)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        if len(self._session_cache) > 4 * len(state.workloads) + 64:
+            self._session_cache = {w: v for w, v in self._session_cache.items() if w in state.workloads}
+        ss = self._session_cache[wl.id] = (key, session_settings(state, wl))
+        return ss[1]
 
     def bind(self, state: ClusterState) -> None:
         """Refuse bad consumer settings up front rather than in the middle of a simulation."""
@@ -199,7 +214,7 @@ class SymphonyModel(PreemptionModel):
         """Sessions are served by session priority, then creation time (as ``_consumer`` does)."""
         wls = state.workloads
         return sorted((w for w in state.pending if wls[w].queue == queue),
-                      key=lambda w: (-session_settings(state, wls[w]).priority, wls[w].submit, w))
+                      key=lambda w: (-self._session_settings(state, wls[w]).priority, wls[w].submit, w))
 
     def pending_reason(self, state: ClusterState, wl_id: str, now: float) -> tuple[str, str, dict[str, Any]] | None:
         """A session at its deserved share that may not preempt waits for its consumer's slots."""
@@ -279,7 +294,7 @@ class SymphonyModel(PreemptionModel):
         views: dict[str, SessionView] = {}
         for wl_id in sorted(workloads, key=lambda w: (state.workloads[w].submit, w)):
             wl = state.workloads[wl_id]
-            ss = session_settings(state, wl)
+            ss = self._session_settings(state, wl)
             tasks = []
             for tid in state.running.get(wl_id, ()):
                 a = state.allocations[tid]

@@ -351,14 +351,30 @@ class CurveCache:
         self.old, self.new = self.new, {}
 
 
+@dataclass(frozen=True, slots=True)
+class Batching:
+    """When leaf-level pools go through ``batched`` together: a level with fewer pools than
+    ``min_pools`` and fewer children than ``min_children`` stays on the generic path, one pool at
+    a time (both agree to EPS; tests lower the thresholds so small trees are batched too, or turn
+    batching off to compare)."""
+
+    enabled: bool = True
+    min_pools: int = 8
+    min_children: int = 64
+
+
+BATCHING = Batching()
+
+
 def compute(tree: Tree, node_caps: list[list[float]] | None = None,
             integral: "object | None" = None, cache: CurveCache | None = None,
-            kernel: bool = False) -> FairShareResult:
+            kernel: bool = False, batching: Batching = BATCHING) -> FairShareResult:
     """One fair share update over the whole tree. ``integral`` computes integral shares (§2.9);
     ``cache`` carries unchanged subtrees' curves over from the previous update (exactly the same
     result, computed once). ``kernel`` (``fair_share_kernel``): the compiled update (numba) for
     every tree it covers, whatever its size, so no decision depends on tree size; else the Python
-    construction, the reference (the two agree to EPS, not to the bit)."""
+    construction, the reference (the two agree to EPS, not to the bit). ``batching``: which pools
+    the Python construction computes together (``Batching``)."""
     # An update allocates a few small containers per element and frees nothing cyclic; the cyclic
     # collector would rescan the whole (growing) heap again and again meanwhile, about a fifth of
     # the time on a large tree. It is paused for the update only and restored as it was.
@@ -369,7 +385,7 @@ def compute(tree: Tree, node_caps: list[list[float]] | None = None,
             arrays = _arrays()
             res = arrays.compute_arrays(arrays.PoolArrays.from_tree(tree, node_caps))
             return FairShareResult(arrays.LazyAttrs(res))  # type: ignore[arg-type]
-        return _compute(tree, node_caps, integral, cache)
+        return _compute(tree, node_caps, integral, cache, batching)
     finally:
         if paused:
             gc.enable()
@@ -386,7 +402,8 @@ def kernel_available() -> bool:
     return importlib.util.find_spec("numba") is not None
 
 
-def _compute(tree: Tree, node_caps, integral, cache: CurveCache | None) -> FairShareResult:
+def _compute(tree: Tree, node_caps, integral, cache: CurveCache | None,
+             batching: Batching = BATCHING) -> FairShareResult:
     tree.link()
     dim = len(tree.resources)
     limits = limits_shares(tree, node_caps)
@@ -402,9 +419,9 @@ def _compute(tree: Tree, node_caps, integral, cache: CurveCache | None) -> FairS
         attrs[name] = Attrs(limits[name], strong[name], d, u, list(zero))
     if cache is not None:
         cache.roll()
-    curves, ffs, fsbs, orders = _build(tree, attrs, dim, cache, prep)
+    curves, ffs, fsbs, orders = _build(tree, attrs, dim, cache, prep, batching)
     if integral is not None and integral.assign(tree, attrs, curves):  # type: ignore[attr-defined]
-        curves, ffs, fsbs, orders = _build(tree, attrs, dim, cache, prep)
+        curves, ffs, fsbs, orders = _build(tree, attrs, dim, cache, prep, batching)
 
     sugg: dict[str, float] = {ROOT: 1.0}
     rows = getattr(fsbs, "rows", {})
@@ -513,7 +530,7 @@ class _Prep:
 
 
 def _build(tree: Tree, attrs: dict[str, Attrs], dim: int, cache: CurveCache | None = None,
-           prep: _Prep | None = None):
+           prep: _Prep | None = None, batching: Batching = BATCHING):
     """Bottom-up: each element's curve, fit factor by suggestion, and fair share by suggestion."""
     curves: dict[str, PLF] = {}
     ffs: dict[str, tuple[list[float], list[float]]] = {}
@@ -545,7 +562,8 @@ def _build(tree: Tree, attrs: dict[str, Attrs], dim: int, cache: CurveCache | No
                     if curve is not None:
                         curves[name], ffs[name] = curve, ff
                     fsbs[name] = f
-    done = _leaf_level(tree, attrs, dim, curves, ffs, fsbs, orders, keys, tokens, cache) if BATCH else set()
+    done = (_leaf_level(tree, attrs, dim, curves, ffs, fsbs, orders, keys, tokens, cache, batching)
+            if batching.enabled else set())
     rows = getattr(fsbs, "rows", {})
     generic_ops = [n for n, el in elements.items() if el.is_op and n not in fsbs and n not in rows]
     for name in chain(generic_ops, [p for p in tree.pool_postorder() if p not in done]):
@@ -575,11 +593,8 @@ def _build(tree: Tree, attrs: dict[str, Attrs], dim: int, cache: CurveCache | No
     return curves, ffs, fsbs, orders
 
 
-BATCH = True  # leaf-level pools through ``batched`` (False: every pool on the generic path, for tests)
-
-
 def _leaf_level(tree: Tree, attrs: dict[str, Attrs], dim: int, curves, ffs, fsbs: "_Fsbs", orders, keys,
-                tokens, cache: CurveCache | None) -> set[str]:
+                tokens, cache: CurveCache | None, batching: Batching = BATCHING) -> set[str]:
     """Pools computed together (``batched.leaf_pools``), level by level from the bottom: first those
     whose children are all operations with a known fair share by suggestion, then those whose
     children are all done, and so on. Returns the pools done (cache hits included)."""
@@ -590,7 +605,7 @@ def _leaf_level(tree: Tree, attrs: dict[str, Attrs], dim: int, curves, ffs, fsbs
         level = _level(tree, pools, fsbs, orders, done)
         kids = sum(len(orders[n]) for n in level)
         root_only = level == [ROOT] and _root_point_only(tree)
-        if not level or (len(level) < BATCH_MIN and kids < BATCH_MIN_KIDS and not root_only):
+        if not level or (len(level) < batching.min_pools and kids < batching.min_children and not root_only):
             return done
         names = level
         if cache is not None and not root_only:
@@ -716,8 +731,6 @@ def _widen(x: np.ndarray, y: np.ndarray, q: int) -> tuple[np.ndarray, np.ndarray
             np.concatenate([y, np.repeat(y[:, -1:], extra, axis=1)], axis=1))
 
 
-BATCH_MIN = 8  # a level with fewer pools than this, and fewer children than the next, stays generic
-BATCH_MIN_KIDS = 64
 
 
 def _closed_form_ok(a: Attrs) -> bool:

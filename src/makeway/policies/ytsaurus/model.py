@@ -29,7 +29,7 @@ from makeway.core.objects import Queue
 from makeway.core.pending import blocking_usage
 from makeway.core.policy import PreemptionModel
 from makeway.core.state import ClusterState
-from makeway.policies.ytsaurus import classify, fairshare, heartbeat, integral, starvation
+from makeway.policies.ytsaurus import catchup, classify, durations, fairshare, heartbeat, integral, quiet, starvation
 from makeway.policies.ytsaurus.classify import AP, NP, P
 from makeway.errors import ConfigError
 from makeway.policies.ytsaurus.schedule import Picker, ReferencePicker
@@ -59,7 +59,7 @@ class YTsaurusModel(PreemptionModel):
     tick_period: float | None = 0.2
 
     def __init__(self, settings: Mapping[str, Any] | None = None):
-        super().__init__(settings)
+        super().__init__(durations.normalize(settings))
         s = self.settings
         self.update_period = float(s.get("fair_share_update_period", 0.2))
         self.tick_period = self.update_period
@@ -85,6 +85,7 @@ class YTsaurusModel(PreemptionModel):
         self.picker_class: type[Picker] = Picker if self.caches else ReferencePicker
         self.curve_cache = fairshare.CurveCache() if self.caches else None
         self.kernel = bool(s.get("fair_share_kernel", False))
+        self.batching = fairshare.Batching(min_pools=int(s.get("fair_share_batch_min_pools", 8)))
         if self.kernel and not fairshare.kernel_available():
             raise ConfigError("preemption.settings.fair_share_kernel: needs numba (pip install 'makeway[fast]')")
         self._usage_cache: dict[str, tuple[tuple[int, int], list[float]]] = {}
@@ -92,8 +93,9 @@ class YTsaurusModel(PreemptionModel):
         self._pos: dict[str, int] = {}
         self._largest: dict[str, float] = {}  # per resource, the most one node has
         self._topology = -1  # the state's topology epoch ``_largest`` was read at
-        self._quiet_snap: tuple[Snapshot, bool] | None = None  # ``quiet``'s verdict on a snapshot
-        self._overcommit_epoch = -1            # topology epoch at which no node was overcommitted
+        self._quiet_cache: tuple[tuple, bool | float] | None = None  # ``quiet``'s verdict and its inputs
+        self._clock_sig: tuple[int, int, int] = (0, 0, 0)  # clocks running, starving, aggressive
+        self._shapes: tuple[tuple | None, set[tuple[float, ...]]] = (None, set())  # pending requests
         self.failed: dict[str, str] = {}       # operation -> why the controller failed it
         self._failed_notes: list[Decision] = []
         ig = s.get("integral_guarantees") or {}
@@ -172,65 +174,39 @@ class YTsaurusModel(PreemptionModel):
 
     # -- idle stretches --------------------------------------------------------------------------
 
-    def quiet(self, state: ClusterState, now: float) -> bool:
-        """Nothing to place (every pending operation failed), the snapshot already reflects the
-        state (so further updates only move its time), nobody starving or below fair share, no
-        graceful operation running, no pool above its limits, no node above its capacity: then
-        heartbeats start and preempt nothing and updates change only ``snap.time``, and backoffs
-        are the rest ``skip_periodic`` catches up on. Integral guarantees accumulate with time:
-        never quiet with them."""
+    def quiet(self, state: ClusterState, now: float) -> bool | float:
+        """Periodic calls decide nothing until the next other event (True) or until a starvation
+        clock may move (that time), ``ytsaurus.quiet``: the snapshot already reflects the state (so
+        further updates only move its time and leave the clocks as they are), no fair share with
+        integral guarantees (they accumulate with time). The verdict is kept while the fair
+        share, the epochs and the clocks' statuses stay."""
         snap = self.snap
         if snap is None or self.dirty or self._failed_notes:
             return False
-        failed = self.failed
-        for w in state.pending:
-            if w not in failed:
-                return False
         key = (state.alloc_epoch, state.submit_epoch, state.config_epoch, state.freed_epoch, state.topology_epoch)
         if key != self._fs_key or self._has_integral(state):
             return False
-        cached = self._quiet_snap
-        if cached is not None and cached[0] is snap:
+        sig = (self._stamp, key, self._clock_sig)
+        cached = self._quiet_cache
+        if cached is not None and cached[0] == sig:
             return cached[1]
-        verdict = self._settled(state, snap)
-        self._quiet_snap = (snap, verdict)
+        verdict = quiet.quiet_until(self, state, snap)
+        self._quiet_cache = (sig, verdict)
         return verdict
 
-    def _settled(self, state: ClusterState, snap: Snapshot) -> bool:
-        view = snap.view
-        if any(st == "below_fair_share" for st in view.status.values()):
-            return False
-        if any(c.status != starvation.NON or c.since is not None for c in view.clocks.values()):
-            return False
-        if any(self._graceful(state, w) for w in state.running):
-            return False
-        for q in state.queues.values():
-            if q.max:
-                usage = state.queue_usage.get(q.name) or {}
-                if any(v is not None and float(usage.get(r, 0)) > float(v) + EPS for r, v in q.max.items()):
-                    return False
-        if self._overcommit_epoch != state.topology_epoch:
-            for n, node in state.nodes.items():
-                used = state.node_used[n]
-                if any(float(v) > float(node.capacity.get(r, 0)) + EPS for r, v in used.items()):
-                    return False
-            self._overcommit_epoch = state.topology_epoch  # starts always fit: none until capacity changes
-        return True
-
-    def skip_periodic(self, state: ClusterState, ticks: Any, nodes: list[str], beats: Any, counts: Any) -> None:
-        """Catch up on skipped quiet calls: the time of the last fair share update (the instant
-        ``schedule`` would last have refreshed the snapshot) and each node's preemptive backoff."""
+    def skip_periodic(self, state: ClusterState, skipped: Any) -> None:
+        """Catch up on skipped quiet calls (``catchup``): the time of the last fair share update
+        (the instant ``schedule`` would last have refreshed the snapshot) and each node's
+        preemptive backoff."""
         snap = self.snap
         assert snap is not None
-        flat = np.sort(beats[np.isfinite(beats)]) if len(nodes) else np.empty(0)
-        t = _last_update(snap.time, self.update_period, np.asarray(ticks, dtype=float), flat)
+        t = catchup.last_update(snap.time, self.update_period, skipped)
         if t != snap.time:
             self.snap = Snapshot(t, snap.tree, snap.result, snap.params, snap.view, snap.published)
-            self._quiet_snap = (self.snap, True)
         if self.enabled:
-            rows = [i for i, n in enumerate(nodes) if counts[i] and state.nodes[n].schedulable]
-            if rows:
-                _catch_up_backoff(self.backoff, [nodes[i] for i in rows], beats[rows], counts[rows])
+            for row in skipped.beats:
+                if state.nodes[row.payload].schedulable:
+                    catchup.catch_up_backoff(self.backoff, row.payload, row)
 
     def grace_period(self, state: ClusterState, allocation: str) -> float:
         if allocation in self.grace:
@@ -280,7 +256,7 @@ class YTsaurusModel(PreemptionModel):
                     main_resource=str(self.settings.get("main_resource", "cpu")), memo_orders=self.caches)
         tree.add(Element(ROOT, None))
         for i, q in enumerate(state.queues.values()):
-            s = q.settings or {}
+            s = durations.normalize(q.settings)
             el = tree.add(Element(q.name, q.parent or ROOT, weight=float(q.weight or 1.0), guarantee=q.guaranteed,
                                   limits=q.max, mode=str(s.get("mode", "fair_share")),
                                   fifo_sort=tuple(s.get("fifo_sort_parameters", ("weight", "start_time"))),
@@ -302,7 +278,7 @@ class YTsaurusModel(PreemptionModel):
                 rr = state.task_resources(tid)
                 for k, r in enumerate(res):
                     demand[k] += float(rr.get(r, 0))
-            ws = wl.settings or {}
+            ws = durations.normalize(wl.settings) if wl.settings else {}
             tree.add(Element(wid, wl.queue, is_op=True, weight=float(ws.get("weight", 1.0)), demand=demand,
                              usage=usage, start_time=wl.submit, order=i, pending_count=len(pend),
                              gang=bool(ws.get("gang")), settings=dict(ws), limits=ws.get("resource_limits")))
@@ -348,7 +324,7 @@ class YTsaurusModel(PreemptionModel):
             self.integral.elapsed = None if snap is None else now - snap.time
             caps = ([[float(n.capacity.get(r, 0)) for r in self.resources] for n in state.nodes.values()]
                     if self.settings.get("best_allocation_share") else None)
-            result = fairshare.compute(tree, caps, self.integral, self.curve_cache, self.kernel)
+            result = fairshare.compute(tree, caps, self.integral, self.curve_cache, self.kernel, self.batching)
             params = starvation.effective_params(tree, self.settings)
             arr = getattr(result.attrs, "arrays", None)
             if arr is None:
@@ -378,6 +354,7 @@ class YTsaurusModel(PreemptionModel):
                 notes.append(Note("starvation", name, f"operation {name} stops starving (finished)",
                                   {"starving": False, "status": starvation.NON}))
         self.clocks = {n: c for n, c in view.clocks.items() if n in tree.elements}
+        self._clock_sig = _clock_sig(self.clocks)
         self.snap = Snapshot(now, tree, result, params, view, published)
         if self._failed_notes:
             notes = self._failed_notes + notes
@@ -457,8 +434,11 @@ class YTsaurusModel(PreemptionModel):
         # regular stage
         free = [c - u for c, u in zip(cap, used)]
         published = snap.published
-        active = {w for w, p in state.pending.items() if p and w in published
-                  and not (self._graceful(state, w) and snap.view.status.get(w) == "normal")}
+        if self.caches and not self._any_fits(state, free):
+            active: set[str] = set()  # every pick would find no task that fits: the stage starts nothing
+        else:
+            active = {w for w, p in state.pending.items() if p and w in published
+                      and not (self._graceful(state, w) and snap.view.status.get(w) == "normal")}
         picker = self.picker_class(snap.tree, active, lambda w: self._sat(w, opusage), self._positions(snap.tree))
         while True:
             pick = picker.pick()
@@ -478,6 +458,17 @@ class YTsaurusModel(PreemptionModel):
         if any(f < -EPS for f in free):
             out.extend(self._overcommit(state, node))
         return out
+
+    def _any_fits(self, state: ClusterState, free: list[float]) -> bool:
+        """Whether some pending task's request fits ``free`` (pool limits aside): the distinct
+        requests of the backlog are kept while nothing starts, is submitted or requeued, so a
+        heartbeat on a full node does not walk the backlog."""
+        key = (id(state), state.alloc_epoch, state.submit_epoch)
+        if self._shapes[0] != key:
+            vec = self._vec
+            self._shapes = (key, {tuple(vec(state.task_resources(t))) for tasks in state.pending.values()
+                                  for t in tasks})
+        return any(heartbeat.fits(list(shape), free) for shape in self._shapes[1])
 
     def _live_usage(self, state: ClusterState) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
         """Pool and operation usage vectors for one heartbeat, converted from the state on first use
@@ -525,8 +516,8 @@ class YTsaurusModel(PreemptionModel):
             a = state.allocations[tid]
             if a.preempting or not self._graceful(state, a.workload) or self.allocation_status(state, tid) != P:
                 continue
-            self.grace[tid] = float(state.workloads[a.workload].settings.get(
-                "allocation_graceful_preemption_timeout", timeout))
+            self.grace[tid] = float(durations.seconds(state.workloads[a.workload].settings.get(
+                "allocation_graceful_preemption_timeout", timeout)))
             out.append(Preempt(tid, Reason("ytsaurus", "graceful-preemption", None,
                                             "graceful-mode operation above its fair share",
                                             {"status": P})))
@@ -606,7 +597,7 @@ class YTsaurusModel(PreemptionModel):
     def _timeout(self, state: ClusterState, wid: str) -> float:
         ws = state.workloads[wid].settings or {}
         t = ws.get("allocation_preemption_timeout", self.settings.get("allocation_preemption_timeout"))
-        return float(t) if t is not None else float(state.workloads[wid].grace)
+        return float(durations.seconds(t)) if t is not None else float(state.workloads[wid].grace)
 
     def _blocked_for(self, state: ClusterState, stage: str):
         snap = self.snap
@@ -674,57 +665,18 @@ class _LiveQueueUsage(dict):
 __all__ = ["YTsaurusModel", "AP", "NP", "P"]
 
 
-def _last_update(since: float, period: float, ticks: np.ndarray, beats: np.ndarray) -> float:
-    """The time of the last snapshot refresh over skipped instants (ticks and heartbeats merged):
-    ``schedule`` refreshes at the first instant ``now >= since + period - EPS``, in the same float
-    arithmetic. Runs of ticks that each refresh (nothing in between reaching the threshold first)
-    are checked as arrays; the rest goes instant by instant."""
-    s = since
-    while True:
-        thr = s + period - EPS
-        j = int(np.searchsorted(ticks, thr, "left"))
-        b = int(np.searchsorted(beats, thr, "left"))
-        tj = float(ticks[j]) if j < len(ticks) else math.inf
-        hb = float(beats[b]) if b < len(beats) else math.inf
-        x = min(tj, hb)
-        if x == math.inf:
-            return s
-        s = x
-        if x == tj and j + 1 < len(ticks):
-            rest = ticks[j:]
-            thr_r = rest[:-1] + period - EPS
-            ok = (rest[1:] >= thr_r) & (np.searchsorted(beats, thr_r, "left") == np.searchsorted(beats, rest[1:], "left"))
-            bad = int(np.argmin(ok)) if not ok.all() else len(ok)
-            s = float(rest[bad])
-
-
-def _catch_up_backoff(backoff: heartbeat.Backoff, nodes: list[str], beats: np.ndarray, counts: np.ndarray) -> None:
-    """``Backoff.should_run`` over skipped heartbeats, per node: the last time it ran is all that
-    stays. Heartbeats exactly one backoff apart (the default: both 5 s) run every other time; more
-    than a backoff apart, every time; anything else is replayed one heartbeat at a time."""
-    period = backoff.period
-    last = backoff.last
-    prior = np.array([last.get(n, np.nan) for n in nodes])
-    first = np.where(np.isnan(prior), 0, (beats <= (prior + period)[:, None]).sum(axis=1))
-    width = beats.shape[1]
-    valid = np.arange(1, width)[None, :] < counts[:, None]
-    step = beats[:, :-1] + period
-    alternate = np.all(~valid | (beats[:, 1:] == step), axis=1)
-    every = np.all(~valid | (beats[:, 1:] > step), axis=1)
-    c = counts.astype(int)
-    ran = first < c
-    idx = np.where(every, c - 1, first + 2 * ((c - 1 - first) // 2))
-    picked = beats[np.arange(len(nodes)), np.clip(idx, 0, width - 1)]
-    for i in np.flatnonzero(ran).tolist():
-        node = nodes[i]
-        if every[i] or alternate[i]:
-            last[node] = float(picked[i])
-            continue
-        t = last.get(node)
-        for h in beats[i, :c[i]].tolist():
-            if t is None or h > t + period:
-                t = h
-        last[node] = t
+def _clock_sig(clocks: dict[str, starvation.Clock]) -> tuple[int, int, int]:
+    """Counts that change whenever a clock does while the fair share stays (clocks then only move
+    forward: started, starving, aggressively starving)."""
+    running = starving = aggressive = 0
+    for c in clocks.values():
+        if c.since is not None:
+            running += 1
+            if c.status == starvation.STARVING:
+                starving += 1
+            elif c.status == starvation.AGGRESSIVE:
+                aggressive += 1
+    return running, starving, aggressive
 
 
 def _from_arrays(arr, params: dict[str, starvation.Params]) -> tuple[dict, dict[str, str]]:

@@ -1,6 +1,7 @@
 """YTsaurus settings: ``preemption.settings`` (the pool tree's options), ``queues.<q>.settings``
 (pool attributes) and workload ``settings`` (operation spec). Names are YTsaurus's own snake_case
-attributes; durations are seconds (``makeway import ytsaurus`` converts YT's milliseconds); defaults
+attributes; durations are seconds, as numbers or strings with units (``"5s"``, ``"500ms"``, ``"2m"``:
+``durations``; ``makeway import ytsaurus`` converts YT's milliseconds); defaults
 are SEMANTICS §7's. See ``docs/models/ytsaurus.md``.
 
 A few camelCase pool keys (``fairShareStarvationTolerance``...) are the conformance cases' spelling
@@ -11,7 +12,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Optional
 
-from pydantic import AfterValidator, Field, StrictStr
+from pydantic import AfterValidator, BeforeValidator, Field, StrictStr
+
+from makeway.policies.ytsaurus import durations
 
 from makeway.policies.settings_common import Flag, Fraction, ModelSettings, NonNegative, Positive, Seconds, Settings
 
@@ -22,7 +25,8 @@ def _at_least_a_millisecond(v: float) -> float:
     return v
 
 
-Period = Annotated[Positive, AfterValidator(_at_least_a_millisecond)]
+Seconds = Annotated[Seconds, BeforeValidator(durations.seconds)]  # noqa: F811 (also "5s", "500ms", "2m")
+Period = Annotated[Positive, BeforeValidator(durations.seconds), AfterValidator(_at_least_a_millisecond)]
 Amounts = dict[str, Optional[NonNegative]]  # per resource, plain numbers (cpu cores, bytes, slots)
 
 
@@ -70,6 +74,8 @@ class YTsaurusSettings(ModelSettings):
     best_allocation_share: Flag = False
     fair_share_kernel: Flag = Field(default=False, description="the compiled fair share update (numba, "
                                     "makeway[fast]) for every tree size; agrees with the Python reference to EPS")
+    fair_share_batch_min_pools: Annotated[int, Field(ge=1)] = Field(
+        default=8, description="leaf pools per level from which the Python update computes them in arrays")
     integral_guarantees: IntegralTree = Field(default_factory=IntegralTree)
 
 

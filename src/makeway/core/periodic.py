@@ -1,0 +1,113 @@
+"""Periodic times skipped over a quiet stretch, in closed form (the simulator's idle skip).
+
+A tick or heartbeat row is re-pushed as ``t = t + period`` again and again, so its times are a
+chain of float additions, not ``t0 + k * period``. Inside one binade [2**e, 2**(e+1)) every float is
+a multiple of the same unit u, and adding ``period`` rounds it to the same multiple of u each
+time (unless ``period / u`` sits exactly half-way between two integers, where the rounding follows
+the parity of t: detected, and stepped one addition at a time). So k additions are one
+multiplication there, exactly, and a row crosses few binades in any run: skipping n periodic
+times costs O(binades), not O(n), and gives the very floats the unskipped run computes.
+
+``Skipped`` describes one skipped stretch to the model (``PreemptionModel.skip_periodic``): each
+row's first skipped time, period and count, with exact look-ups (the i-th time, the times in a
+window) so a model derives what it needs without the stretch being materialised.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+_HALF_MANTISSA = 2.0 ** 53
+
+
+def _jump(t: float, period: float, end: float) -> tuple[int, float]:
+    """(k, d): k >= 2 additions of ``period`` from ``t`` that each add exactly ``d`` and stay well
+    before ``end``; (0, 0.0) when no safe jump exists (then the caller adds once)."""
+    if not t > 0.0 or not math.isfinite(t) or not period > 0.0:
+        return 0, 0.0
+    u = math.ldexp(1.0, math.frexp(t)[1] - 53)   # the spacing of floats in t's binade
+    top = u * _HALF_MANTISSA                      # the binade's end, 2**(e+1)
+    d = (t + period) - t
+    t2 = t + u
+    if t2 >= top or (t2 + period) - t2 != d or not d > 0.0:
+        return 0, 0.0  # a tie in the rounding (or the binade's last float): no constant step
+    # each jumped addition must start at a t' with t' + period <= top - 2u (its sum stays inside)
+    room = math.floor((top - 2 * u - period - t) / d) - 1
+    k = room if end == math.inf else min(room, math.floor((end - t) / d) - 2)  # the last few: one by one
+    return (k, d) if k >= 2 else (0, 0.0)
+
+
+def advance(t: float, period: float, end: float, inclusive: bool = False,
+            limit: int | None = None) -> tuple[int, float | None, float]:
+    """The times t, t + period, ... (repeated float additions) before ``end`` (up to and
+    including it when ``inclusive``), at most ``limit`` of them: (how many, the last of them or
+    None, the first time not taken)."""
+    count, last = 0, None
+    while (t <= end if inclusive else t < end) and (limit is None or count < limit):
+        k, d = _jump(t, period, end)
+        if limit is not None:
+            k = min(k, limit - count)
+        if k >= 2:
+            last = t + (k - 1) * d
+            t = t + k * d
+            count += k
+        else:
+            last = t
+            t = t + period
+            count += 1
+    return count, last, t
+
+
+def nth(t: float, period: float, i: int) -> float:
+    """The i-th time of the row starting at ``t`` (0: ``t`` itself)."""
+    return advance(t, period, math.inf, limit=i)[2]
+
+
+@dataclass(slots=True)
+class Row:
+    """One periodic event row over a skipped stretch: its first skipped time, its period, how many
+    times were skipped and the next time (kept). ``payload``: the event's own (a node name for a
+    heartbeat row)."""
+
+    kind: int
+    payload: Any
+    start: float
+    period: float
+    count: int
+    last: float | None
+    next: float
+
+    def times(self, lo: float = -math.inf, hi: float = math.inf) -> list[float]:
+        """Its skipped times in [lo, hi), exactly."""
+        if not self.count:
+            return []
+        skipped, _, t = advance(self.start, self.period, lo) if lo > self.start else (0, None, self.start)
+        out = []
+        while skipped < self.count and t < hi:
+            out.append(t)
+            t = t + self.period
+            skipped += 1
+        return out
+
+    def nth(self, i: int) -> float:
+        return nth(self.start, self.period, i)
+
+
+@dataclass(slots=True)
+class Skipped:
+    """The periodic calls skipped after ``quiet`` said yes (``PreemptionModel.skip_periodic``):
+    every time of every row after ``now`` and before ``end`` (up to and including ``end`` when
+    ``inclusive``: the horizon fell inside the stretch). ``ticks``: the tick rows; ``beats``: the
+    heartbeat rows, ``payload`` = the node."""
+
+    now: float
+    end: float
+    inclusive: bool
+    ticks: list[Row] = field(default_factory=list)
+    beats: list[Row] = field(default_factory=list)
+
+    def instants(self, lo: float = -math.inf, hi: float = math.inf) -> list[float]:
+        """Every skipped instant in [lo, hi) (ticks and heartbeats merged, each time once), sorted."""
+        return sorted({t for row in (*self.ticks, *self.beats) for t in row.times(lo, hi)})

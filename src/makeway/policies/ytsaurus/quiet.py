@@ -1,0 +1,93 @@
+"""When the YTsaurus model's periodic calls would decide nothing (``YTsaurusModel.quiet``).
+
+Between two events that are not ticks or heartbeats, a fair share update whose inputs did not move
+only advances the starvation clocks, and a heartbeat only starts what fits and preempts for whom is
+starving. So the calls are idle, and may be skipped, while
+  * no pending task fits the free resources of any schedulable node (the regular stage starts
+    nothing);
+  * no pending task of an operation with a preemption priority fits a node's free resources plus
+    what that priority's stage may preempt there (the preemptive stages choose nobody, so they preempt nothing;
+    without overcommitted nodes and pools above their limits they have no other victims);
+  * no graceful operation runs, no node is overcommitted, no pool is above its limits;
+and only until the first starvation clock could move (``since + timeout``): a status change
+changes who may preempt. Pool limits are not checked on fitting, so the verdict errs on "not quiet".
+This holds in a contended cluster with a backlog as in an idle one: the backlog waits for the next
+finish or submission without the model being called five times a second.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from makeway.core.resources import EPS
+from makeway.core.state import ClusterState
+from makeway.policies.ytsaurus import heartbeat, starvation
+
+if TYPE_CHECKING:
+    from makeway.policies.ytsaurus.model import Snapshot, YTsaurusModel
+
+
+def _clock_bound(snap: Snapshot) -> float:
+    """The earliest time a starvation clock could change status (an update past it may)."""
+    bound = math.inf
+    params = snap.params
+    for name, c in snap.view.clocks.items():
+        if c.since is None:
+            continue
+        p = params.get(name)
+        if p is None:
+            return -math.inf  # not quiet at all
+        if c.status == starvation.NON:
+            bound = min(bound, c.since + p.timeout)
+        if p.aggressive_enabled and c.status != starvation.AGGRESSIVE:
+            bound = min(bound, c.since + p.aggressive_timeout)
+    return bound
+
+
+def _fits_somewhere(shapes: set[tuple[float, ...]], rooms: list[list[float]]) -> bool:
+    return any(all(r <= f + EPS for r, f in zip(shape, room)) for shape in shapes for room in rooms)
+
+
+def quiet_until(model: YTsaurusModel, state: ClusterState, snap: Snapshot) -> float | bool:
+    """False, or the time before which every periodic call decides nothing (``math.inf``: until
+    the next other event). The snapshot must already reflect the state (the caller checks)."""
+    if any(model._graceful(state, w) for w in state.running):
+        return False
+    for q in state.queues.values():
+        if q.max:
+            usage = state.queue_usage.get(q.name) or {}
+            if any(v is not None and float(usage.get(r, 0)) > float(v) + EPS for r, v in q.max.items()):
+                return False
+    vec = model._vec
+    nodes = [n for n, node in state.nodes.items() if node.schedulable]
+    free = {n: [c - u for c, u in zip(vec(state.nodes[n].capacity), vec(state.node_used[n]))] for n in nodes}
+    for n, node in state.nodes.items():
+        if any(float(v) > float(node.capacity.get(r, 0)) + EPS for r, v in state.node_used[n].items()):
+            return False
+    shapes: set[tuple[float, ...]] = set()
+    needy: dict[str, set[tuple[float, ...]]] = {"aggressive": set(), "normal": set()}
+    scope = str(model.settings.get("scheduling_preemption_priority_scope", "operation_and_ancestors"))
+    published, failed = snap.published, model.failed
+    for w, tasks in state.pending.items():
+        if not tasks or w in failed:
+            continue
+        if w not in published:
+            return False  # submitted after the update: the snapshot does not reflect the state
+        own = {tuple(vec(state.task_resources(t))) for t in tasks}
+        shapes |= own
+        if model.enabled:
+            priority = starvation.preemption_priority(snap.view, w, scope)
+            if priority != "none":
+                needy[priority] |= own
+    if shapes and _fits_somewhere(shapes, list(free.values())):
+        return False
+    for priority, stage in (("aggressive", "preemptive_aggressive"), ("normal", "preemptive_normal")):
+        if needy[priority]:
+            # the stage's own candidates, blocked ones included (more room: errs on "not quiet")
+            rooms = [[f + d for f, d in zip(free[n], heartbeat.discount(
+                heartbeat.stage_candidates(model._cands(state, n), stage), len(free[n])))] for n in nodes]
+            if _fits_somewhere(needy[priority], rooms):
+                return False
+    bound = _clock_bound(snap)
+    return True if bound == math.inf else False if bound == -math.inf else bound
