@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from makeway.core.objects import Node, Queue, TaskGroup, Workload
-from makeway.core.policy import PreemptionModel
 from makeway.registry import load_model
 from makeway.core.state import ClusterState
 from makeway.sim.engine import SimOptions, simulate
@@ -102,16 +101,6 @@ def synthetic_jobs(n: int, nodes: int, queues: int, seed: int = 11, load: float 
         out.append(Workload(f"j{i}", f"q{i % queues}", round(t, 3), round(rng.uniform(60, 540), 1),
                             (TaskGroup(1, {"cpu": cpu, "memory": cpu * 4 * 2**30}),), rng.choice((0, 0, 0, 100))))
     return out
-
-
-def _throughput(model: PreemptionModel, n: int, nodes: int = 1000, queues: int = 10) -> tuple[float, Any]:
-    state = synthetic_cluster(nodes, queues)
-    jobs = synthetic_jobs(n, nodes, queues)
-    gc.collect()
-    t0 = time.perf_counter()
-    rec = simulate(state, model, iter(jobs), options=SimOptions(), streamed=True)
-    wall = time.perf_counter() - t0
-    return len(rec.finish_t) / wall, rec
 
 
 def _engine(rec: Any) -> str:
@@ -281,24 +270,30 @@ def _shared() -> Path | None:
     return None
 
 
-def bench_swf(quick: bool) -> list[Figure]:
+def kth(limit: int) -> tuple[ClusterState, list[Workload]]:
+    """The cluster the KTH SP2 log describes and its first ``limit`` jobs."""
     from makeway.config import build_state, parse_config
     from makeway.sim.importers import cluster_from_trace, read_trace
     from makeway.sim.trace import workload_from_record
 
     path = _shared()
     if path is None:
+        raise FileNotFoundError("../shared/traces/swf/KTH-SP2-1996-2.1-cln.swf.gz")
+    state = build_state(parse_config(cluster_from_trace(path, "swf"), "swf"))
+    recs = []
+    for rec in read_trace(path, "swf"):
+        recs.append(workload_from_record(rec))
+        if len(recs) >= limit:
+            break
+    return state, recs
+
+
+def bench_swf(quick: bool) -> list[Figure]:
+    if _shared() is None:
         return []
-    limit = 3_000 if quick else 28_476
     out = []
     for model in ("fifo-strict", "easy-backfill"):
-        cfg = parse_config(cluster_from_trace(path, "swf"), "swf")
-        state = build_state(cfg)
-        recs = []
-        for rec in read_trace(path, "swf"):
-            recs.append(workload_from_record(rec))
-            if len(recs) >= limit:
-                break
+        state, recs = kth(3_000 if quick else 28_476)
         t0 = time.process_time()
         res = simulate(state, load_model(model), iter(recs), options=SimOptions(), streamed=True)
         cpu = time.process_time() - t0

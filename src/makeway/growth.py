@@ -13,8 +13,8 @@ import math
 import time
 from typing import Callable
 
-from makeway.benchmarks import (Figure, figure, kueue_baseline, preemption_jobs, synthetic_cluster,
-                                synthetic_jobs, _shared)
+from makeway.benchmarks import (Figure, bench_throughput_preemption, figure, kth, kueue_baseline,
+                                synthetic_cluster, synthetic_jobs)
 from makeway.registry import load_model
 from makeway.sim.engine import SimOptions, simulate
 
@@ -40,33 +40,14 @@ def throughput_cost(scale: float) -> tuple[float, int]:
 
 
 def preemption_cost(scale: float) -> tuple[float, int]:
-    n = int(3_000 * scale)
-    state = synthetic_cluster(1000, 10)
-    for q in state.queues.values():
-        if q.parent:
-            q.settings = {"properties": {"preemption.delay": "1s"}}
-    jobs = preemption_jobs(n, 1000, 10)
-    return _cpu(lambda: simulate(state, load_model("yunikorn", {}), iter(jobs), options=SimOptions(),
-                                 streamed=True)), n
+    fig = bench_throughput_preemption(False, scale=scale)[0]
+    return fig["cpu_s"], fig["jobs"]
 
 
 def swf_cost(scale: float) -> tuple[float, int]:
-    from makeway.config import build_state, parse_config
-    from makeway.sim.importers import cluster_from_trace, read_trace
-    from makeway.sim.trace import workload_from_record
-
-    path = _shared()
-    if path is None:
-        raise FileNotFoundError("../shared/traces/swf/KTH-SP2-1996-2.1-cln.swf.gz")
-    limit = int(28_476 * scale)
-    state = build_state(parse_config(cluster_from_trace(path, "swf"), "swf"))
-    recs = []
-    for rec in read_trace(path, "swf"):
-        recs.append(workload_from_record(rec))
-        if len(recs) >= limit:
-            break
+    state, recs = kth(int(28_476 * scale))
     return _cpu(lambda: simulate(state, load_model("easy-backfill"), iter(recs), options=SimOptions(),
-                                 streamed=True)), limit
+                                 streamed=True)), len(recs)
 
 
 SCENARIOS: dict[str, Callable[[float], tuple[float, int]]] = {

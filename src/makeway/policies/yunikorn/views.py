@@ -104,12 +104,7 @@ def build_state_partition(state: ClusterState, skip: set[str], props: dict[str, 
     reset first, then the allocations preempting now (state flag or ``skip``) are marked again.
     ``preempting`` holds every allocation the state may flag as preempting (see ``preempting_allocs``).
     """
-    queues = []
-    for root in state.roots:
-        for name in state.descendants(root):
-            q = state.queues[name]
-            queues.append(YQueue(name, q.parent, nonzero(q.guaranteed), nonzero(q.max), dict(state.queue_usage[name]),
-                                 {}, props[name], q.is_leaf))
+    queues = _queue_views(state, props)
     # node views are kept and reset; usage dicts are shared, not copied: a pass replaces a node's
     # ``used``, never edits it
     used = state.node_used
@@ -162,16 +157,18 @@ def _alloc_fields(state: ClusterState, a: Any) -> tuple:
             str(s.get("requiredNode", "") or ""), False)
 
 
+def _queue_views(state: ClusterState, props: dict[str, QueueProps]) -> list[YQueue]:
+    """Every queue, parents before children, with its usage as the state has it now."""
+    return [YQueue(name, q.parent, nonzero(q.guaranteed), nonzero(q.max), dict(state.queue_usage[name]), {},
+                   props[name], q.is_leaf)
+            for root in state.roots for name in state.descendants(root) for q in (state.queues[name],)]
+
+
 def build_partition(state: ClusterState, skip: set[str] | None = None,
                     props: dict[str, QueueProps] | None = None) -> Partition:
     """YuniKorn's view of the cluster state; allocations in ``skip`` count as already preempted."""
     props = queue_props(state) if props is None else props
-    queues = []
-    for root in state.roots:
-        for name in state.descendants(root):
-            q = state.queues[name]
-            queues.append(YQueue(name, q.parent, nonzero(q.guaranteed), nonzero(q.max), dict(state.queue_usage[name]),
-                                 {}, props[name], q.is_leaf))
+    queues = _queue_views(state, props)
     nodes = [YNode(n.name, dict(n.capacity), dict(state.node_used[n.name]), n.schedulable) for n in state.nodes.values()]
     allocs = [YAlloc(*_alloc_fields(state, a), a.preempting or (skip is not None and a.id in skip))
               for a in state.allocations.values()]

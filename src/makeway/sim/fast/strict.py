@@ -88,7 +88,7 @@ class FastStrictFifo(FastSimulation):
                 mine = taken.get(i)
                 k = math.inf
                 for r, v in wanted:
-                    free = cap[r][i] - 0 - 0 - (mine[r] if mine else 0)
+                    free = cap[r][i] - (mine[r] if mine else 0)
                     if free + EPS < v:
                         k = 0
                         break
