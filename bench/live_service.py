@@ -2,8 +2,8 @@
 1,000 queued jobs on 100 nodes whose agents are simulated by a load generator speaking the agent
 protocol (register, heartbeat reports, desired sets).
 
-    python bench/live_service.py [--db URL] [--model kueue] [--clients 16] [--submits 6000] [--procs 2]
-                                 [--api-workers N]
+    python bench/live_service.py [--db URL] [--model kueue] [--clients 16] [--submits 20000] [--procs 2]
+                                 [--api-workers 3]
 
 Targets (issue 14): >= 2,000 durable submits/s; pass p99 <= 50 ms. Prints one table; ``--json`` writes
 the figures. Each phase runs its own ``makeway serve`` subprocess on 127.0.0.1 with a fresh database.
@@ -255,9 +255,10 @@ def main() -> None:
     ap.add_argument("--db", default=None, help="database URL (default: a fresh SQLite file)")
     ap.add_argument("--model", default="kueue")
     ap.add_argument("--clients", type=int, default=16)
-    ap.add_argument("--submits", type=int, default=6000)
+    ap.add_argument("--submits", type=int, default=20000)
     ap.add_argument("--procs", type=int, default=2, help="client processes")
-    ap.add_argument("--api-workers", type=int, default=1, help="serve --api-workers (processes answering the API)")
+    ap.add_argument("--api-workers", type=int, default=3,
+                    help="serve --api-workers (processes answering the API; 3 is the configuration the README reports)")
     ap.add_argument("--queued", type=int, default=1000)
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--json", type=Path, default=None)
