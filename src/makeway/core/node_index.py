@@ -63,29 +63,10 @@ class FreeIndex:
 
     def set(self, i: int, free: Mapping[str, float] | None) -> None:
         """Node ``i`` now has ``free`` resources (``None``: it takes nothing, e.g. unschedulable)."""
-        size = self.size
+        j = self.size + i
         for r, t in self.trees.items():
-            j = size + i
-            t[j] = _NEG if free is None else free.get(r, 0)
-            j >>= 1
-            while j:
-                a, b = t[2 * j], t[2 * j + 1]
-                m = a if a > b else b
-                if t[j] == m:
-                    break
-                t[j] = m
-                j >>= 1
-        t = self.balance
-        j = size + i
-        t[j] = self._balance(free)
-        j >>= 1
-        while j:
-            a, b = t[2 * j], t[2 * j + 1]
-            m = a if a > b else b
-            if t[j] == m:
-                break
-            t[j] = m
-            j >>= 1
+            _put(t, j, _NEG if free is None else free.get(r, 0))
+        _put(self.balance, j, self._balance(free))
 
     def leaf(self, i: int) -> dict[str, float]:
         """The free amounts the index holds for node ``i``."""
@@ -138,3 +119,16 @@ class FreeIndex:
             stack.append((2 * node + 1, mid, hi))
             stack.append((2 * node, lo, mid))
         return None
+
+
+def _put(t: list[float], j: int, v: float) -> None:
+    """Set leaf ``j`` of max-tree ``t`` to ``v`` and repair its ancestors, stopping where one is unchanged."""
+    t[j] = v
+    j >>= 1
+    while j:
+        a, b = t[2 * j], t[2 * j + 1]
+        m = a if a > b else b
+        if t[j] == m:
+            break
+        t[j] = m
+        j >>= 1

@@ -85,26 +85,27 @@ class ConfigChange:
     changes: dict[str, Any] = field(default_factory=dict)
 
 
-def workload_from_record(rec: dict[str, Any]) -> Workload:
-    """Validate one workload record and build the core ``Workload``; errors name the field."""
+def _validated(schema: Any, rec: dict[str, Any], kind: str) -> Any:
+    """``rec`` checked against ``schema`` and its per-model ``settings`` against the ``kind`` registry."""
     try:
-        r = WorkloadRecord.model_validate(rec)
+        r = schema.model_validate(rec)
     except ValidationError as exc:
         raise TraceError(_format_errors(exc)) from None
-    if r.settings and (problem := trace_settings_problem("workload", r.settings)):  # per-model settings
+    if r.settings and (problem := trace_settings_problem(kind, r.settings)):
         raise TraceError(problem)
+    return r
+
+
+def workload_from_record(rec: dict[str, Any]) -> Workload:
+    """Validate one workload record and build the core ``Workload``; errors name the field."""
+    r = _validated(WorkloadRecord, rec, "workload")
     groups = tuple(TaskGroup(t.count, dict(t.resources), t.name) for t in r.tasks)
     return Workload(r.id, r.queue, r.submit, r.duration, groups, r.priority, r.preemptible, r.grace,
                     r.requested_duration, r.user, dict(r.labels), dict(r.settings))
 
 
 def change_from_record(rec: dict[str, Any]) -> ConfigChange:
-    try:
-        r = ConfigChangeRecord.model_validate(rec)
-    except ValidationError as exc:
-        raise TraceError(_format_errors(exc)) from None
-    if r.settings and (problem := trace_settings_problem("queue", r.settings)):  # per-model settings
-        raise TraceError(problem)
+    r = _validated(ConfigChangeRecord, rec, "queue")
     changes: dict[str, Any] = {}
     for key in ("max", "guaranteed", "weight", "settings"):
         if key in rec:

@@ -191,18 +191,19 @@ def compute_arrays(pa: PoolArrays, param: bool = True) -> ArrayResult:
     n, dim = U.shape
     pointwise = np.zeros(n, dtype=bool)
     pointwise[pa.kids[pa.kid_ptr[pa.root]:pa.kid_ptr[pa.root + 1]]] = True
+    tok = np.zeros(dim)
     if pa.buffers is None:
         pa.buffers = (np.empty(12 * n + 64), np.empty((12 * n + 64, dim)), np.empty(4 * n + 64), np.empty(4 * n + 64))
     fs_x, fs_y, fs_at, fs_len, mf_x, mf_v, mf_at, mf_len, cm_y, cm_at = kernel.build(
         pa.post, pa.is_op, pa.fifo, pa.weight, pa.kid_ptr, pa.kids, U, D, strong, lim, pa.root, pointwise, param,
-        *pa.buffers, (0.0,) * dim)
+        *pa.buffers, tok)
     pa.buffers = (fs_x, fs_y, mf_x, mf_v)
     root_f = kernel.root_fit(fs_x, fs_y, cm_y, cm_at, fs_at, fs_len, pa.kid_ptr, pa.kids, pa.weight,
-                             bool(pa.fifo[pa.root]), strong, lim, pa.root, (0.0,) * dim)
+                             bool(pa.fifo[pa.root]), strong, lim, pa.root, tok)
     fair = np.zeros((n, dim))
     fit = np.zeros(n)
     kernel.read_down(pa.pre_pools, pa.is_op, pa.fifo, pa.weight, pa.kid_ptr, pa.kids, fs_x, fs_y, cm_y, cm_at, fs_at,
-                     fs_len, mf_x, mf_v, mf_at, mf_len, strong, lim, pa.root, root_f, fair, fit, pointwise, (0.0,) * dim)
+                     fs_len, mf_x, mf_v, mf_at, mf_len, strong, lim, pa.root, root_f, fair, fit, pointwise, tok)
     _truncate_fifo(pa, D, fair)
     return ArrayResult(pa.names, pa.listing or pa.names, pa.is_op, pa.limits, strong, D, U, fair, fit)
 

@@ -5,7 +5,8 @@ array. Reading is left-continuous, as in ``plf`` (SEMANTICS §2.4). Here: search
 resource's fit factor by suggestion (``_mff``), their minimum (``_min_scalar``), the composition
 with the curve (``_compose``), the clean-up of repeated points, an operation's curve, and the
 generic construction of an element's functions (``_fsbs``) with its scratch space. The number of
-resources comes as ``tok``, a tuple of that length, so that loops over resources compile unrolled;
+resources comes as the length of ``tok``, an array (not a tuple: a tuple's length is part of the
+compiled signature, so every resource count compiled the whole kernel again, about a minute each);
 functions that allocate nothing are compiled without reference counting.
 """
 
