@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import io
 import json
 import os
@@ -215,6 +216,12 @@ def damage_text(text: str, rnd: random.Random) -> bytes:
     return ("[" * DEEP + "]" * DEEP).encode() if rnd.random() < 0.5 else ("{a: " * DEEP + "1" + "}" * DEEP).encode()
 
 
+@functools.cache
+def _loaded(path: Path):
+    """A shipped example, parsed once (callers that mutate it take a deep copy)."""
+    return yaml.safe_load(path.read_text())
+
+
 @pytest.fixture(scope="module")
 def work():
     d = Path(tempfile.mkdtemp(prefix="makeway-fuzz-"))
@@ -232,7 +239,7 @@ def test_fuzz_configs(work, seed, which, n, text, extra):
     rnd = random.Random(seed)
     base = CONFIGS[which % len(CONFIGS)]
     source = base.read_text()
-    doc = yaml.safe_load(source)
+    doc = copy.deepcopy(_loaded(base))
     tname = doc.get("trace")
     if isinstance(tname, str) and (base.parent / tname).is_file():
         shutil.copy(base.parent / tname, work / Path(tname).name)
@@ -256,9 +263,10 @@ def test_fuzz_configs(work, seed, which, n, text, extra):
 
 # -- JSONL traces --------------------------------------------------------------------------------
 
+@functools.cache
 def config_for_trace(trace: Path) -> Path:
     for cfg in CONFIGS:
-        if (yaml.safe_load(cfg.read_text()) or {}).get("trace") == trace.name and cfg.parent == trace.parent:
+        if (_loaded(cfg) or {}).get("trace") == trace.name and cfg.parent == trace.parent:
             return cfg
     return EXAMPLES / "quickstart.yaml"
 

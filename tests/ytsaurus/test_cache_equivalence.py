@@ -182,6 +182,7 @@ def test_batched_level_with_warm_curve_cache_decides_as_full_evaluation():
     assert log == full(case)
 
 
+@pytest.mark.xdist_group("numba-kernel")  # compiled on the worker that compiles it for test_kernel
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters())
 def test_caches_decide_as_full_evaluation_with_the_kernel(case):

@@ -21,6 +21,9 @@ pytest.importorskip("numba", reason="the kernel is the optional extra makeway[fa
 from makeway.policies.ytsaurus import arrays, fairshare  # noqa: E402
 from makeway.policies.ytsaurus.tree import ROOT, Element, Tree
 
+# every test here compiles the numba kernel: one xdist worker compiles it once (`--dist loadgroup`)
+pytestmark = pytest.mark.xdist_group("numba-kernel")
+
 RES = ("cpu", "memory", "gpu")
 TOTAL = [400.0, 1600.0, 16.0]
 

@@ -18,6 +18,9 @@ from makeway.core.state import ClusterState
 from makeway.sim.engine import SimOptions, simulate
 from tests.ytsaurus.test_cache_equivalence import Recording
 
+# every test here compiles the numba kernel: one xdist worker compiles it once (`--dist loadgroup`)
+pytestmark = pytest.mark.xdist_group("numba-kernel")
+
 OLD_THRESHOLD = 128
 POOLS = 40
 SETTINGS = {"fair_share_update_period": 1.0, "heartbeat_period": 1.0, "heartbeat_splay": 0.5,
