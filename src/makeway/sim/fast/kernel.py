@@ -59,12 +59,12 @@ def _hpop(WI, WF, root):
     """The pairing heap without its root (two-pass pairing)."""
     c = WI[root, CHILD]
     WI[root, CHILD] = -1
-    prev = -1
+    prev = np.int64(-1)
     while c >= 0:
         a = c
         b = WI[a, SIB]
         if b < 0:
-            nxt = -1
+            nxt = np.int64(-1)
             WI[a, SIB] = -1
             m = a
         else:
@@ -75,7 +75,7 @@ def _hpop(WI, WF, root):
         WI[m, SIB] = prev
         prev = m
         c = nxt
-    r = -1
+    r = np.int64(-1)
     while prev >= 0:
         nxt = WI[prev, SIB]
         WI[prev, SIB] = -1
@@ -127,8 +127,8 @@ def _fpop(FT, FI, IS):
     n = IS[FIN_N] - 1
     IS[FIN_N] = n
     if n > 0:
-        _fswap(FT, FI, 0, n)
-        j = 0
+        j = np.int64(0)
+        _fswap(FT, FI, j, n)
         while True:
             a = 2 * j + 1
             if a >= n:
@@ -222,7 +222,7 @@ def _descend(T, size, N, GV, g, stack):
     for r in range(R):
         v = GV[g, r]
         if v > 0 and T[r, node] < v:
-            return _first_fit(T, size, N, GV, g, 0, stack)
+            return _first_fit(T, size, N, GV, g, np.int64(0), stack)
     return node - size
 
 

@@ -58,13 +58,16 @@ def _sample(IS, FS, now, rused, qusage, pres, pn, ptasks, tq, leaf_q, leaf_w, cc
     n = IS[NSAMP]
     if n >= ST.shape[0]:  # keep every other sample, double the interval
         m = (n + 1) // 2
-        for k in range(m):
+        for k in range(m):  # element by element: a row copy would compile numba's shape checks
             ST[k] = ST[2 * k]
-            SU[k] = SU[2 * k]
-            SQ[k] = SQ[2 * k]
-            SP[k] = SP[2 * k]
-            SPN[k] = SPN[2 * k]
             SJ[k] = SJ[2 * k]
+            for r in range(SU.shape[1]):
+                SU[k, r] = SU[2 * k, r]
+            for t in range(SQ.shape[1]):
+                SPN[k, t] = SPN[2 * k, t]
+                for r in range(SQ.shape[2]):
+                    SQ[k, t, r] = SQ[2 * k, t, r]
+                    SP[k, t, r] = SP[2 * k, t, r]
         n = m
         FS[SINTERVAL] *= 2
     ST[n] = now
@@ -110,8 +113,8 @@ def _classify(IS, WI, SI, GC, GV, T, size, N, cap, used, capt, rused, INV, w, po
         IS[ORDPTR] = p
         if p < WI[w, ORD]:
             return C_PRIORITY
-        if multi and not _free_fit(SI, GC, GV, cap, used, s, False, extra, mark, touched) \
-                and _free_fit(SI, GC, GV, cap, used, s, True, extra, mark, touched):
+        if multi and not _free_fit(SI, GC, GV, cap, used, s, np.int64(0), extra, mark, touched) \
+                and _free_fit(SI, GC, GV, cap, used, s, np.int64(1), extra, mark, touched):
             return C_GANG
     elif multi:
         o, ng = SI[s, GOFF], SI[s, NG]
@@ -125,7 +128,7 @@ def _classify(IS, WI, SI, GC, GV, T, size, N, cap, used, capt, rused, INV, w, po
                 enough = False
                 break
         gang = True
-        if enough and _free_fit(SI, GC, GV, cap, used, s, False, extra, mark, touched):
+        if enough and _free_fit(SI, GC, GV, cap, used, s, np.int64(0), extra, mark, touched):
             gang = False
         if gang and _descend(T, size, N, GV, _first_group(SI, GC, s), stack) >= 0:
             return C_GANG
@@ -181,7 +184,8 @@ def _sort_round(P, WI, WF, qrank):
         swapped = not swapped
         width *= 2
     if swapped:
-        P[:] = src
+        for k in range(n):
+            P[k] = src[k]
 
 
 @njit(cache=True)
@@ -266,7 +270,7 @@ def _start(IS, FS, WI, WF, GV, FT, FI, PG, PI, T, cap, used, size, rused, qusage
         IS[NPLACE] = o + n
         WI[w, POFF] = o
         WI[w, PNUM] = n
-        _fpush(FT, FI, IS, end, IS[SEQ], w, -1, o)
+        _fpush(FT, FI, IS, end, IS[SEQ], w, np.int64(-1), o)
     for k in range(n):
         if k == 0 or out_i[k] != out_i[k - 1]:
             _leaf(T, cap, used, size, out_i[k])
@@ -455,8 +459,8 @@ def run(IS, FS, WI, WF, INV, SI, GC, GV, T, cap, used, capt, rused, integral, qu
                         newl[nnew + nc] = s
                         nc += 1
             while nc:
-                best = -1
-                bk = -1
+                best = np.int64(-1)
+                bk = np.int64(-1)
                 for k in range(nc):
                     s = newl[nnew + k]
                     if best < 0 or _less(WI, WF, SI[s, ROOT], SI[best, ROOT]):
