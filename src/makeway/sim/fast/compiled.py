@@ -370,7 +370,7 @@ class CompiledSimulation:
         self._setup()
         if not self.ints:
             return self._pure(feed)
-        from makeway.sim.fast.loop import run as loop
+        from makeway.sim.fast.aot import loop_for
 
         progress = self.options.progress
         while True:
@@ -384,12 +384,12 @@ class CompiledSimulation:
             if self.TRW.shape[0] - self.IS[K.TRAIL_N] < need:
                 cap = 2 * self.TRW.shape[0] + int(need)
                 self.TRW, self.TRT, self.TRC = _grow(self.TRW, cap), _grow(self.TRT, cap), _grow(self.TRC, cap)
-            status = loop(self.IS, self.FS, self.WI, self.WF, self.INV, self.SI, self.GC, self.GV, self.T, self.cap,
-                          self.used, self.capt, self.rused, self.integral, self.qusage, self.pres, self.pn,
-                          self.ptasks, self.qp_off, self.qp, self.tracked, self.tq, self.leaf_q, self.leaf_w,
-                          self.ccap, self.qrank, self.waitcnt, self.FT, self.FI, self.PG, self.PI, self.STL,
-                          self.FNL, self.TRW, self.TRT, self.TRC, self.NTW, self.NTT, self.ST, self.SU, self.SQ,
-                          self.SP, self.SPN, self.SJ, self.newl)
+            args = (self.IS, self.FS, self.WI, self.WF, self.INV, self.SI, self.GC, self.GV, self.T, self.cap,
+                    self.used, self.capt, self.rused, self.integral, self.qusage, self.pres, self.pn, self.ptasks,
+                    self.qp_off, self.qp, self.tracked, self.tq, self.leaf_q, self.leaf_w, self.ccap, self.qrank,
+                    self.waitcnt, self.FT, self.FI, self.PG, self.PI, self.STL, self.FNL, self.TRW, self.TRT,
+                    self.TRC, self.NTW, self.NTT, self.ST, self.SU, self.SQ, self.SP, self.SPN, self.SJ, self.newl)
+            status = loop_for(args)(*args)
             self.now = float(self.FS[K.NOW])
             self.events_processed = int(self.IS[K.EVENTS])
             if progress is not None:
@@ -499,8 +499,8 @@ class CompiledSimulation:
 
 
 def warm() -> float:
-    """Load the compiled loop now (numba's import, then its cache or a compile) with a run of two
-    workloads, so a measurement that follows does not pay it; the CPU seconds it took (0 without it)."""
+    """Load the compiled loop now (``fast.aot``: the built module, built first if need be) with a run of
+    two workloads, so a measurement that follows does not pay it; the CPU seconds it took (0 without it)."""
     if not enabled():
         return 0.0
     import time
