@@ -15,7 +15,8 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import os
-from typing import Any, Iterable
+from collections.abc import Mapping
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 
@@ -57,8 +58,45 @@ class _Reasons:
 
 
 class CompiledRecorder(Recorder):
+    sim: Any = None
+
     def counts(self) -> tuple[int, int]:
         return len(self.finish_t), len(self.submit_t)
+
+    def workload_fields(self, w: str) -> tuple[str, Any, float]:
+        sim = self.sim
+        i = sim.idx[w]
+        return sim.q_names[sim.WI[i, K.Q]], sim.prio[i], float(sim.dur[i])
+
+
+class _View(Mapping):
+    """``state.workloads`` after a compiled run: every workload read so far, in submission order.
+    An unfinished one is its own ``Workload``; a finished one is made again from the arrays when it is
+    asked for (id, queue, submit, duration, groups, priority, requested duration: what the fast
+    models and the results read)."""
+
+    def __init__(self, sim: "CompiledSimulation", live: dict[str, Workload]):
+        self.sim, self.live = sim, live
+
+    def __getitem__(self, key: str) -> Workload:
+        hit = self.live.get(key)
+        if hit is not None:
+            return hit
+        sim = self.sim
+        w = sim.idx[key]
+        req = float(sim.req[w])
+        return Workload(key, sim.q_names[sim.WI[w, K.Q]], float(sim.WF[w, K.SUB]), float(sim.dur[w]),
+                        sim.raw_groups[sim.WI[w, K.RAW]], sim.prio[w],
+                        requested_duration=None if req != req else req)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.sim.idx
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.sim.idx)
+
+    def __len__(self) -> int:
+        return len(self.sim.idx)
 
 
 def _grow(a: np.ndarray, n: int, fill: Any = 0) -> np.ndarray:
@@ -169,7 +207,14 @@ class CompiledSimulation:
         self.TRC = np.zeros(1024, np.int8)
         # shapes
         self.shapes: dict[tuple, int] = {}
-        self._raw: dict[tuple, tuple[int, tuple]] = {}
+        self._raw: dict[tuple, tuple[int, tuple, int]] = {}
+        self.raw_groups: list[tuple] = []
+        # what a workload's row needs once its ``Workload`` is let go (``_View``)
+        self.idx: dict[str, int] = {}
+        self.prio: list[Any] = []
+        self.dur = np.zeros(0, np.float64)
+        self.req = np.zeros(0, np.float64)
+        self._dropped = 0
         self.shape_info: list[tuple[int, bool]] = []   # (tasks, nowhere)
         self.SI = np.zeros((0, K.NSI), np.int64)
         self.GC = np.zeros(0, np.int64)
@@ -183,14 +228,16 @@ class CompiledSimulation:
 
     # -- shapes ----------------------------------------------------------------------------------
 
-    def _shape_of(self, wl: Workload) -> int:
+    def _shape_of(self, wl: Workload) -> tuple[int, int]:
+        """(shape, index of its groups as read) of a workload."""
         raw = tuple((g.count, tuple(g.resources.items())) for g in wl.groups)
         hit = self._raw.get(raw)
         if hit is None:
-            hit = self._raw[raw] = (self._new_shape(wl), wl.groups)
+            hit = self._raw[raw] = (self._new_shape(wl), wl.groups, len(self.raw_groups))
+            self.raw_groups.append(wl.groups)
         elif wl.groups is not hit[1]:
             wl.groups = hit[1]
-        return hit[0]
+        return hit[0], hit[2]
 
     def _new_shape(self, wl: Workload) -> int:
         rix, R = self.rix, self.R
@@ -270,18 +317,19 @@ class CompiledSimulation:
         state, qix, wls = self.state, self.qix, self.state.workloads
         kill, strict = self.options.kill_at_requested_time, self.strict
         base = len(self.ids)
-        qs, ss, tks, runs, kills, negp, subs = [], [], [], [], [], [], []
+        qs, ss, tks, runs, kills, negp, subs, raws, durs, reqs = [], [], [], [], [], [], [], [], [], []
+        idx, prio = self.idx, self.prio
         shape_of, info = self._shape_of, self.shape_info
         last = self._last_fed
         gang = 0
         bad = None
         for at, wl in enumerate(batch):
             sub = wl.submit
-            if sub < last or wl.queue not in qix or wl.id in wls:
+            if sub < last or wl.queue not in qix or wl.id in idx:
                 bad = wl
                 break
             try:
-                s = shape_of(wl)
+                s, raw = shape_of(wl)
             except _Fallback:
                 self._unpacked = batch[at:]
                 raise
@@ -290,7 +338,12 @@ class CompiledSimulation:
                 break
             last = sub
             wls[wl.id] = wl
+            idx[wl.id] = base + len(qs)
             self.ids.append(wl.id)
+            raws.append(raw)
+            prio.append(wl.priority)
+            durs.append(wl.duration)
+            reqs.append(np.nan if wl.requested_duration is None else wl.requested_duration)
             tasks = info[s][0]
             qs.append(qix[wl.queue])
             ss.append(s)
@@ -318,6 +371,9 @@ class CompiledSimulation:
         WI[sl, K.LEFT] = tks
         WI[sl, K.KILL] = kills
         WI[sl, K.CHILD] = -1
+        WI[sl, K.RAW] = raws
+        self.dur[sl] = durs
+        self.req[sl] = reqs
         WI[sl, K.SIB] = -1
         WF[sl, K.SUB] = subs
         WF[sl, K.RUN] = runs
@@ -350,7 +406,7 @@ class CompiledSimulation:
             cap = max(hi, 2 * self.WI.shape[0], 1024)
             self.WI = _grow(self.WI, cap)
             self.WF = _grow(self.WF, cap)
-            for name in ("INV", "FT", "STL", "FNL", "NTW", "NTT"):
+            for name in ("INV", "FT", "STL", "FNL", "NTW", "NTT", "dur", "req"):
                 setattr(self, name, _grow(getattr(self, name), cap))
             self.FI = _grow(self.FI, cap)
         self.gang_tasks += gang
@@ -394,6 +450,7 @@ class CompiledSimulation:
             self.events_processed = int(self.IS[K.EVENTS])
             if progress is not None:
                 progress(self.now, self.events_processed)
+            self._drop()
             if status == K.DONE:
                 break
             if status == K.BAD_INPUT:
@@ -404,11 +461,22 @@ class CompiledSimulation:
     def _pure(self, feed: Iterable[Workload]) -> Any:
         return self.pure(self.state, self.model, self.options).run(feed)
 
+    def _drop(self) -> None:
+        """Let go of the ``Workload`` of every workload finished so far: its row is read from the
+        arrays (``_View``); only unfinished ones keep theirs (their pending reasons read it)."""
+        n = int(self.IS[K.NFINISHED])
+        if n == self._dropped:
+            return
+        wls, ids = self.state.workloads, self.ids
+        for w in self.FNL[self._dropped:n].tolist():
+            del wls[ids[w]]
+        self._dropped = n
+
     def _restart(self, feed: Iterable[Workload]) -> Any:
         """Start again on the pure-Python core with every workload read so far, then the rest."""
-        wls = self.state.workloads
-        seen = list(wls.values())
-        wls.clear()
+        view = _View(self, self.state.workloads)
+        seen = [view[i] for i in self.ids]
+        self.state.workloads.clear()
         rest = [self._peek] if self._peek is not None else []
         self._peek = None
         return self._pure(itertools.chain(seen, self._unpacked, rest, feed))
@@ -416,7 +484,7 @@ class CompiledSimulation:
     def _refuse(self, wl: Workload) -> None:
         from makeway.sim.engine import SimulationError
 
-        if wl.submit >= self._last_fed and wl.queue in self.qix and wl.id not in self.state.workloads:
+        if wl.submit >= self._last_fed and wl.queue in self.qix and wl.id not in self.idx:
             raise SimulationError(f"workload {wl.id!r} has no task")
         self.pure._refuse(self, wl, self._last_fed)  # type: ignore[arg-type]
 
@@ -480,6 +548,8 @@ class CompiledSimulation:
         for w, t, c in zip(self.TRW[:n].tolist(), self.TRT[:n].tolist(), self.TRC[:n].tolist()):
             trails.setdefault(ids[w], []).append((t, CODES[c], None))
         rec.reasons = _Reasons(trails)  # type: ignore[assignment]
+        rec.sim = self
+        state.workloads = _View(self, state.workloads)  # type: ignore[assignment]
 
     def _samples(self) -> None:
         rec, res = self.rec, self.state.resources

@@ -3,8 +3,8 @@ of its scalar arrays, status and reason codes (``makeway.sim.fast.kernel`` and `
 from the kernel so the driver (``compiled.py``) can lay out arrays without importing numba."""
 
 # WI columns
-Q, S, LEFT, TASKS, ORD, STATE, KILLC, PPREV, PNEXT, CUR, CHILD, SIB, TLAST, POFF, PNUM, KILL, BAD = range(17)
-NWI = 17
+Q, S, LEFT, TASKS, ORD, STATE, KILLC, PPREV, PNEXT, CUR, CHILD, SIB, TLAST, POFF, PNUM, KILL, BAD, RAW = range(18)
+NWI = 18  # RAW: the driver's (its groups exactly as read), not the loop's
 # WF columns
 SUB, RUN, NEGP, FIRST, FIN = range(5)
 NWF = 5
