@@ -27,7 +27,7 @@ _loaded: dict[str, Callable[..., Any]] = {}
 
 
 def _code(a: Any) -> str:
-    return {"int64": "i8", "float64": "f8", "int8": "i1"}[a.dtype.name] + "[" + ":," * (a.ndim - 1) + "::1]"
+    return {"int64": "i8", "int32": "i4", "float64": "f8", "int8": "i1"}[a.dtype.name] + "[" + ":," * (a.ndim - 1) + "::1]"
 
 
 def signature(args: tuple) -> str:

@@ -25,7 +25,7 @@ from makeway.core.objects import Workload
 from makeway.core.pending import FITS_NOWHERE, GANG, PRIORITY, RESOURCES
 from makeway.core.resources import EPS
 from makeway.sim.fast import layout as K
-from makeway.sim.fast.reasons import FastReasons, _Trails
+from makeway.sim.fast.reasons import FastReasons
 from makeway.sim.metrics import Recorder
 
 CODES = (FITS_NOWHERE, GANG, PRIORITY, RESOURCES)
@@ -48,13 +48,48 @@ class _Fallback(Exception):
 
 
 class _Reasons:
-    """What ``Recorder`` reads of a reason log: the trails by workload id."""
+    """What ``Recorder`` reads of a reason log: the trails by workload id, each read out of the
+    log arrays when its row is written (no list of every trail is ever built)."""
 
-    def __init__(self, trails: dict[str, list]):
-        self._trails = trails
+    def __init__(self, sim: "CompiledSimulation"):
+        n = int(sim.IS[K.TRAIL_N])
+        self.sim = sim
+        self.order = np.argsort(sim.TRW[:n], kind="stable")  # entries grouped by workload, in log order
+        self.starts = np.searchsorted(sim.TRW[:n][self.order], np.arange(len(sim.ids) + 1))
 
-    def rows(self) -> _Trails:
-        return _Trails(self._trails)
+    def rows(self) -> "_LazyTrails":
+        return _LazyTrails(self)
+
+
+class _LazyTrails(Mapping):
+    def __init__(self, log: _Reasons):
+        self.log = log
+
+    def _span(self, key: object) -> tuple[int, int]:
+        w = self.log.sim.idx.get(key)  # type: ignore[arg-type]
+        if w is None:
+            return 0, 0
+        return int(self.log.starts[w]), int(self.log.starts[w + 1])
+
+    def __getitem__(self, key: str) -> list[list[Any]]:
+        lo, hi = self._span(key)
+        if lo == hi:
+            raise KeyError(key)
+        sim, sel = self.log.sim, self.log.order[lo:hi]
+        return [[t, CODES[c], None] for t, c in zip(sim.TRT[sel].tolist(), sim.TRC[sel].tolist())]
+
+    def __contains__(self, key: object) -> bool:
+        lo, hi = self._span(key)
+        return lo < hi
+
+    def __iter__(self) -> Iterator[str]:
+        ids = self.log.sim.ids
+        starts = self.log.starts
+        return (ids[w] for w in np.nonzero(starts[1:] > starts[:-1])[0].tolist())
+
+    def __len__(self) -> int:
+        starts = self.log.starts
+        return int(np.count_nonzero(starts[1:] > starts[:-1]))
 
 
 class CompiledRecorder(Recorder):
@@ -97,6 +132,12 @@ class _View(Mapping):
 
     def __len__(self) -> int:
         return len(self.sim.idx)
+
+
+def _too_big() -> Exception:
+    from makeway.sim.engine import SimulationError
+
+    return SimulationError("more than 2**31 workloads or gang tasks: run with MAKEWAY_JIT=0")
 
 
 def _grow(a: np.ndarray, n: int, fill: Any = 0) -> np.ndarray:
@@ -190,7 +231,7 @@ class CompiledSimulation:
         FS[K.SINTERVAL] = rec.sample_interval
         FS[K.HORIZON] = np.inf if options.horizon is None else float(options.horizon)
         # per workload
-        self.WI = np.zeros((0, K.NWI), np.int64)
+        self.WI = np.zeros((0, K.NWI), np.int32)  # (int32: half the memory; sizes are checked)
         self.WF = np.zeros((0, K.NWF), np.float64)
         self.INV = np.zeros(0, np.int64)
         self.FT = np.zeros(0, np.float64)
@@ -403,13 +444,17 @@ class CompiledSimulation:
 
     def _capacity(self, hi: int, gang: int) -> None:
         if hi > self.WI.shape[0]:
-            cap = max(hi, 2 * self.WI.shape[0], 1024)
+            cap = max(hi, self.WI.shape[0] * 3 // 2, 1024)
+            if cap >= 1 << 31:
+                raise _too_big()
             self.WI = _grow(self.WI, cap)
             self.WF = _grow(self.WF, cap)
             for name in ("INV", "FT", "STL", "FNL", "NTW", "NTT", "dur", "req"):
                 setattr(self, name, _grow(getattr(self, name), cap))
             self.FI = _grow(self.FI, cap)
         self.gang_tasks += gang
+        if self.gang_tasks >= 1 << 31:
+            raise _too_big()
         if self.gang_tasks + 1 > self.PG.shape[0]:
             cap = max(self.gang_tasks + 1, 2 * self.PG.shape[0])
             self.PG = _grow(self.PG, cap)
@@ -543,11 +588,7 @@ class CompiledSimulation:
             wl = wls[ids[w]]
             state.pending[wl.id] = dict.fromkeys(wl.task_ids())
             state.pending_res[wl.id] = wl.total()
-        trails: dict[str, list] = {}
-        n = int(IS[K.TRAIL_N])
-        for w, t, c in zip(self.TRW[:n].tolist(), self.TRT[:n].tolist(), self.TRC[:n].tolist()):
-            trails.setdefault(ids[w], []).append((t, CODES[c], None))
-        rec.reasons = _Reasons(trails)  # type: ignore[assignment]
+        rec.reasons = _Reasons(self)  # type: ignore[assignment]
         rec.sim = self
         state.workloads = _View(self, state.workloads)  # type: ignore[assignment]
 

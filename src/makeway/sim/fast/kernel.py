@@ -57,18 +57,18 @@ def _hpush(WI, WF, root, w):
 @njit(cache=True)
 def _hpop(WI, WF, root):
     """The pairing heap without its root (two-pass pairing)."""
-    c = WI[root, CHILD]
+    c = np.int64(WI[root, CHILD])
     WI[root, CHILD] = -1
     prev = np.int64(-1)
     while c >= 0:
         a = c
-        b = WI[a, SIB]
+        b = np.int64(WI[a, SIB])
         if b < 0:
             nxt = np.int64(-1)
             WI[a, SIB] = -1
             m = a
         else:
-            nxt = WI[b, SIB]
+            nxt = np.int64(WI[b, SIB])
             WI[a, SIB] = -1
             WI[b, SIB] = -1
             m = _meld(WI, WF, a, b)
@@ -77,7 +77,7 @@ def _hpop(WI, WF, root):
         c = nxt
     r = np.int64(-1)
     while prev >= 0:
-        nxt = WI[prev, SIB]
+        nxt = np.int64(WI[prev, SIB])
         WI[prev, SIB] = -1
         r = _meld(WI, WF, r, prev)
         prev = nxt

@@ -102,7 +102,7 @@ def _set(IS, WI, TRW, TRT, TRC, w, now, code):
 
 @njit(cache=True)
 def _classify(IS, WI, SI, GC, GV, T, size, N, cap, used, capt, rused, INV, w, position, extra, mark, touched, stack):
-    s = WI[w, S]
+    s = np.int64(WI[w, S])
     if SI[s, NOWHERE]:
         return C_NOWHERE
     multi = WI[w, TASKS] > 1
@@ -199,7 +199,7 @@ def _observe(IS, FS, WI, WF, SI, GC, GV, T, size, N, cap, used, capt, rused, INV
         while w >= 0:
             P[k] = w
             k += 1
-            w = WI[w, PNEXT]
+            w = np.int64(WI[w, PNEXT])
         _sort_round(P, WI, WF, qrank)
         for q in range(waitcnt.shape[0]):
             waitcnt[q] = 0
@@ -382,7 +382,7 @@ def run(IS, FS, WI, WF, INV, SI, GC, GV, T, cap, used, capt, rused, integral, qu
             if WI[w, BAD]:
                 return BAD_INPUT
             IS[EVENTS] += 1
-            s = WI[w, S]
+            s = np.int64(WI[w, S])
             q = WI[w, Q]
             tasks = WI[w, TASKS]
             ptasks[q] += tasks
@@ -426,7 +426,7 @@ def run(IS, FS, WI, WF, INV, SI, GC, GV, T, cap, used, capt, rused, integral, qu
                 blocked = False
                 while IS[FIFO] >= 0:
                     w = IS[FIFO]
-                    s = WI[w, S]
+                    s = np.int64(WI[w, S])
                     if not SI[s, FITS_EMPTY]:
                         IS[FIFO] = _hpop(WI, WF, w)
                         NTW[IS[NOTES_N]] = w
