@@ -53,10 +53,12 @@ int_workload = _workload([1, 2, 3, 4, 6])  # the compiled loop takes integer qua
 @contextmanager
 def _engine(jit, batch=None):
     """The pure-Python fast core (``jit`` False) or the compiled one, for runs of any size."""
-    saved = os.environ.get("MAKEWAY_JIT"), CompiledSimulation.MIN_JOBS, CompiledSimulation.BATCH
+    saved = (os.environ.get("MAKEWAY_JIT"), CompiledSimulation.MIN_JOBS, CompiledSimulation.BATCH,
+             CompiledSimulation.PLACES)
     os.environ["MAKEWAY_JIT"] = "1" if jit else "0"
     CompiledSimulation.MIN_JOBS = 0
     CompiledSimulation.BATCH = batch or saved[2]
+    CompiledSimulation.PLACES = 1  # gang placements compacted at almost every hand-over
     try:
         yield
     finally:
@@ -64,7 +66,7 @@ def _engine(jit, batch=None):
             del os.environ["MAKEWAY_JIT"]
         else:
             os.environ["MAKEWAY_JIT"] = saved[0]
-        CompiledSimulation.MIN_JOBS, CompiledSimulation.BATCH = saved[1], saved[2]
+        CompiledSimulation.MIN_JOBS, CompiledSimulation.BATCH, CompiledSimulation.PLACES = saved[1:]
 
 
 def _workloads(specs, nested):

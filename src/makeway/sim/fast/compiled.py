@@ -137,7 +137,7 @@ class _View(Mapping):
 def _too_big() -> Exception:
     from makeway.sim.engine import SimulationError
 
-    return SimulationError("more than 2**31 workloads or gang tasks: run with MAKEWAY_JIT=0")
+    return SimulationError("more than 2**31 workloads: run with MAKEWAY_JIT=0")
 
 
 def _grow(a: np.ndarray, n: int, fill: Any = 0) -> np.ndarray:
@@ -154,6 +154,7 @@ class CompiledSimulation:
     """
 
     BATCH = 8192
+    PLACES = 1024  # least room for gang placements (see ``_placements``)
     MIN_JOBS = 20_000
 
     def __init__(self, state: Any, model: Any, options: Any, pure: type):
@@ -242,7 +243,6 @@ class CompiledSimulation:
         self.NTT = np.zeros(0, np.float64)
         self.PG = np.zeros(1, np.int64)
         self.PI = np.zeros(1, np.int64)
-        self.gang_tasks = 0
         self.TRW = np.zeros(1024, np.int64)
         self.TRT = np.zeros(1024, np.float64)
         self.TRC = np.zeros(1024, np.int8)
@@ -362,7 +362,6 @@ class CompiledSimulation:
         idx, prio = self.idx, self.prio
         shape_of, info = self._shape_of, self.shape_info
         last = self._last_fed
-        gang = 0
         bad = None
         for at, wl in enumerate(batch):
             sub = wl.submit
@@ -389,8 +388,6 @@ class CompiledSimulation:
             qs.append(qix[wl.queue])
             ss.append(s)
             tks.append(tasks)
-            if tasks > 1:
-                gang += tasks
             subs.append(sub)
             negp.append(0 if strict else -wl.priority)
             req = wl.requested_duration
@@ -403,7 +400,7 @@ class CompiledSimulation:
         self._last_fed = last
         n = len(qs)
         hi = base + n + (bad is not None)
-        self._capacity(hi, gang)
+        self._capacity(hi)
         WI, WF = self.WI, self.WF
         sl = slice(base, base + n)
         WI[sl, K.Q] = qs
@@ -442,7 +439,7 @@ class CompiledSimulation:
             self.IS[K.MORE] = 0
         self.IS[K.NLOAD] = hi
 
-    def _capacity(self, hi: int, gang: int) -> None:
+    def _capacity(self, hi: int) -> None:
         if hi > self.WI.shape[0]:
             cap = max(hi, self.WI.shape[0] * 3 // 2, 1024)
             if cap >= 1 << 31:
@@ -452,13 +449,31 @@ class CompiledSimulation:
             for name in ("INV", "FT", "STL", "FNL", "NTW", "NTT", "dur", "req"):
                 setattr(self, name, _grow(getattr(self, name), cap))
             self.FI = _grow(self.FI, cap)
-        self.gang_tasks += gang
-        if self.gang_tasks >= 1 << 31:
-            raise _too_big()
-        if self.gang_tasks + 1 > self.PG.shape[0]:
-            cap = max(self.gang_tasks + 1, 2 * self.PG.shape[0])
-            self.PG = _grow(self.PG, cap)
-            self.PI = _grow(self.PI, cap)
+
+    def _placements(self) -> None:
+        """Room in ``PG``/``PI`` for every gang that may start in the next call. Only running gangs'
+        placements are live (a finished gang's are never read again): when room runs out they are
+        moved to the front, so the arrays stay the size of what runs, not of the whole trace."""
+        IS, WI = self.IS, self.WI
+        rows = WI[: int(IS[K.NLOAD])]
+        waiting = int(rows[(rows[:, K.STATE] < 2) & (rows[:, K.TASKS] > 1), K.TASKS].sum())
+        if int(IS[K.NPLACE]) + waiting < self.PG.shape[0]:
+            return
+        live = np.nonzero(self.FI[: int(IS[K.FIN_N]), 2] == -1)[0].tolist()
+        spans = [(k, w, int(WI[w, K.POFF]), int(WI[w, K.PNUM])) for k, w in
+                 zip(live, self.FI[live, 1].tolist())]
+        used = sum(m for *_, m in spans)
+        cap = max(2 * (used + waiting), self.PLACES)
+        PG, PI = np.zeros(cap, np.int64), np.zeros(cap, np.int64)
+        o = 0
+        for k, w, a, m in spans:
+            PG[o:o + m] = self.PG[a:a + m]
+            PI[o:o + m] = self.PI[a:a + m]
+            WI[w, K.POFF] = o
+            self.FI[k, 3] = o
+            o += m
+        IS[K.NPLACE] = o
+        self.PG, self.PI = PG, PI
 
     # -- the run ---------------------------------------------------------------------------------
 
@@ -481,6 +496,7 @@ class CompiledSimulation:
                 except _Fallback:
                     return self._restart(feed)
                 continue
+            self._placements()
             need = self.IS[K.PCOUNT] + (self.IS[K.NLOAD] - self.IS[K.NSUB]) + 1
             if self.TRW.shape[0] - self.IS[K.TRAIL_N] < need:
                 cap = 2 * self.TRW.shape[0] + int(need)
