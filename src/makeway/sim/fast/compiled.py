@@ -234,16 +234,16 @@ class CompiledSimulation:
         # per workload
         self.WI = np.zeros((0, K.NWI), np.int32)  # (int32: half the memory; sizes are checked)
         self.WF = np.zeros((0, K.NWF), np.float64)
-        self.INV = np.zeros(0, np.int64)
+        self.INV = np.zeros(0, np.int32)
         self.FT = np.zeros(0, np.float64)
         self.FI = np.zeros((0, 4), np.int64)
-        self.STL = np.zeros(0, np.int64)
-        self.FNL = np.zeros(0, np.int64)
-        self.NTW = np.zeros(0, np.int64)
+        self.STL = np.zeros(0, np.int32)
+        self.FNL = np.zeros(0, np.int32)
+        self.NTW = np.zeros(0, np.int32)
         self.NTT = np.zeros(0, np.float64)
         self.PG = np.zeros(1, np.int64)
         self.PI = np.zeros(1, np.int64)
-        self.TRW = np.zeros(1024, np.int64)
+        self.TRW = np.zeros(1024, np.int32)
         self.TRT = np.zeros(1024, np.float64)
         self.TRC = np.zeros(1024, np.int8)
         # shapes
@@ -499,7 +499,7 @@ class CompiledSimulation:
             self._placements()
             need = self.IS[K.PCOUNT] + (self.IS[K.NLOAD] - self.IS[K.NSUB]) + 1
             if self.TRW.shape[0] - self.IS[K.TRAIL_N] < need:
-                cap = 2 * self.TRW.shape[0] + int(need)
+                cap = self.TRW.shape[0] * 3 // 2 + int(need)
                 self.TRW, self.TRT, self.TRC = _grow(self.TRW, cap), _grow(self.TRT, cap), _grow(self.TRC, cap)
             args = (self.IS, self.FS, self.WI, self.WF, self.INV, self.SI, self.GC, self.GV, self.T, self.cap,
                     self.used, self.capt, self.rused, self.integral, self.qusage, self.pres, self.pn, self.ptasks,
