@@ -56,6 +56,7 @@ class _Reasons:
         self.sim = sim
         self.order = np.argsort(sim.TRW[:n], kind="stable")  # entries grouped by workload, in log order
         self.starts = np.searchsorted(sim.TRW[:n][self.order], np.arange(len(sim.ids) + 1))
+        self.at = memoryview(self.starts)  # Python ints per index, without numpy scalars
 
     def rows(self) -> "_LazyTrails":
         return _LazyTrails(self)
@@ -69,7 +70,8 @@ class _LazyTrails(Mapping):
         w = self.log.sim.idx.get(key)  # type: ignore[arg-type]
         if w is None:
             return 0, 0
-        return int(self.log.starts[w]), int(self.log.starts[w + 1])
+        at = self.log.at
+        return at[w], at[w + 1]
 
     def __getitem__(self, key: str) -> list[list[Any]]:
         lo, hi = self._span(key)
@@ -101,7 +103,7 @@ class CompiledRecorder(Recorder):
     def workload_fields(self, w: str) -> tuple[str, Any, float]:
         sim = self.sim
         i = sim.idx[w]
-        return sim.q_names[sim.WI[i, K.Q]], sim.prio[i], float(sim.dur[i])
+        return sim.row_queue[i], sim.prio[i], sim.row_dur[i]
 
 
 class _View(Mapping):
@@ -606,6 +608,9 @@ class CompiledSimulation:
             state.pending_res[wl.id] = wl.total()
         rec.reasons = _Reasons(self)  # type: ignore[assignment]
         rec.sim = self
+        names = self.q_names
+        self.row_queue = [names[q] for q in WI[:nsub, K.Q].tolist()]
+        self.row_dur = self.dur[:nsub].tolist()
         state.workloads = _View(self, state.workloads)  # type: ignore[assignment]
 
     def _samples(self) -> None:
