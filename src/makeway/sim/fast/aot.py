@@ -6,8 +6,9 @@ that needs the loop builds it once ahead of time with numba's ``pycc`` into a sm
 (``_makeway_loop_<key>.so``) beside this file's ``__pycache__`` (or, where that cannot be written,
 under ``~/.cache/makeway``); every later process imports that module (numpy only: about 0.03 s and
 a few MB). ``key`` hashes the loop's source, the argument types, numba's and Python's versions, so
-an edit or an upgrade builds anew. Where the build cannot be done (no C compiler), the jit-compiled
-function (``loop.run``, cached by numba) runs instead: the same code, the same results.
+an edit or an upgrade builds anew. Where the build cannot be done (no C compiler), or with
+``MAKEWAY_AOT=0``, the jit-compiled function (``loop.run``, cached by numba) runs instead: the same
+code, the same results.
 """
 
 from __future__ import annotations
