@@ -361,44 +361,61 @@ class CompiledSimulation:
         kill, strict = self.options.kill_at_requested_time, self.strict
         base = len(self.ids)
         qs, ss, tks, runs, kills, negp, subs, raws, durs, reqs = [], [], [], [], [], [], [], [], [], []
-        idx, prio = self.idx, self.prio
-        shape_of, info = self._shape_of, self.shape_info
+        idx, prio, ids = self.idx, self.prio, self.ids
+        shape_of, info, raw_hits = self._shape_of, self.shape_info, self._raw
         last = self._last_fed
         bad = None
+        nan = np.nan
+        i = base
         for at, wl in enumerate(batch):
             sub = wl.submit
-            if sub < last or wl.queue not in qix or wl.id in idx:
+            wid = wl.id
+            if sub < last or wl.queue not in qix or wid in idx:
                 bad = wl
                 break
-            try:
-                s, raw = shape_of(wl)
-            except _Fallback:
-                self._unpacked = batch[at:]
-                raise
+            groups = wl.groups
+            hit = None
+            if len(groups) == 1:  # the common case, looked up without a generator
+                g = groups[0]
+                hit = raw_hits.get(((g.count, tuple(g.resources.items())),))
+            if hit is not None:
+                if hit[1] is not groups:
+                    wl.groups = hit[1]  # one copy of an equal tuple per shape, as ``_shape_of`` keeps
+                s, raw = hit[0], hit[2]
+            else:
+                try:
+                    s, raw = shape_of(wl)
+                except _Fallback:
+                    self._unpacked = batch[at:]
+                    raise
             if s < 0:
                 bad = wl
                 break
             last = sub
-            wls[wl.id] = wl
-            idx[wl.id] = base + len(qs)
-            self.ids.append(wl.id)
+            wls[wid] = wl
+            idx[wid] = i
+            i += 1
+            ids.append(wid)
             raws.append(raw)
-            prio.append(wl.priority)
-            durs.append(wl.duration)
-            reqs.append(np.nan if wl.requested_duration is None else wl.requested_duration)
-            tasks = info[s][0]
+            p = wl.priority
+            prio.append(p)
+            negp.append(-p)
+            dur = wl.duration
+            durs.append(dur)
+            req = wl.requested_duration
+            reqs.append(nan if req is None else req)
+            tks.append(info[s][0])
             qs.append(qix[wl.queue])
             ss.append(s)
-            tks.append(tasks)
             subs.append(sub)
-            negp.append(0 if strict else -wl.priority)
-            req = wl.requested_duration
-            if kill and req is not None and req < wl.duration:
+            if kill and req is not None and req < dur:
                 runs.append(req)
                 kills.append(1)
             else:
-                runs.append(wl.duration)
+                runs.append(dur)
                 kills.append(0)
+        if strict:
+            negp = [0] * len(negp)
         self._last_fed = last
         n = len(qs)
         hi = base + n + (bad is not None)
