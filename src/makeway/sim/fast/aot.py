@@ -108,7 +108,8 @@ def loop_for(args: tuple) -> Callable[..., Any]:
     if fn is not None:
         return fn
     name = "_makeway_loop_" + _key(sig)
-    for d in _dirs():
+    aot = os.environ.get("MAKEWAY_AOT", "1") != "0"
+    for d in _dirs() if aot else ():
         path = d / (name + _suffix())
         if path.is_file():
             try:
@@ -116,7 +117,7 @@ def loop_for(args: tuple) -> Callable[..., Any]:
                 break
             except ImportError:
                 continue
-    if fn is None and os.environ.get("MAKEWAY_AOT", "1") != "0":
+    if fn is None and aot:
         path = _build(name, sig)
         if path is not None:
             fn = _import(path, name)
