@@ -341,17 +341,22 @@ class Recorder:
 
     # -- read ----------------------------------------------------------------------------------
 
+    def workload_fields(self, w: str) -> tuple[str, Any, float]:
+        """(queue, priority, duration) of a submitted workload, which the results read per row."""
+        wl = self.state.workloads[w]
+        return wl.queue, wl.priority, wl.duration
+
     def waits(self) -> list[float]:
         return sorted(self.first_start[w] - self.submit_t[w] for w in self.first_start)
 
     def _slowdowns(self, ids: Any = None) -> list[float]:
         """Bounded slowdown (wait + run) / max(run, 10 s), at least 1, of finished workloads."""
-        wls = self.state.workloads
+        fields = self.workload_fields
         out = []
         for w in (self.finish_t if ids is None else ids):
             if w not in self.finish_t:
                 continue
-            run = wls[w].duration
+            run = fields(w)[2]
             out.append(max(1.0, (self.finish_t[w] - self.submit_t[w]) / max(run, 10.0)))
         return out
 
@@ -372,7 +377,7 @@ class Recorder:
     def queue_table(self) -> dict[str, Any]:
         by_queue: dict[str, list[str]] = {}
         for w in self.submit_t:
-            by_queue.setdefault(self.state.workloads[w].queue, []).append(w)
+            by_queue.setdefault(self.workload_fields(w)[0], []).append(w)
         out = {}
         for q in self.state.queues:
             ids = by_queue.get(q, [])
@@ -460,9 +465,9 @@ class Recorder:
         reasons = self.pending_reasons()
         trails = self.reasons.rows() if self.reasons is not None else {}
         for w, sub in self.submit_t.items():
-            wl = self.state.workloads[w]
+            queue, priority, _ = self.workload_fields(w)
             fs = self.first_start.get(w)
-            row = {"id": w, "queue": wl.queue, "priority": wl.priority, "submit": sub, "first_start": fs,
+            row = {"id": w, "queue": queue, "priority": priority, "submit": sub, "first_start": fs,
                    "finish": self.finish_t.get(w), "wait": (fs - sub) if fs is not None else None,
                    "preemptions": self.preempt_count.get(w, 0),
                    "pending_reason": reasons.get(w),

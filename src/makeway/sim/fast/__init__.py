@@ -7,6 +7,12 @@ segment tree per resource, the backlog is one heap per request shape, and the re
 lists: the same decisions and the same results document as the general engine, at a fraction of
 its cost per job. ``SimOptions.engine = "general"`` (``simulation.engine`` in a config) forces the
 reference path.
+
+Where numba is installed (``makeway[fast]``), quantities are integers and the run has at least
+``CompiledSimulation.MIN_JOBS`` workloads, the loop runs compiled (``compiled.py`` packs the arrays,
+``loop.py``/``kernel.py`` are the loop, ``aot.py`` builds it once into a cached extension module);
+otherwise the pure-Python core (``core.py``, ``strict.py``) runs. ``MAKEWAY_JIT=0`` forces the pure
+one. Both give the general engine's results document, byte for byte.
 """
 
 from makeway.sim.fast.dispatch import eligible, why_not

@@ -9,6 +9,7 @@ run to the general engine, which stays the reference.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 ENGINES = ("auto", "general", "fast")
@@ -45,12 +46,21 @@ def core_for(model: Any) -> Any:
     if type(model) is PriorityFirstFit:
         from makeway.sim.fast.core import FastSimulation
 
-        return FastSimulation
+        return _compiled_or(FastSimulation)
     if type(model) is StrictFifo and model.placement == "first-fit":
         from makeway.sim.fast.strict import FastStrictFifo
 
-        return FastStrictFifo
+        return _compiled_or(FastStrictFifo)
     return None
+
+
+def _compiled_or(pure: Any) -> Any:
+    """The compiled loop (``fast.compiled``) when numba is there and allowed, else ``pure``."""
+    from makeway.sim.fast.compiled import CompiledSimulation, enabled
+
+    if not enabled():
+        return pure
+    return functools.partial(CompiledSimulation, pure=pure)
 
 
 def eligible(state: Any, model: Any, options: Any, has_changes: bool = False) -> bool:
