@@ -138,6 +138,13 @@ class YAlloc:
     preempted: bool = False
     tracked: bool = True
     released_during_preemption: bool = False
+    # the resource types whose value is not an int, found on first use (``shortcuts``)
+    nonint: frozenset | None = field(default=None, compare=False, repr=False)
+
+    def nonint_types(self) -> frozenset:
+        if self.nonint is None:
+            self.nonint = frozenset(k for k, v in (self.resources or {}).items() if type(v) is not int)
+        return self.nonint
 
 
 @dataclass(slots=True)
@@ -208,6 +215,13 @@ class Partition:
         self.allocs: dict[str, YAlloc] = {a.key: a for a in allocations}
         self.root_max: Res | None = None
         self.events: list[dict] = []  # what YuniKorn's event system would have received (``events``)
+        self.sorted_names: list[str] | None = None  # node ids in name order, made on first use
+
+    def names_in_order(self) -> list[str]:
+        """Node ids in name order: the order the preemptor's node search tries them."""
+        if self.sorted_names is None:
+            self.sorted_names = sorted(self.nodes)
+        return self.sorted_names
 
     def ancestors(self, path: str) -> list[str]:
         out, cur = [], path

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from makeway.core.resources import Res, add
-from makeway.policies.yunikorn.preemptor import Snap
+from makeway.policies.yunikorn.search import Snap
 from makeway.policies.yunikorn.resources import fit_in_actual, is_empty, sub_only_existing
 
 # one queue on the path, root first: (path, allocated, preempting, max, guaranteed)

@@ -11,7 +11,7 @@ successful preemption reserves the node for the ask; the ask is placed when the 
 from __future__ import annotations
 
 import heapq
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from makeway.policies.yunikorn.events import preempted_by_scheduler_message
 from makeway.core.decisions import Decision, Preempt, Reason, Start
@@ -23,6 +23,7 @@ from makeway.core.state import ClusterState
 from makeway.core.placement import pending_order
 from makeway.policies.yunikorn.common import (MAX_PREEMPTION_ATTEMPTS, PREEMPT_ATTEMPT_FREQUENCY_US, Partition,
                                               QueueProps, YAlloc, YAsk, YNode, exact, free_of, plus)
+from makeway.policies.yunikorn.blocks import PARKED, Blocks, WalkKey, walk_key
 from makeway.policies.yunikorn.gate import guarantee_doomed
 from makeway.policies.yunikorn.preemptor import DOES_NOT_GUARANTEE, DOES_NOT_HELP, try_allocate
 from makeway.policies.yunikorn.quota import QuotaPreemption
@@ -68,13 +69,8 @@ class YuniKornModel(PreemptionModel):
         self._nohead: dict[tuple, tuple] = {}
         self._quiet: tuple | None = None
         self._due_min = 0
-        # asks that can neither be placed nor try to preempt before ``due`` (or ever, -1) while the
-        # version (freed, config, reservations released) stays; skipped by the walk
-        self._blocked: dict[str, int] = {}
-        self._bcount: dict[str, int] = {}
+        self.blocks = Blocks()
         self._bver: tuple | None = None
-        self._heap_fresh: list[tuple[int, str]] = []
-        self._heap_checked: list[tuple[int, str]] = []
         self._xmark: int | None = None
         self._ycache: dict[str, tuple[int, YAlloc]] = {}
         self._ymarked: set[str] = set()
@@ -82,21 +78,13 @@ class YuniKornModel(PreemptionModel):
         self._cands: dict[str, tuple] = {}
         self._ynodes: dict[str, YNode] = {}
         self._names: list[str] = []
+        self._sorted_names: list[str] = []
         self._topology = -1  # the state's topology epoch the node views above were made for
         # every allocation this model has had marked preempting (its own Preempt decisions), so
         # views need not scan all allocations for the flag; seeded by one scan per state
         self._pre: dict[str, None] = {}
         self._pre_state: ClusterState | None = None
         self._guars: dict[str, Res | None] = {}
-        # a superset of the pending workloads with a task not in ``_blocked`` (the walk's candidates),
-        # kept from the state's pending journal, the unblocked asks and ``_open_all`` (blocks cleared)
-        self._open: dict[str, None] = {}
-        self._open_all = True
-        self._open_pos = 0
-        self._open_state: ClusterState | None = None
-        # blocked asks by (queue, request): when only freed resources or released reservations moved
-        # the version, the asks of a key that still cannot be placed stay blocked
-        self._bkeys: dict[tuple, dict[str, None]] = {}
 
     def bind(self, state: ClusterState) -> None:
         if self.quota is not None:
@@ -259,73 +247,29 @@ class YuniKornModel(PreemptionModel):
         self._xmark = x + sum(1 for d in decisions if isinstance(d, Start))
         return decisions
 
-    def _clear_blocked(self) -> None:
-        self._open_all = True
-        self._bkeys.clear()
-        self._blocked.clear()
-        self._bcount.clear()
-        self._heap_fresh.clear()
-        self._heap_checked.clear()
-
     def _unblock(self, state: ClusterState, now_us: int, run: "_FastPass") -> None:
         """Forget blocks when the version moved; release asks whose precondition time came.
 
-        When only released resources or reservations moved it, an ask stays blocked if its
-        request still cannot be placed in its queue (headroom, then a free unreserved node): the
-        walk would find just that and block it again with the same timer. Placing only takes
-        room, so nothing the walk does before reaching it can make it fit. Heap entries of asks
-        no longer blocked with that timer are skipped (``_valid``)."""
+        When only released resources or reservations moved it, the asks of a (queue, request)
+        key that can be placed now are streamed (``Blocks``); the others stay blocked: the walk
+        would find just that and block them again with the same timer. Placing only takes room,
+        so nothing the walk does before reaching them can make them fit. Heap entries of asks no
+        longer blocked with that timer are skipped (``Blocks.valid``)."""
+        blocks = self.blocks
         ver = (state.freed_epoch, state.config_epoch, self._resv_released, state.topology_epoch)
         if self._bver != ver:
             if self._bver is None or self._bver[1] != ver[1] or self._bver[3] != ver[3]:
-                self._clear_blocked()
+                blocks.clear()
                 return
-            for key in [k for k in self._bkeys if run.placeable(k[0], k[1])]:
-                for tid in self._bkeys.pop(key):
-                    self._release(tid)
-        for heap in (self._heap_fresh, self._heap_checked):
-            while heap and heap[0][0] <= now_us:
-                due, tid = heapq.heappop(heap)
-                if self._blocked.get(tid) == due:
-                    self._release(tid)
-
-    def _release(self, tid: str) -> None:
-        if self._blocked.pop(tid, None) is not None:
-            wl = tid.rsplit("/", 2)[0]
-            self._bcount[wl] -= 1
-            self._open[wl] = None
-
-    def _valid(self, heap: list[tuple[int, str]]) -> list[tuple[int, str]]:
-        """The heap with stale entries dropped from its top (its minimum is then a blocked ask's)."""
-        blocked = self._blocked
-        while heap and blocked.get(heap[0][1]) != heap[0][0]:
-            heapq.heappop(heap)
-        return heap
-
-    def _walk_candidates(self, state: ClusterState) -> list[str]:
-        """The pending workloads with a task that is not blocked (what the walk visits), found from
-        ``_open`` instead of a scan of every pending workload; ``_open`` is trimmed to them."""
-        log = state.pending_log
-        new = None if self._open_state is not state else log.since(self._open_pos)
-        self._open_state, self._open_pos = state, log.position
-        if new is None or self._open_all:
-            self._open_all = False
-            self._open = dict.fromkeys(state.pending)
-        else:
-            self._open.update(dict.fromkeys(new))
-        pending, bcount = state.pending, self._bcount
-        out = [w for w in self._open if w in pending and bcount.get(w, 0) < len(pending[w])]
-        self._open = dict.fromkeys(out)
-        return out
-
-    def _block(self, tid: str, wl: str, due: int | None, checked: bool, key: tuple) -> None:
-        if tid in self._blocked:
-            return
-        self._bkeys.setdefault(key, {})[tid] = None
-        self._blocked[tid] = -1 if due is None else due
-        self._bcount[wl] = self._bcount.get(wl, 0) + 1
-        if due is not None:
-            heapq.heappush(self._heap_checked if checked else self._heap_fresh, (due, tid))
+            blocks.restream.update(k for k in blocks.keys() if k not in blocks.restream and run.placeable(k[0], k[1]))
+        for key in sorted(blocks.restream):
+            wl = blocks.stream_next(state, key, None)
+            if wl is not None:
+                run.streams[key] = wl
+        blocks.restream.clear()
+        blocks.release_due(now_us)
+        for leaf in blocks.parked_leaves():
+            run.stream_leaf(leaf, None)
 
     def _reason(self, rule: str, ask: YAsk, v: YAlloc, node: str | None) -> Reason:
         return Reason("yunikorn", rule, ask.key,
@@ -384,8 +328,17 @@ class _FastPass:
         self.part: Partition | None = None
         self.pre_sums: dict[str, Res] | None = None
         self.fit_memo: dict[tuple, bool] = {}
+        self.room_memo: dict[str, tuple] = {}
+        self.doom_memo: dict[tuple, bool] = {}
+        self.doom_epoch = 0  # moved by every start and real attempt of this call
         self.rmap: dict[str, str] = {n: a for a, n in model.reservations.items()}
         self.budgets: dict[str, list[int]] = {}
+        # keys being streamed (``Blocks``) -> the workload released last, not yet walked past
+        self.streams: dict[tuple, str] = {}
+        self.leaf_streams: dict[str, str] = {}  # the same for leaves with parked asks
+        self.heap: list[WalkKey] = []
+        self.queued: set[str] = set()
+        self.pos: WalkKey | None = None
         self.wake: float | None = None
         self.due_min: float = float("inf")
         self.running = bool(state.allocations)
@@ -393,6 +346,7 @@ class _FastPass:
         if model._topology != state.topology_epoch:  # node order = index order; nodes joined or left
             model._topology = state.topology_epoch
             model._names = list(state.nodes)
+            model._sorted_names = sorted(state.nodes)
             model._ynodes.clear()
         self.names = model._names
 
@@ -407,6 +361,7 @@ class _FastPass:
             m, state = self.m, self.state
             part = build_state_partition(state, self.taken, m._props, m._ycache, m._ymarked, m._leaves, m._cands,
                                          m._ynodes, m._pre)
+            part.sorted_names = m._sorted_names
             for ask_key, node in m.reservations.items():
                 if node in part.nodes:
                     part.nodes[node].reserved_for = ask_key
@@ -437,7 +392,10 @@ class _FastPass:
     def placeable(self, queue: str, rkey: tuple) -> bool:
         """Whether the walk would start an ask of this queue and request now (before any start)."""
         res = dict(rkey)
-        if not fit_in_max_undef(self.headroom(queue), res):
+        room = self.room_memo.get(queue)
+        if room is None:
+            room = self.room_memo[queue] = (self.headroom(queue),)
+        if not fit_in_max_undef(room[0], res):
             return False
         fits = self.fit_memo.get(rkey)  # nothing started yet: a request's answer is the same for every queue
         if fits is None:
@@ -475,6 +433,7 @@ class _FastPass:
 
     def started(self, tid: str, queue: str, res: Res, node: str) -> None:
         self.decisions.append(Start(tid, node))
+        self.doom_epoch += 1
         state, pq = self.state, self.pq
         for q in state.path_to_root(queue):
             a = pq.get(q)
@@ -502,22 +461,25 @@ class _FastPass:
     # -- the walk ----------------------------------------------------------------------------------
 
     def walk(self) -> None:
+        """Every candidate workload in pending order (a heap: streams push workloads as they go)."""
         state, m = self.state, self.m
         wls = state.workloads
-        blocked = m._blocked
+        blocks = m.blocks
+        blocked = blocks.blocked
+        streams = self.streams
         self.start_resv = m._resv_released
-        self.all_mode = False
-        self.released = False
-        order = pending_order(state, m._walk_candidates(state))
-        i = 0
-        while i < len(order):
-            wl_id = order[i]
-            i += 1
+        heap = self.heap = [walk_key(wls[w]) for w in blocks.candidates(state)]
+        heapq.heapify(heap)
+        self.queued = {wk[2] for wk in heap}  # stream heads released at the start are among them
+        while heap:
+            pos = self.pos = heapq.heappop(heap)
+            wl_id = pos[2]
             wl = wls[wl_id]
             s = wl.settings or {}
             pinned = str(s.get("requiredNode", "") or "")
             may_preempt = bool(s.get("allowPreemptOther", True))
             props = m._props[wl.queue]
+            advance: list[tuple] = []
             for tid in list(state.pending.get(wl_id, ())):
                 if tid in blocked:
                     continue
@@ -540,8 +502,11 @@ class _FastPass:
                         node = self.first_fit(res)
                         if node is not None:
                             self.started(tid, wl.queue, res, node)
+                            if streams.get(hkey) == wl_id:
+                                advance.append(hkey)
                             continue
                         m._nofit[rkey] = ver
+                streams.pop(hkey, None)  # not placed: no later ask of this key can be in this call
                 ask = m.asks.get(tid)
                 if ask is not None:
                     triggered, last = ask.triggered_preemption, ask.last_check_us
@@ -561,22 +526,52 @@ class _FastPass:
                         self.check_release(wl_id, tid)
                         continue
                 if due is not None and due <= self.now_us:
+                    # its leaf's attempts are spent: parked until the next call gives fresh ones
                     self.due_min = min(self.due_min, self.now_us)
+                    blocks.block(tid, wl, PARKED, last is not None, hkey)
                     continue
                 if due is not None:
                     self.due_min = min(self.due_min, due)
                     if last is None or self.running:
                         self.wake = _min(self.wake, due / 1_000_000)
-                m._block(tid, wl_id, due, last is not None, hkey)
-            if self.released and not self.all_mode:
-                # a reservation went: what was blocked may fit now; walk everything that is left
-                self.all_mode = True
-                key = (-wl.priority, wl.submit, wl_id)
-                order = [w for w in pending_order(state) if (-wls[w].priority, wls[w].submit, w) > key]
-                i = 0
+                blocks.block(tid, wl, due, last is not None, hkey)
+            for key in advance:
+                if streams.get(key) == wl_id:
+                    self.stream(key, pos)
+            if self.leaf_streams.get(wl.queue) == wl_id:
+                budget = self.budgets.get(wl.queue)
+                if budget is None or budget[0] > 0:
+                    self.stream_leaf(wl.queue, pos)
+                else:
+                    del self.leaf_streams[wl.queue]
+        if blocks.nparked:
+            self.due_min = min(self.due_min, self.now_us)  # the next call gives their leaves attempts
+        blocks.compact(state)
         for tid, at in m.reserved_at.items():
             if tid in m.reservations:
                 self.due_min = min(self.due_min, at + RESERVATION_TIMEOUT_US + 1)
+
+    def stream_leaf(self, leaf: str, after: WalkKey | None) -> None:
+        """Release the next workload with asks parked in ``leaf`` after ``after`` into the walk."""
+        w = self.m.blocks.stream_parked(self.state, leaf, after)
+        if w is None:
+            self.leaf_streams.pop(leaf, None)
+            return
+        self.leaf_streams[leaf] = w
+        if after is not None and w not in self.queued:
+            self.queued.add(w)
+            heapq.heappush(self.heap, walk_key(self.state.workloads[w]))
+
+    def stream(self, key: tuple, after: WalkKey) -> None:
+        """Release the next workload with asks blocked under ``key`` after ``after`` into the walk."""
+        w = self.m.blocks.stream_next(self.state, key, after)
+        if w is None:
+            self.streams.pop(key, None)
+            return
+        self.streams[key] = w
+        if w not in self.queued:
+            self.queued.add(w)
+            heapq.heappush(self.heap, walk_key(self.state.workloads[w]))
 
     def reserved(self, tid: str, queue: str, res: Res) -> None:
         """``try_allocate`` for an ask holding a reservation: its node first, then any node in order
@@ -617,52 +612,66 @@ class _FastPass:
         self.started(tid, queue, res, found)
 
     def check_release(self, wl_id: str, tid: str) -> None:
-        if self.m._resv_released != self.start_resv:
-            self.start_resv = self.m._resv_released
-            self.released = True
-            self.fold_heaps((wl_id, tid))
-            self.m._clear_blocked()
+        """After a reservation went mid-walk, the keys that can be placed now are streamed from
+        here on, and from the start at the next call for the asks the walk has passed; the
+        workload being walked has its asks of those keys released. Every other blocked ask still
+        cannot be placed (only the reservation's node opened up) and stays as it is.
 
-    def fold_heaps(self, at: tuple[str, str] | None = None) -> None:
-        """Count the timers of blocked asks the walk skipped before forgetting them: all of them at
-        the end of the walk; at a reservation release (``at``: the workload and task being walked)
-        only those the walk has passed. The others are walked again and count for themselves, if
-        they are still waiting: one placed in that walk must leave no wake-up behind, since an extra
-        call can decide something (an ask holding a reservation is placed at the next call)."""
-        passed = None if at is None else self._passed(*at)
-        blocked = self.m._blocked
-        for heap, counts in ((self.m._valid(self.m._heap_fresh), True),
-                             (self.m._valid(self.m._heap_checked), self.running)):
-            if passed is None:
-                due = heap[0][0] if heap else None
-            else:
-                due = min((d for d, tid in heap if passed(tid) and blocked.get(tid) == d), default=None)
-            if due is not None:
-                self.due_min = min(self.due_min, due)
+        The timers of released asks the walk has passed count now: those asks are walked again
+        only at the next call."""
+        m = self.m
+        if m._resv_released == self.start_resv:
+            return
+        self.start_resv = m._resv_released
+        blocks, state = m.blocks, self.state
+        keys = [k for k in blocks.keys() if self.placeable_now(k[0], k[1])]
+        if not keys:
+            return
+        tasks = list(state.pending.get(wl_id, ()))
+        passed = set(tasks[:tasks.index(tid) + 1]) if tid in tasks else set(tasks)
+        for key in keys:
+            blocks.restream.add(key)
+            for t in tasks:
+                if blocks.key_of.get(t) == key:
+                    due = blocks.blocked[t]
+                    if t in passed and due == PARKED:
+                        self.due_min = min(self.due_min, self.now_us)
+                    if t in passed and due >= 0:
+                        self.due_min = min(self.due_min, due)
+                        ask = m.asks.get(t)
+                        if self.running or ask is None or ask.last_check_us is None:
+                            self.wake = _min(self.wake, due / 1_000_000)
+                    blocks.release(t)
+            if key not in self.streams:
+                self.stream(key, self.pos)
+
+    def placeable_now(self, queue: str, rkey: tuple) -> bool:
+        """Whether an ask of this queue and request would be placed at this point of the walk."""
+        res = dict(rkey)
+        return fit_in_max_undef(self.headroom(queue), res) and self.first_fit(res) is not None
+
+    def fold_heaps(self) -> None:
+        """Count the timers of the asks still blocked at the end of the walk: one placed in the
+        walk must leave no wake-up behind, since an extra call can decide something (an ask
+        holding a reservation is placed at the next call)."""
+        blocks = self.m.blocks
+        for heap, counts in ((blocks.valid(blocks.heap_fresh), True),
+                             (blocks.valid(blocks.heap_checked), self.running)):
+            if heap:
+                self.due_min = min(self.due_min, heap[0][0])
                 if counts:
-                    self.wake = _min(self.wake, due / 1_000_000)
-
-    def _passed(self, wl_id: str, at: str) -> Callable[[str], bool]:
-        """Whether the walk, at task ``at`` of workload ``wl_id``, has gone past a task: workloads go
-        in ``pending_order``, tasks in pending order, as ``walk`` takes them."""
-        wls = self.state.workloads
-        cur = wls[wl_id]
-        key = (-cur.priority, cur.submit, wl_id)
-        pos = {t: i for i, t in enumerate(self.state.pending.get(wl_id, ()))}
-        here = pos[at]
-
-        def passed(tid: str) -> bool:
-            w = split_task_id(tid)[0]
-            if w == wl_id:
-                return pos[tid] <= here
-            wl = wls[w]
-            return (-wl.priority, wl.submit, w) < key
-        return passed
+                    self.wake = _min(self.wake, heap[0][0] / 1_000_000)
 
     def doomed(self, queue: str, res: Res) -> bool:
         """Whether an unpinned ask without a reservation, due to try preemption, will be refused by
-        its queue's guarantee (``gate``): decided on the queue path before any view is built."""
+        its queue's guarantee (``gate``): decided on the queue path before any view is built.
+        Kept per queue and request until this call starts an ask or makes a real attempt (what
+        moves the usage or the preempting sums it reads)."""
         state, part = self.state, self.part
+        key = (queue, tuple(res.items()), self.doom_epoch, part is None)
+        hit = self.doom_memo.get(key)
+        if hit is not None:
+            return hit
         path = []
         for q in reversed(state.path_to_root(queue)):
             if part is not None:
@@ -671,7 +680,8 @@ class _FastPass:
             else:
                 a = self.pq[q] if q in self.pq else state.queue_usage[q]
                 path.append((q, a, self.preempting_sums().get(q, {}), self.m._maxes[q], self.m._guars[q]))
-        return guarantee_doomed(path, res)
+        out = self.doom_memo[key] = guarantee_doomed(path, res)
+        return out
 
     def preempting_sums(self) -> dict[str, Res]:
         """Per queue, the resources of its subtree's allocations being preempted (as the view's
@@ -697,14 +707,19 @@ class _FastPass:
     def slow(self, tid: str, wl_id: str, props: QueueProps, pinned: str) -> None:
         """The reference step for one ask, on the partition view."""
         m, state = self.m, self.state
+        self.doom_epoch += 1
         part = self.ensure_part()
         ask = m._ask(state, tid)
         budget = self.budgets.setdefault(ask.queue, [MAX_PREEMPTION_ATTEMPTS])
         before = set(m.reservations)
-        # an unpinned ask without a reservation reaches here only after the first-fit index (or its
-        # cached verdict for this version) found no unreserved node, the scan try_allocate would redo
+        # an unpinned ask without a reservation within its headroom reaches here only after the
+        # first-fit index (or its cached verdict for this version) found no unreserved node, the
+        # scan try_allocate would redo; one beyond its headroom went by without it: ask the index
+        no_fit = not pinned and tid not in m.reservations
+        if no_fit and m._nofit.get(tuple(ask.resources.items())) != self.version():
+            no_fit = self.first_fit(state.task_resources(tid)) is None
         r = try_allocate(part, ask, self.now_us, budget, m.reservations, None, m.preemption_enabled,
-                         known_no_fit=not pinned and tid not in m.reservations)
+                         known_no_fit=no_fit)
         if before - set(m.reservations):
             m._resv_released += 1
         self.rmap = {n: a for a, n in m.reservations.items()}
@@ -734,7 +749,7 @@ class _FastPass:
                 due = max(due, ask.last_check_us + PREEMPT_ATTEMPT_FREQUENCY_US)
             self.due_min = min(self.due_min, max(due, self.now_us))
         if not pinned and tid not in m.reservations and (due is None or due > self.now_us):
-            m._block(tid, wl_id, due, ask.last_check_us is not None,
+            m.blocks.block(tid, self.state.workloads[wl_id], due, ask.last_check_us is not None,
                      (ask.queue, tuple(self.state.task_resources(tid).items())))
 
 

@@ -17,17 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from makeway.core.resources import Res, add, sub
-from makeway.policies.yunikorn.resources import (ask_queue_under, component_wise_min, component_wise_min_only_existing,
-                                                 equals_or_empty, fit_in, fit_in_actual, fit_in_max_undef, is_empty,
-                                                 match_any, merge_if_not_present,
-                                                 strictly_greater_than_only_existing,
-                                                 strictly_greater_than_or_equals_only_existing,
-                                                 sub_eliminate_negative, sub_only_existing, victim_queue_over)
-from makeway.policies.yunikorn.common import (INT32_MAX, INT32_MIN, MAX_PREEMPTION_ATTEMPTS,
-                                              POLICY_DISABLED, POLICY_FENCE,
-                                              PREEMPT_ATTEMPT_FREQUENCY_US, Partition, YAlloc, YAsk,
-                                              go_slice_stable)
+from makeway.core.resources import Res, add
+from makeway.policies.yunikorn.resources import (ask_queue_under, equals_or_empty, fit_in, fit_in_actual,
+                                                 fit_in_max_undef, is_empty, strictly_greater_than_only_existing,
+                                                 sub_eliminate_negative, victim_queue_over)
+from makeway.policies.yunikorn.common import (MAX_PREEMPTION_ATTEMPTS, PREEMPT_ATTEMPT_FREQUENCY_US, Partition, YAlloc,
+                                              YAsk, go_slice_stable)
+from makeway.policies.yunikorn.search import Snap, VictimSearch, find_fence_root, find_victims
 from makeway.policies.yunikorn.required_node import required_node_preemption
 from makeway.policies.yunikorn import events
 from makeway.policies.yunikorn.shortcuts import extras_irrelevant, one_may_do
@@ -43,198 +39,6 @@ VICTIMS_RELEASED = "PreemptionVictimsReleased"
 SCORE_ORIGINATOR = 1 << 33
 SCORE_NO_PREEMPT = 1 << 34
 SCORE_UNFIT = 1 << 35
-
-
-def _clamp32(v: int) -> int:
-    return max(INT32_MIN, min(INT32_MAX, v))
-
-
-# ---------------------------------------------------------------------------------------------
-# Queue snapshots (§2.5)
-
-
-class Snap:
-    """A queue's guarantee/usage snapshot; working copies are taken with ``duplicate``."""
-
-    __slots__ = ("path", "parent", "leaf", "allocated", "preempting", "max", "guaranteed", "victims",
-                 "ask_queue")
-
-    def __init__(self, path: str, parent: "Snap | None", leaf: bool, allocated: Res | None,
-                 preempting: Res | None, max_: Res | None, guaranteed: Res | None):
-        self.path = path
-        self.parent = parent
-        self.leaf = leaf
-        self.allocated = None if allocated is None else dict(allocated)
-        self.preempting = None if preempting is None else dict(preempting)
-        self.max = max_
-        self.guaranteed = guaranteed
-        self.victims: list[YAlloc] = []
-        self.ask_queue: Snap | None = None
-
-    def duplicate(self, cache: dict[str, "Snap"]) -> "Snap":
-        if self.path in cache:
-            return cache[self.path]
-        parent = self.parent.duplicate(cache) if self.parent is not None else None
-        s = Snap(self.path, parent, self.leaf, self.allocated, self.preempting, self.max, self.guaranteed)
-        s.victims = self.victims
-        s.ask_queue = self.ask_queue  # the link keeps pointing at the original snapshot
-        cache[self.path] = s
-        return s
-
-    def add_allocation(self, res: Res) -> None:
-        s: Snap | None = self
-        while s is not None:
-            s.allocated = add(s.allocated, res)
-            s = s.parent
-
-    def remove_allocation(self, res: Res) -> None:
-        s: Snap | None = self
-        while s is not None:
-            s.allocated = sub(s.allocated, res)
-            s = s.parent
-
-    def used(self) -> Res | None:
-        return sub_only_existing(self.allocated, self.preempting)
-
-    def remaining_guaranteed(self) -> Res | None:
-        parent_r = self.parent.remaining_guaranteed() if self.parent is not None else None
-        if is_empty(parent_r) and is_empty(self.guaranteed):
-            return None
-        if self.guaranteed is None:  # what the general path comes to (r is None), without ``used``
-            return dict(parent_r)  # type: ignore[arg-type]
-        r = sub_only_existing(self.guaranteed, self.used())
-        aq = self.ask_queue
-        if aq is not None and self.path == aq.path and not is_empty(r):
-            return merge_if_not_present(r, parent_r)
-        if aq is not None and aq.path.startswith(self.path) and not is_empty(r):
-            if not is_empty(sub_only_existing(aq.guaranteed, aq.used())):
-                return None
-        return component_wise_min(r, parent_r)
-
-    def preemptable(self) -> Res | None:
-        if is_empty(self.allocated):
-            return None
-        over = {k: v for k, v in sub(self.used(), self.guaranteed).items() if v > 0}
-        if not over:
-            return {}
-        parent_p = self.parent.preemptable() if self.parent is not None else None
-        return component_wise_min_only_existing(over, parent_p)
-
-    def within_guarantee(self) -> bool:
-        r = self.remaining_guaranteed()
-        return r is not None and all(v >= 0 for v in r.values())
-
-
-# ---------------------------------------------------------------------------------------------
-# Search scope (§2.3, §2.4)
-
-
-@dataclass(slots=True)
-class VictimSearch:
-    fence_root: str
-    snapshots: dict[str, Snap]  # creation order: ask path first (root down), then victim leaves
-
-
-def find_fence_root(part: Partition, ask: YAsk) -> tuple[str, dict[str, int]]:
-    """Walk up from the ask's leaf, recording the priority threshold of each queue on the way."""
-    recorded: dict[str, int] = {}
-    p = ask.priority
-    cur: str | None = ask.queue
-    while cur is not None:
-        q = part.queues[cur]
-        p = q.props.priority_offset if q.props.priority_fence else _clamp32(p + q.props.priority_offset)
-        recorded[cur] = p
-        if q.parent is None or q.props.preemption_policy == POLICY_FENCE or _max_fenced(part, cur, ask):
-            return cur, recorded
-        cur = q.parent
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _max_fenced(part: Partition, path: str, ask: YAsk) -> bool:
-    eff = part.effective_max(path)
-    if is_empty(eff):
-        return False
-    projected = add(part.queues[path].allocated, ask.resources)
-    return not strictly_greater_than_or_equals_only_existing(eff, projected)
-
-
-def find_victims(part: Partition, ask: YAsk, link_root: bool = True) -> VictimSearch:
-    fence_root, recorded = find_fence_root(part, ask)
-    snaps: dict[str, Snap] = {}
-    ask_link: list[Snap] = []
-
-    def snap_for(path: str, registry: dict[str, Snap]) -> Snap:
-        if path in registry:
-            return registry[path]
-        q = part.queues[path]
-        parent = snap_for(q.parent, registry) if q.parent is not None else None
-        s = Snap(path, parent, q.leaf, q.allocated, q.preempting, q.max, q.guaranteed)
-        if ask_link and (link_root or parent is not None):
-            s.ask_queue = ask_link[0]
-        registry[path] = s
-        return s
-
-    ask_snap = snap_for(ask.queue, snaps)
-    ask_link.append(ask_snap)
-    for s in snaps.values():
-        if link_root or s.parent is not None:
-            s.ask_queue = ask_snap
-    path_set = set(part.ancestors(ask.queue))
-
-    def visit(path: str, t: int, fenced: bool) -> None:
-        q = part.queues[path]
-        if path == ask.queue:
-            return
-        if q.leaf:
-            probe = snap_for(path, dict(snaps))
-            cands = _leaf_candidates(part, ask, path, t, fenced, probe)
-            if cands:
-                snap_for(path, snaps).victims = cands
-            return
-        for child in q.children:
-            cq = part.queues[child]
-            if child in path_set:
-                visit(child, recorded[child], fenced)
-            elif cq.props.priority_fence:
-                if cq.props.priority_offset > t:
-                    continue
-                visit(child, t, True)
-            else:
-                visit(child, _clamp32(t - cq.props.priority_offset), fenced)
-
-    visit(fence_root, recorded[fence_root], False)
-    return VictimSearch(fence_root, snaps)
-
-
-def _leaf_candidates(part: Partition, ask: YAsk, path: str, t: int, fenced: bool, probe: Snap) -> list[YAlloc]:
-    q = part.queues[path]
-    if q.props.preemption_policy == POLICY_DISABLED:
-        return []
-    allocs = part.leaf_allocs(path)
-    if not allocs or probe.within_guarantee():
-        return []
-    memo: dict | None = getattr(part, "cand_memo", None) if part.shortcuts else None
-    if memo is None:
-        out = []
-        for a in allocs:
-            if not match_any(a.resources, ask.resources):
-                continue
-            if a.required_node or a.released or a.preempted:
-                continue
-            if fenced or a.priority <= t:
-                out.append(a)
-        return out
-    # a partition whose allocation views never change but for ``preempted`` (the simulator's) keeps
-    # the rest of the filter per leaf list; the same leaf list object means the same allocations
-    key = (tuple(ask.resources), t, fenced)
-    hit = memo.get(path)
-    if hit is not None and hit[0] is allocs and hit[1] == key:
-        static = hit[2]
-    else:
-        static = [a for a in allocs if match_any(a.resources, ask.resources) and not a.required_node
-                  and not a.released and (fenced or a.priority <= t)]
-        memo[path] = (allocs, key, static)
-    return [a for a in static if not a.preempted]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -310,13 +114,14 @@ class Preemptor:
         self.ask = ask
         self.headroom = headroom
         self.nodes_tried = nodes_tried
+        self.no_node_fits = False  # known: the ask fits no usable node as it is
+        self.remaining_memo: dict[str, Res | None] = {}  # see ``shortcuts._remaining``
         self.oracle = oracle
         self.link_root = link_root
         self._search: VictimSearch | None = None
         self.by_node: _SortedOnUse | None = None
         self.node_free: dict[str, Res] = {}
-        self.usable: list[str] = []
-        self.queue_of: dict[str, str] = {}
+        self._usable: list[str] | None = None
         self.flat: bool | None = None  # whether no queue above the ask queue has a guarantee
 
     # -- preconditions (§2.2) ---------------------------------------------------------------
@@ -339,9 +144,6 @@ class Preemptor:
     def search(self) -> VictimSearch:
         if self._search is None:
             self._search = find_victims(self.part, self.ask, self.link_root)
-            for s in self._search.snapshots.values():
-                for a in s.victims:
-                    self.queue_of[a.key] = s.path
         return self._search
 
     def _dup(self) -> dict[str, Snap]:
@@ -402,20 +204,26 @@ class Preemptor:
     # -- node working state (§2.7) ------------------------------------------------------------
 
     def init_working_state(self) -> None:
+        """Candidates by node (only usable nodes are ever asked for theirs); usable nodes are
+        listed on first use: the shortcut node search checks them one by one as it goes."""
         if self.by_node is not None:
             return
         by_node: dict[str, list[YAlloc]] = {}
         for a in self.all_candidates():
             by_node.setdefault(a.node, []).append(a)
-        usable: list[str] = []
-        for node in self.part.nodes.values():
-            if node.schedulable and (node.reserved_for is None or node.reserved_for == self.ask.key) \
-                    and fit_in(node.capacity, self.ask.resources):
-                usable.append(node.id)
-            else:
-                by_node.pop(node.id, None)
         self.by_node = _SortedOnUse(by_node, self.part.shortcuts)
-        self.usable = usable
+
+    def node_usable(self, node_id: str) -> bool:
+        node = self.part.nodes[node_id]
+        return node.schedulable and (node.reserved_for is None or node.reserved_for == self.ask.key) \
+            and fit_in(node.capacity, self.ask.resources)
+
+    @property
+    def usable(self) -> list[str]:
+        """The nodes the ask may preempt on, in node order."""
+        if self._usable is None:
+            self._usable = [n for n in self.part.nodes if self.node_usable(n)]
+        return self._usable
 
     def free_of_node(self, node_id: str) -> Res:
         """A usable node's free resources, computed on first use (most nodes are never looked at)."""
@@ -442,7 +250,7 @@ class Preemptor:
         head: list[YAlloc] = []
         tail: list[YAlloc] = []
         for v in candidates:
-            qs = work.get(self.queue_of.get(v.key, ""))
+            qs = work.get(v.queue)
             if qs is None:
                 continue
             r = qs.remaining_guaranteed()
@@ -473,7 +281,7 @@ class Preemptor:
         results: list[YAlloc] = []
         index = -1
         for v in order:
-            qs = work.get(self.queue_of.get(v.key, ""))
+            qs = work.get(v.queue)
             if qs is None:
                 continue
             r = qs.remaining_guaranteed()
@@ -537,7 +345,7 @@ class Preemptor:
         rest changes nothing but the time taken."""
         assert self.by_node is not None
         ask = self.ask.resources
-        if not self.nodes_tried:
+        if not self.nodes_tried and not self.no_node_fits:
             fitting = [n for n, free in self.all_free().items() if fit_in(free, ask)]
             if fitting:
                 best = min(fitting)
@@ -545,7 +353,9 @@ class Preemptor:
                 return best, -1
         chosen: tuple[int, str] | None = None
         raw = self.by_node.raw
-        for node_id in sorted(self.usable):
+        for node_id in self.part.names_in_order():
+            if not self.node_usable(node_id):
+                continue
             if chosen is not None and chosen[0] <= 1 and not one_may_do(self, node_id, raw.get(node_id)):
                 continue  # this node's index is at least 1: it cannot beat the one chosen
             idx, lst = self.victims_by_node(self.free_of_node(node_id), self.by_node.get(node_id, []))
@@ -566,7 +376,7 @@ class Preemptor:
         aq = work[self.ask.queue]
         seen = set()
         for v in node_victims:
-            qs = work.get(self.queue_of.get(v.key, ""))
+            qs = work.get(v.queue)
             if qs is not None:
                 qs.remove_allocation(v.resources)
                 seen.add(v.key)
@@ -580,7 +390,7 @@ class Preemptor:
                                    else _additional_score(l) < _additional_score(r))
         out: list[YAlloc] = []
         for v in rest:
-            qs = work.get(self.queue_of.get(v.key, ""))
+            qs = work.get(v.queue)
             if qs is None:
                 continue
             r = qs.remaining_guaranteed()
@@ -672,15 +482,18 @@ class Preemptor:
 
 def attempt_preemption(part: Partition, ask: YAsk, now_us: int, budget: list[int], headroom: Res | None,
                        nodes_tried: bool, oracle: PredicateOracle | None = None,
-                       delay_us: int | None = None) -> PreemptionResult:
+                       delay_us: int | None = None, no_node_fits: bool = False) -> PreemptionResult:
     """The scheduler side of §2.1/2.2: attempt budget, preconditions, then ``try_preemption``.
 
     ``budget`` is the leaf's remaining attempts for this pass, a one-element list updated in place.
+    ``no_node_fits``: the caller knows the ask fits no usable node as it is (the shortcut node
+    search then does not look for one).
     """
     if budget[0] <= 0:
         ask.log += [MAX_ATTEMPTS, DOES_NOT_HELP]
         return PreemptionResult(False)
     p = Preemptor(part, ask, headroom, nodes_tried, oracle)
+    p.no_node_fits = no_node_fits
     if not p.check_preconditions(now_us, delay_us):
         ask.log += [PRECONDITIONS_FAILED, DOES_NOT_HELP]
         return PreemptionResult(False)
@@ -726,7 +539,7 @@ def try_allocate(part: Partition, ask: YAsk, now_us: int, budget: list[int], res
     is left to the caller (it returns the node). ``headroom`` overrides the queue headroom the
     partition would compute (the caller may also count user/group limits or promised placements).
     ``known_no_fit`` says the caller already knows no node it may use fits the ask (the simulator's
-    first-fit index said so), which skips the node scan before preemption.
+    first-fit index said so), which skips the node scans before and during preemption.
     """
     order = list(part.nodes) if node_order is None else node_order
     res = ask.resources
@@ -749,7 +562,7 @@ def try_allocate(part: Partition, ask: YAsk, now_us: int, budget: list[int], res
         return AllocateResult(None)
     if not fit_in_max_undef(headroom, res):
         if preemption_enabled:
-            r = attempt_preemption(part, ask, now_us, budget, headroom, False, oracle)
+            r = attempt_preemption(part, ask, now_us, budget, headroom, False, oracle, no_node_fits=known_no_fit)
             if r.ok:
                 return _reserve(part, ask, r, reservations)
         return AllocateResult(None)

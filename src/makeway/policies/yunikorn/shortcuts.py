@@ -18,6 +18,7 @@ from makeway.policies.yunikorn.resources import (equals_or_empty, fit_in, fit_in
 
 if TYPE_CHECKING:
     from makeway.policies.yunikorn.preemptor import Preemptor
+    from makeway.policies.yunikorn.search import Snap
 
 
 def flat_ask_path(p: "Preemptor") -> bool:
@@ -32,6 +33,30 @@ def flat_ask_path(p: "Preemptor") -> bool:
     return p.flat
 
 
+def _fits_with(free: Res, extra: Res, ask: Res) -> bool:
+    """``fit_in_max_undef(add(free, extra), ask)`` without building the sum: the same additions
+    (``free`` first, a type only in ``extra`` as 0 + its value) and the same comparisons."""
+    for k, v in ask.items():
+        if k in free:
+            total = free[k] + extra[k] if k in extra else free[k]
+        elif k in extra:
+            total = 0 + extra[k]
+        else:
+            continue
+        if not v <= max(0, total):
+            return False
+    return True
+
+
+def _remaining(p: "Preemptor", snap: "Snap") -> Res | None:
+    """A search snapshot's remaining guarantee, once per attempt: the node search reads the
+    snapshots as found (every stage that moves victims works on duplicates)."""
+    memo = p.remaining_memo
+    if snap.path not in memo:
+        memo[snap.path] = snap.remaining_guaranteed()
+    return memo[snap.path]
+
+
 def one_may_do(p: "Preemptor", node_id: str, candidates: list[YAlloc] | None) -> bool:
     """False when ``victims_by_node`` on this node cannot answer index 0 (or -1), so the node cannot
     beat a choice of index 1. Its index 0 is the first victim of its second pass with which the ask
@@ -42,7 +67,7 @@ def one_may_do(p: "Preemptor", node_id: str, candidates: list[YAlloc] | None) ->
     free, ask = p.free_of_node(node_id), p.ask.resources
     if fit_in(free, ask):
         return True
-    if not any(fit_in_max_undef(add(free, v.resources), ask) for v in candidates):
+    if not any(_fits_with(free, v.resources, ask) for v in candidates):
         return False
     if not flat_ask_path(p):
         return True
@@ -52,13 +77,13 @@ def one_may_do(p: "Preemptor", node_id: str, candidates: list[YAlloc] | None) ->
     snaps = p.search.snapshots
     assert p.by_node is not None
     first = p.by_node.get(node_id, [])[0]  # type: ignore[index]
-    qs = snaps.get(p.queue_of.get(first.key, ""))
+    qs = snaps.get(first.queue)
     if qs is None:
         return True
-    r = qs.remaining_guaranteed()
+    r = _remaining(p, qs)
     if not (r is None or victim_queue_over(ask, r)):
         return True
-    ar = snaps[p.ask.queue].remaining_guaranteed()
+    ar = _remaining(p, snaps[p.ask.queue])
     if ar is None or not fit_in_actual(ar, first.resources):
         return True
     if equals_or_empty(sub_eliminate_negative(ask, free), sub_eliminate_negative(ask, add(free, first.resources))):
@@ -94,7 +119,7 @@ def extras_irrelevant(p: "Preemptor", node_id: str, node_victims: list[YAlloc]) 
     for r in (aq.guaranteed, aq.allocated or {}, aq.preempting or {}, ask):
         if any(type(r[k]) is not int for k in types if k in r):
             return False
-    if any(type(a.resources[k]) is not int for a in p.all_candidates() for k in types if k in a.resources):
+    if any(not a.nonint_types().isdisjoint(types) for a in p.all_candidates()):
         return False
     before = aq.remaining_guaranteed()
     return before is None or all(v >= 0 for v in before.values())
