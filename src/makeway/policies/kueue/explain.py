@@ -26,11 +26,12 @@ class Explain:
 
     def _explain_tree(self, state: ClusterState) -> QuotaTree | None:
         """A fresh snapshot of admitted usage (the model's own tree is left untouched), kept
-        while the allocations, their eviction marks and the config are unchanged."""
+        while the allocations and the config are unchanged. Eviction marks are not in the stamp:
+        an evicted workload keeps its usage, and only usage is read here (flavor assignment and
+        shares; no target search), so counting the marks at every call would buy nothing."""
         if self._specs is None:
             return None
-        stamp = (id(state), state.alloc_epoch, state.config_epoch, id(self._specs),
-                 sum(1 for a in state.allocations.values() if a.preempting))
+        stamp = (id(state), state.alloc_epoch, state.config_epoch, id(self._specs))
         hit = self._explained
         if hit is not None and hit[0] == stamp:
             return hit[1]

@@ -77,30 +77,37 @@ class TwinSkipping:
         current stamps, at once. Such a round changes nothing but parking, so the next round sees
         the same stamps: each queue can go on through its runs of known twins until one queue
         reaches a head that must be evaluated. Round by round, the loop would decide the same."""
+        # Heads first: one head that must be evaluated ends the skip, so no queue is walked for
+        # nothing (with runs of length 1 the walk would visit every known head of every queue).
+        live = []
+        for q, lst in queues.items():
+            i = at[q]
+            if i >= len(lst):
+                continue
+            if self._strict(state, q) or self._known_noop(state, tree.cqs[q], lst[i][3]) is None:
+                return
+            live.append(q)
         plan = []
         step = None
-        for q, lst in queues.items():
+        for q in live:
+            lst = queues[q]
             i, n = at[q], len(lst)
-            if i >= n:
-                continue
             cq = tree.cqs[q]
-            if self._strict(state, q):
-                return
             run_ends = ends.get(q)
             if run_ends is None:
                 run_ends = ends[q] = runs(lst)
+            # past the smallest step found so far, no head can lower it or be taken
+            limit = n if step is None else min(n, i + step)
             j = i
-            while j < n:
+            while j < limit:
                 known = self._known_noop(state, cq, lst[j][3])
                 if known is None:
                     break
                 e = run_ends[bisect_right(run_ends, j)]
                 plan.append((q, j, e, known))
                 j = e
-            if j < n:
+            if j < limit:
                 step = j - i if step is None else min(step, j - i)
-                if step == 0:
-                    return
         parked = self._parked
         for q, j, e, known in plan:
             stop = e if step is None else min(e, at[q] + step)
