@@ -12,7 +12,7 @@ from makeway.core.placement import first_fit
 from makeway.core.resources import Res, add_into
 from makeway.core.state import ClusterState
 from makeway.policies.kueue.assign import FIT, NOFIT, Assignment, assign_flavors
-from makeway.policies.kueue.preemption import Preemptor, Target, get_targets
+from makeway.policies.kueue.preemption import Preemptor, Target, classic_search, get_targets
 from makeway.policies.kueue.quota import ANY, FR, QNode, QuotaTree, units
 from makeway.policies.kueue.selectors import selector_matches, untolerated
 
@@ -29,6 +29,7 @@ class _Head:
     assignment: Assignment
     priority: int
     submit: float
+    version: int = -1  # the root's version the assignment was made at (-1: made afresh when used)
 
     @property
     def usage(self) -> dict[FR, int]:
@@ -37,7 +38,6 @@ class _Head:
     @property
     def borrows(self) -> bool:
         return self.assignment.borrows
-
 
 
 class HeadAdmission:
@@ -105,12 +105,15 @@ class HeadAdmission:
         if not self.caches:
             self._no_targets.clear()
             self._targets_memo.clear()
+            self._doomed.clear()
         cq = h.cq
         wl = state.workloads[h.wl]
         if not self._namespace_ok(state, cq.name, h.wl):
             self._parked.add(h.wl)  # Misconfigured; requeued only when the configuration changes
             return
-        a = self._assign(state, cq, h.wl)
+        # the assignment made when the head was taken holds while nothing in its cohort tree changed
+        a = h.assignment if h.version == self._version.get(self._roots[cq.name], 0) and self.caches \
+            else self._assign(state, cq, h.wl)
         if a.mode == NOFIT:
             self._parked.add(h.wl)
             return
@@ -121,9 +124,7 @@ class HeadAdmission:
                 return
             for s in starts:
                 add_into(promised.setdefault(s.node, {}), state.task_resources(s.task))
-            tree.add_usage(cq, a.usage)
-            self._incall.append((cq, a.usage))
-            self._bump(cq)
+            self._add_in_call(tree, cq, a.usage)
             self._admitted_at[h.wl] = now
             self._waiting.pop(h.wl, None)
             self._changed.add(h.wl)
@@ -134,16 +135,21 @@ class HeadAdmission:
                p.created_at if "LowerOrNewerEqualPriority" == cq.policy.within_cluster_queue else None)
         root = cq.root().name
         stamp = (self._sig.get(root, 0), self._version.get(root, 0))
-        if self._no_targets.get(key) == stamp:
+        flips = self._flips.get(root, 0)
+        if self._no_targets.get(key) == stamp or self._doomed.get(key) == flips:
             targets = []
         else:
             hit = self._targets_memo.get(key)
             if hit is not None and hit[0] == stamp:
                 targets = hit[1]
+            elif self.fair:
+                targets = get_targets(tree, p, True, self.strategies)
             else:
-                targets = get_targets(tree, p, self.fair, self.strategies)
-                if targets:
-                    self._targets_memo[key] = (stamp, targets)
+                targets, doomed = classic_search(tree, p)
+                if doomed:
+                    self._doomed[key] = flips
+            if targets:
+                self._targets_memo[key] = (stamp, targets)
         if not targets:
             if self._waiting.pop(h.wl, None) is not None:
                 self._changed.add(h.wl)
@@ -152,9 +158,7 @@ class HeadAdmission:
             if cq.policy.reclaim_within_cohort != ANY:
                 reserve = {fr: v for fr, v in self._reserve(cq, a).items() if v > 0}
                 if reserve:
-                    tree.add_usage(cq, reserve)
-                    self._incall.append((cq, reserve))
-                    self._bump(cq)
+                    self._add_in_call(tree, cq, reserve)
             return
         if any(t.workload.name in victims for t in targets):
             return  # overlapping targets with an earlier preemptor in this call: wait
@@ -174,8 +178,19 @@ class HeadAdmission:
                 decisions.append(Note("kueue-preemption", h.wl,
                                   f"{h.wl} in {cq.name} preempts {len(targets)} workload(s) to fit",
                                   {"targets": sorted(t.workload.name for t in targets)}))
-        tree.add_usage(cq, a.usage)
-        self._incall.append((cq, a.usage))
+        self._add_in_call(tree, cq, a.usage)
+
+    def _add_in_call(self, tree: QuotaTree, cq: QNode, usage: dict[FR, int]) -> None:
+        """Usage this call adds to the snapshot (taken back at its end). Within a call usage only
+        grows, so a doomed target search stays doomed (``classic_search``) until some node of the
+        cohort tree goes from within nominal to borrowing: that bumps the root's flip count."""
+        path = [cq, *cq.path_parent_to_root()]
+        before = [n.usage.get(fr, 0) <= n.subtree.get(fr, 0) for n in path for fr in usage]
+        tree.add_usage(cq, usage)
+        if before != [n.usage.get(fr, 0) <= n.subtree.get(fr, 0) for n in path for fr in usage]:
+            root = path[-1].name
+            self._flips[root] = self._flips.get(root, 0) + 1
+        self._incall.append((cq, usage))
         self._bump(cq)
 
     @staticmethod

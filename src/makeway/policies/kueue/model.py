@@ -81,6 +81,10 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         self._reads: dict[str, tuple[QNode, list]] = {}  # per queue: the usage a flavor assignment reads
         self._akeys: dict[str, tuple] = {}
         self._gversion = 0  # bumped with every per-root version: node promises and victims changed
+        # Per call: classic target searches found doomed (``preemption.classic_search``), valid
+        # while the root's flip count (``_add_in_call``) is unchanged.
+        self._doomed: dict[tuple, int] = {}
+        self._flips: dict[str, int] = {}
         self._outcomes: dict[tuple, tuple[int, int | None, bool]] = {}
         self._probed_nodes = False
         # BestEffortFIFO: a workload found inadmissible is parked until quota is released (a
@@ -190,6 +194,7 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         tree = self.build_tree(state)
         gversion = self._gversion
         self._targets_memo = {}
+        self._doomed = {}
         decisions: list[Decision] = []
         promised: dict[str, Res] = {}
         victims: set[str] = set()
@@ -211,7 +216,7 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
                 cq = tree.cqs[q]
                 wl = state.workloads[wl_id]
                 a = self._assign(state, cq, wl_id)
-                heads.append(_Head(wl_id, cq, a, self.priority(wl), wl.submit))
+                heads.append(_Head(wl_id, cq, a, self.priority(wl), wl.submit, self._version.get(self._roots[q], 0)))
             if not heads:
                 break
             if self.fair:
