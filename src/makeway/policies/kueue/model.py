@@ -72,6 +72,7 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         self._idle: tuple | None = None
         self._prio: dict[str, int] = {}  # workloads are immutable: their priority is read once
         self._hkeys: dict[str, tuple] = {}
+        self._adm_cache: dict[str, tuple[tuple, Admitted]] = {}  # Snapshot._admitted, per workload
         self._version: dict[str, int] = {}  # per root, never reset: bumped at every tree change
         # Non-empty GetTargets results under the same validity stamp, and per-call flavor
         # assignments: identical heads deep in a queue cost a dictionary look-up.
@@ -85,7 +86,7 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         # while the root's flip count (``_add_in_call``) is unchanged.
         self._doomed: dict[tuple, int] = {}
         self._flips: dict[str, int] = {}
-        self._outcomes: dict[tuple, tuple[int, int | None, bool]] = {}
+        self._outcomes: dict[int, tuple[int, int | None, bool]] = {}  # per head key id
         self._probed_nodes = False
         # BestEffortFIFO: a workload found inadmissible is parked until quota is released (a
         # workload ends or is evicted) or the configuration changes, as Kueue requeues them.
@@ -142,6 +143,7 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         """A pending workload's priority orders its ClusterQueue's heads and decides whom it may
         preempt (as a WorkloadPriorityClass change does in Kueue): every memo built from the old one goes."""
         self._prio.pop(wl_id, None)
+        self._adm_cache.pop(wl_id, None)
         self._hkeys.clear()
         self._index.reset()
         self._idle = None
@@ -151,6 +153,7 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
 
     def _load_specs(self, state: ClusterState) -> None:
         self._tree = None
+        self._adm_cache.clear()  # the covered resources may have changed
         self._assign_memo.clear()
         self._reads.clear()
         self._akeys.clear()
@@ -172,7 +175,7 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         wl = state.workloads[wl_id]
         waiting = wl_id in self._waiting
         cq = self._tree.cqs.get(wl.queue) if self._tree is not None else None
-        hid = -1 if cq is None else self._hid.setdefault(self._head_key(state, cq, wl_id), len(self._hid))
+        hid = -1 if cq is None else self._head_id(state, cq, wl_id)
         return (not (self.prioritize_preemptors and waiting), -self.priority(wl), wl.submit, wl_id, hid, waiting)
 
     def _pending_by_queue(self, state: ClusterState, tree: QuotaTree) -> dict[str, list[tuple]]:

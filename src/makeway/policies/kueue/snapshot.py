@@ -36,6 +36,7 @@ class Snapshot:
                 self._shapes.clear()
                 self._hkeys.clear()
                 self._akeys.clear()
+                self._adm_cache.clear()
                 self._nodes_of.clear()
             self._tree, self._bound = tree, state
             self._roots = {q: n.root().name for q, n in tree.cqs.items()}
@@ -66,13 +67,21 @@ class Snapshot:
             new: dict[str, tuple[Admitted, int]] = {}
             for wl_id in dict.fromkeys(state.allocations[t].workload for t in state.queue_allocs.get(q, ())):
                 new[wl_id] = (self._admitted(state, wl_id), len(state.running[wl_id]))
+            # Only entries that changed are taken out and put back: an equal entry would leave
+            # the tree as it is (candidate order and iteration are by total keys), so the one
+            # already registered is kept, and a queue with many workloads costs its changes.
             for wl_id, (adm, n) in old.items():
                 cur = new.get(wl_id)
                 if cur is None or cur[1] < n or (cur[0].evicted and not adm.evicted):
                     released = True  # quota was released: inadmissible workloads are requeued
-                tree.remove_workload(adm)
-            for adm, _ in new.values():
-                tree.add_workload(adm)
+                if cur is not None and cur == (adm, n):
+                    new[wl_id] = (adm, n)
+                else:
+                    tree.remove_workload(adm)
+            for wl_id, (adm, n) in new.items():
+                prev = old.get(wl_id)
+                if prev is None or prev[0] is not adm:
+                    tree.add_workload(adm)
             # The signature of a root is a hash of its set of (workload, evicted): equal exactly
             # when the set is, as a freshly built snapshot would compare it.
             root = self._roots[q]
@@ -93,6 +102,24 @@ class Snapshot:
         return tree
 
     def _admitted(self, state: ClusterState, wl_id: str) -> Admitted:
+        """A running workload as the quota tree sees it, kept while what it is read from is the
+        same: its set of running allocations (start sequence numbers only grow, so the count and
+        the newest one's number change whenever the set does), their eviction marks, its
+        admission time and the node topology (flavors). Priority and specs changes drop it."""
+        tasks = state.running[wl_id]
+        if not tasks:
+            return self._admitted_fresh(state, wl_id)
+        allocs = state.allocations
+        sig = (len(tasks), allocs[next(reversed(tasks))].seq, any(allocs[t].preempting for t in tasks),
+               self._admitted_at.get(wl_id), state.topology_epoch)
+        hit = self._adm_cache.get(wl_id)
+        if hit is not None and hit[0] == sig:
+            return hit[1]
+        adm = self._admitted_fresh(state, wl_id)
+        self._adm_cache[wl_id] = (sig, adm)
+        return adm
+
+    def _admitted_fresh(self, state: ClusterState, wl_id: str) -> Admitted:
         wl = state.workloads[wl_id]
         usage: dict[FR, float] = {}
         first_start, evicted = None, False

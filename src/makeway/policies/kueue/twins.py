@@ -22,9 +22,9 @@ class TwinSkipping:
         """Everything ``_process`` reads of a head besides the tree, the node promises and the
         victims: its queue, pod-set totals (quota), pods (placement), priority and (only where the
         policy compares it) age."""
-        key = self._hkeys.get(wl_id)
-        if key is not None and key[0] == cq.name:
-            return key
+        hit = self._hkeys.get(wl_id)
+        if hit is not None and hit[0][0] == cq.name:
+            return hit[0]
         shape = self._shapes.get(wl_id)
         if shape is None:
             shape = tuple(tuple(sorted(ps.items())) for ps in self._pod_sets(state, wl_id))
@@ -36,19 +36,29 @@ class TwinSkipping:
         key = (cq.name, shape, pods, self.priority(wl),
                wl.submit if cq.policy.within_cluster_queue == "LowerOrNewerEqualPriority" else None,
                repr(ws.get("tolerations")), ws.get("namespace"))
-        self._hkeys[wl_id] = key
+        # the int id of the key (one per distinct key, never reused) keys the outcome memo: a
+        # lookup then hashes an int, not the nested key
+        self._hkeys[wl_id] = (key, self._hid.setdefault(key, len(self._hid)))
         return key
 
-    def _known_noop(self, state: ClusterState, cq: QNode | None, wl_id: str) -> bool | None:
+    def _head_id(self, state: ClusterState, cq: QNode, wl_id: str) -> int:
+        hit = self._hkeys.get(wl_id)
+        if hit is None or hit[0][0] != cq.name:
+            self._head_key(state, cq, wl_id)
+            hit = self._hkeys[wl_id]
+        return hit[1]
+
+    def _known_noop(self, state: ClusterState, cq: QNode | None, wl_id: str, hid: int | None = None) -> bool | None:
         """For a head whose twin (same key) was processed since the last change that could matter
-        and changed nothing: whether it was parked. None when the outcome is not known."""
+        and changed nothing: whether it was parked. None when the outcome is not known. ``hid``:
+        the head's key id when the caller has it (a pending entry carries it)."""
         if cq is None or wl_id in self._waiting or not self.caches:
             return None
-        hit = self._outcomes.get(self._head_key(state, cq, wl_id))
+        hit = self._outcomes.get(self._head_id(state, cq, wl_id) if hid is None else hid)
         if hit is None:
             return None
         root_v, global_v, parked = hit
-        if root_v != self._version.get(cq.root().name, 0):
+        if root_v != self._version.get(self._roots[cq.name], 0):
             return None
         if global_v is not None and global_v != self._gversion:
             return None
@@ -63,12 +73,12 @@ class TwinSkipping:
             if known:
                 self._parked.add(h.wl)
             return
-        root = h.cq.root().name
+        root = self._roots[h.cq.name]
         before = (len(decisions), self._version.get(root, 0), self._gversion, h.wl in self._waiting)
         self._probed_nodes = False
         self._process_head(state, tree, h, now, decisions, promised, victims)
         if not before[3] and before[:3] == (len(decisions), self._version.get(root, 0), self._gversion):
-            self._outcomes[self._head_key(state, h.cq, h.wl)] = (
+            self._outcomes[self._head_id(state, h.cq, h.wl)] = (
                 before[1], before[2] if self._probed_nodes else None, h.wl in self._parked)
 
     def _skip_known(self, state: ClusterState, tree: QuotaTree, queues: dict[str, list[tuple]],
@@ -84,7 +94,7 @@ class TwinSkipping:
             i = at[q]
             if i >= len(lst):
                 continue
-            if self._strict(state, q) or self._known_noop(state, tree.cqs[q], lst[i][3]) is None:
+            if self._strict(state, q) or self._known_noop(state, tree.cqs[q], lst[i][3], lst[i][4]) is None:
                 return
             live.append(q)
         plan = []
@@ -100,7 +110,7 @@ class TwinSkipping:
             limit = n if step is None else min(n, i + step)
             j = i
             while j < limit:
-                known = self._known_noop(state, cq, lst[j][3])
+                known = self._known_noop(state, cq, lst[j][3], lst[j][4])
                 if known is None:
                     break
                 e = run_ends[bisect_right(run_ends, j)]
