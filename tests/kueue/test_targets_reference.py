@@ -10,6 +10,8 @@ admitted sets both must pick the same victims, with the same reasons, and leave 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from makeway.policies.kueue import preemption as P
+
 from makeway.policies.kueue.preemption import (HIERARCHICAL, RECLAIM_WHILE_BORROWING, RECLAIM_WITHOUT_BORROWING,
                                                WITHIN_CQ, _VARIANT_REASON, Preemptor, _borrow_within_cohort_allowed,
                                                _valid, classic_search, classic_targets, ordering_key,
@@ -134,6 +136,14 @@ def test_classic_targets_match_the_plain_search(case):
     got = [(t.workload.name, t.reason, t.values["variant"], t.values["allowBorrowing"], t.values["lca"])
            for t in classic_targets(tree, p)]
     assert {n.name: dict(n.usage) for n in tree.nodes()} == before
+    eager = P._EAGER
+    try:  # small lists are sorted at once, long ones merged lazily: both must take the same order
+        P._EAGER = -1
+        lazy = [(t.workload.name, t.reason, t.values["variant"], t.values["allowBorrowing"], t.values["lca"])
+                for t in classic_targets(tree, p)]
+    finally:
+        P._EAGER = eager
+    assert lazy == got
     assert [e[1].name for e in tree.cqs[p.cq].ordered] == sorted(
         (w.name for w in tree.cqs[p.cq].workloads.values()),
         key=lambda n: ordering_key(tree.cqs[p.cq].workloads[n], p.cq))

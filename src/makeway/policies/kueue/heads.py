@@ -131,7 +131,7 @@ class HeadAdmission:
             decisions.extend(starts)
             return
         p = Preemptor(h.wl, cq.name, h.priority, dict(a.usage), frozenset(a.frs_need), wl.submit, h.wl)
-        key = (cq.name, tuple(sorted(p.requests.items())), tuple(sorted(p.frs_need)), p.priority,
+        key = (cq.name, a.preemptor_key(), p.priority,
                p.created_at if "LowerOrNewerEqualPriority" == cq.policy.within_cluster_queue else None)
         root = cq.root().name
         stamp = (self._sig.get(root, 0), self._version.get(root, 0))
