@@ -10,10 +10,12 @@ admitted sets both must pick the same victims, with the same reasons, and leave 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from makeway.policies.kueue import preemption as P
+
 from makeway.policies.kueue.preemption import (HIERARCHICAL, RECLAIM_WHILE_BORROWING, RECLAIM_WITHOUT_BORROWING,
                                                WITHIN_CQ, _VARIANT_REASON, Preemptor, _borrow_within_cohort_allowed,
-                                               _valid, classic_targets, ordering_key, satisfies_policy,
-                                               workload_fits)
+                                               _valid, classic_search, classic_targets, ordering_key,
+                                               satisfies_policy, workload_fits)
 from makeway.policies.kueue.quota import (NEVER, Admitted, CohortSpec, CQSpec, FlavorQuota, Policy, QuotaTree,
                                           quantities_fit_in_quota, within_nominal_in)
 
@@ -134,7 +136,59 @@ def test_classic_targets_match_the_plain_search(case):
     got = [(t.workload.name, t.reason, t.values["variant"], t.values["allowBorrowing"], t.values["lca"])
            for t in classic_targets(tree, p)]
     assert {n.name: dict(n.usage) for n in tree.nodes()} == before
+    eager = P._EAGER
+    try:  # small lists are sorted at once, long ones merged lazily: both must take the same order
+        P._EAGER = -1
+        lazy = [(t.workload.name, t.reason, t.values["variant"], t.values["allowBorrowing"], t.values["lca"])
+                for t in classic_targets(tree, p)]
+    finally:
+        P._EAGER = eager
+    assert lazy == got
     assert [e[1].name for e in tree.cqs[p.cq].ordered] == sorted(
         (w.name for w in tree.cqs[p.cq].workloads.values()),
         key=lambda n: ordering_key(tree.cqs[p.cq].workloads[n], p.cq))
     assert got == reference_targets(tree, p)
+
+
+def _buckets_from_entries(node):
+    out = {}
+    for _, wl in node.ordered:
+        if not wl.protected:
+            b = out.setdefault((wl.priority, frozenset(wl.usage)), [0, {}])
+            b[0] += 1
+            for fr, v in wl.usage.items():
+                b[1][fr] = b[1].get(fr, 0) + v
+    return out
+
+
+@settings(max_examples=50, deadline=None)
+@given(trees(), st.lists(st.integers(0, 13), max_size=6), st.lists(st.tuples(st.integers(0, 4), st.integers(1, 3)),
+                                                                  max_size=4))
+def test_doomed_stays_doomed_while_usage_grows_without_a_flip(case, drop, grow):
+    """``classic_search`` says doomed when no attempt fits with every starting candidate gone; the
+    model then skips that search for the rest of a call while usage only grows and no node goes
+    from within nominal to borrowing. Checked here: the priority buckets the sums are read from
+    equal the entries after removals, and a doomed answer survives any such growth."""
+    cohorts, cqs, admitted, p = case
+    tree = QuotaTree(cohorts, cqs)
+    for wl in admitted:
+        tree.add_workload(wl)
+    for j in drop:
+        if j < len(admitted) and admitted[j].name in tree.cqs[admitted[j].cq].workloads:
+            tree.remove_workload(admitted[j])
+    for node in tree.cqs.values():
+        assert node.buckets == _buckets_from_entries(node)
+    targets, doomed = classic_search(tree, p)
+    assert [t.workload.name for t in targets] == [e[0] for e in reference_targets(tree, p)]
+    if not doomed:
+        return
+    assert not targets
+    for i, amount in grow:
+        node = tree.cqs[f"q{i % len(cqs)}"]
+        path = [node, *node.path_parent_to_root()]
+        before = [within_nominal_in(n, [FR]) for n in path]
+        tree.add_usage(node, {FR: amount})
+        if [within_nominal_in(n, [FR]) for n in path] != before:
+            tree.add_usage(node, {FR: amount}, -1)  # a flip: the model would search again
+            continue
+        assert classic_search(tree, p) == ([], True)

@@ -28,6 +28,12 @@ class Assignment:
     borrows: bool = False
     borrowing: int = 0  # height of the cohort subtree the request borrows from (0: within nominal)
     reason: str = ""
+    request_key: tuple | None = None  # (usage, frs_need) sorted, made once: a preemptor memo's key
+
+    def preemptor_key(self) -> tuple:
+        if self.request_key is None:
+            self.request_key = (tuple(sorted(self.usage.items())), tuple(sorted(self.frs_need)))
+        return self.request_key
 
 
 def assign_flavors(cq: QNode, pod_sets: Sequence[Mapping[str, int]], covered: set[str], fair: bool,

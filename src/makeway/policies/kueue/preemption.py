@@ -8,9 +8,10 @@ empty list: preemption is all-or-nothing. SEMANTICS.md sections 4, 5 and 7 descr
 from __future__ import annotations
 
 from bisect import bisect_left
+from heapq import merge
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 from makeway.policies.kueue.drs import Share, dominant_resource_share
 from makeway.policies.kueue.quota import (ANY, FR, LOWER_OR_NEWER_EQUAL, LOWER_PRIORITY, NEVER, Admitted,
@@ -73,29 +74,6 @@ def workload_fits(tree: QuotaTree, p: Preemptor, allow_borrowing: bool) -> bool:
     return True
 
 
-def fits_without_all(tree: QuotaTree, p: Preemptor, candidates: Iterable[Admitted],
-                     allow_borrowing: bool = True) -> bool:
-    """Whether the preemptor would fit (borrowing allowed unless said) with every candidate gone.
-
-    Available capacity only grows as usage is removed, so when even this fails no subset can
-    succeed; it lets target selection give up after one pass instead of a full search.
-    """
-    # Usage is removed per ClusterQueue in one sum: every node's usage after a batch of changes
-    # is the same whatever the grouping (the parts pushed to a parent telescope), and the
-    # candidates stay registered, since only quantities are read here.
-    per_cq: dict[str, dict[FR, int]] = {}
-    for wl in candidates:
-        acc = per_cq.setdefault(wl.cq, {})
-        for fr, v in wl.usage.items():
-            acc[fr] = acc.get(fr, 0) + v
-    for name, usage in per_cq.items():
-        tree.add_usage(tree.cqs[name], usage, -1)
-    ok = workload_fits(tree, p, allow_borrowing)
-    for name, usage in per_cq.items():
-        tree.add_usage(tree.cqs[name], usage)
-    return ok
-
-
 def fill_back(tree: QuotaTree, p: Preemptor, targets: list[Target], fits: Callable[[], bool]) -> list[Target]:
     """Minimisation: put earlier victims back, newest first, while the preemptor still fits.
 
@@ -133,42 +111,92 @@ class _Cand:
     key: tuple = ()  # quota.cand_key: within one list it orders as ordering_key does
 
 
+HIER, PRIO, SAME = range(3)  # the candidate lists of classic preemption, in the order they are taken
+
+
+@dataclass(slots=True)
+class _Source:
+    """One ClusterQueue that gives candidates: the preemptor's own (list SAME) or one found below
+    an ancestor of it (HIER with hierarchical advantage, else PRIO), with that ancestor (lca)."""
+
+    node: QNode
+    own: bool
+    kind: int
+    advantage: bool
+    lca: QNode | None
+
+
 def _borrow_within_cohort_allowed(cq: QNode) -> bool:
     return cq.policy.borrow_within_cohort not in (NEVER, "", None)
 
 
-def _collect_in_subtree(p: Preemptor, cq: QNode, current: QNode, lca: QNode, skip: QNode | None,
-                        advantage: bool, out: list[_Cand]) -> None:
+def classic_sources(tree: QuotaTree, p: Preemptor) -> list[_Source]:
+    """The queues whose workloads may be candidates, in the order Kueue collects them: the own
+    queue, then per ancestor the queues below it that are not within nominal on the preemptor's
+    flavor-resources (subtrees within nominal are skipped whole)."""
+    cq = tree.cqs[p.cq]
+    out: list[_Source] = []
+    if cq.policy.within_cluster_queue not in (NEVER, "", None):
+        out.append(_Source(cq, True, SAME, False, None))
+    if cq.parent is not None and cq.policy.reclaim_within_cohort not in (NEVER, "", None):
+        advantage, remaining = quantities_fit_in_quota(cq, p.requests)
+        prev: QNode | None = None
+        for anc in cq.path_parent_to_root():
+            _sources_in_subtree(p, cq, anc, anc, prev, advantage, out)
+            fits, remaining = quantities_fit_in_quota(anc, remaining)
+            advantage = advantage or fits
+            prev = anc
+    return out
+
+
+def _sources_in_subtree(p: Preemptor, cq: QNode, current: QNode, lca: QNode, skip: QNode | None,
+                        advantage: bool, out: list[_Source]) -> None:
     for child in current.child_cohorts:
         if child is skip or within_nominal_in(child, p.frs_need):
             continue
-        _collect_in_subtree(p, cq, child, lca, skip, advantage, out)
+        _sources_in_subtree(p, cq, child, lca, skip, advantage, out)
     for child in current.child_cqs:
         if child is cq or within_nominal_in(child, p.frs_need):
             continue
-        _collect_from(p, cq, child.ordered, advantage, lca, out)
+        out.append(_Source(child, False, HIER if advantage else PRIO, advantage, lca))
 
 
-def _collect_from(p: Preemptor, cq: QNode, ordered: list, advantage: bool, lca: QNode | None,
-                  out: list[_Cand]) -> None:
-    """The candidates of one queue (``ordered``: its entries, the preemptor's own queue or one
-    that can give quota back) with their variant: within the queue by its policy, elsewhere by
-    reclaimWithinCohort, then hierarchical advantage or borrowWithinCohort. One tight loop: it
-    runs over every admitted workload of those queues at every target search."""
+def _variant(p: Preemptor, cq: QNode, src: _Source, wp: int) -> int:
+    """Within the queue by its policy; elsewhere hierarchical advantage or borrowWithinCohort."""
+    if src.own:
+        return WITHIN_CQ
+    if src.advantage:
+        return HIERARCHICAL
+    threshold = cq.policy.max_priority_threshold
+    if not _borrow_within_cohort_allowed(cq) or wp >= p.priority or (threshold is not None and wp > threshold):
+        return RECLAIM_WITHOUT_BORROWING
+    return RECLAIM_WHILE_BORROWING
+
+
+def _policy(cq: QNode, src: _Source) -> str:
+    return cq.policy.within_cluster_queue if src.own else cq.policy.reclaim_within_cohort
+
+
+def _entries(p: Preemptor, cq: QNode, src: _Source, evicted: bool) -> Iterator[_Cand]:
+    """The candidates of one source, evicted ones or the others, in CandidatesOrdering (the
+    queue's entries are kept in it). Generated as the search takes them: a search that fits
+    after a few victims reads a few entries, not every admitted workload."""
+    ordered = src.node.ordered
+    split = bisect_left(ordered, ((True,),))  # entries order as (not evicted, priority, ...)
+    policy = _policy(cq, src)
+    prio, created = p.priority, p.created_at
+    if policy == LOWER_PRIORITY:
+        # past the evicted ones, entries are lower priority only up to the first at the preemptor's
+        end = split if evicted else bisect_left(ordered, ((True, prio),))
+    elif policy in (ANY, LOWER_OR_NEWER_EQUAL):
+        end = split if evicted else len(ordered)
+    else:
+        return
     frs = p.frs_need
     only = next(iter(frs)) if len(frs) == 1 else None
-    prio, created = p.priority, p.created_at
-    own = ordered is cq.ordered
-    policy = cq.policy.within_cluster_queue if own else cq.policy.reclaim_within_cohort
-    if policy == LOWER_PRIORITY:
-        # entries order as (not evicted, priority, ...): past the evicted ones, the rest are
-        # lower priority only up to the first entry at the preemptor's priority
-        ordered = ordered[:bisect_left(ordered, ((True, prio),))]
-    elif policy not in (ANY, LOWER_OR_NEWER_EQUAL):
-        return
-    borrow_ok = _borrow_within_cohort_allowed(cq)
-    threshold = cq.policy.max_priority_threshold
-    for key, wl in ordered:
+    lca = src.lca
+    for i in range(0 if evicted else split, end):
+        key, wl = ordered[i]
         if wl.protected or (wl.usage.get(only) is None if only is not None
                             else not any(fr in wl.usage for fr in frs)):
             continue
@@ -178,43 +206,77 @@ def _collect_from(p: Preemptor, cq: QNode, ordered: list, advantage: bool, lca: 
                 continue
         elif policy == LOWER_OR_NEWER_EQUAL and not (wp < prio or (wp == prio and created < wl.created_at)):
             continue
-        if own:
-            v = WITHIN_CQ
-        elif advantage:
-            v = HIERARCHICAL
-        elif not borrow_ok or wp >= prio or (threshold is not None and wp > threshold):
-            v = RECLAIM_WITHOUT_BORROWING
-        else:
-            v = RECLAIM_WHILE_BORROWING
-        out.append(_Cand(wl, v, lca, key))
+        yield _Cand(wl, _variant(p, cq, src, wp), lca, key)
 
 
-def classic_candidates(tree: QuotaTree, p: Preemptor, ordered: bool = True) -> tuple[list[_Cand], list[_Cand], list[_Cand]]:
-    """(hierarchy, priority, same-CQ) candidate lists, each in CandidatesOrdering (``ordered``)."""
-    cq = tree.cqs[p.cq]
-    same: list[_Cand] = []
-    if cq.policy.within_cluster_queue not in (NEVER, "", None):
-        _collect_from(p, cq, cq.ordered, False, None, same)  # already in CandidatesOrdering
-    hier: list[_Cand] = []
-    prio: list[_Cand] = []
-    if cq.parent is not None and cq.policy.reclaim_within_cohort not in (NEVER, "", None):
-        advantage, remaining = quantities_fit_in_quota(cq, p.requests)
-        prev: QNode | None = None
-        for anc in cq.path_parent_to_root():
-            _collect_in_subtree(p, cq, anc, anc, prev, advantage, hier if advantage else prio)
-            fits, remaining = quantities_fit_in_quota(anc, remaining)
-            advantage = advantage or fits
-            prev = anc
-    if ordered:
-        order_candidates(p, (hier, prio, same))
-    return hier, prio, same
+def _add(acc: dict[FR, int], usage: Mapping[FR, int]) -> None:
+    for fr, v in usage.items():
+        acc[fr] = acc.get(fr, 0) + v
 
 
-def order_candidates(p: Preemptor, lists: Iterable[list[_Cand]]) -> None:
-    """Each list holds either only the preemptor's own queue or only other queues, so the
-    per-queue key orders it as ``ordering_key`` would; the lists are runs already sorted per queue."""
-    for lst in lists:
-        lst.sort(key=_CAND_KEY)
+def _sums(p: Preemptor, cq: QNode, src: _Source) -> tuple[int, dict[FR, int], dict[FR, int]]:
+    """How many candidates the source gives, and the usage of all its candidates and of those
+    valid when borrowing is allowed (not RECLAIM_WITHOUT_BORROWING), at the start of a search.
+    Read from the queue's priority buckets (``QNode.buckets``): exact integer sums, in
+    O(buckets); LowerOrNewerEqualPriority compares creation times, so it walks the entries."""
+    every: dict[FR, int] = {}
+    valid: dict[FR, int] = {}
+    found = 0
+    policy = _policy(cq, src)
+    if policy == LOWER_OR_NEWER_EQUAL:
+        for evicted in (True, False):
+            for c in _entries(p, cq, src, evicted):
+                found += 1
+                _add(every, c.wl.usage)
+                if c.variant != RECLAIM_WITHOUT_BORROWING:
+                    _add(valid, c.wl.usage)
+        return found, every, valid
+    if policy not in (LOWER_PRIORITY, ANY):
+        return 0, every, valid
+    frs = p.frs_need
+    for (wp, used), (n, usage) in src.node.buckets.items():
+        if used.isdisjoint(frs) or (policy == LOWER_PRIORITY and wp >= p.priority):
+            continue
+        found += n
+        _add(every, usage)
+        if _variant(p, cq, src, wp) != RECLAIM_WITHOUT_BORROWING:
+            _add(valid, usage)
+    return found, every, valid
+
+
+def fits_without(tree: QuotaTree, p: Preemptor, per_cq: Mapping[str, Mapping[FR, int]], allow_borrowing: bool) -> bool:
+    """Whether the preemptor would fit with the given usage gone from each ClusterQueue.
+
+    Available capacity only grows as usage is removed, so when this fails for every candidate
+    no subset can succeed; it lets target selection give up after one pass instead of a search.
+    Every node's usage after a batch of changes is the same whatever the grouping (the parts
+    pushed to a parent telescope), so usage is removed in one sum per queue.
+    """
+    for name, usage in per_cq.items():
+        tree.add_usage(tree.cqs[name], usage, -1)
+    ok = workload_fits(tree, p, allow_borrowing)
+    for name, usage in per_cq.items():
+        tree.add_usage(tree.cqs[name], usage)
+    return ok
+
+
+_EAGER = 64  # up to this many candidates, one list sorted in C beats a lazy merge in Python
+
+
+def _sequence(p: Preemptor, cq: QNode, sources: list[_Source], count: int) -> Iterator[_Cand]:
+    """All candidates in the order the search takes them: the evicted ones of the hierarchy,
+    priority and same-queue lists, then the others, each list in CandidatesOrdering (a merge of
+    its queues' entries: within one list ``cand_key`` orders as ``ordering_key``, and keys are
+    unique, so sorting the concatenation gives the same order)."""
+    for evicted in (True, False):
+        for kind in (HIER, PRIO, SAME):
+            its = [_entries(p, cq, s, evicted) for s in sources if s.kind == kind]
+            if len(its) == 1:
+                yield from its[0]
+            elif its and count <= _EAGER:
+                yield from sorted((c for it in its for c in it), key=_CAND_KEY)
+            elif its:
+                yield from merge(*its, key=_CAND_KEY)
 
 
 _CAND_KEY = attrgetter("key")
@@ -237,14 +299,37 @@ def _valid(tree: QuotaTree, p: Preemptor, c: _Cand, allow_borrowing: bool) -> bo
 
 
 def classic_targets(tree: QuotaTree, p: Preemptor) -> list[Target]:
+    return classic_search(tree, p)[0]
+
+
+def classic_search(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool]:
+    """The targets, and whether the search was doomed: no attempt fits even with every candidate
+    valid at its start gone.
+
+    A doomed answer stays doomed while the registered workloads are the same, usage only grows
+    and no node of the cohort tree goes from within nominal to borrowing on any flavor-resource:
+    candidate and valid sets depend on usage only through within-nominal tests, so they stay the
+    same (the hierarchy/priority split may move, but not their union; the attempts can only
+    shrink to ``[True]``), and more usage only makes the fit test fail harder (``available`` and
+    ``borrowing`` are monotone in every node's usage, and a node's usage is monotone in its
+    leaves'). An admission loop uses this to skip searches within one call.
+    """
     cq = tree.cqs[p.cq]
-    hier, prio, same = classic_candidates(tree, p, ordered=False)
-    if not fits_without_all(tree, p, [c.wl for c in hier + prio + same]):
-        return []  # the check sums usage, so it needs no order: sorting waits until it passes
-    order_candidates(p, (hier, prio, same))
-    seq = ([c for c in hier if c.wl.evicted] + [c for c in prio if c.wl.evicted] + [c for c in same if c.wl.evicted]
-           + [c for c in hier if not c.wl.evicted] + [c for c in prio if not c.wl.evicted]
-           + [c for c in same if not c.wl.evicted])
+    sources = classic_sources(tree, p)
+    every: dict[str, dict[FR, int]] = {}
+    valid: dict[str, dict[FR, int]] = {}
+    nonempty = [False, False, False]
+    count = 0
+    for src in sources:
+        found, e, v = _sums(p, cq, src)
+        if found:
+            count += found
+            nonempty[src.kind] = True
+            every[src.node.name] = e
+            valid[src.node.name] = v
+    if not fits_without(tree, p, every, True):
+        return [], True
+    hier, prio = nonempty[HIER], nonempty[PRIO]
     forbidden = not _borrow_within_cohort_allowed(cq)
     under_nominal = all(cq.usage.get(fr, 0) < cq.nominal(fr) for fr in p.frs_need)
     if (not hier and not prio) or (forbidden and not under_nominal):
@@ -253,17 +338,19 @@ def classic_targets(tree: QuotaTree, p: Preemptor) -> list[Target]:
         attempts = [False, True]
     else:
         attempts = [True, False]
+    # At the start of a search every collected candidate passes the within-nominal tests of
+    # ``_valid`` (sources below a queue or cohort within nominal were not collected), so the
+    # valid ones are all of them, less RECLAIM_WITHOUT_BORROWING ones when borrowing is allowed.
     # A search only removes candidates valid when it starts (removing usage only makes more
     # queues within nominal, so validity only shrinks), and fitting only gets easier as usage
     # goes: when no attempt fits with all of its starting candidates gone, no search can.
-    if not any(fits_without_all(tree, p, [c.wl for c in seq if _valid(tree, p, c, allow)], allow)
-               for allow in attempts):
-        return []
+    if not any(fits_without(tree, p, valid if allow else every, allow) for allow in attempts):
+        return [], True
     # The search changes usage only (nothing it reads looks at which workloads are registered),
     # and puts every bit of it back before returning.
     for allow in attempts:
         taken: list[_Cand] = []
-        for c in seq:
+        for c in _sequence(p, cq, sources, count):
             if not _valid(tree, p, c, allow):
                 continue
             tree.add_usage(tree.cqs[c.wl.cq], c.wl.usage, -1)
@@ -281,10 +368,10 @@ def classic_targets(tree: QuotaTree, p: Preemptor) -> list[Target]:
                     tree.add_usage(tree.cqs[b.wl.cq], b.wl.usage)
                 return [Target(b.wl, _VARIANT_REASON[b.variant],
                                {"variant": b.variant, "allowBorrowing": allow, "lca": b.lca.name if b.lca else None})
-                        for b in kept]
+                        for b in kept], False
         for b in taken:
             tree.add_usage(tree.cqs[b.wl.cq], b.wl.usage)
-    return []
+    return [], False
 
 
 # -- fair sharing -------------------------------------------------------------------------------

@@ -91,6 +91,10 @@ class QNode:
     workloads: dict[str, Admitted] = field(default_factory=dict)
     # the same workloads as (cand_key, workload), kept sorted: preemption reads them in order
     ordered: list[tuple[tuple, Admitted]] = field(default_factory=list)
+    # the same workloads (protected ones left out) summed per (priority, flavor-resources used):
+    # [count, usage]; a target search reads whole groups of candidates from here in O(groups)
+    buckets: dict[tuple, list] = field(default_factory=dict)
+    bucket_of: dict[str, tuple] = field(default_factory=dict)
     lendable: dict[str, int] | None = None  # cache for children's DRS: quotas only, never usage
     share: Any = None  # cached DRS of this node, valid until its usage changes
 
@@ -124,6 +128,20 @@ def _drop(ordered: list[tuple[tuple, Admitted]], wl: Admitted) -> None:
         del ordered[i]
     else:  # its fields were changed after it was added
         ordered[:] = [e for e in ordered if e[1] is not wl]
+
+
+def _unbucket(cq: QNode, wl: Admitted) -> None:
+    key = cq.bucket_of.pop(wl.name, None)
+    if key is None:
+        return
+    b = cq.buckets[key]
+    b[0] -= 1
+    if b[0] == 0:
+        del cq.buckets[key]
+        return
+    acc = b[1]
+    for fr, v in wl.usage.items():
+        acc[fr] -= v
 
 
 class TreeError(ValueError):
@@ -240,13 +258,26 @@ class QuotaTree:
         old = cq.workloads.get(wl.name)
         if old is not None:  # a name given twice: the later entry replaces the earlier one
             _drop(cq.ordered, old)
+            _unbucket(cq, old)
         cq.workloads[wl.name] = wl
         insort(cq.ordered, (cand_key(wl), wl))
+        if not wl.protected:
+            key = cq.bucket_of[wl.name] = (wl.priority, frozenset(wl.usage))
+            b = cq.buckets.get(key)
+            if b is None:
+                cq.buckets[key] = [1, dict(wl.usage)]
+            else:
+                b[0] += 1
+                acc = b[1]
+                for fr, v in wl.usage.items():
+                    acc[fr] = acc.get(fr, 0) + v
         self.add_usage(cq, wl.usage)
 
     def remove_workload(self, wl: Admitted) -> None:
         cq = self.cqs[wl.cq]
-        _drop(cq.ordered, cq.workloads.pop(wl.name))
+        old = cq.workloads.pop(wl.name)
+        _drop(cq.ordered, old)
+        _unbucket(cq, old)
         self.add_usage(cq, wl.usage, -1)
 
     def nodes(self) -> Iterator[QNode]:

@@ -1,0 +1,107 @@
+"""Read-only reporting of the Kueue model: queue order, pending reasons, nominal quotas and
+fair-sharing shares, on a snapshot of its own (the model's tree is never touched).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from makeway.core.state import ClusterState
+from makeway.policies.kueue.assign import FIT, NOFIT, assign_flavors
+from makeway.policies.kueue.drs import dominant_resource_share
+from makeway.policies.kueue.quota import QuotaTree
+from makeway.policies.kueue.setup import specs_from_queues
+
+
+class Explain:
+    """Mixin of ``KueueModel``: what a report or ``makeway explain`` reads."""
+
+    def queue_order(self, state: ClusterState, queue: str, now: float) -> list[str]:
+        """BestEffortFIFO as admission walks it: preemptors waiting for victims first, then
+        priority (priority classes included), then creation time."""
+        wls = state.workloads
+        keys = [(not (self.prioritize_preemptors and w in self._waiting), -self.priority(wls[w]), wls[w].submit, w)
+                for w in state.pending if wls[w].queue == queue]
+        return [k[-1] for k in sorted(keys)]
+
+    def _explain_tree(self, state: ClusterState) -> QuotaTree | None:
+        """A fresh snapshot of admitted usage (the model's own tree is left untouched), kept
+        while the allocations and the config are unchanged. Eviction marks are not in the stamp:
+        an evicted workload keeps its usage, and only usage is read here (flavor assignment and
+        shares; no target search), so counting the marks at every call would buy nothing."""
+        if self._specs is None:
+            return None
+        stamp = (id(state), state.alloc_epoch, state.config_epoch, id(self._specs))
+        hit = self._explained
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
+        cohorts, cqs = self._specs
+        tree = QuotaTree(cohorts, cqs)
+        for wl_id, tasks in state.running.items():
+            if tasks and state.workloads[wl_id].queue in tree.cqs:
+                tree.add_workload(self._admitted(state, wl_id))
+        self._explained = (stamp, tree)
+        return tree
+
+    def nominal_quotas(self, state: ClusterState) -> dict[str, dict[str, float]]:
+        """Each ClusterQueue's and cohort's nominal quota per resource (summed over flavors, in
+        makeway's units), also when it came from native ``resourceGroups`` rather than
+        ``guaranteed``: what a report draws as the queue's quota line. Read-only."""
+        cohorts, cqs = self._specs or specs_from_queues(state.queues, state.resources, self.default_flavor,
+                                                        self.settings.get("defaultPreemption"))
+        out: dict[str, dict[str, float]] = {}
+        for spec in list(cohorts) + list(cqs):
+            if spec.name not in state.queues:
+                continue
+            per: dict[str, float] = {}
+            for (_, res), fq in spec.quotas.items():
+                per[res] = per.get(res, 0) + (fq.nominal / 1000 if res == "cpu" else fq.nominal)
+            out[spec.name] = per
+        return out
+
+    def queue_shares(self, state: ClusterState, now: float) -> dict[str, dict[str, Any]]:
+        """With fair sharing, each ClusterQueue's and cohort's dominant resource share (the rounded
+        value Kueue reports in its status) over admitted usage."""
+        if not self.fair:
+            return {}
+        tree = self._explain_tree(state)
+        if tree is None:
+            return {}
+        out: dict[str, dict[str, Any]] = {}
+        for name, node in {**tree.cohorts, **tree.cqs}.items():
+            if name in state.queues:
+                share = dominant_resource_share(node)
+                out[name] = {"drs": share.rounded, "borrowing": share.borrowing}
+        return out
+
+    def pending_reason(self, state: ClusterState, wl_id: str, now: float) -> tuple[str, str, dict[str, Any]] | None:
+        """Kueue's inadmissible reasons: the flavor assignment against the quota tree (NoFit:
+        insufficient quota; Preempt: quota held by others, a preemptor waiting for its victims or
+        without targets); a workload that fits its quota is left to the generic rules."""
+        wl = state.workloads[wl_id]
+        tree = self._explain_tree(state)
+        cq = None if tree is None else tree.cqs.get(wl.queue)
+        if cq is None:
+            return ("quota", f"queue {wl.queue} is not a ClusterQueue", {"blocking": wl.queue})
+        pod_sets = self._pod_sets(state, wl_id)
+        a = assign_flavors(cq, pod_sets, self._covered, self.fair,
+                           (state.queues[cq.name].settings or {}).get("flavorFungibility"))
+        frs = sorted({fr for fr in cq.quotas} | set(a.usage))
+        values: dict[str, Any] = {
+            "clusterQueue": cq.name, "blocking": cq.name,
+            "nominal": {f"{f}/{r}": cq.nominal((f, r)) for f, r in frs},
+            "usage": {f"{f}/{r}": cq.usage.get((f, r), 0) for f, r in frs},
+            "requested": {r: v for ps in pod_sets for r, v in ps.items()}}
+        if a.mode == NOFIT:
+            return ("quota", f"couldn't assign flavors: insufficient quota in ClusterQueue {cq.name} ({a.reason})",
+                    values)
+        if a.mode == FIT:
+            return None
+        if wl_id in self._waiting:
+            victims = sorted(t for t, al in state.allocations.items() if al.preempting)
+            if victims:
+                return ("preempting", f"preempting since {self._waiting[wl_id]:g}: waiting for "
+                                      f"{len(victims)} evicted allocation(s) to release their quota",
+                        {**values, "blocking": None, "since": self._waiting[wl_id], "victims": victims})
+        return ("quota", f"ClusterQueue {cq.name} needs quota held by other workloads and none can be "
+                         "preempted for it now", values)

@@ -1,0 +1,267 @@
+"""One head's admission attempt in the Kueue model: flavor assignment (memoised by what it
+reads), then admission with all pods placed first-fit, or a target search and the victims'
+evictions, or parking. The caller orders the heads and decides which ones to evaluate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from makeway.core.decisions import Decision, Note, Preempt, Reason, Start
+from makeway.core.placement import first_fit
+from makeway.core.resources import Res, add_into
+from makeway.core.state import ClusterState
+from makeway.policies.kueue.assign import FIT, NOFIT, Assignment, assign_flavors
+from makeway.policies.kueue.preemption import Preemptor, Target, classic_search, get_targets
+from makeway.policies.kueue.quota import ANY, FR, QNode, QuotaTree, units
+from makeway.policies.kueue.selectors import selector_matches, untolerated
+
+_HUMAN = {"InClusterQueue": "prioritization in the ClusterQueue",
+          "InCohortReclamation": "reclamation within the cohort",
+          "InCohortFairSharing": "Fair Sharing within the cohort",
+          "InCohortReclaimWhileBorrowing": "reclamation within the cohort while borrowing"}
+
+
+@dataclass(slots=True)
+class _Head:
+    wl: str
+    cq: QNode
+    assignment: Assignment
+    priority: int
+    submit: float
+    version: int = -1  # the root's version the assignment was made at (-1: made afresh when used)
+
+    @property
+    def usage(self) -> dict[FR, int]:
+        return self.assignment.usage
+
+    @property
+    def borrows(self) -> bool:
+        return self.assignment.borrows
+
+
+class HeadAdmission:
+    """Mixin of ``KueueModel``: evaluate one head against the snapshot (attributes set in
+    ``KueueModel.__init__``)."""
+
+    def _pod_sets(self, state: ClusterState, wl_id: str) -> list[dict[str, int]]:
+        wl = state.workloads[wl_id]
+        return [{r: units(r, v * g.count) for r, v in g.resources.items()} for g in wl.groups]
+
+    def _assign(self, state: ClusterState, cq: QNode, wl_id: str) -> Assignment:
+        """``assign_flavors``, memoised by what it reads: the request shape, the excluded flavors
+        and the usage of the queue and its ancestors on the queue's flavor-resources (quotas and
+        policies are fixed until the specs are reloaded, which empties the memo)."""
+        if not self.caches:
+            self._assign_memo.clear()
+        hit = self._akeys.get(wl_id)
+        if hit is None or hit[0][0] != cq.name:
+            shape = self._shapes.get(wl_id)
+            if shape is None:
+                shape = tuple(tuple(sorted(ps.items())) for ps in self._pod_sets(state, wl_id))
+                self._shapes[wl_id] = shape
+            excluded = self._excluded(state, wl_id)
+            hit = self._akeys[wl_id] = ((cq.name, shape, tuple(sorted(excluded.items())) if excluded else ()), excluded)
+        key, excluded = hit
+        per = self._assign_memo.get(key)
+        if per is None:
+            per = self._assign_memo[key] = {}
+        reads = self._reads.get(cq.name)
+        if reads is None or reads[0] is not cq:
+            frs = [(f, r) for resources, flavors in cq.groups for f in flavors for r in resources]
+            path = [cq, *cq.path_parent_to_root()]
+            reads = self._reads[cq.name] = (cq, [(n.usage, fr) for n in path for fr in frs])
+        t = tuple([u.get(fr, 0) for u, fr in reads[1]])
+        a = per.get(t)
+        if a is None:
+            if len(per) >= 512:  # usage vectors seen under one key: a bound, not a working set
+                per.clear()
+            a = per[t] = assign_flavors(cq, [dict(ps) for ps in key[1]], self._covered, self.fair,
+                                        (state.queues[cq.name].settings or {}).get("flavorFungibility"), excluded)
+        return a
+
+    def _excluded(self, state: ClusterState, wl_id: str) -> dict[str, str]:
+        """Flavors whose node taints the workload's pods do not tolerate (flavor -> why)."""
+        if not self.flavor_specs:
+            return {}
+        tolerations = list((state.workloads[wl_id].settings or {}).get("tolerations") or [])
+        out = {}
+        for name, spec in self.flavor_specs.items():
+            t = untolerated(spec.get("nodeTaints") or [], tolerations + list(spec.get("tolerations") or []))
+            if t is not None:
+                out[name] = f"untolerated taint {t.get('key')}={t.get('value', '')}:{t.get('effect')} in flavor {name}"
+        return out
+
+    def _namespace_ok(self, state: ClusterState, cq: str, wl_id: str) -> bool:
+        """The ClusterQueue's ``namespaceSelector`` against the workload's namespace labels."""
+        selector = (state.queues[cq].settings or {}).get("namespaceSelector")
+        if selector is None:
+            return True
+        ns = str((state.workloads[wl_id].settings or {}).get("namespace") or "default")
+        return selector_matches(selector, self.namespaces.get(ns, {}))
+
+    def _process_head(self, state: ClusterState, tree: QuotaTree, h: _Head, now: float, decisions: list[Decision],
+                      promised: dict[str, Res], victims: set[str]) -> None:
+        if not self.caches:
+            self._no_targets.clear()
+            self._targets_memo.clear()
+            self._doomed.clear()
+        cq = h.cq
+        wl = state.workloads[h.wl]
+        if not self._namespace_ok(state, cq.name, h.wl):
+            self._parked.add(h.wl)  # Misconfigured; requeued only when the configuration changes
+            return
+        # the assignment made when the head was taken holds while nothing in its cohort tree changed
+        a = h.assignment if h.version == self._version.get(self._roots[cq.name], 0) and self.caches \
+            else self._assign(state, cq, h.wl)
+        if a.mode == NOFIT:
+            self._parked.add(h.wl)
+            return
+        if a.mode == FIT:
+            starts = self._place(state, h.wl, a, promised)
+            if starts is None:
+                self._parked.add(h.wl)
+                return
+            for s in starts:
+                add_into(promised.setdefault(s.node, {}), state.task_resources(s.task))
+            self._add_in_call(tree, cq, a.usage)
+            self._admitted_at[h.wl] = now
+            self._waiting.pop(h.wl, None)
+            self._changed.add(h.wl)
+            decisions.extend(starts)
+            return
+        p = Preemptor(h.wl, cq.name, h.priority, dict(a.usage), frozenset(a.frs_need), wl.submit, h.wl)
+        key = (cq.name, a.preemptor_key(), p.priority,
+               p.created_at if "LowerOrNewerEqualPriority" == cq.policy.within_cluster_queue else None)
+        root = cq.root().name
+        stamp = (self._sig.get(root, 0), self._version.get(root, 0))
+        flips = self._flips.get(root, 0)
+        if self._no_targets.get(key) == stamp or self._doomed.get(key) == flips:
+            targets = []
+        else:
+            hit = self._targets_memo.get(key)
+            if hit is not None and hit[0] == stamp:
+                targets = hit[1]
+            elif self.fair:
+                targets = get_targets(tree, p, True, self.strategies)
+            else:
+                targets, doomed = classic_search(tree, p)
+                if doomed:
+                    self._doomed[key] = flips
+            if targets:
+                self._targets_memo[key] = (stamp, targets)
+        if not targets:
+            if self._waiting.pop(h.wl, None) is not None:
+                self._changed.add(h.wl)
+            self._parked.add(h.wl)
+            self._no_targets[key] = stamp
+            if cq.policy.reclaim_within_cohort != ANY:
+                reserve = {fr: v for fr, v in self._reserve(cq, a).items() if v > 0}
+                if reserve:
+                    self._add_in_call(tree, cq, reserve)
+            return
+        if any(t.workload.name in victims for t in targets):
+            return  # overlapping targets with an earlier preemptor in this call: wait
+        if self._place(state, h.wl, a, self._without(state, targets, promised)) is None:
+            # Kueue decides on quota only; the simulator also needs the pods to fit on the nodes
+            # the victims free, otherwise the eviction would be wasted and the victim retake it.
+            self._parked.add(h.wl)
+            return
+        self._waiting[h.wl] = now
+        self._changed.add(h.wl)
+        new: list[Decision] = []
+        for t in sorted(targets, key=lambda t: t.workload.name):
+            victims.add(t.workload.name)
+            new.extend(self._preempt(state, t, p, tree))
+        decisions.extend(new)
+        if new:
+                decisions.append(Note("kueue-preemption", h.wl,
+                                  f"{h.wl} in {cq.name} preempts {len(targets)} workload(s) to fit",
+                                  {"targets": sorted(t.workload.name for t in targets)}))
+        self._add_in_call(tree, cq, a.usage)
+
+    def _add_in_call(self, tree: QuotaTree, cq: QNode, usage: dict[FR, int]) -> None:
+        """Usage this call adds to the snapshot (taken back at its end). Within a call usage only
+        grows, so a doomed target search stays doomed (``classic_search``) until some node of the
+        cohort tree goes from within nominal to borrowing: that bumps the root's flip count."""
+        path = [cq, *cq.path_parent_to_root()]
+        before = [n.usage.get(fr, 0) <= n.subtree.get(fr, 0) for n in path for fr in usage]
+        tree.add_usage(cq, usage)
+        if before != [n.usage.get(fr, 0) <= n.subtree.get(fr, 0) for n in path for fr in usage]:
+            root = path[-1].name
+            self._flips[root] = self._flips.get(root, 0) + 1
+        self._incall.append((cq, usage))
+        self._bump(cq)
+
+    @staticmethod
+    def _without(state: ClusterState, targets: list[Target], promised: dict[str, Res]) -> dict[str, Res]:
+        """Node usage promised in this call, minus what the victims hold (negative extras)."""
+        extra = {n: dict(r) for n, r in promised.items()}
+        for t in targets:
+            for tid in state.running.get(t.workload.name, ()):
+                a = state.allocations[tid]
+                add_into(extra.setdefault(a.node, {}), a.resources, -1)
+        return extra
+
+    @staticmethod
+    def _reserve(cq: QNode, a: Assignment) -> dict[FR, int]:
+        """Quota held back for a preemptor without targets, so lower-ordered heads cannot take it."""
+        out: dict[FR, int] = {}
+        for fr, v in a.usage.items():
+            used = cq.usage.get(fr, 0)
+            q = cq.quotas.get(fr)
+            if a.borrows:
+                if q is None or q.borrowing_limit is None:
+                    out[fr] = v
+                else:
+                    out[fr] = max(0, min(v, q.nominal + q.borrowing_limit - used))
+            else:
+                out[fr] = max(0, min(v, cq.nominal(fr) - used))
+        return out
+
+    def _place(self, state: ClusterState, wl_id: str, a: Assignment, promised: dict[str, Res]) -> list[Start] | None:
+        self._probed_nodes = True
+        wl = state.workloads[wl_id]
+        pending = state.pending.get(wl_id, {})
+        starts: list[Start] = []
+        extra = {n: dict(r) for n, r in promised.items()}
+        for g, grp in enumerate(wl.groups):
+            tasks = [t for t in pending if int(t.rsplit("/", 2)[1]) == g]
+            if not tasks:
+                continue
+            nodes = self._flavor_nodes(state, frozenset(a.flavors[g].values()) if g < len(a.flavors) else frozenset())
+            placed = first_fit(state, tasks, extra, nodes)
+            if placed is None:
+                return None
+            for s in placed:
+                add_into(extra.setdefault(s.node, {}), state.task_resources(s.task))
+            starts.extend(placed)
+        return starts
+
+    def _flavor_nodes(self, state: ClusterState, flavors: frozenset) -> list[str]:
+        """The nodes of these flavors (all nodes for none), in node order; kept per node set."""
+        stamp = (id(state), state.topology_epoch)
+        hit = self._nodes_of.get(flavors)
+        if hit is None or hit[0] != stamp:
+            hit = self._nodes_of[flavors] = (stamp, [n for n in state.nodes if not flavors
+                                                     or self._flavor(state, n) in flavors])
+        return hit[1]
+
+    def _preempt(self, state: ClusterState, t: Target, p: Preemptor, tree: QuotaTree) -> list[Decision]:
+        victim = state.workloads[t.workload.name]
+        detail = (f"Preempted to accommodate a workload (UID: {p.name}) due to {_HUMAN.get(t.reason, t.reason)}; "
+                  f"preemptor path: {_path(tree.cqs[p.cq])}; preemptee path: {_path(tree.cqs[t.workload.cq])}")
+        values = {"preemptorPriority": p.priority, "victimPriority": t.workload.priority,
+                  "preemptorClusterQueue": p.cq, "victimClusterQueue": t.workload.cq, **t.values}
+        reason = Reason("kueue", t.reason, p.name, detail, values)
+        return [Preempt(tid, reason) for tid in sorted(state.running.get(victim.id, ()))
+                if not state.allocations[tid].preempting]
+
+
+def _path(n: QNode) -> str:
+    parts = []
+    cur: QNode | None = n
+    while cur is not None:
+        parts.append(cur.name)
+        cur = cur.parent
+    return "/" + "/".join(reversed(parts))

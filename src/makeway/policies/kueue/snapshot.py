@@ -1,0 +1,166 @@
+"""Kueue's snapshot kept current across calls: the quota tree with the usage of every admitted
+workload, re-read only for the ClusterQueues that may have changed, plus the stamps (per-root
+admitted-set signature and version) that every cross-call memo of the model is checked against.
+"""
+
+from __future__ import annotations
+
+from makeway.core.decisions import Decision, Preempt, Start
+from makeway.core.state import ClusterState
+from makeway.policies.kueue.quota import Admitted, FR, QNode, QuotaTree, units
+
+
+class Snapshot:
+    """Mixin of ``KueueModel``: the snapshot and its stamps (attributes set in ``KueueModel.__init__``)."""
+
+    def _flavor(self, state: ClusterState, node: str) -> str:
+        return state.nodes[node].labels.get(self.flavor_label, self.default_flavor)
+
+    def build_tree(self, state: ClusterState) -> QuotaTree:
+        """Kueue's snapshot: the quota tree with the usage of every admitted (running) workload.
+
+        The tree is kept across calls. Only ClusterQueues that may have changed are re-read from
+        the state: those this model started or preempted in, and those whose allocation count
+        moved (a finish or an eviction). A start this model did not decide (the state's start
+        sequence says so), another state or a configuration change rebuilds everything. Usage
+        sums do not depend on the order they were applied in, so the tree equals a fresh build.
+        """
+        if self._specs is None:
+            self._load_specs(state)
+        tree = self._tree
+        if tree is None or state is not self._bound or getattr(state, "_seq", None) != self._seq_expect:
+            cohorts, cqs = self._specs  # type: ignore[misc]
+            tree = QuotaTree(cohorts, cqs)
+            if state is not self._bound:  # per-workload caches are keyed by id within one state
+                self._prio.clear()
+                self._shapes.clear()
+                self._hkeys.clear()
+                self._akeys.clear()
+                self._adm_cache.clear()
+                self._nodes_of.clear()
+            self._tree, self._bound = tree, state
+            self._roots = {q: n.root().name for q, n in tree.cqs.items()}
+            self._entries = {q: {} for q in tree.cqs}
+            self._counts = {}
+            self._sig = {}
+            dirty = list(tree.cqs)
+            self._index.reset()  # a start this model did not decide left no journal record
+        else:
+            allocs_by_q = state.queue_allocs
+            for q, tid in self._watch:  # a victim with a grace period is marked, not yet removed
+                a = state.allocations.get(tid)
+                if a is not None and a.preempting:
+                    self._touched.add(q)
+            if self._alloc_seen == (id(state), state.alloc_epoch):  # no start or end: counts are as they were
+                dirty = [q for q in tree.cqs if q in self._touched] if self._touched else []
+            else:
+                dirty = [q for q in tree.cqs
+                         if q in self._touched or len(allocs_by_q.get(q, ())) != self._counts.get(q, 0)]
+        self._alloc_seen = (id(state), state.alloc_epoch)
+        # Any allocation that ended since the last snapshot released quota, even one admitted and
+        # finished between two calls (it never appeared in the entries diffed below).
+        freed = (id(state), state.freed_epoch)
+        released = self._freed_seen is not None and freed != self._freed_seen
+        self._freed_seen = freed
+        for q in dirty:
+            old = self._entries[q]
+            new: dict[str, tuple[Admitted, int]] = {}
+            for wl_id in dict.fromkeys(state.allocations[t].workload for t in state.queue_allocs.get(q, ())):
+                new[wl_id] = (self._admitted(state, wl_id), len(state.running[wl_id]))
+            # Only entries that changed are taken out and put back: an equal entry would leave
+            # the tree as it is (candidate order and iteration are by total keys), so the one
+            # already registered is kept, and a queue with many workloads costs its changes.
+            for wl_id, (adm, n) in old.items():
+                cur = new.get(wl_id)
+                if cur is None or cur[1] < n or (cur[0].evicted and not adm.evicted):
+                    released = True  # quota was released: inadmissible workloads are requeued
+                if cur is not None and cur == (adm, n):
+                    new[wl_id] = (adm, n)
+                else:
+                    tree.remove_workload(adm)
+            for wl_id, (adm, n) in new.items():
+                prev = old.get(wl_id)
+                if prev is None or prev[0] is not adm:
+                    tree.add_workload(adm)
+            # The signature of a root is a hash of its set of (workload, evicted): equal exactly
+            # when the set is, as a freshly built snapshot would compare it.
+            root = self._roots[q]
+            h = self._sig.get(root, 0)
+            for w, e in old.items():
+                h -= hash((w, e[0].evicted))
+            for w, e in new.items():
+                h += hash((w, e[0].evicted))
+            self._sig[root] = h & 0xFFFFFFFFFFFFFFFF
+            if old != new:
+                self._bump(tree.cqs[q])
+            self._entries[q] = new
+            self._counts[q] = len(state.queue_allocs.get(q, ()))
+        if released:
+            self._parked.clear()
+        self._touched = set()
+        self._watch = []
+        return tree
+
+    def _admitted(self, state: ClusterState, wl_id: str) -> Admitted:
+        """A running workload as the quota tree sees it, kept while what it is read from is the
+        same: its set of running allocations (start sequence numbers only grow, so the count and
+        the newest one's number change whenever the set does), their eviction marks, its
+        admission time and the node topology (flavors). Priority and specs changes drop it."""
+        tasks = state.running[wl_id]
+        if not tasks:
+            return self._admitted_fresh(state, wl_id)
+        allocs = state.allocations
+        sig = (len(tasks), allocs[next(reversed(tasks))].seq, any(allocs[t].preempting for t in tasks),
+               self._admitted_at.get(wl_id), state.topology_epoch)
+        hit = self._adm_cache.get(wl_id)
+        if hit is not None and hit[0] == sig:
+            return hit[1]
+        adm = self._admitted_fresh(state, wl_id)
+        self._adm_cache[wl_id] = (sig, adm)
+        return adm
+
+    def _admitted_fresh(self, state: ClusterState, wl_id: str) -> Admitted:
+        wl = state.workloads[wl_id]
+        usage: dict[FR, float] = {}
+        first_start, evicted = None, False
+        for tid in state.running[wl_id]:
+            a = state.allocations[tid]
+            flv = self._flavor(state, a.node)
+            for res, v in a.resources.items():
+                if res in self._covered:
+                    usage[(flv, res)] = usage.get((flv, res), 0) + v
+            first_start = a.start if first_start is None else min(first_start, a.start)
+            evicted = evicted or a.preempting
+        return Admitted(wl_id, wl.queue, self.priority(wl), {fr: units(fr[1], v) for fr, v in usage.items()},
+                        self._admitted_at.get(wl_id, first_start or 0.0), wl.submit, wl_id, evicted,
+                        not wl.preemptible)
+
+    def _end_call(self, state: ClusterState, tree: QuotaTree, decisions: list[Decision]) -> None:
+        """Take back the usage this call added to the tree (admissions and reservations live in
+        the state once applied) and note which queues the decisions will change."""
+        # The stamps of cross-call memos are (admitted set, version): usage taken back here must
+        # bump the version, or a later call with the same admitted set would reuse an answer
+        # computed while this call's admissions were in the tree.
+        for cq, usage in reversed(self._incall):
+            tree.add_usage(cq, usage, -1)
+            self._bump(cq)
+        self._incall = []
+        starts = 0
+        for d in decisions:
+            if isinstance(d, Start):
+                starts += 1
+                wl_id = d.task.rsplit("/", 2)[0]
+                self._touched.add(state.workloads[wl_id].queue)
+                self._changed.add(wl_id)
+            elif isinstance(d, Preempt):
+                a = state.allocations.get(d.allocation)
+                if a is not None:
+                    self._watch.append((a.queue, d.allocation))
+        self._seq_expect = getattr(state, "_seq", None)
+        if self._seq_expect is not None:
+            self._seq_expect += starts
+
+    def _bump(self, cq: QNode) -> None:
+        self._gversion += 1
+        root = cq.root().name
+        self._version[root] = self._version.get(root, 0) + 1

@@ -1,0 +1,127 @@
+"""Heads whose twin decided nothing: a head with the same key (everything ``_process`` reads
+of it besides the tree, node promises and victims) processed since the last change that could
+matter is parked as its twin was, without evaluation; whole rounds of such heads are taken at once.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+
+from makeway.core.decisions import Decision
+from makeway.core.resources import Res
+from makeway.core.state import ClusterState
+from makeway.policies.kueue.heads import _Head
+from makeway.policies.kueue.pending import runs
+from makeway.policies.kueue.quota import QNode, QuotaTree
+
+
+class TwinSkipping:
+    """Mixin of ``KueueModel``: the per-call memo of no-op outcomes (``_outcomes``) and its use."""
+
+    def _head_key(self, state: ClusterState, cq: QNode, wl_id: str) -> tuple:
+        """Everything ``_process`` reads of a head besides the tree, the node promises and the
+        victims: its queue, pod-set totals (quota), pods (placement), priority and (only where the
+        policy compares it) age."""
+        hit = self._hkeys.get(wl_id)
+        if hit is not None and hit[0][0] == cq.name:
+            return hit[0]
+        shape = self._shapes.get(wl_id)
+        if shape is None:
+            shape = tuple(tuple(sorted(ps.items())) for ps in self._pod_sets(state, wl_id))
+            self._shapes[wl_id] = shape
+        wl = state.workloads[wl_id]
+        # node placement reads pods, not totals: 2 pods of 1 cpu and 1 pod of 2 cpu are not twins
+        pods = tuple((g.count, tuple(sorted(g.resources.items()))) for g in wl.groups)
+        ws = wl.settings or {}
+        key = (cq.name, shape, pods, self.priority(wl),
+               wl.submit if cq.policy.within_cluster_queue == "LowerOrNewerEqualPriority" else None,
+               repr(ws.get("tolerations")), ws.get("namespace"))
+        # the int id of the key (one per distinct key, never reused) keys the outcome memo: a
+        # lookup then hashes an int, not the nested key
+        self._hkeys[wl_id] = (key, self._hid.setdefault(key, len(self._hid)))
+        return key
+
+    def _head_id(self, state: ClusterState, cq: QNode, wl_id: str) -> int:
+        hit = self._hkeys.get(wl_id)
+        if hit is None or hit[0][0] != cq.name:
+            self._head_key(state, cq, wl_id)
+            hit = self._hkeys[wl_id]
+        return hit[1]
+
+    def _known_noop(self, state: ClusterState, cq: QNode | None, wl_id: str, hid: int | None = None) -> bool | None:
+        """For a head whose twin (same key) was processed since the last change that could matter
+        and changed nothing: whether it was parked. None when the outcome is not known. ``hid``:
+        the head's key id when the caller has it (a pending entry carries it)."""
+        if cq is None or wl_id in self._waiting or not self.caches:
+            return None
+        hit = self._outcomes.get(self._head_id(state, cq, wl_id) if hid is None else hid)
+        if hit is None:
+            return None
+        root_v, global_v, parked = hit
+        if root_v != self._version.get(self._roots[cq.name], 0):
+            return None
+        if global_v is not None and global_v != self._gversion:
+            return None
+        return parked
+
+    def _process(self, state: ClusterState, tree: QuotaTree, h: _Head, now: float, decisions: list[Decision],
+                 promised: dict[str, Res], victims: set[str]) -> None:
+        # A twin's no-op outcome is valid at this very moment (the memo's stamps say nothing it reads
+        # changed), so the head would decide nothing: park it as the twin was parked, unevaluated.
+        known = self._known_noop(state, h.cq, h.wl)
+        if known is not None:
+            if known:
+                self._parked.add(h.wl)
+            return
+        root = self._roots[h.cq.name]
+        before = (len(decisions), self._version.get(root, 0), self._gversion, h.wl in self._waiting)
+        self._probed_nodes = False
+        self._process_head(state, tree, h, now, decisions, promised, victims)
+        if not before[3] and before[:3] == (len(decisions), self._version.get(root, 0), self._gversion):
+            self._outcomes[self._head_id(state, h.cq, h.wl)] = (
+                before[1], before[2] if self._probed_nodes else None, h.wl in self._parked)
+
+    def _skip_known(self, state: ClusterState, tree: QuotaTree, queues: dict[str, list[tuple]],
+                    at: dict[str, int], ends: dict[str, list[int]]) -> None:
+        """Take the rounds in which every head is a twin of a head that decided nothing under the
+        current stamps, at once. Such a round changes nothing but parking, so the next round sees
+        the same stamps: each queue can go on through its runs of known twins until one queue
+        reaches a head that must be evaluated. Round by round, the loop would decide the same."""
+        # Heads first: one head that must be evaluated ends the skip, so no queue is walked for
+        # nothing (with runs of length 1 the walk would visit every known head of every queue).
+        live = []
+        for q, lst in queues.items():
+            i = at[q]
+            if i >= len(lst):
+                continue
+            if self._strict(state, q) or self._known_noop(state, tree.cqs[q], lst[i][3], lst[i][4]) is None:
+                return
+            live.append(q)
+        plan = []
+        step = None
+        for q in live:
+            lst = queues[q]
+            i, n = at[q], len(lst)
+            cq = tree.cqs[q]
+            run_ends = ends.get(q)
+            if run_ends is None:
+                run_ends = ends[q] = runs(lst)
+            # past the smallest step found so far, no head can lower it or be taken
+            limit = n if step is None else min(n, i + step)
+            j = i
+            while j < limit:
+                known = self._known_noop(state, cq, lst[j][3], lst[j][4])
+                if known is None:
+                    break
+                e = run_ends[bisect_right(run_ends, j)]
+                plan.append((q, j, e, known))
+                j = e
+            if j < limit:
+                step = j - i if step is None else min(step, j - i)
+        parked = self._parked
+        for q, j, e, known in plan:
+            stop = e if step is None else min(e, at[q] + step)
+            if known and j < stop:
+                parked.update(x[3] for x in queues[q][j:stop])
+        for q, lst in queues.items():
+            at[q] = len(lst) if step is None else min(len(lst), at[q] + step)
