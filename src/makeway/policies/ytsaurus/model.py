@@ -29,10 +29,11 @@ from makeway.core.objects import Queue
 from makeway.core.pending import blocking_usage
 from makeway.core.policy import PreemptionModel
 from makeway.core.state import ClusterState
-from makeway.policies.ytsaurus import catchup, classify, durations, fairshare, heartbeat, integral, quiet, starvation
+from makeway.policies.ytsaurus import (catchup, classify, durations, fairshare, heartbeat, integral, live, quiet,
+                                      starvation)
 from makeway.policies.ytsaurus.classify import AP, NP, P
 from makeway.errors import ConfigError
-from makeway.policies.ytsaurus.schedule import Picker, ReferencePicker
+from makeway.policies.ytsaurus.schedule import HeapPicker, Picker, ReferencePicker
 from makeway.policies.ytsaurus.tree import ROOT, Element, Tree
 
 STAGE_RULE = {"preemptive_aggressive": "aggressive-preemptive-stage", "preemptive_normal": "preemptive-stage"}
@@ -81,16 +82,17 @@ class YTsaurusModel(PreemptionModel):
         self._fs_key: tuple | None = None      # state epochs the last computed fair share saw
         self._integral_key: int | None = None
         self._integral_any = False
-        # chooses whom to serve, pick after pick; without caches the reference ``pick_operation``
-        self.picker_class: type[Picker] = Picker if self.caches else ReferencePicker
         self.curve_cache = fairshare.CurveCache() if self.caches else None
         self.kernel = bool(s.get("fair_share_kernel", False))
         self.batching = fairshare.Batching(min_pools=int(s.get("fair_share_batch_min_pools", 8)))
         if self.kernel and not fairshare.kernel_available():
             raise ConfigError("preemption.settings.fair_share_kernel: needs numba (pip install 'makeway[fast]')")
         self._usage_cache: dict[str, tuple[tuple[int, int], list[float]]] = {}
+        self._live_ops = live.LiveOps()  # pending or running operations, without walking finished ones
         self._pos_tree: Tree | None = None
         self._pos: dict[str, int] = {}
+        self._paths: dict[str, tuple[int, ...]] = {}  # each operation's positions path in ``_pos_tree``
+        self._group_shapes: dict[str, tuple[Any, list[list[float]]]] = {}  # operation -> its groups' requests
         self._largest: dict[str, float] = {}  # per resource, the most one node has
         self._topology = -1  # the state's topology epoch ``_largest`` was read at
         self._quiet_cache: tuple[tuple, bool | float] | None = None  # ``quiet``'s verdict and its inputs
@@ -265,7 +267,10 @@ class YTsaurusModel(PreemptionModel):
             if ig.get("guarantee_type", "none") != "none":
                 el.integral = {"type": ig["guarantee_type"], "flow": tree.vec(ig.get("resource_flow")),
                                "burst": tree.vec(ig.get("burst_guarantee_resources"))}
-        for i, (wid, wl) in enumerate(state.workloads.items()):
+        workloads = state.workloads
+        walk = self._live_ops.ops(state) if self.caches else ((w, i) for i, w in enumerate(workloads))
+        for wid, i in walk:
+            wl = workloads[wid]
             running = state.running.get(wid) or {}
             pend = state.pending.get(wid) or {}
             if not running and not pend:
@@ -284,6 +289,8 @@ class YTsaurusModel(PreemptionModel):
                              gang=bool(ws.get("gang")), settings=dict(ws), limits=ws.get("resource_limits")))
         if len(self._usage_cache) > 2 * len(tree.elements) + 64:
             self._usage_cache = {w: v for w, v in self._usage_cache.items() if w in tree.elements}
+        if len(self._group_shapes) > 2 * len(tree.elements) + 64:
+            self._group_shapes = {w: v for w, v in self._group_shapes.items() if w in tree.elements}
         return tree
 
     def _op_usage(self, state: ClusterState, wid: str, running: Mapping[str, None]) -> list[float]:
@@ -396,6 +403,7 @@ class YTsaurusModel(PreemptionModel):
         if self._pos_tree is not tree or not self.caches:
             self._pos = {c: i for el in tree.elements.values() for i, c in enumerate(el.children)}
             self._pos[ROOT] = 0
+            self._paths = {}
             self._pos_tree = tree
         return self._pos
 
@@ -439,7 +447,9 @@ class YTsaurusModel(PreemptionModel):
         else:
             active = {w for w, p in state.pending.items() if p and w in published
                       and not (self._graceful(state, w) and snap.view.status.get(w) == "normal")}
-        picker = self.picker_class(snap.tree, active, lambda w: self._sat(w, opusage), self._positions(snap.tree))
+            if self.caches:  # free only shrinks during the stage: an operation no task of which fits
+                active = {w for w in active if self._shape_fits(state, w, free)}  # now is never served
+        picker = self._picker(snap.tree, active, lambda w: self._sat(w, opusage))
         while True:
             pick = picker.pick()
             if pick is None:
@@ -458,6 +468,22 @@ class YTsaurusModel(PreemptionModel):
         if any(f < -EPS for f in free):
             out.extend(self._overcommit(state, node))
         return out
+
+    def _picker(self, tree: Tree, active: set[str], sat) -> Picker:
+        if not self.caches:
+            return ReferencePicker(tree, active, sat, {})
+        pos = self._positions(tree)
+        return HeapPicker(tree, active, sat, pos, self._paths)
+
+    def _shape_fits(self, state: ClusterState, wid: str, free: list[float]) -> bool:
+        """Whether some task group of the operation asks for no more than ``free`` (a superset of
+        its pending tasks' requests: False means ``_fitting_task`` finds nothing)."""
+        wl = state.workloads[wid]
+        shapes = self._group_shapes.get(wid)
+        if shapes is None or shapes[0] is not wl:
+            shapes = self._group_shapes[wid] = (wl, [self._vec(g.resources) for g in wl.groups])
+        fits = heartbeat.fits
+        return any(fits(v, free) for v in shapes[1])
 
     def _any_fits(self, state: ClusterState, free: list[float]) -> bool:
         """Whether some pending task's request fits ``free`` (pool limits aside): the distinct
@@ -554,7 +580,9 @@ class YTsaurusModel(PreemptionModel):
             disc = heartbeat.discount(cands, len(cap))
             room = [f + d for f, d in zip(free, disc)]
             chosen = None
-            picker = self.picker_class(snap.tree, ops, lambda w: self._sat(w, opusage), self._positions(snap.tree))
+            if self.caches:  # operations no task of which fits the room are passed over unpicked
+                ops = {w for w in ops if self._shape_fits(state, w, room)}
+            picker = self._picker(snap.tree, ops, lambda w: self._sat(w, opusage))
             while picker.active:
                 pick = picker.pick()
                 if pick is None:
