@@ -95,6 +95,7 @@ class YTsaurusModel(PreemptionModel):
         self._group_shapes: dict[str, tuple[Any, list[list[float]]]] = {}  # operation -> its groups' requests
         self._largest: dict[str, float] = {}  # per resource, the most one node has
         self._topology = -1  # the state's topology epoch ``_largest`` was read at
+        self._sane: set[str] = set()  # operations ``_sanity`` passed at that epoch
         self._quiet_cache: tuple[tuple, bool | float] | None = None  # ``quiet``'s verdict and its inputs
         self._clock_sig: tuple[int, int, int] = (0, 0, 0)  # clocks running, starving, aggressive
         self._shapes: tuple[tuple | None, set[tuple[float, ...]]] = (None, set())  # pending requests
@@ -126,6 +127,9 @@ class YTsaurusModel(PreemptionModel):
         if self._topology != state.topology_epoch:
             self._largest = state.largest_node_capacity()
             self._topology = state.topology_epoch
+            self._sane.clear()
+        if wid in self._sane:  # passed against these nodes already (task groups never change)
+            return True
         found = state.beyond_every_node(state.workloads[wid], self._largest)
         if found is not None:
             g, r, asked, most = found
@@ -137,6 +141,8 @@ class YTsaurusModel(PreemptionModel):
                 "task_group": g, "resource": r, "asked": asked, "largest_node": most,
                 "rule": "no-online-node-can-satisfy-resource-demand"}))
             return False
+        if self.caches:
+            self._sane.add(wid)
         return True
 
     def schedule(self, state: ClusterState, now: float) -> list[Decision]:
@@ -291,6 +297,8 @@ class YTsaurusModel(PreemptionModel):
             self._usage_cache = {w: v for w, v in self._usage_cache.items() if w in tree.elements}
         if len(self._group_shapes) > 2 * len(tree.elements) + 64:
             self._group_shapes = {w: v for w, v in self._group_shapes.items() if w in tree.elements}
+        if len(self._sane) > 2 * len(tree.elements) + 64:
+            self._sane &= tree.elements.keys()
         return tree
 
     def _op_usage(self, state: ClusterState, wid: str, running: Mapping[str, None]) -> list[float]:
@@ -335,8 +343,7 @@ class YTsaurusModel(PreemptionModel):
             params = starvation.effective_params(tree, self.settings)
             arr = getattr(result.attrs, "arrays", None)
             if arr is None:
-                published = {n: classify.publish(result.attrs[n].fair_share, result.attrs[n].demand_share)
-                             for n, el in tree.elements.items() if el.is_op}
+                published = _LazyPublished(tree, result.attrs)
                 fixed = None
             else:
                 published, fixed = _from_arrays(arr, params)
@@ -475,15 +482,27 @@ class YTsaurusModel(PreemptionModel):
         pos = self._positions(tree)
         return HeapPicker(tree, active, sat, pos, self._paths)
 
-    def _shape_fits(self, state: ClusterState, wid: str, free: list[float]) -> bool:
-        """Whether some task group of the operation asks for no more than ``free`` (a superset of
-        its pending tasks' requests: False means ``_fitting_task`` finds nothing)."""
+    def _groups(self, state: ClusterState, wid: str) -> list[list[float]]:
+        """The operation's task groups' requests as vectors (kept per workload object)."""
         wl = state.workloads[wid]
         shapes = self._group_shapes.get(wid)
         if shapes is None or shapes[0] is not wl:
             shapes = self._group_shapes[wid] = (wl, [self._vec(g.resources) for g in wl.groups])
+        return shapes[1]
+
+    def _shape_fits(self, state: ClusterState, wid: str, free: list[float]) -> bool:
+        """Whether some task group of the operation asks for no more than ``free`` (a superset of
+        its pending tasks' requests: False means ``_fitting_task`` finds nothing)."""
         fits = heartbeat.fits
-        return any(fits(v, free) for v in shapes[1])
+        return any(fits(v, free) for v in self._groups(state, wid))
+
+    def _pending_shapes(self, state: ClusterState, wid: str, tasks) -> set[tuple[float, ...]]:
+        """The distinct requests of the operation's pending ``tasks`` (non-empty): its one group's,
+        or, with several groups, read task by task."""
+        groups = self._groups(state, wid)
+        if len(groups) == 1:
+            return {tuple(groups[0])}
+        return {tuple(self._vec(state.task_resources(t))) for t in tasks}
 
     def _any_fits(self, state: ClusterState, free: list[float]) -> bool:
         """Whether some pending task's request fits ``free`` (pool limits aside): the distinct
@@ -491,9 +510,11 @@ class YTsaurusModel(PreemptionModel):
         heartbeat on a full node does not walk the backlog."""
         key = (id(state), state.alloc_epoch, state.submit_epoch)
         if self._shapes[0] != key:
-            vec = self._vec
-            self._shapes = (key, {tuple(vec(state.task_resources(t))) for tasks in state.pending.values()
-                                  for t in tasks})
+            shapes: set[tuple[float, ...]] = set()
+            for w, tasks in state.pending.items():
+                if tasks:
+                    shapes |= self._pending_shapes(state, w, tasks)
+            self._shapes = (key, shapes)
         return any(heartbeat.fits(list(shape), free) for shape in self._shapes[1])
 
     def _live_usage(self, state: ClusterState) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
@@ -654,6 +675,26 @@ class YTsaurusModel(PreemptionModel):
                     return True
             return False
         return violates
+
+
+class _LazyPublished(dict):
+    """``classify.publish`` of every operation of the tree, computed when first read: a heartbeat
+    reads the few operations on its node, not the whole backlog."""
+
+    def __init__(self, tree: Tree, attrs: Mapping[str, fairshare.Attrs]):
+        super().__init__()
+        self.tree, self.attrs = tree, attrs
+
+    def __contains__(self, name: object) -> bool:
+        el = self.tree.elements.get(name)  # type: ignore[arg-type]
+        return el is not None and el.is_op
+
+    def __missing__(self, name: str) -> classify.Published:
+        if name not in self:
+            raise KeyError(name)
+        a = self.attrs[name]
+        v = self[name] = classify.publish(a.fair_share, a.demand_share)
+        return v
 
 
 class _LiveUsage(dict):

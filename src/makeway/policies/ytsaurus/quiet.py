@@ -75,7 +75,7 @@ def quiet_until(model: YTsaurusModel, state: ClusterState, snap: Snapshot) -> fl
             continue
         if w not in published:
             return False  # submitted after the update: the snapshot does not reflect the state
-        own = {tuple(vec(state.task_resources(t))) for t in tasks}
+        own = model._pending_shapes(state, w, tasks)
         shapes |= own
         if model.enabled:
             priority = starvation.preemption_priority(snap.view, w, scope)
