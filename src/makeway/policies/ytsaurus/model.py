@@ -98,6 +98,7 @@ class YTsaurusModel(PreemptionModel):
         self._sane: set[str] = set()  # operations ``_sanity`` passed at that epoch
         self._quiet_cache: tuple[tuple, bool | float] | None = None  # ``quiet``'s verdict and its inputs
         self._clock_sig: tuple[int, int, int] = (0, 0, 0)  # clocks running, starving, aggressive
+        self._clock_next = -math.inf  # no clock of the snapshot changes status at or before this time
         self._shapes: tuple[tuple | None, set[tuple[float, ...]]] = (None, set())  # pending requests
         self.failed: dict[str, str] = {}       # operation -> why the controller failed it
         self._failed_notes: list[Decision] = []
@@ -330,6 +331,11 @@ class YTsaurusModel(PreemptionModel):
         key = (state.alloc_epoch, state.submit_epoch, state.config_epoch, state.freed_epoch, state.topology_epoch)
         snap = self.snap
         if snap is not None and key == self._fs_key and not self._has_integral(state):
+            if self.caches and not self._failed_notes and now <= self._clock_next:
+                # no clock changes status before ``_clock_next`` (``quiet.clock_bound``): the
+                # statuses, clocks and notes would all be as they are; only the snapshot time moves
+                self.snap = Snapshot(now, snap.tree, snap.result, snap.params, snap.view, snap.published)
+                return []
             # nothing the fair share depends on moved: only the starvation clocks advance
             tree, result, params = snap.tree, snap.result, snap.params
             published = snap.published
@@ -370,6 +376,7 @@ class YTsaurusModel(PreemptionModel):
         self.clocks = {n: c for n, c in view.clocks.items() if n in tree.elements}
         self._clock_sig = _clock_sig(self.clocks)
         self.snap = Snapshot(now, tree, result, params, view, published)
+        self._clock_next = quiet.clock_bound(self.snap)
         if self._failed_notes:
             notes = self._failed_notes + notes
             self._failed_notes = []

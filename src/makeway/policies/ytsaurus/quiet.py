@@ -28,8 +28,9 @@ if TYPE_CHECKING:
     from makeway.policies.ytsaurus.model import Snapshot, YTsaurusModel
 
 
-def _clock_bound(snap: Snapshot) -> float:
-    """The earliest time a starvation clock could change status (an update past it may)."""
+def clock_bound(snap: Snapshot) -> float:
+    """The earliest time a starvation clock could change status (an update past it may; ``step``
+    compares strictly, so an update at it changes nothing)."""
     bound = math.inf
     params = snap.params
     for name, c in snap.view.clocks.items():
@@ -90,5 +91,5 @@ def quiet_until(model: YTsaurusModel, state: ClusterState, snap: Snapshot) -> fl
                 heartbeat.stage_candidates(model._cands(state, n), stage), len(free[n])))] for n in nodes]
             if _fits_somewhere(needy[priority], rooms):
                 return False
-    bound = _clock_bound(snap)
+    bound = clock_bound(snap)
     return True if bound == math.inf else False if bound == -math.inf else bound
