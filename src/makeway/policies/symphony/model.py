@@ -33,8 +33,8 @@ from makeway.core.state import ClusterState
 from makeway.core.objects import Workload
 from makeway.errors import ConfigError
 from makeway.policies.symphony.rules import (
-    DEFAULT_PRIORITY, DEFAULT_RANK, SessionView, TaskView, normalize_criteria, normalize_scope, preemptors,
-    proportional_deserved, select_victims,
+    DEFAULT_PRIORITY, DEFAULT_RANK, SessionView, TaskView, may_preempt, normalize_criteria, normalize_scope,
+    preemptors, proportional_deserved, select_victims,
 )
 
 MODEL = "symphony"
@@ -383,18 +383,27 @@ class SymphonyModel(PreemptionModel):
         # only sessions holding tasks can be victims or slot co-tenants, and none gains a task view
         # during the cycle: each preemptor's search reads them, not the whole backlog
         holders = [s for s in views.values() if s.tasks] if self.caches else None
+        # ranks whose search found no victim while it needed some: another preemptor of that rank
+        # finds none either (the search reads the preemptor's rank only) until a preemption moves the views
+        barren: set[int] = set()
         for p in preemptors(views.values()):
-            if not p.under_allocated or not pending[p.name]:
+            if not p.under_allocated or not pending[p.name] or p.rank in barren:
                 continue
-            out.extend(self._preempt(state, queue, p, views, pending, plan, free(), scope, criteria, place, holders))
+            out.extend(self._preempt(state, queue, p, views, pending, plan, free(), scope, criteria, place, holders,
+                                     barren))
         return out
 
     def _preempt(self, state: ClusterState, queue: str, p: SessionView, views: dict[str, SessionView],
                  pending: dict[str, list[str]], plan: _Plan, free: int, scope: str, criteria: str,
-                 place: Any, holders: list[SessionView] | None = None) -> list[Decision]:
+                 place: Any, holders: list[SessionView] | None = None,
+                 barren: set[int] | None = None) -> list[Decision]:
         sel = select_victims(p, views.values() if holders is None else holders, free, scope, criteria)
         if not sel.victims:
+            if barren is not None and holders is not None and sel.need > 0 and may_preempt(p):
+                barren.add(p.rank)
             return []
+        if barren is not None:
+            barren.clear()
         # as they are before any victim is taken (select_victims reads the views, never changes them)
         before = {n: (views[n].deserved, views[n].allocated) for n in {p.name, *(v.session for v in sel.victims)}}
         budget = min(p.deserved, p.demand) - p.allocated
