@@ -41,8 +41,9 @@ class Recording(SymphonyModel):
 def cases(draw):
     consumers = ["a", "b", "c"][:draw(st.integers(1, 3))]
     scope = draw(st.sampled_from([LOWER, LOWER_OR_EQUAL]))
+    sharing = draw(st.sampled_from(["none", "host"]))
     queues = [Queue("root")] + [Queue(q, "root", max={"slots": draw(st.integers(3, 12))} if draw(st.booleans())
-                                      else None, settings={"preemptionScope": scope}) for q in consumers]
+                                      else None, settings={"preemptionScope": scope, "slotSharing": sharing}) for q in consumers]
     hosts = [Node(f"h{i}", {"cpu": s, "slots": s}) for i, s in
              enumerate(draw(st.lists(st.integers(2, 4), min_size=2, max_size=4)))]
     workloads = []
