@@ -96,6 +96,7 @@ class YTsaurusModel(PreemptionModel):
         self._largest: dict[str, float] = {}  # per resource, the most one node has
         self._topology = -1  # the state's topology epoch ``_largest`` was read at
         self._sane: set[str] = set()  # operations ``_sanity`` passed at that epoch
+        self._demand_cache: dict[str, tuple[tuple, list[float]]] = {}  # one-group operation -> demand and inputs
         self._quiet_cache: tuple[tuple, bool | float] | None = None  # ``quiet``'s verdict and its inputs
         self._clock_sig: tuple[int, int, int] = (0, 0, 0)  # clocks running, starving, aggressive
         self._clock_next = -math.inf  # no clock of the snapshot changes status at or before this time
@@ -285,11 +286,18 @@ class YTsaurusModel(PreemptionModel):
             if not running and not self._sanity(state, wid):
                 continue
             usage = self._op_usage(state, wid, running)
-            demand = list(usage)
-            for tid in pend:
-                rr = state.task_resources(tid)
-                for k, r in enumerate(res):
-                    demand[k] += float(rr.get(r, 0))
+            key = (wl, tuple(usage), len(pend))
+            hit = self._demand_cache.get(wid) if self.caches and len(wl.groups) == 1 else None
+            if hit is not None and hit[0][0] is wl and hit[0][1:] == key[1:]:
+                demand = list(hit[1])  # one task group: the same additions as last time
+            else:
+                demand = list(usage)
+                for tid in pend:
+                    rr = state.task_resources(tid)
+                    for k, r in enumerate(res):
+                        demand[k] += float(rr.get(r, 0))
+                if self.caches and len(wl.groups) == 1:
+                    self._demand_cache[wid] = (key, list(demand))
             ws = durations.normalize(wl.settings) if wl.settings else {}
             tree.add(Element(wid, wl.queue, is_op=True, weight=float(ws.get("weight", 1.0)), demand=demand,
                              usage=usage, start_time=wl.submit, order=i, pending_count=len(pend),
@@ -298,6 +306,8 @@ class YTsaurusModel(PreemptionModel):
             self._usage_cache = {w: v for w, v in self._usage_cache.items() if w in tree.elements}
         if len(self._group_shapes) > 2 * len(tree.elements) + 64:
             self._group_shapes = {w: v for w, v in self._group_shapes.items() if w in tree.elements}
+        if len(self._demand_cache) > 2 * len(tree.elements) + 64:
+            self._demand_cache = {w: v for w, v in self._demand_cache.items() if w in tree.elements}
         if len(self._sane) > 2 * len(tree.elements) + 64:
             self._sane &= tree.elements.keys()
         return tree
