@@ -33,8 +33,8 @@ from makeway.core.state import ClusterState
 from makeway.core.objects import Workload
 from makeway.errors import ConfigError
 from makeway.policies.symphony.rules import (
-    DEFAULT_PRIORITY, DEFAULT_RANK, SessionView, TaskView, normalize_criteria, normalize_scope, preemptors,
-    proportional_deserved, select_victims,
+    DEFAULT_PRIORITY, DEFAULT_RANK, SessionView, TaskView, may_preempt, normalize_criteria, normalize_scope,
+    preemptors, proportional_deserved, select_victims,
 )
 
 MODEL = "symphony"
@@ -108,7 +108,8 @@ class _SlotCache:
 class _Plan:
     """Virtual node usage for one cycle: starts promised and victims released, not yet applied."""
 
-    __slots__ = ("state", "extra", "used_slots", "total_slots", "resource", "slots_of")
+    __slots__ = ("state", "extra", "used_slots", "total_slots", "resource", "slots_of", "no_fit",
+                 "consumer_allocated")
 
     def __init__(self, state: ClusterState, slots_of: _SlotCache):
         self.state = state
@@ -117,6 +118,8 @@ class _Plan:
         self.slots_of = slots_of
         self.total_slots = sum(node_slots(n.capacity, self.resource) for n in state.nodes.values() if n.schedulable)
         self.used_slots = sum(slots_of(a.resources) for a in state.allocations.values())
+        self.no_fit: set[tuple] = set()  # requests no node holds in the plan as it stands (``take`` only)
+        self.consumer_allocated = 0      # slots the consumer being scheduled holds in the plan
 
     def fit(self, req: Res) -> str | None:
         for name, node in self.state.nodes.items():
@@ -127,6 +130,8 @@ class _Plan:
         return None
 
     def take(self, node: str, req: Res, sign: int = 1) -> None:
+        if sign < 0:
+            self.no_fit.clear()  # a release may make room for any request
         extra = self.extra.setdefault(node, {})
         for k, v in req.items():
             extra[k] = extra.get(k, 0) + sign * v
@@ -148,6 +153,7 @@ class SymphonyModel(PreemptionModel):
         self._slots: _SlotCache | None = None
         self._explained: tuple[tuple | None, dict[str, tuple[int, dict[str, SessionView]]]] = (None, {})
         self._session_cache: dict[str, tuple[tuple, SessionSettings]] = {}
+        self._shares: tuple[tuple | None, dict[str, dict[str, Any]]] = (None, {})  # ``queue_shares`` and its key
 
     def _session_settings(self, state: ClusterState, wl: Workload) -> SessionSettings:
         """``session_settings`` kept per session while its priority and the consumers' settings
@@ -237,9 +243,12 @@ class SymphonyModel(PreemptionModel):
         resource = self.slot_resource(state)
         slots_of = self._slots if self._slots is not None and self._slots.resource == resource \
             else _SlotCache(resource)
+        key = (id(state), state.alloc_epoch, state.submit_epoch, state.config_epoch, state.topology_epoch, resource)
+        if self.caches and self._shares[0] == key:  # deserved and allocated slots do not depend on ``now``
+            return {q: dict(v) for q, v in self._shares[1].items()}
         plan = _Plan(state, slots_of)
         consumers: dict[str, list[str]] = {}
-        for wl_id in {w for w, r in state.running.items() if r} | set(state.pending):
+        for wl_id in _open_sessions(state):
             consumers.setdefault(state.workloads[wl_id].queue, []).append(wl_id)
         out: dict[str, dict[str, Any]] = {}
         for queue in sorted(consumers):
@@ -247,6 +256,7 @@ class SymphonyModel(PreemptionModel):
                                   self.consumer_capacity(state, queue, plan))
             out[queue] = {"deserved_slots": sum(v.deserved for v in views.values()),
                           "allocated_slots": sum(v.allocated for v in views.values()), "slot_resource": resource}
+        self._shares = (key, {q: dict(v) for q, v in out.items()})
         return out
 
     def _explain_views(self, state: ClusterState, queue: str, now: float) -> tuple[int, dict[str, SessionView]]:
@@ -261,8 +271,7 @@ class SymphonyModel(PreemptionModel):
             slots_of = self._slots if self._slots is not None and self._slots.resource == resource \
                 else _SlotCache(resource)
             plan = _Plan(state, slots_of)
-            mine = [w for w in state.workloads if state.workloads[w].queue == queue
-                    and (w in state.pending or state.running.get(w))]
+            mine = [w for w in _open_sessions(state) if state.workloads[w].queue == queue]
             capacity = self.consumer_capacity(state, queue, plan)
             hit = self._explained[1][queue] = (capacity, self.sessions(state, queue, mine, resource, now, capacity))
         return hit
@@ -277,8 +286,7 @@ class SymphonyModel(PreemptionModel):
             self._slots = _SlotCache(resource)  # without caches: slots per request counted afresh
         plan = _Plan(state, self._slots)
         consumers: dict[str, list[str]] = {}
-        active = {w for w, r in state.running.items() if r} | set(state.pending)
-        for wl_id in active:
+        for wl_id in _open_sessions(state):
             consumers.setdefault(state.workloads[wl_id].queue, []).append(wl_id)
         decisions: list[Decision] = []
         for queue in sorted(consumers):
@@ -325,13 +333,20 @@ class SymphonyModel(PreemptionModel):
         out: list[Decision] = []
 
         def free() -> int:
-            return min(capacity - sum(s.allocated for s in views.values()), plan.total_slots - plan.used_slots)
+            if not self.caches:
+                return min(capacity - sum(s.allocated for s in views.values()), plan.total_slots - plan.used_slots)
+            return min(capacity - plan.consumer_allocated, plan.total_slots - plan.used_slots)
+
+        plan.consumer_allocated = sum(s.allocated for s in views.values())  # kept as views' allocations move
+        plan.no_fit = set()
 
         def place(s: SessionView, budget: int | None) -> tuple[list[Start], int]:
             """Start pending tasks of ``s`` in order while slots and nodes allow, up to ``budget`` slots."""
             starts: list[Start] = []
             used, room, rest = 0, free(), []
-            no_fit: set[tuple] = set()  # identical requests that found no node: skip, don't search again
+            # identical requests that found no node: skip, don't search again (kept across sessions
+            # while the plan only takes; a release clears it)
+            no_fit: set[tuple] = plan.no_fit if self.caches else set()
             tasks = pending[s.name]
             for k, tid in enumerate(tasks):
                 if room <= 0 or (budget is not None and used >= budget):
@@ -350,6 +365,7 @@ class SymphonyModel(PreemptionModel):
                     continue
                 plan.take(node, req)
                 s.allocated += ts
+                plan.consumer_allocated += ts
                 used += ts
                 room -= ts
                 starts.append(Start(tid, node))
@@ -364,19 +380,32 @@ class SymphonyModel(PreemptionModel):
             starts, _ = place(s, None)
             out.extend(starts)
 
+        # only sessions holding tasks can be victims or slot co-tenants, and none gains a task view
+        # during the cycle: each preemptor's search reads them, not the whole backlog
+        holders = [s for s in views.values() if s.tasks] if self.caches else None
+        # ranks whose search found no victim while it needed some: another preemptor of that rank
+        # finds none either (the search reads the preemptor's rank only) until a preemption moves the views
+        barren: set[int] = set()
         for p in preemptors(views.values()):
-            if not p.under_allocated or not pending[p.name]:
+            if not p.under_allocated or not pending[p.name] or p.rank in barren:
                 continue
-            out.extend(self._preempt(state, queue, p, views, pending, plan, free(), scope, criteria, place))
+            out.extend(self._preempt(state, queue, p, views, pending, plan, free(), scope, criteria, place, holders,
+                                     barren))
         return out
 
     def _preempt(self, state: ClusterState, queue: str, p: SessionView, views: dict[str, SessionView],
                  pending: dict[str, list[str]], plan: _Plan, free: int, scope: str, criteria: str,
-                 place: Any) -> list[Decision]:
-        before = {n: (s.deserved, s.allocated) for n, s in views.items()}
-        sel = select_victims(p, views.values(), free, scope, criteria)
+                 place: Any, holders: list[SessionView] | None = None,
+                 barren: set[int] | None = None) -> list[Decision]:
+        sel = select_victims(p, views.values() if holders is None else holders, free, scope, criteria)
         if not sel.victims:
+            if barren is not None and holders is not None and sel.need > 0 and may_preempt(p):
+                barren.add(p.rank)
             return []
+        if barren is not None:
+            barren.clear()
+        # as they are before any victim is taken (select_victims reads the views, never changes them)
+        before = {n: (views[n].deserved, views[n].allocated) for n in {p.name, *(v.session for v in sel.victims)}}
         budget = min(p.deserved, p.demand) - p.allocated
         starts: list[Start] = []
         useful = -1
@@ -384,6 +413,7 @@ class SymphonyModel(PreemptionModel):
             alloc = state.allocations[v.id]
             plan.take(alloc.node, alloc.resources, -1)
             views[v.session].allocated -= v.slots
+            plan.consumer_allocated -= v.slots
             placed, used = place(p, budget)
             if placed:
                 starts.extend(placed)
@@ -396,6 +426,7 @@ class SymphonyModel(PreemptionModel):
             alloc = state.allocations[v.id]
             plan.take(alloc.node, alloc.resources, 1)
             views[v.session].allocated += v.slots
+            plan.consumer_allocated += v.slots
         out: list[Decision] = []
         pd, pa = before[p.name]
         for v in kept:
@@ -412,6 +443,13 @@ class SymphonyModel(PreemptionModel):
                         "victim_deserved": vd, "victim_allocated": va,
                         "need": sel.need, "elapsed": v.elapsed})))
         return out + starts
+
+
+def _open_sessions(state: ClusterState) -> set[str]:
+    """Sessions with a running allocation or a pending task (every session ever opened stays in
+    ``state.workloads`` and ``state.running``; the allocations are the running ones). Callers order
+    them themselves."""
+    return {a.workload for a in state.allocations.values()} | set(state.pending)
 
 
 def session_metrics(events: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:

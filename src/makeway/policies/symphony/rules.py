@@ -19,7 +19,6 @@ excess before the next one is considered (the reading the conformance cases name
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Iterable, Mapping
 
 LOWER_OR_EQUAL = "LowerOrEqualRankedSessions"
@@ -126,9 +125,9 @@ def proportional_deserved(capacity: int, sessions: Iterable[tuple[str, int, int]
     active = [s for s in items if s[2] > 0]
     remaining = max(int(capacity), 0)
     while remaining > 0 and active:
+        # shares are remaining * w / total_w: compared, floored and ranked in integers (exact)
         total_w = sum(w for _, w, _ in active)
-        share = {n: Fraction(remaining * w, total_w) for n, w, _ in active}
-        capped = [s for s in active if share[s[0]] >= s[2] - deserved[s[0]]]
+        capped = [s for s in active if remaining * s[1] >= (s[2] - deserved[s[0]]) * total_w]
         if capped:
             for n, _, d in capped:
                 remaining -= d - deserved[n]
@@ -137,12 +136,13 @@ def proportional_deserved(capacity: int, sessions: Iterable[tuple[str, int, int]
             active = [s for s in active if s[0] not in names]
             continue
         given = 0
-        for n, _, _ in active:
-            whole = share[n].numerator // share[n].denominator
+        frac: dict[str, int] = {}
+        for n, w, _ in active:
+            whole, frac[n] = divmod(remaining * w, total_w)
             deserved[n] += whole
             given += whole
         left = remaining - given
-        by_remainder = sorted(active, key=lambda s: (-(share[s[0]] - int(share[s[0]])), -s[1], s[0]))
+        by_remainder = sorted(active, key=lambda s: (-frac[s[0]], -s[1], s[0]))
         for n, _, _ in by_remainder[:left]:
             deserved[n] += 1
         remaining = 0

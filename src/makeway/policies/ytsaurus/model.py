@@ -29,10 +29,11 @@ from makeway.core.objects import Queue
 from makeway.core.pending import blocking_usage
 from makeway.core.policy import PreemptionModel
 from makeway.core.state import ClusterState
-from makeway.policies.ytsaurus import catchup, classify, durations, fairshare, heartbeat, integral, quiet, starvation
+from makeway.policies.ytsaurus import (catchup, classify, durations, fairshare, heartbeat, integral, live, quiet,
+                                      starvation)
 from makeway.policies.ytsaurus.classify import AP, NP, P
 from makeway.errors import ConfigError
-from makeway.policies.ytsaurus.schedule import Picker, ReferencePicker
+from makeway.policies.ytsaurus.schedule import HeapPicker, Picker, ReferencePicker
 from makeway.policies.ytsaurus.tree import ROOT, Element, Tree
 
 STAGE_RULE = {"preemptive_aggressive": "aggressive-preemptive-stage", "preemptive_normal": "preemptive-stage"}
@@ -81,20 +82,24 @@ class YTsaurusModel(PreemptionModel):
         self._fs_key: tuple | None = None      # state epochs the last computed fair share saw
         self._integral_key: int | None = None
         self._integral_any = False
-        # chooses whom to serve, pick after pick; without caches the reference ``pick_operation``
-        self.picker_class: type[Picker] = Picker if self.caches else ReferencePicker
         self.curve_cache = fairshare.CurveCache() if self.caches else None
         self.kernel = bool(s.get("fair_share_kernel", False))
         self.batching = fairshare.Batching(min_pools=int(s.get("fair_share_batch_min_pools", 8)))
         if self.kernel and not fairshare.kernel_available():
             raise ConfigError("preemption.settings.fair_share_kernel: needs numba (pip install 'makeway[fast]')")
         self._usage_cache: dict[str, tuple[tuple[int, int], list[float]]] = {}
+        self._live_ops = live.LiveOps()  # pending or running operations, without walking finished ones
         self._pos_tree: Tree | None = None
         self._pos: dict[str, int] = {}
+        self._paths: dict[str, tuple[int, ...]] = {}  # each operation's positions path in ``_pos_tree``
+        self._group_shapes: dict[str, tuple[Any, list[list[float]]]] = {}  # operation -> its groups' requests
         self._largest: dict[str, float] = {}  # per resource, the most one node has
         self._topology = -1  # the state's topology epoch ``_largest`` was read at
+        self._sane: set[str] = set()  # operations ``_sanity`` passed at that epoch
+        self._demand_cache: dict[str, tuple[tuple, list[float]]] = {}  # one-group operation -> demand and inputs
         self._quiet_cache: tuple[tuple, bool | float] | None = None  # ``quiet``'s verdict and its inputs
         self._clock_sig: tuple[int, int, int] = (0, 0, 0)  # clocks running, starving, aggressive
+        self._clock_next = -math.inf  # no clock of the snapshot changes status at or before this time
         self._shapes: tuple[tuple | None, set[tuple[float, ...]]] = (None, set())  # pending requests
         self.failed: dict[str, str] = {}       # operation -> why the controller failed it
         self._failed_notes: list[Decision] = []
@@ -124,6 +129,9 @@ class YTsaurusModel(PreemptionModel):
         if self._topology != state.topology_epoch:
             self._largest = state.largest_node_capacity()
             self._topology = state.topology_epoch
+            self._sane.clear()
+        if wid in self._sane:  # passed against these nodes already (task groups never change)
+            return True
         found = state.beyond_every_node(state.workloads[wid], self._largest)
         if found is not None:
             g, r, asked, most = found
@@ -135,6 +143,8 @@ class YTsaurusModel(PreemptionModel):
                 "task_group": g, "resource": r, "asked": asked, "largest_node": most,
                 "rule": "no-online-node-can-satisfy-resource-demand"}))
             return False
+        if self.caches:
+            self._sane.add(wid)
         return True
 
     def schedule(self, state: ClusterState, now: float) -> list[Decision]:
@@ -265,7 +275,10 @@ class YTsaurusModel(PreemptionModel):
             if ig.get("guarantee_type", "none") != "none":
                 el.integral = {"type": ig["guarantee_type"], "flow": tree.vec(ig.get("resource_flow")),
                                "burst": tree.vec(ig.get("burst_guarantee_resources"))}
-        for i, (wid, wl) in enumerate(state.workloads.items()):
+        workloads = state.workloads
+        walk = self._live_ops.ops(state) if self.caches else ((w, i) for i, w in enumerate(workloads))
+        for wid, i in walk:
+            wl = workloads[wid]
             running = state.running.get(wid) or {}
             pend = state.pending.get(wid) or {}
             if not running and not pend:
@@ -273,17 +286,30 @@ class YTsaurusModel(PreemptionModel):
             if not running and not self._sanity(state, wid):
                 continue
             usage = self._op_usage(state, wid, running)
-            demand = list(usage)
-            for tid in pend:
-                rr = state.task_resources(tid)
-                for k, r in enumerate(res):
-                    demand[k] += float(rr.get(r, 0))
+            key = (wl, tuple(usage), len(pend))
+            hit = self._demand_cache.get(wid) if self.caches and len(wl.groups) == 1 else None
+            if hit is not None and hit[0][0] is wl and hit[0][1:] == key[1:]:
+                demand = list(hit[1])  # one task group: the same additions as last time
+            else:
+                demand = list(usage)
+                for tid in pend:
+                    rr = state.task_resources(tid)
+                    for k, r in enumerate(res):
+                        demand[k] += float(rr.get(r, 0))
+                if self.caches and len(wl.groups) == 1:
+                    self._demand_cache[wid] = (key, list(demand))
             ws = durations.normalize(wl.settings) if wl.settings else {}
             tree.add(Element(wid, wl.queue, is_op=True, weight=float(ws.get("weight", 1.0)), demand=demand,
                              usage=usage, start_time=wl.submit, order=i, pending_count=len(pend),
                              gang=bool(ws.get("gang")), settings=dict(ws), limits=ws.get("resource_limits")))
         if len(self._usage_cache) > 2 * len(tree.elements) + 64:
             self._usage_cache = {w: v for w, v in self._usage_cache.items() if w in tree.elements}
+        if len(self._group_shapes) > 2 * len(tree.elements) + 64:
+            self._group_shapes = {w: v for w, v in self._group_shapes.items() if w in tree.elements}
+        if len(self._demand_cache) > 2 * len(tree.elements) + 64:
+            self._demand_cache = {w: v for w, v in self._demand_cache.items() if w in tree.elements}
+        if len(self._sane) > 2 * len(tree.elements) + 64:
+            self._sane &= tree.elements.keys()
         return tree
 
     def _op_usage(self, state: ClusterState, wid: str, running: Mapping[str, None]) -> list[float]:
@@ -315,6 +341,11 @@ class YTsaurusModel(PreemptionModel):
         key = (state.alloc_epoch, state.submit_epoch, state.config_epoch, state.freed_epoch, state.topology_epoch)
         snap = self.snap
         if snap is not None and key == self._fs_key and not self._has_integral(state):
+            if self.caches and not self._failed_notes and now <= self._clock_next:
+                # no clock changes status before ``_clock_next`` (``quiet.clock_bound``): the
+                # statuses, clocks and notes would all be as they are; only the snapshot time moves
+                self.snap = Snapshot(now, snap.tree, snap.result, snap.params, snap.view, snap.published)
+                return []
             # nothing the fair share depends on moved: only the starvation clocks advance
             tree, result, params = snap.tree, snap.result, snap.params
             published = snap.published
@@ -328,8 +359,7 @@ class YTsaurusModel(PreemptionModel):
             params = starvation.effective_params(tree, self.settings)
             arr = getattr(result.attrs, "arrays", None)
             if arr is None:
-                published = {n: classify.publish(result.attrs[n].fair_share, result.attrs[n].demand_share)
-                             for n, el in tree.elements.items() if el.is_op}
+                published = _LazyPublished(tree, result.attrs)
                 fixed = None
             else:
                 published, fixed = _from_arrays(arr, params)
@@ -356,6 +386,7 @@ class YTsaurusModel(PreemptionModel):
         self.clocks = {n: c for n, c in view.clocks.items() if n in tree.elements}
         self._clock_sig = _clock_sig(self.clocks)
         self.snap = Snapshot(now, tree, result, params, view, published)
+        self._clock_next = quiet.clock_bound(self.snap)
         if self._failed_notes:
             notes = self._failed_notes + notes
             self._failed_notes = []
@@ -396,6 +427,7 @@ class YTsaurusModel(PreemptionModel):
         if self._pos_tree is not tree or not self.caches:
             self._pos = {c: i for el in tree.elements.values() for i, c in enumerate(el.children)}
             self._pos[ROOT] = 0
+            self._paths = {}
             self._pos_tree = tree
         return self._pos
 
@@ -439,7 +471,9 @@ class YTsaurusModel(PreemptionModel):
         else:
             active = {w for w, p in state.pending.items() if p and w in published
                       and not (self._graceful(state, w) and snap.view.status.get(w) == "normal")}
-        picker = self.picker_class(snap.tree, active, lambda w: self._sat(w, opusage), self._positions(snap.tree))
+            if self.caches:  # free only shrinks during the stage: an operation no task of which fits
+                active = {w for w in active if self._shape_fits(state, w, free)}  # now is never served
+        picker = self._picker(snap.tree, active, lambda w: self._sat(w, opusage))
         while True:
             pick = picker.pick()
             if pick is None:
@@ -459,15 +493,45 @@ class YTsaurusModel(PreemptionModel):
             out.extend(self._overcommit(state, node))
         return out
 
+    def _picker(self, tree: Tree, active: set[str], sat) -> Picker:
+        if not self.caches:
+            return ReferencePicker(tree, active, sat, {})
+        pos = self._positions(tree)
+        return HeapPicker(tree, active, sat, pos, self._paths)
+
+    def _groups(self, state: ClusterState, wid: str) -> list[list[float]]:
+        """The operation's task groups' requests as vectors (kept per workload object)."""
+        wl = state.workloads[wid]
+        shapes = self._group_shapes.get(wid)
+        if shapes is None or shapes[0] is not wl:
+            shapes = self._group_shapes[wid] = (wl, [self._vec(g.resources) for g in wl.groups])
+        return shapes[1]
+
+    def _shape_fits(self, state: ClusterState, wid: str, free: list[float]) -> bool:
+        """Whether some task group of the operation asks for no more than ``free`` (a superset of
+        its pending tasks' requests: False means ``_fitting_task`` finds nothing)."""
+        fits = heartbeat.fits
+        return any(fits(v, free) for v in self._groups(state, wid))
+
+    def _pending_shapes(self, state: ClusterState, wid: str, tasks) -> set[tuple[float, ...]]:
+        """The distinct requests of the operation's pending ``tasks`` (non-empty): its one group's,
+        or, with several groups, read task by task."""
+        groups = self._groups(state, wid)
+        if len(groups) == 1:
+            return {tuple(groups[0])}
+        return {tuple(self._vec(state.task_resources(t))) for t in tasks}
+
     def _any_fits(self, state: ClusterState, free: list[float]) -> bool:
         """Whether some pending task's request fits ``free`` (pool limits aside): the distinct
         requests of the backlog are kept while nothing starts, is submitted or requeued, so a
         heartbeat on a full node does not walk the backlog."""
         key = (id(state), state.alloc_epoch, state.submit_epoch)
         if self._shapes[0] != key:
-            vec = self._vec
-            self._shapes = (key, {tuple(vec(state.task_resources(t))) for tasks in state.pending.values()
-                                  for t in tasks})
+            shapes: set[tuple[float, ...]] = set()
+            for w, tasks in state.pending.items():
+                if tasks:
+                    shapes |= self._pending_shapes(state, w, tasks)
+            self._shapes = (key, shapes)
         return any(heartbeat.fits(list(shape), free) for shape in self._shapes[1])
 
     def _live_usage(self, state: ClusterState) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
@@ -554,7 +618,9 @@ class YTsaurusModel(PreemptionModel):
             disc = heartbeat.discount(cands, len(cap))
             room = [f + d for f, d in zip(free, disc)]
             chosen = None
-            picker = self.picker_class(snap.tree, ops, lambda w: self._sat(w, opusage), self._positions(snap.tree))
+            if self.caches:  # operations no task of which fits the room are passed over unpicked
+                ops = {w for w in ops if self._shape_fits(state, w, room)}
+            picker = self._picker(snap.tree, ops, lambda w: self._sat(w, opusage))
             while picker.active:
                 pick = picker.pick()
                 if pick is None:
@@ -626,6 +692,26 @@ class YTsaurusModel(PreemptionModel):
                     return True
             return False
         return violates
+
+
+class _LazyPublished(dict):
+    """``classify.publish`` of every operation of the tree, computed when first read: a heartbeat
+    reads the few operations on its node, not the whole backlog."""
+
+    def __init__(self, tree: Tree, attrs: Mapping[str, fairshare.Attrs]):
+        super().__init__()
+        self.tree, self.attrs = tree, attrs
+
+    def __contains__(self, name: object) -> bool:
+        el = self.tree.elements.get(name)  # type: ignore[arg-type]
+        return el is not None and el.is_op
+
+    def __missing__(self, name: str) -> classify.Published:
+        if name not in self:
+            raise KeyError(name)
+        a = self.attrs[name]
+        v = self[name] = classify.publish(a.fair_share, a.demand_share)
+        return v
 
 
 class _LiveUsage(dict):

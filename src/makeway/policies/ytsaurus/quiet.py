@@ -28,8 +28,9 @@ if TYPE_CHECKING:
     from makeway.policies.ytsaurus.model import Snapshot, YTsaurusModel
 
 
-def _clock_bound(snap: Snapshot) -> float:
-    """The earliest time a starvation clock could change status (an update past it may)."""
+def clock_bound(snap: Snapshot) -> float:
+    """The earliest time a starvation clock could change status (an update past it may; ``step``
+    compares strictly, so an update at it changes nothing)."""
     bound = math.inf
     params = snap.params
     for name, c in snap.view.clocks.items():
@@ -52,7 +53,8 @@ def _fits_somewhere(shapes: set[tuple[float, ...]], rooms: list[list[float]]) ->
 def quiet_until(model: YTsaurusModel, state: ClusterState, snap: Snapshot) -> float | bool:
     """False, or the time before which every periodic call decides nothing (``math.inf``: until
     the next other event). The snapshot must already reflect the state (the caller checks)."""
-    if any(model._graceful(state, w) for w in state.running):
+    running = state.running
+    if any(el.is_op and running.get(w) and model._graceful(state, w) for w, el in snap.tree.elements.items()):
         return False
     for q in state.queues.values():
         if q.max:
@@ -74,7 +76,7 @@ def quiet_until(model: YTsaurusModel, state: ClusterState, snap: Snapshot) -> fl
             continue
         if w not in published:
             return False  # submitted after the update: the snapshot does not reflect the state
-        own = {tuple(vec(state.task_resources(t))) for t in tasks}
+        own = model._pending_shapes(state, w, tasks)
         shapes |= own
         if model.enabled:
             priority = starvation.preemption_priority(snap.view, w, scope)
@@ -89,5 +91,5 @@ def quiet_until(model: YTsaurusModel, state: ClusterState, snap: Snapshot) -> fl
                 heartbeat.stage_candidates(model._cands(state, n), stage), len(free[n])))] for n in nodes]
             if _fits_somewhere(needy[priority], rooms):
                 return False
-    bound = _clock_bound(snap)
+    bound = clock_bound(snap)
     return True if bound == math.inf else False if bound == -math.inf else bound

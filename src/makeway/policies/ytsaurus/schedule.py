@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 from typing import Callable
 
 from makeway.policies.ytsaurus.tree import ROOT, Tree
@@ -124,6 +125,61 @@ class ReferencePicker(Picker):
 
     def changed(self, op: str) -> None:
         pass
+
+    def deactivate(self, op: str) -> None:
+        self.active.discard(op)
+
+
+def positions_path(tree: Tree, pos: dict[str, int], op: str, memo: dict[str, tuple[int, ...]]) -> tuple[int, ...]:
+    """The positions among siblings from the root's child down to ``op``: descending to the least
+    valued child, earlier child on ties, ends at the active operation with the least (value, path)."""
+    path = memo.get(op)
+    if path is None:
+        parent = tree.elements[op].parent
+        if parent is None or parent == ROOT:
+            path = (pos[op],)
+        else:
+            path = positions_path(tree, pos, parent, memo) + (pos[op],)
+        memo[op] = path
+    return path
+
+
+class HeapPicker(Picker):
+    """``Picker`` as one heap of (value, path) over the active operations: the descent of
+    ``pick_operation`` (least valued child, earlier child on ties) ends at the operation whose
+    value and then path from the root are least, so a pick is a heap top, a change one push, and a
+    heartbeat that deactivates many operations in turn costs O(log n) each, not a walk of the pool.
+    Entries of changed or deactivated operations stay in the heap and are dropped when they surface.
+    ``paths`` memoises paths for one tree across pickers."""
+
+    __slots__ = ("heap", "latest", "path", "paths")
+
+    def __init__(self, tree: Tree, active: set[str], sat: Callable[[str], float], pos: dict[str, int],
+                 paths: dict[str, tuple[int, ...]] | None = None) -> None:
+        self.tree, self.sat, self.pos = tree, sat, pos
+        self.active = set(active)
+        self.paths = {} if paths is None else paths
+        self.latest: dict[str, float] = {}
+        heap = []
+        for op in self.active:
+            v = self.latest[op] = sat(op)
+            heap.append((v, positions_path(tree, pos, op, self.paths), op))
+        heapq.heapify(heap)
+        self.heap = heap
+
+    def pick(self) -> str | None:
+        heap, active, latest = self.heap, self.active, self.latest
+        while heap:
+            v, _, op = heap[0]
+            if op in active and latest[op] == v:
+                return op
+            heapq.heappop(heap)
+        return None
+
+    def changed(self, op: str) -> None:
+        if op in self.active:
+            v = self.latest[op] = self.sat(op)
+            heapq.heappush(self.heap, (v, positions_path(self.tree, self.pos, op, self.paths), op))
 
     def deactivate(self, op: str) -> None:
         self.active.discard(op)

@@ -64,6 +64,9 @@ def effective_params(tree: Tree, cfg: dict[str, Any]) -> dict[str, Params]:
     out: dict[str, Params] = {}
     coef = float(tree_option(cfg, "allocation_count_preemption_timeout_coefficient"))
     root_allow = cfg.get("allowAggressivePreemption", True)
+    # operations without settings of their own under one pool differ only by a short pending count
+    # and gang: one Params each (never changed in place, so shared)
+    plain: dict[tuple, Params] = {}
     for name in tree.preorder():
         el = tree.elements[name]
         if name == ROOT:
@@ -81,6 +84,14 @@ def effective_params(tree: Tree, cfg: dict[str, Any]) -> dict[str, Params]:
                                par.aggressive_timeout, par.aggressive_enabled if ag is None else bool(ag),
                                par.allow_aggressive if al is None else bool(al))
             continue
+        key = None
+        if not s:
+            short = coef > 0 and el.pending_count / coef < 1
+            key = (el.parent, el.pending_count if short else None, el.gang)
+            hit = plain.get(key)
+            if hit is not None:
+                out[name] = hit
+                continue
         tol = s.get("fair_share_starvation_tolerance")
         to = s.get("fair_share_starvation_timeout", s.get("fair_share_preemption_timeout"))
         tolerance = par.tolerance if tol is None else min(par.tolerance, float(tol))
@@ -94,6 +105,8 @@ def effective_params(tree: Tree, cfg: dict[str, Any]) -> dict[str, Params]:
         if el.gang and not cfg.get("allow_aggressive_preemption_for_gang_operations", True):
             allow = False
         out[name] = Params(tolerance, timeout, aggressive_timeout, par.aggressive_enabled, allow)
+        if key is not None:
+            plain[key] = out[name]
     return out
 
 
