@@ -19,3 +19,16 @@ def record(log: list[str], decisions, now: float) -> None:
 
 def digest(log: list[str]) -> str:
     return hashlib.sha256("\n".join(log).encode()).hexdigest()[:16]
+
+
+class RecordsSchedule:
+    """Mixed in before a model class: every decision its ``schedule`` returns goes to ``self.log``."""
+
+    def __init__(self, settings=None):
+        super().__init__(settings)
+        self.log: list[str] = []
+
+    def schedule(self, state, now):
+        out = super().schedule(state, now)
+        record(self.log, out, now)
+        return out

@@ -17,20 +17,13 @@ from makeway.core.state import ClusterState
 from makeway.policies.kueue import KueueModel
 from makeway.sim.engine import SimOptions, simulate
 from makeway.sim.trace import load_jsonl
-from tests.decision_log import digest, record
+from tests.decision_log import RecordsSchedule, digest
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "kueue" / "cluster.yaml"
 
 
-class Recording(KueueModel):
-    def __init__(self, settings=None):
-        super().__init__(settings)
-        self.log: list[str] = []
-
-    def schedule(self, state, now):
-        out = super().schedule(state, now)
-        record(self.log, out, now)
-        return out
+class Recording(RecordsSchedule, KueueModel):
+    pass
 
 
 def run_example() -> list[str]:

@@ -18,19 +18,10 @@ from makeway.core.state import ClusterState
 from makeway.policies.symphony.model import SymphonyModel
 from makeway.policies.symphony.rules import LOWER, LOWER_OR_EQUAL, proportional_deserved
 from makeway.sim.engine import SimOptions, simulate
-from tests.decision_log import record
+from tests.decision_log import RecordsSchedule
 
 
-class Recording(SymphonyModel):
-    def __init__(self, settings=None):
-        super().__init__(settings)
-        self.log: list[str] = []
-
-    def schedule(self, state, now):
-        out = super().schedule(state, now)
-        record(self.log, out, now)
-        return out
-
+class Recording(RecordsSchedule, SymphonyModel):
     def queue_shares(self, state, now):
         out = super().queue_shares(state, now)
         self.log.append(f"{now!r} shares {sorted(out.items())!r}")

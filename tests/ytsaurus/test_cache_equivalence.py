@@ -25,22 +25,13 @@ from makeway.policies.ytsaurus import fairshare
 from makeway.policies.ytsaurus.model import YTsaurusModel
 from makeway.sim.engine import SimOptions, simulate
 from makeway.sim.trace import ConfigChange
-from tests.decision_log import record
+from tests.decision_log import RecordsSchedule, record
 
 HORIZON = 80.0
 
 
-class Recording(YTsaurusModel):
+class Recording(RecordsSchedule, YTsaurusModel):
     """The model as it is, with every decision of ``schedule`` and ``heartbeat`` logged."""
-
-    def __init__(self, settings=None):
-        super().__init__(settings)
-        self.log: list[str] = []
-
-    def schedule(self, state, now):
-        out = super().schedule(state, now)
-        record(self.log, out, now)
-        return out
 
     def heartbeat(self, state, node, now):
         out = super().heartbeat(state, node, now)

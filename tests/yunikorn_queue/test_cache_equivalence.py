@@ -25,24 +25,16 @@ from makeway.core.state import ClusterState
 from makeway.policies.yunikorn.model import YuniKornModel
 from makeway.sim.engine import SimOptions, simulate
 from makeway.sim.trace import ConfigChange
-from tests.decision_log import record
+from tests.decision_log import RecordsSchedule
 
 GiB = 2**30
 
 
-class Recording(YuniKornModel):
+class Recording(RecordsSchedule, YuniKornModel):
     """Logs every decision and every wake-up asked for: a call the other model would not have had
     can decide something (an ask holding a reservation is placed at the next call), so the
     wake-ups must match too."""
 
-    def __init__(self, settings: dict | None = None):
-        super().__init__(settings)
-        self.log: list[str] = []
-
-    def schedule(self, state, now):
-        out = super().schedule(state, now)
-        record(self.log, out, now)
-        return out
 
     def next_wakeup(self, state, now):
         wake = super().next_wakeup(state, now)
