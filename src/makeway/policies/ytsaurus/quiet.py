@@ -53,8 +53,9 @@ def _fits_somewhere(shapes: set[tuple[float, ...]], rooms: list[list[float]]) ->
 def quiet_until(model: YTsaurusModel, state: ClusterState, snap: Snapshot) -> float | bool:
     """False, or the time before which every periodic call decides nothing (``math.inf``: until
     the next other event). The snapshot must already reflect the state (the caller checks)."""
-    running = state.running
-    if any(el.is_op and running.get(w) and model._graceful(state, w) for w, el in snap.tree.elements.items()):
+    elements = snap.tree.elements  # running operations are few next to a backlog: walk those
+    if any(tasks and w in elements and elements[w].is_op and model._graceful(state, w)
+           for w, tasks in state.running.items()):
         return False
     for q in state.queues.values():
         if q.max:
