@@ -390,7 +390,7 @@ class YTsaurusModel(PreemptionModel):
         for name, el in tree.elements.items():
             if not el.is_op:
                 continue
-            before = self.clocks.get(name, starvation.Clock()).status
+            before = self.clocks.get(name, starvation._IDLE).status
             after = view.clocks[name].status
             if (before == starvation.NON) != (after == starvation.NON):
                 a = result.attrs[name]

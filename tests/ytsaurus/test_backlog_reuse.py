@@ -1,0 +1,70 @@
+"""With a backlog, the model reuses unchanged operations' tree elements between updates and serves
+heartbeats from one walk of the backlog per snapshot (``waiting.Waiting``); both must decide exactly
+as ``FullEvaluation`` (``caches: false``), and both must actually be exercised here."""
+
+from __future__ import annotations
+
+import random
+
+from makeway.core.objects import Node, Queue, TaskGroup, Workload
+from makeway.policies.ytsaurus import waiting
+from makeway.core.state import ClusterState
+from makeway.sim.engine import SimOptions, simulate
+from tests.ytsaurus.test_cache_equivalence import HORIZON, FullEvaluation, Recording
+
+
+class Counting(Recording):
+    """Counts tree elements carried over from the previous update's tree and backlog walks."""
+
+    def __init__(self, settings=None):
+        super().__init__(settings)
+        self.reused = self.built = 0
+        self._prev: dict = {}
+
+    def build_tree(self, state):
+        tree = super().build_tree(state)
+        self.built += 1
+        self.reused += sum(1 for w, el in tree.elements.items() if el.is_op and self._prev.get(w) is el)
+        self._prev = dict(tree.elements)
+        return tree
+
+
+def backlog_case():
+    rng = random.Random(3)
+    queues = [Queue("a", None, guaranteed={"cpu": 6}, weight=2.0), Queue("b", None, weight=1.0)]
+    nodes = [Node(f"n{i}", {"cpu": 4, "memory": 16}) for i in range(3)]
+    workloads, t = [], 0.0
+    for j in range(40):
+        t += rng.choice([0.0, 0.5, 1.0])
+        workloads.append(Workload(f"w{j}", rng.choice("ab") if j > 8 else "b", t, rng.choice([4.0, 12.0, 30.0]),
+                                  (TaskGroup(rng.randint(1, 2), {"cpu": rng.choice([1, 2]), "memory": 2}),)))
+    settings = {"fair_share_update_period": 0.5, "heartbeat_period": 1.0, "heartbeat_splay": 0.5,
+                "preemptive_scheduling_backoff": 1.0, "fair_share_starvation_timeout": 1.0}
+    return queues, nodes, workloads, [], settings, 8
+
+
+def simulate_with(cls, case):
+    queues, nodes, workloads, changes, model_settings, batch_min = case
+    state = ClusterState(["cpu", "memory"], [Queue(q.name, q.parent, q.guaranteed, q.max, q.weight) for q in queues],
+                         [Node(n.name, dict(n.capacity)) for n in nodes])
+    model = cls({**model_settings, "fair_share_batch_min_pools": batch_min})
+    simulate(state, model, list(workloads), changes, options=SimOptions(horizon=HORIZON, check_invariants=True))
+    return model
+
+
+def test_backlog_reuse_decides_as_full_evaluation(monkeypatch):
+    refreshes = []
+    real = waiting.Waiting._refresh
+
+    def counted(self, *args):
+        before = (self._key, self._view)
+        real(self, *args)
+        refreshes.append(before != (self._key, self._view))
+
+    monkeypatch.setattr(waiting.Waiting, "_refresh", counted)
+    case = backlog_case()
+    model = simulate_with(Counting, case)
+    assert any(" P " in line for line in model.log)  # starving operations preempt: both stages are served
+    assert model.log == simulate_with(FullEvaluation, case).log
+    assert model.reused > 0
+    assert 0 < sum(refreshes) < len(refreshes)  # heartbeats served from a kept walk
