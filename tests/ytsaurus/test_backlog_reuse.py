@@ -6,8 +6,13 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from makeway.core.objects import Node, Queue, TaskGroup, Workload
-from makeway.policies.ytsaurus import waiting
+from makeway.policies.ytsaurus import batched, fairshare, waiting
+from makeway.policies.ytsaurus.plf import PLF
 from makeway.core.state import ClusterState
 from makeway.sim.engine import SimOptions, simulate
 from tests.ytsaurus.test_cache_equivalence import HORIZON, FullEvaluation, Recording
@@ -68,3 +73,23 @@ def test_backlog_reuse_decides_as_full_evaluation(monkeypatch):
     assert model.log == simulate_with(FullEvaluation, case).log
     assert model.reused > 0
     assert 0 < sum(refreshes) < len(refreshes)  # heartbeats served from a kept walk
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 3), st.lists(st.tuples(st.integers(0, 64), st.integers(0, 4), st.sampled_from([1.0, 1.0, 1.0, 1.0, 2.0, 0.5])),
+                                  min_size=2, max_size=40), st.integers(0, 2 ** 32 - 1), st.booleans())
+def test_pool_curve_from_rows_is_the_pool_curve_bit_for_bit(dim, ops, seed, mixed):
+    """A large fair share pool of closed-form operations sums their rows without a PLF each; the sum
+    must be the very same floats as ``pool_curve`` over the children's functions."""
+    rng = np.random.default_rng(seed)
+    demand = np.array([[d / 64 * rng.random() ** e for e in range(dim)] for d, _, _ in ops])
+    usage = np.array([[v * f / 4 for v in row] for row, (_, f, _) in zip(demand.tolist(), ops)])
+    xs, ys = batched.compact_rows(*fairshare.op_fsbs_arrays(usage, demand))
+    weights = [w for _, _, w in ops] if mixed else [ops[0][2]] * len(ops)
+    rows = rng.permutation(len(ops)).tolist()
+    fast = fairshare.pool_curve_rows([weights[i] for i in rows], xs, ys, rows, dim)
+    ref = fairshare.pool_curve("fair_share", [weights[i] for i in rows], [PLF(xs[i], ys[i]) for i in rows], dim)
+    if fast is None:  # parts of unequal shape (some extended to 1): the caller sums PLFs
+        assert len(set(weights)) > 1
+        return
+    assert np.array_equal(fast.ax, ref.ax) and np.array_equal(fast.ay, ref.ay)
