@@ -58,21 +58,23 @@ def simulate_with(cls, case):
 
 
 def test_backlog_reuse_decides_as_full_evaluation(monkeypatch):
-    refreshes = []
-    real = waiting.Waiting._refresh
+    walks, asks = [], []
+    real_entries = waiting.Waiting._entries
 
-    def counted(self, *args):
-        before = (self._key, self._view)
-        real(self, *args)
-        refreshes.append(before != (self._key, self._view))
+    def entries(self, *args):
+        walks.append(1)
+        return real_entries(self, *args)
 
-    monkeypatch.setattr(waiting.Waiting, "_refresh", counted)
+    monkeypatch.setattr(waiting.Waiting, "_entries", entries)
+    for name in ("regular", "preemptive", "backlog"):
+        real = getattr(waiting.Waiting, name)
+        monkeypatch.setattr(waiting.Waiting, name, lambda self, *a, _real=real: asks.append(1) or _real(self, *a))
     case = backlog_case()
     model = simulate_with(Counting, case)
     assert any(" P " in line for line in model.log)  # starving operations preempt: both stages are served
     assert model.log == simulate_with(FullEvaluation, case).log
     assert model.reused > 0
-    assert 0 < sum(refreshes) < len(refreshes)  # heartbeats served from a kept walk
+    assert 0 < len(walks) < len(asks)  # heartbeats and quiet checks served from a kept walk
 
 
 @settings(max_examples=60, deadline=None)
