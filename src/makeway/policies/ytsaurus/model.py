@@ -282,7 +282,7 @@ class YTsaurusModel(PreemptionModel):
                                "burst": tree.vec(ig.get("burst_guarantee_resources"))}
         workloads = state.workloads
         walk = self._live_ops.ops(state) if self.caches else ((w, i) for i, w in enumerate(workloads))
-        els, elements, allocations = self._op_els, tree.elements, state.allocations
+        els, allocations = self._op_els, state.allocations
         if self._els_topology != state.topology_epoch:
             els.clear()  # sanity is re-checked against the new nodes
             self._els_topology = state.topology_epoch
@@ -296,7 +296,7 @@ class YTsaurusModel(PreemptionModel):
                 sig = (len(running), allocations[next(reversed(running))].seq if running else 0, len(pend))
                 hit = els.get(wid)
                 if hit is not None and hit[0] is wl and hit[1] == i and hit[2] == sig:
-                    elements[wid] = hit[3]  # the very element an unchanged operation made last time
+                    tree.add(hit[3])  # the very element an unchanged operation made last time
                     continue
             if not running and not self._sanity(state, wid):
                 continue
@@ -319,7 +319,6 @@ class YTsaurusModel(PreemptionModel):
                                   gang=bool(ws.get("gang")), settings=dict(ws), limits=ws.get("resource_limits")))
             if self.caches and len(wl.groups) == 1:  # one task group: (count, newest seq, pending) fix it all
                 els[wid] = (wl, i, sig, el)
-        tree._orders.clear()
         if len(els) > 2 * len(tree.elements) + 64:
             self._op_els = {w: v for w, v in els.items() if w in tree.elements}
         if len(self._usage_cache) > 2 * len(tree.elements) + 64:
