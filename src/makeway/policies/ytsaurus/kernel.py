@@ -195,9 +195,9 @@ def build(post, is_op, fifo, weight, kid_ptr, kids, U, D, G, L, root, pointwise,
     sw = _sweep_space(dim, 1024)
     plen = np.empty(16, dtype=np.int64)
     inv = np.empty(dim)
-    t = 0
-    used = 0
-    mused = 0
+    t = np.int64(0)  # not a literal: a literal argument compiles a callee once more
+    used = np.int64(0)
+    mused = np.int64(0)
     while True:
         t, used, mused = _build_run(t, post, is_op, fifo, weight, kid_ptr, kids, U, D, G, L, root, pointwise, param,
                                     fs_x, fs_y, mf_x, mf_v, fs_at, fs_len, mf_at, mf_len, used, mused, cx, cy, inv,
