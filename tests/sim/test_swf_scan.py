@@ -98,3 +98,41 @@ def test_malformed_line_named_by_line_and_field(tmp_path):
     assert swf_scan.tape(path) is not None  # the one-pass reader takes the file; the bad line is its own
     with pytest.raises(TraceError, match=r"bad\.swf:3: field 9 is not a number: 'sixty'"):
         list(swf.read(path, strict=True))
+
+
+@settings(max_examples=15, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(text=_logs(), strict=st.booleans(), model=st.sampled_from(["fifo-strict", "none"]))
+def test_run_on_made_workloads_equals_run_on_records(tmp_path_factory, text, strict, model):
+    """``run`` on the workloads the SWF reader makes itself: the results and the import statistics of
+    ``run`` on its records (duplicate ids included: job numbers repeat in the generated logs)."""
+    import json
+
+    from makeway.config import parse_config
+    from makeway.errors import MakewayError
+    from makeway.sim import run as runmod
+
+    path = tmp_path_factory.mktemp("swf") / "log.swf"
+    path.write_text(text)
+    data = swf.cluster(path, layout="nodes") or {}
+    if not data:
+        return
+    data["preemption"] = {"model": model, "settings": {}}
+    cfg = parse_config(data, "test")
+
+    def go(made: bool):
+        orig = runmod._made_workloads
+        if not made:
+            runmod._made_workloads = lambda *a: None
+        stats = ImportStats()
+        try:
+            swf_scan.forget()
+            rec = runmod.run(cfg, path, None, strict=strict, stats=stats, allow_empty=True,
+                             trace_options={"layout": "nodes"})
+            return json.dumps(rec.results({}), sort_keys=True, default=str), stats
+        except MakewayError as exc:
+            return str(exc), stats
+        finally:
+            runmod._made_workloads = orig
+
+    assert go(True) == go(False)

@@ -273,6 +273,60 @@ def _replayed(tp: "swf_scan.Tape", hdr: SwfHeader, queue_by: str, rep: Reporter,
     swf_scan.replay(events, rep, e, ne)
 
 
+def workloads(path: Path, *, strict: bool = False, stats: ImportStats | None = None, queue_by: str = "auto",
+              layout: str = "pool", processors: str = "requested") -> Iterator[Any] | None:
+    """``read`` as core ``Workload`` objects, made straight from the log's arrays (no record dicts, no
+    record validation: every value was checked as ``read`` checks it, and is what ``parse_record``
+    would make of its record), or None when the log takes the line-by-line reader."""
+    if processors not in PROCESSORS or queue_by not in QUEUE_BY:
+        return None
+    _check_layout(layout)
+    from makeway.sim.importers import swf_scan
+
+    tp = swf_scan.tape(path, processors)
+    if tp is None:
+        return None
+    stats = stats if stats is not None else ImportStats()
+    return _made(tp, read_header(path), queue_by, Reporter(path, strict, stats), layout)
+
+
+def _made(tp: "swf_scan.Tape", hdr: SwfHeader, queue_by: str, rep: Reporter, layout: str) -> Iterator[Any]:
+    from makeway.core.objects import TaskGroup, Workload
+    from makeway.sim.importers import swf_scan
+
+    events, pos = tp.events, tp.pos.tolist()
+    e, ne = 0, len(events)
+    names: dict[tuple[int, int], str] = {}
+    stats = rep.stats
+    pool = layout == "pool"
+    for i, (submit, _, job, wait, run, procs, req_time, status, user, group, queue, partition) in \
+            enumerate(swf_scan.records(tp)):
+        if e < ne and pos[e] <= i:
+            hi = e
+            while hi < ne and pos[hi] <= i:
+                hi += 1
+            swf_scan.replay(events, rep, e, hi)
+            e = hi
+        if queue_by == "auto":
+            q = names.get((queue, partition))
+            if q is None:
+                q = names[(queue, partition)] = queue_name(hdr, queue, partition)
+        elif queue_by == "user":
+            q = f"user-{user}" if user >= 0 else "default"
+        else:
+            q = f"group-{group}" if group >= 0 else "default"
+        settings: dict[str, Any] = {}
+        if status >= 0:
+            settings["status"] = status
+        if wait >= 0:
+            settings["wait"] = int(wait) if wait.is_integer() else wait
+        group_ = TaskGroup(1, {"cpu": procs}) if pool else TaskGroup(procs, {"cpu": 1})
+        stats.records += 1
+        yield Workload(str(job), q, float(submit), float(run), (group_,), 0, True, 0.0,
+                       float(req_time) if req_time > 0 else None, f"u{user}" if user >= 0 else None, {}, settings)
+    swf_scan.replay(events, rep, e, ne)
+
+
 def _record(row: Row, hdr: SwfHeader, queue_by: str, rep: Reporter, layout: str = "pool") -> dict[str, Any] | None:
     submit, lineno, job, wait, run, procs, req_time, status, user, group, queue, partition = row
     if status == 5 and run <= 0:
