@@ -105,6 +105,36 @@ class CompiledRecorder(Recorder):
         i = sim.idx[w]
         return sim.row_queue[i], sim.prio[i], sim.row_dur[i]
 
+    # the results read from the arrays (``fast.tables``), not one workload at a time
+    def waits(self) -> list[float]:
+        from makeway.sim.fast import tables
+
+        return tables.waits(self.sim)
+
+    def _slowdowns(self, ids: Any = None) -> list[float]:
+        if ids is not None:
+            return super()._slowdowns(ids)
+        from makeway.sim.fast import tables
+
+        return tables.slowdowns(self.sim)
+
+    def queue_table(self) -> dict[str, Any]:
+        from makeway.sim.fast import tables
+
+        return tables.queue_table(self, self.sim)
+
+    def pending_reasons(self) -> dict[str, str]:
+        from makeway.sim.fast import tables
+        from makeway.sim.pending import pending_reasons
+
+        return pending_reasons(self.state, tables.unfinished(self.sim), self.stopped_reason)
+
+    def workload_json(self) -> Iterator[str]:
+        """Each row of ``iter_workload_rows`` as its compact JSON text (``results_io`` writes them)."""
+        from makeway.sim.fast import tables
+
+        return tables.workload_json(self, self.sim)
+
 
 class _View(Mapping):
     """``state.workloads`` after a compiled run: every workload read so far, in submission order.
