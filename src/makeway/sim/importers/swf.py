@@ -271,6 +271,7 @@ def _replayed(tp: "swf_scan.Tape", hdr: SwfHeader, queue_by: str, rep: Reporter,
         rep.stats.records += 1
         yield rec  # type: ignore[misc]
     swf_scan.replay(events, rep, e, ne)
+    swf_scan.forget()
 
 
 def workloads(path: Path, *, strict: bool = False, stats: ImportStats | None = None, queue_by: str = "auto",
@@ -286,6 +287,7 @@ def workloads(path: Path, *, strict: bool = False, stats: ImportStats | None = N
     tp = swf_scan.tape(path, processors)
     if tp is None:
         return None
+    tp.parsed = None  # what ``cluster`` reads; not needed from here on
     stats = stats if stats is not None else ImportStats()
     return _made(tp, read_header(path), queue_by, Reporter(path, strict, stats), layout)
 
@@ -325,6 +327,7 @@ def _made(tp: "swf_scan.Tape", hdr: SwfHeader, queue_by: str, rep: Reporter, lay
         yield Workload(str(job), q, float(submit), float(run), (group_,), 0, True, 0.0,
                        float(req_time) if req_time > 0 else None, f"u{user}" if user >= 0 else None, {}, settings)
     swf_scan.replay(events, rep, e, ne)
+    swf_scan.forget()  # read to its end: nothing reads the log's arrays again
 
 
 def _record(row: Row, hdr: SwfHeader, queue_by: str, rep: Reporter, layout: str = "pool") -> dict[str, Any] | None:

@@ -21,7 +21,7 @@ import os
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -143,19 +143,8 @@ def _scan(path: Path, processors: str) -> Tape | None:
     n = buf.shape[0]
     if n == 0:
         return Tape(np.zeros((0, 12)), parsed=np.zeros((0, 12)))
-    ends = np.flatnonzero(buf == 10)
-    nlines = ends.shape[0] + (buf[-1] != 10)
-    ws = _WS[buf]
-    prev = np.empty(n, bool)
-    prev[0] = True
-    prev[1:] = ws[:-1]
-    starts = np.flatnonzero(~ws & prev)
-    tok_line = np.searchsorted(ends, starts)  # the newline at e ends line e's index among newlines
-    ntok = np.bincount(tok_line, minlength=nlines)
-    first = np.full(nlines, -1, np.int64)
-    first[tok_line[::-1]] = starts[::-1]
-    odd = np.bincount(np.searchsorted(ends, np.flatnonzero(_ODD[buf])), minlength=nlines) > 0
-    foreign = np.bincount(np.searchsorted(ends, np.flatnonzero(~ws & ~_NUMERIC[buf])), minlength=nlines) > 0
+    ends, ntok, first, tok11, len11, odd, foreign = _bytes_scan(buf)
+    nlines = ntok.shape[0]
     has_tok = ntok > 0
     comment = np.zeros(nlines, bool)
     comment[has_tok] = buf[first[has_tok]] == ord(";")
@@ -170,6 +159,7 @@ def _scan(path: Path, processors: str) -> Tape | None:
     if good_lines.shape[0]:
         try:
             V = np.loadtxt(io.BytesIO(body), dtype=np.float64, comments=None, ndmin=2, quotechar=None)
+            del body
         except ValueError:
             return None
         if V.shape != (good_lines.shape[0], FIELDS):
@@ -183,7 +173,9 @@ def _scan(path: Path, processors: str) -> Tape | None:
     # values of the good lines: checks the reference makes, vectorized; a line failing any is re-read
     with np.errstate(invalid="ignore"):
         finite = np.isfinite(V).all(axis=1)
-        big = (np.abs(V[:, [0, 4, 7, 10, 11, 12, 14, 15]]) >= 2.0**53).any(axis=1)
+        big = np.zeros(V.shape[0], bool)
+        for c in (0, 4, 7, 10, 11, 12, 14, 15):
+            big |= np.abs(V[:, c]) >= 2.0**53
         submit, run, alloc, req, req_time = V[:, 1], V[:, 3], V[:, 4], V[:, 7], V[:, 8]
         if processors == "requested":
             procs = np.where(req > 0, np.trunc(req), np.trunc(alloc))
@@ -197,17 +189,13 @@ def _scan(path: Path, processors: str) -> Tape | None:
     note_differ = ("jobs whose allocated processors (field 5) differ from requested (field 8): "
                    f"{processors} read (--swf-processors)")
     # a row of each ok line, in swf.Row order
-    okv = V[ok]
-    rows_ok = np.empty((okv.shape[0], 12))
-    rows_ok[:, SUBMIT] = okv[:, 1]
+    rows_ok = np.empty((int(ok.sum()), 12))
     rows_ok[:, LINE] = good_lines[ok] + 1
-    rows_ok[:, JOB] = np.trunc(okv[:, 0])
-    rows_ok[:, WAIT] = okv[:, 2]
-    rows_ok[:, RUN] = okv[:, 3]
     rows_ok[:, PROCS] = procs[ok]
-    rows_ok[:, REQ] = okv[:, 8]
-    for col, src in ((STATUS, 10), (USER, 11), (GROUP, 12), (QUEUE, 14), (PART, 15)):
-        rows_ok[:, col] = np.trunc(okv[:, src])
+    for col, src in ((SUBMIT, 1), (WAIT, 2), (RUN, 3), (REQ, 8)):
+        rows_ok[:, col] = V[ok, src]
+    for col, src in ((JOB, 0), (STATUS, 10), (USER, 11), (GROUP, 12), (QUEUE, 14), (PART, 15)):
+        rows_ok[:, col] = np.trunc(V[ok, src])
     # events of the parse stage, by line: counted notes of ok lines and what the reference says of the rest
     cap = _Capture()
     line_ev: list[tuple[int, int, tuple]] = [(int(ln) + 1, 0, ("count", note_differ))
@@ -230,12 +218,61 @@ def _scan(path: Path, processors: str) -> Tape | None:
     else:
         parsed = rows_ok
     line_ev.sort(key=lambda e: (e[0], e[1]))
-    needs_sort = _needs_sort(V, good_lines, tok_line, starts, buf, [text(i) for i in other.tolist()], other)
+    partial = bool((np.isin(V[:, 10], (2.0, 3.0, 4.0)) & (len11[good_lines] == 1)).any()) if V.shape[0] else False
+    needs_sort = _needs_sort(V, good_lines, partial, [text(i) for i in other.tolist()], other)
     return _finish(parsed, line_ev, needs_sort)
 
 
-def _needs_sort(V: np.ndarray, good_lines: np.ndarray, tok_line: np.ndarray, starts: np.ndarray,
-                buf: np.ndarray, other_text: list[str], other: np.ndarray) -> bool:
+def _bytes_scan(buf: np.ndarray, chunk: int = 1 << 20) -> tuple[np.ndarray, ...]:
+    """Per line: newline positions, token count, first token's position, the 11th token's position
+    and length (``_partial_token``), odd bytes and non-numeric characters seen; a chunk of the buffer
+    at a time (chunks end at a newline) so no per-byte or per-token array outlives its chunk."""
+    n = buf.shape[0]
+    ends_all = np.flatnonzero(buf == 10)
+    nlines = ends_all.shape[0] + (buf[-1] != 10)
+    ntok = np.zeros(nlines, np.int64)
+    first = np.full(nlines, -1, np.int64)
+    tok11 = np.full(nlines, -1, np.int64)
+    len11 = np.zeros(nlines, np.int64)
+    odd = np.zeros(nlines, bool)
+    foreign = np.zeros(nlines, bool)
+    lo = 0
+    while lo < n:
+        hi = min(n, lo + chunk)
+        if hi < n:
+            cut = np.flatnonzero(buf[hi:min(n, hi + 65536)] == 10)
+            hi = hi + int(cut[0]) + 1 if cut.shape[0] else min(n, hi + 65536)
+        b = buf[lo:hi]
+        ws = _WS[b]
+        tok = ~ws
+        tok[1:] &= ws[:-1]
+        if lo and not _WS[buf[lo - 1]]:
+            tok[0] = False
+        end = ~ws
+        end[:-1] &= ws[1:]
+        st = np.flatnonzero(tok) + lo
+        en = np.flatnonzero(end) + lo + 1
+        line = np.searchsorted(ends_all, st)
+        if line.shape[0]:
+            ntok += np.bincount(line, minlength=nlines)
+            new = np.ones(line.shape[0], bool)
+            new[1:] = line[1:] != line[:-1]
+            head = np.flatnonzero(new)
+            first[line[head]] = st[head]
+            rank = np.arange(line.shape[0]) - np.repeat(head, np.diff(np.append(head, line.shape[0])))
+            k = rank == 10
+            tok11[line[k]] = st[k]
+            len11[line[k]] = en[k] - st[k]
+        for mask, flag in ((_ODD[b], odd), (~ws & ~_NUMERIC[b], foreign)):
+            at = np.flatnonzero(mask)
+            if at.shape[0]:
+                flag[np.searchsorted(ends_all, at + lo)] = True
+        lo = hi
+    return ends_all, ntok, first, tok11, len11, odd, foreign
+
+
+def _needs_sort(V: np.ndarray, good_lines: np.ndarray, partial: bool, other_text: list[str],
+                other: np.ndarray) -> bool:
     """``swf._needs_sort`` on the same lines: submit going backwards, or field 11 written ``2``/``3``/``4``."""
     from makeway.sim.importers import swf
 
@@ -250,8 +287,7 @@ def _needs_sort(V: np.ndarray, good_lines: np.ndarray, tok_line: np.ndarray, sta
             except ValueError:
                 continue
         merged = sorted([(int(i), float(s), False) for i, s in zip(good_lines.tolist(), V[:, 1].tolist())] + subs)
-        flag = _partial_token(V, good_lines, tok_line, starts, buf)
-        if flag:
+        if partial:
             return True
         last = float("-inf")
         for _, s, partial in merged:
@@ -261,23 +297,7 @@ def _needs_sort(V: np.ndarray, good_lines: np.ndarray, tok_line: np.ndarray, sta
         return False
     if V.shape[0] > 1 and bool((np.diff(V[:, 1]) < 0).any()):
         return True
-    return _partial_token(V, good_lines, tok_line, starts, buf)
-
-
-def _partial_token(V: np.ndarray, good_lines: np.ndarray, tok_line: np.ndarray, starts: np.ndarray,
-                   buf: np.ndarray) -> bool:
-    """Some good line's field 11 is the one-character token ``2``, ``3`` or ``4``."""
-    if not V.shape[0]:
-        return False
-    cand = np.isin(V[:, 10], (2.0, 3.0, 4.0))
-    if not cand.any():
-        return False
-    # the 11th token of each good line starts at starts[first token index + 10]
-    first_tok = np.searchsorted(tok_line, good_lines)
-    at = starts[first_tok[cand] + 10]
-    nxt = buf[np.minimum(at + 1, buf.shape[0] - 1)]
-    one_char = (at + 1 >= buf.shape[0]) | _WS[nxt]
-    return bool(one_char.any())
+    return partial
 
 
 def _finish(parsed: np.ndarray, line_ev: list[tuple[int, int, tuple]], needs_sort: bool) -> Tape:
@@ -354,9 +374,12 @@ def _row(r: list[float]) -> tuple:
             int(r[10]), int(r[11]))
 
 
-def records(tp: Tape) -> list[tuple]:
-    """The tape's rows as ``swf.Row`` tuples."""
-    return [_row(r) for r in tp.cols.tolist()]
+def records(tp: Tape, block: int = 4096) -> Iterator[tuple]:
+    """The tape's rows as ``swf.Row`` tuples, made a block at a time (a list of every row's tuple
+    would be the largest thing a run holds)."""
+    cols = tp.cols
+    for lo in range(0, cols.shape[0], block):
+        yield from map(_row, cols[lo:lo + block].tolist())
 
 
 __all__ = ["Tape", "forget", "records", "replay", "tape"]
