@@ -94,6 +94,40 @@ class _LazyTrails(Mapping):
         return int(np.count_nonzero(starts[1:] > starts[:-1]))
 
 
+class _Column(Mapping):
+    """``Recorder.submit_t``/``first_start``/``finish_t`` after a compiled run: id -> time, read from the
+    arrays (rows ``order``, column ``col`` of ``WF``), not a dict of every workload held to the end."""
+
+    def __init__(self, sim: "CompiledSimulation", order: np.ndarray, col: int):
+        self.sim, self.order, self.col = sim, order, col
+
+    def __getitem__(self, key: str) -> float:
+        w = self.sim.idx.get(key)
+        if w is None or w >= int(self.sim.IS[K.NSUB]):
+            raise KeyError(key)
+        t = float(self.sim.WF[w, self.col])
+        if t != t:
+            raise KeyError(key)
+        return t
+
+    def __contains__(self, key: object) -> bool:
+        try:
+            self[key]  # type: ignore[index]
+        except KeyError:
+            return False
+        return True
+
+    def __iter__(self) -> Iterator[str]:
+        ids = self.sim.ids
+        return (ids[w] for w in self.order.tolist())
+
+    def __len__(self) -> int:
+        return int(self.order.shape[0])
+
+    def values(self) -> list[float]:  # type: ignore[override]
+        return self.sim.WF[self.order, self.col].tolist()
+
+
 class CompiledRecorder(Recorder):
     sim: Any = None
 
@@ -104,6 +138,36 @@ class CompiledRecorder(Recorder):
         sim = self.sim
         i = sim.idx[w]
         return sim.row_queue[i], sim.prio[i], sim.row_dur[i]
+
+    # the results read from the arrays (``fast.tables``), not one workload at a time
+    def waits(self) -> list[float]:
+        from makeway.sim.fast import tables
+
+        return tables.waits(self.sim)
+
+    def _slowdowns(self, ids: Any = None) -> list[float]:
+        if ids is not None:
+            return super()._slowdowns(ids)
+        from makeway.sim.fast import tables
+
+        return tables.slowdowns(self.sim)
+
+    def queue_table(self) -> dict[str, Any]:
+        from makeway.sim.fast import tables
+
+        return tables.queue_table(self, self.sim)
+
+    def pending_reasons(self) -> dict[str, str]:
+        from makeway.sim.fast import tables
+        from makeway.sim.pending import pending_reasons
+
+        return pending_reasons(self.state, tables.unfinished(self.sim), self.stopped_reason)
+
+    def workload_json(self) -> Iterator[str]:
+        """Each row of ``iter_workload_rows`` as its compact JSON text (``results_io`` writes them)."""
+        from makeway.sim.fast import tables
+
+        return tables.workload_json(self, self.sim)
 
 
 class _View(Mapping):
@@ -575,14 +639,11 @@ class CompiledSimulation:
         ids, wls = self.ids, state.workloads
         nsub = int(IS[K.NSUB])
         WF, WI = self.WF, self.WI
-        subs = WF[:nsub, K.SUB].tolist()
-        rec.submit_t = dict(zip(ids[:nsub], subs))
+        rec.submit_t = _Column(self, np.arange(nsub), K.SUB)  # type: ignore[assignment]
         started = self.STL[: IS[K.NSTARTED]].tolist()
-        first = WF[:, K.FIRST]
-        rec.first_start = {ids[w]: t for w, t in zip(started, first[started].tolist())}
+        rec.first_start = _Column(self, np.array(started, np.int64), K.FIRST)  # type: ignore[assignment]
         finished = self.FNL[: IS[K.NFINISHED]].tolist()
-        fin = WF[:, K.FIN]
-        rec.finish_t = {ids[w]: t for w, t in zip(finished, fin[finished].tolist())}
+        rec.finish_t = _Column(self, np.array(finished, np.int64), K.FIN)  # type: ignore[assignment]
         killc = WI[:, K.KILLC]
         rec.killed = {ids[w]: int(killc[w]) for w in finished if killc[w]}
         res = state.resources

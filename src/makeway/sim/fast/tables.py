@@ -1,0 +1,120 @@
+"""The results of a compiled run read from its arrays: waits, slowdowns, the queue table and the
+workload rows, the same numbers (and bytes, once written) as ``Recorder`` computes from its dicts.
+
+Why: after the compiled loop, reading the results one workload at a time (dict lookups per row,
+one JSON encoding per row) cost more than the simulation. Elementwise arithmetic is done by numpy,
+which rounds each operation as Python does; sums stay Python's ``sum`` over lists in the order the
+reference adds them, since a pairwise sum would round differently.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterator
+
+import numpy as np
+
+from makeway.sim.fast import layout as K
+from makeway.sim.metrics import percentile
+
+
+def _slowdowns(sim: Any, rows: np.ndarray) -> list[float]:
+    """Bounded slowdowns of the finished ones among ``rows`` (in that order), as ``Recorder``."""
+    fin = sim.WF[rows, K.FIN]
+    done = rows[~np.isnan(fin)]
+    if not done.shape[0]:
+        return []
+    wall = sim.WF[done, K.FIN] - sim.WF[done, K.SUB]
+    return np.maximum(1.0, wall / np.maximum(sim.dur[done], 10.0)).tolist()
+
+
+def finished_rows(sim: Any) -> np.ndarray:
+    return sim.FNL[: int(sim.IS[K.NFINISHED])].astype(np.int64)
+
+
+def slowdowns(sim: Any) -> list[float]:
+    return _slowdowns(sim, finished_rows(sim))
+
+
+def waits(sim: Any, rows: np.ndarray | None = None) -> list[float]:
+    """Sorted waits of the started ones (among ``rows``)."""
+    nsub = int(sim.IS[K.NSUB])
+    rows = np.arange(nsub) if rows is None else rows
+    first = sim.WF[rows, K.FIRST]
+    started = ~np.isnan(first)
+    return np.sort(first[started] - sim.WF[rows[started], K.SUB]).tolist()
+
+
+def unfinished(sim: Any) -> list[str]:
+    nsub = int(sim.IS[K.NSUB])
+    ids = sim.ids
+    return [ids[w] for w in np.flatnonzero(np.isnan(sim.WF[:nsub, K.FIN])).tolist()]
+
+
+def queue_table(rec: Any, sim: Any) -> dict[str, Any]:
+    """``Recorder.queue_table`` of a compiled run."""
+    state = rec.state
+    nsub = int(sim.IS[K.NSUB])
+    qcol = sim.WI[:nsub, K.Q].astype(np.int64)
+    order = np.argsort(qcol, kind="stable")  # each queue's rows in submission order
+    bounds = np.searchsorted(qcol[order], np.arange(len(sim.q_names) + 1))
+    finished = ~np.isnan(sim.WF[:nsub, K.FIN])
+    out = {}
+    victims = rec.preempt_count
+    for q in state.queues:
+        i = sim.qix[q]
+        rows = order[bounds[i]:bounds[i + 1]]
+        spec = state.queues[q]
+        if not rows.shape[0] and not spec.children and q not in rec.queue_preemptions:
+            continue
+        w = waits(sim, rows)
+        slow = _slowdowns(sim, rows)
+        ids = sim.ids
+        out[q] = {"jobs": int(rows.shape[0]), "finished": int(finished[rows].sum()),
+                  "wait_mean_s": sum(w) / len(w) if w else 0.0,
+                  "wait_p50_s": percentile(w, 50), "wait_p95_s": percentile(w, 95),
+                  "wait_p99_s": percentile(w, 99),
+                  "bounded_slowdown_mean": sum(slow) / len(slow) if slow else 0.0,
+                  "preemptions": rec.queue_preemptions.get(q, 0),
+                  "victim_workloads": sum(1 for r in rows.tolist() if ids[r] in victims) if victims else 0,
+                  "wasted_resource_seconds": dict(sorted(rec.queue_wasted.get(q, {}).items())),
+                  "guaranteed": spec.guaranteed, "max": spec.max}
+    return out
+
+
+def workload_json(rec: Any, sim: Any) -> Iterator[str]:
+    """Each workload row as ``json.JSONEncoder(separators=(",", ":"), default=str)`` encodes
+    ``Recorder.iter_workload_rows``' row, in submission order."""
+    if rec.preempt_count or rec.restarts:
+        encode = json.JSONEncoder(separators=(",", ":"), default=str).encode
+        yield from map(encode, rec.iter_workload_rows())
+        return
+    nsub = int(sim.IS[K.NSUB])
+    WF = sim.WF
+    subs = WF[:nsub, K.SUB].tolist()
+    firsts = WF[:nsub, K.FIRST].tolist()
+    fins = WF[:nsub, K.FIN].tolist()
+    reasons = rec.pending_reasons()
+    log = rec.reasons
+    has_trail = np.zeros(nsub, bool)
+    if log is not None and hasattr(log, "starts"):
+        starts = log.starts
+        has_trail = (starts[1:] > starts[:-1])[:nsub]
+        trails = log.rows()
+    dumps = json.dumps
+    qtext = {q: dumps(q) for q in sim.q_names}
+    enc = json.JSONEncoder(separators=(",", ":"), default=str).encode
+    ids, queues, prio = sim.ids, sim.row_queue, sim.prio
+    trail_rows = set(np.flatnonzero(has_trail).tolist())
+    for w in range(nsub):
+        wid = ids[w]
+        sub, fs, fin = subs[w], firsts[w], fins[w]
+        p = prio[w]
+        head = (f'{{"id":{dumps(wid)},"queue":{qtext[queues[w]]},"priority":{enc(p)},"submit":{sub!r},'
+                f'"first_start":{"null" if fs != fs else repr(fs)},"finish":{"null" if fin != fin else repr(fin)},'
+                f'"wait":{"null" if fs != fs else repr(fs - sub)},"preemptions":0,')
+        reason = reasons.get(wid)
+        tail = f'"pending_reason":{"null" if reason is None else dumps(reason)},"restarts":[]'
+        if w in trail_rows:
+            tail += f',"reasons":{enc(trails[wid])}'
+        yield head + tail + "}"
