@@ -332,6 +332,7 @@ class CompiledSimulation:
         self._peek: Any = None
         self._last_fed = -np.inf
         self._unpacked: list[Workload] = []
+        self._columnar = False
 
     # -- shapes ----------------------------------------------------------------------------------
 
@@ -561,21 +562,35 @@ class CompiledSimulation:
     # -- the run ---------------------------------------------------------------------------------
 
     def run(self, workloads: Iterable[Workload]) -> Any:
-        feed = iter(workloads)
-        head = list(itertools.islice(feed, self.MIN_JOBS))
-        if len(head) < self.MIN_JOBS:
-            return self._pure(iter(head))
-        feed = itertools.chain(head, feed)
+        """``workloads``: ``Workload`` objects in submit order, or a columnar trace
+        (``importers.swf_columns.Columns``), packed a block at a time by ``fast.columns``."""
+        cols = workloads if hasattr(workloads, "take") else None
+        if cols is not None:
+            if len(cols) - cols.at < self.MIN_JOBS:  # type: ignore[arg-type]
+                return self._pure(iter(workloads))
+            feed: Iterator[Workload] = iter(())
+        else:
+            feed = iter(workloads)
+            head = list(itertools.islice(feed, self.MIN_JOBS))
+            if len(head) < self.MIN_JOBS:
+                return self._pure(iter(head))
+            feed = itertools.chain(head, feed)
         self._setup()
         if not self.ints:
-            return self._pure(feed)
+            return self._pure(iter(workloads) if cols is not None else feed)
+        self._columnar = cols is not None
         from makeway.sim.fast.aot import loop_for
 
         progress = self.options.progress
         while True:
             if self.IS[K.NSUB] == self.IS[K.NLOAD] and self.IS[K.MORE]:
                 try:
-                    self._load(feed)
+                    if cols is not None:
+                        from makeway.sim.fast import columns
+
+                        columns.load(self, cols)
+                    else:
+                        self._load(feed)
                 except _Fallback:
                     return self._restart(feed)
                 continue
@@ -609,7 +624,7 @@ class CompiledSimulation:
         """Let go of the ``Workload`` of every workload finished so far: its row is read from the
         arrays (``_View``); only unfinished ones keep theirs (their pending reasons read it)."""
         n = int(self.IS[K.NFINISHED])
-        if n == self._dropped:
+        if n == self._dropped or self._columnar:  # columns: no ``Workload`` was ever made
             return
         wls, ids = self.state.workloads, self.ids
         for w in self.FNL[self._dropped:n].tolist():
@@ -636,7 +651,7 @@ class CompiledSimulation:
 
     def _materialise(self) -> None:
         rec, state, IS, FS = self.rec, self.state, self.IS, self.FS
-        ids, wls = self.ids, state.workloads
+        ids, wls = self.ids, _View(self, state.workloads)
         nsub = int(IS[K.NSUB])
         WF, WI = self.WF, self.WI
         rec.submit_t = _Column(self, np.arange(nsub), K.SUB)  # type: ignore[assignment]
@@ -689,7 +704,7 @@ class CompiledSimulation:
         names = self.q_names
         self.row_queue = [names[q] for q in WI[:nsub, K.Q].tolist()]
         self.row_dur = self.dur[:nsub].tolist()
-        state.workloads = _View(self, state.workloads)  # type: ignore[assignment]
+        state.workloads = wls  # type: ignore[assignment]
 
     def _samples(self) -> None:
         rec, res = self.rec, self.state.resources
