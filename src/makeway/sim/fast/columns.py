@@ -10,7 +10,8 @@ processor count.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -22,6 +23,60 @@ class _Groups:
 
     def __init__(self, groups: tuple):
         self.groups = groups
+
+
+class JobIds(Sequence):
+    """Row -> workload id (its job number as text) for the rows loaded so far, read from the job column:
+    no string per workload held for the run (a columnar trace packs every row, in order)."""
+
+    def __init__(self, job: np.ndarray):
+        self.job, self.n = job, 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, w: Any) -> Any:
+        if isinstance(w, slice):
+            return list(map(str, self.job[: self.n][w].tolist()))
+        if w < 0:
+            w += self.n
+        if not 0 <= w < self.n:
+            raise IndexError(w)
+        return str(int(self.job[w]))
+
+    def __iter__(self) -> Iterator[str]:
+        for lo in range(0, self.n, 4096):
+            yield from map(str, self.job[lo:min(self.n, lo + 4096)].tolist())
+
+
+class IdIndex(Mapping):
+    """Workload id -> row, made when first asked (the results of a run mostly read rows, not ids)."""
+
+    def __init__(self, ids: JobIds):
+        self.ids = ids
+        self._map: dict[str, int] | None = None
+        self._n = -1
+
+    def _get(self) -> dict[str, int]:
+        if self._map is None or self._n != len(self.ids):
+            self._map = {w: i for i, w in enumerate(self.ids)}
+            self._n = len(self.ids)
+        return self._map
+
+    def __getitem__(self, key: str) -> int:
+        return self._get()[key]
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self._get().get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._get()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self.ids)
 
 
 def batch_end(src: Any, batch: int) -> int:
@@ -61,10 +116,10 @@ def load(sim: Any, src: Any) -> None:
             s, raw = hit[0], hit[2]
         shape_of[u], raw_of[u], tasks_of[u] = s, raw, sim.shape_info[s][0]
     inv = inv.reshape(-1)
-    job = src.job[lo:hi]
-    ids = list(map(str, job.tolist()))
-    sim.ids.extend(ids)
-    sim.idx.update(zip(ids, range(base, base + n)))
+    if not isinstance(sim.ids, JobIds):
+        sim.ids = JobIds(src.job)
+        sim.idx = IdIndex(sim.ids)
+    sim.ids.n = hi
     sim.prio.extend([0] * n)
     sub, dur, req = src.sub[lo:hi], src.run[lo:hi], src.req[lo:hi]
     sim._last_fed = float(sub[-1])
@@ -93,7 +148,7 @@ def load(sim: Any, src: Any) -> None:
     WF[sl, K.NEGP] = 0.0
     WF[sl, K.FIRST] = np.nan
     WF[sl, K.FIN] = np.nan
-    perm = np.lexsort((np.array(ids), sub))  # a run of one submit time is ordered by id (as text)
+    perm = np.lexsort((src.job[lo:hi].astype(str), sub))  # a run of one submit time is ordered by id (as text)
     ords = np.empty(n, np.int64)
     ords[perm] = np.arange(base, base + n)
     WI[sl, K.ORD] = ords

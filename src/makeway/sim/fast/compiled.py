@@ -137,7 +137,7 @@ class CompiledRecorder(Recorder):
     def workload_fields(self, w: str) -> tuple[str, Any, float]:
         sim = self.sim
         i = sim.idx[w]
-        return sim.row_queue[i], sim.prio[i], sim.row_dur[i]
+        return sim.q_names[int(sim.WI[i, K.Q])], sim.prio[i], float(sim.dur[i])
 
     # the results read from the arrays (``fast.tables``), not one workload at a time
     def waits(self) -> list[float]:
@@ -655,12 +655,11 @@ class CompiledSimulation:
         nsub = int(IS[K.NSUB])
         WF, WI = self.WF, self.WI
         rec.submit_t = _Column(self, np.arange(nsub), K.SUB)  # type: ignore[assignment]
-        started = self.STL[: IS[K.NSTARTED]].tolist()
-        rec.first_start = _Column(self, np.array(started, np.int64), K.FIRST)  # type: ignore[assignment]
-        finished = self.FNL[: IS[K.NFINISHED]].tolist()
-        rec.finish_t = _Column(self, np.array(finished, np.int64), K.FIN)  # type: ignore[assignment]
+        rec.first_start = _Column(self, self.STL[: IS[K.NSTARTED]].astype(np.int64), K.FIRST)  # type: ignore[assignment]
+        finished = self.FNL[: IS[K.NFINISHED]].astype(np.int64)
+        rec.finish_t = _Column(self, finished, K.FIN)  # type: ignore[assignment]
         killc = WI[:, K.KILLC]
-        rec.killed = {ids[w]: int(killc[w]) for w in finished if killc[w]}
+        rec.killed = {ids[w]: int(killc[w]) for w in finished[killc[finished] != 0].tolist()}
         res = state.resources
         rused = self.rused.tolist()
         rec.used = {k: v for k, v in zip(res, rused) if v}
@@ -701,9 +700,6 @@ class CompiledSimulation:
             state.pending_res[wl.id] = wl.total()
         rec.reasons = _Reasons(self)  # type: ignore[assignment]
         rec.sim = self
-        names = self.q_names
-        self.row_queue = [names[q] for q in WI[:nsub, K.Q].tolist()]
-        self.row_dur = self.dur[:nsub].tolist()
         state.workloads = wls  # type: ignore[assignment]
 
     def _samples(self) -> None:

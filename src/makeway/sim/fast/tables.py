@@ -126,11 +126,18 @@ def workload_json(rec: Any, sim: Any) -> Iterator[str]:
     qtext = {q: dumps(q) for q in sim.q_names}
     enc = json.JSONEncoder(separators=(",", ":"), default=str).encode
     ptext: dict[int, str] = {}
-    ids, queues, prio = sim.ids, sim.row_queue, sim.prio
+    prio = sim.prio
+    qcol = sim.WI[:, K.Q]
+    qt = [qtext[q] for q in sim.q_names]
     for w in range(nsub):
-        if w % _BLOCK == 0 and has_log:
-            trails = _trail_texts(sim, log, w, min(nsub, w + _BLOCK))
-        wid = ids[w]
+        k = w % _BLOCK
+        if k == 0:
+            hi = min(nsub, w + _BLOCK)
+            if has_log:
+                trails = _trail_texts(sim, log, w, hi)
+            ids = sim.ids[w:hi]
+            queues = [qt[q] for q in qcol[w:hi].tolist()]
+        wid = ids[k]
         sub, fs, fin = subs[w], firsts[w], fins[w]
         p = prio[w]
         if type(p) is int:  # (a dict keyed by value would take True for 1)
@@ -143,7 +150,7 @@ def workload_json(rec: Any, sim: Any) -> Iterator[str]:
         trail = trails.get(w)
         tail = "}" if trail is None else ',"reasons":' + trail + "}"
         idt = '"' + wid + '"' if wid.isascii() and wid.isalnum() else dumps(wid)  # nothing to escape
-        yield (f'{{"id":{idt},"queue":{qtext[queues[w]]},"priority":{pt},"submit":{sub!r},'
+        yield (f'{{"id":{idt},"queue":{queues[k]},"priority":{pt},"submit":{sub!r},'
                f'"first_start":{"null" if fs != fs else repr(fs)},"finish":{"null" if fin != fin else repr(fin)},'
                f'"wait":{"null" if fs != fs else repr(fs - sub)},"preemptions":0,'
                f'"pending_reason":{"null" if reason is None else dumps(reason)},"restarts":[]{tail}')

@@ -36,8 +36,13 @@ class Columns:
         req = cols[:, swf_scan.REQ]
         self.req = np.where(req > 0, req, np.nan)
         self.procs = cols[:, swf_scan.PROCS].astype(np.int64)
+        # what only the ``Workload`` objects read (settings, user): kept small, the tape let go
+        self.status = cols[:, swf_scan.STATUS].astype(np.int32)
+        self.wait = np.ascontiguousarray(cols[:, swf_scan.WAIT])
+        self.user = cols[:, swf_scan.USER].astype(np.int64)
         self.qnames, self.qcode, self.pool = qnames, qcode, pool
-        self._tp, self.rep = tp, rep
+        self.rep = rep
+        swf_scan.forget()  # the tape (its 12-column matrix) is not read again
         self.events, self.pos = tp.events, tp.pos
         self._e = 0
         self.at = 0
@@ -75,25 +80,23 @@ class Columns:
         """The rows not taken yet as ``swf._made`` makes them."""
         from makeway.core.objects import TaskGroup, Workload
 
-        cols = self._tp.cols
         n = len(self)
         while self.at < n:
             lo = self.at
             hi = min(n, lo + 4096)
-            block = cols[lo:hi].tolist()
-            qs = self.qcode[lo:hi].tolist()
-            for k, (submit, _, job, wait, run, procs, req_time, status, user, _g, _q, _p) in enumerate(block):
+            block = zip(self.job[lo:hi].tolist(), self.sub[lo:hi].tolist(), self.run[lo:hi].tolist(),
+                        self.procs[lo:hi].tolist(), self.req[lo:hi].tolist(), self.status[lo:hi].tolist(),
+                        self.wait[lo:hi].tolist(), self.user[lo:hi].tolist(), self.qcode[lo:hi].tolist())
+            for k, (job, submit, run, procs, req, status, wait, user, q) in enumerate(block):
                 self.take(lo + k + 1)
                 settings: dict[str, Any] = {}
                 if status >= 0:
-                    settings["status"] = int(status)
+                    settings["status"] = status
                 if wait >= 0:
                     settings["wait"] = int(wait) if wait.is_integer() else wait
-                procs = int(procs)
                 group = TaskGroup(1, {"cpu": procs}) if self.pool else TaskGroup(procs, {"cpu": 1})
-                yield Workload(str(int(job)), self.qnames[qs[k]], float(submit), float(run), (group,), 0, True, 0.0,
-                               float(req_time) if req_time > 0 else None, f"u{int(user)}" if user >= 0 else None,
-                               {}, settings)
+                yield Workload(str(job), self.qnames[q], submit, run, (group,), 0, True, 0.0,
+                               None if req != req else req, f"u{user}" if user >= 0 else None, {}, settings)
         self.finish()
 
 
