@@ -307,8 +307,8 @@ class CompiledSimulation:
         self.FNL = np.zeros(0, np.int32)
         self.NTW = np.zeros(0, np.int32)
         self.NTT = np.zeros(0, np.float64)
-        self.PG = np.zeros(1, np.int64)
-        self.PI = np.zeros(1, np.int64)
+        self.PG = np.zeros(1, np.int32)  # (int32: a gang placement is a task's group and node)
+        self.PI = np.zeros(1, np.int32)
         self.TRW = np.zeros(1024, np.int32)
         self.TRT = np.zeros(1024, np.float64)
         self.TRC = np.zeros(1024, np.int8)
@@ -548,7 +548,7 @@ class CompiledSimulation:
                  zip(live, self.FI[live, 1].tolist())]
         used = sum(m for *_, m in spans)
         cap = max(2 * (used + waiting), self.PLACES)
-        PG, PI = np.zeros(cap, np.int64), np.zeros(cap, np.int64)
+        PG, PI = np.zeros(cap, np.int32), np.zeros(cap, np.int32)
         o = 0
         for k, w, a, m in spans:
             PG[o:o + m] = self.PG[a:a + m]
