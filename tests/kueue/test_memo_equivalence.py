@@ -57,3 +57,33 @@ def _run(cls, queues, nodes, workloads, fair):
 def test_caches_decide_as_evaluating_every_head(case):
     queues, nodes, workloads, fair = case
     assert _run(Recording, queues, nodes, workloads, fair) == _run(FullEvaluation, queues, nodes, workloads, fair)
+
+
+class CountsCurrent(Recording):
+    """Counts the lookups where pending reasons read the model's own snapshot (``_current``)."""
+
+    hits = 0
+
+    def _current(self, state):
+        current = super()._current(state)
+        type(self).hits += bool(current)
+        return current
+
+
+def _trails(cls, queues, nodes, workloads, fair):
+    model = cls({"fairSharing": {}} if fair else {})
+    rec = simulate(ClusterState(["cpu"], queues, nodes), model, list(workloads), options=SimOptions(check_invariants=True))
+    return model.log, rec.reasons.rows()
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters())
+def test_pending_reasons_read_a_current_snapshot(case):
+    """Pending reasons read the model's own snapshot when it is current, a fresh build otherwise;
+    the reason trails (codes, times) must be those of the model with ``caches: false``, which
+    always builds afresh."""
+    queues, nodes, workloads, fair = case
+    hits = CountsCurrent.hits
+    got = _trails(CountsCurrent, queues, nodes, workloads, fair)
+    assert got == _trails(FullEvaluation, queues, nodes, workloads, fair)
+    assert got[1] == {} or CountsCurrent.hits > hits  # the shortcut is taken where reasons were read

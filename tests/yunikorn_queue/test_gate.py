@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from makeway.core.objects import Node, Queue, TaskGroup, Workload
 from makeway.core.state import ClusterState
-from makeway.policies.yunikorn import model as ymodel
+from makeway.policies.yunikorn import fastpass as ymodel
 from makeway.policies.yunikorn.common import Partition, YAlloc, YAsk, YNode, YQueue
 from makeway.policies.yunikorn.gate import guarantee_doomed
 from makeway.policies.yunikorn.preemptor import Preemptor

@@ -74,9 +74,7 @@ def run(cfg: ClusterConfig, trace: Optional[Path] = None, trace_format: Optional
     if queue_map is not None:
         queue_map.check(cfg.queues)
 
-    def workloads():
-        if tpath is None:
-            return
+    def parsed():
         for rec in read_trace(tpath, fmt, strict=strict, stats=stats, **(trace_options or {})):
             where = rec.get("id", "?") if isinstance(rec, dict) else "?"
             if queue_map is not None and isinstance(rec, dict) and rec.get("event", "submit") == "submit":
@@ -91,23 +89,22 @@ def run(cfg: ClusterConfig, trace: Optional[Path] = None, trace_format: Optional
             if isinstance(item, ConfigChange):
                 changes.append(item)
                 continue
-            if item.queue not in cfg.queues:
-                raise MakewayError(f"{tpath}: workload {item.id!r}: queue: unknown queue {item.queue!r} "
-                                   f"(queues: {', '.join(list(cfg.queues)[:8])})")
-            for gi, group in enumerate(item.groups):
-                unknown = next((r for r, v in group.resources.items() if v and r not in declared), None)
-                if unknown is not None:
-                    raise MakewayError(f"{tpath}: workload {item.id!r}: tasks.{gi}.resources.{unknown}: unknown "
-                                       f"resource (declared: {', '.join(cfg.resources)})")
-            if item.id in seen_ids:  # the JSONL reader refuses these with line numbers; importers skip
-                rep.bad(f"record {where}", f"id: workload {item.id!r} appears twice")
-                continue
-            seen_ids.add(item.id)
             yield item
 
-    feed = workloads()
+    def workloads():
+        if tpath is None:
+            return
+        made = _made_workloads(tpath, fmt, strict, stats, trace_options) if queue_map is None else None
+        # a reader that makes checked ``Workload``s itself (SWF) needs no records parsed here
+        yield from _checked(made if made is not None else parsed(), cfg, declared, seen_ids, rep, tpath)
+
+    cols = _columns(tpath, fmt, cfg, strict, stats, trace_options) if queue_map is None else None
+    feed = workloads() if cols is None else iter(cols)
     try:
-        if fmt is None or fmt == "jsonl":
+        if cols is not None:  # a columnar trace (SWF): checked as a whole, handed over whole
+            cols.start()
+            items, first = None, (True if len(cols) else None)
+        elif fmt is None or fmt == "jsonl":
             items: list | None = sorted(feed, key=lambda w: (w.submit, w.id))
             first = items[0] if items else None
             check_changes(cfg, changes, str(tpath))
@@ -126,18 +123,65 @@ def run(cfg: ClusterConfig, trace: Optional[Path] = None, trace_format: Optional
                           bool(changes))
     try:
         if not isinstance(sim, Simulation):  # the fast core: no config events (JSONL is read whole)
+            if cols is not None:
+                return sim.run(cols)
             return sim.run(items if items is not None else itertools.chain([first] if first is not None else [], feed))
         sim.add_changes(changes)
         if items is not None:
             sim.stream_workloads(items)
         else:
-            rest = [first] if first is not None else []
+            rest = [first] if first is not None and cols is None else []
             sim.stream_workloads(_with_changes(itertools.chain(rest, feed), sim, cfg, changes, str(tpath)))
         return sim.run()
     except KeyboardInterrupt:
         done, submitted = sim.recorder.counts()
         raise RunInterrupted(f"at simulated t={sim.now:,.0f} s after {sim.events_processed:,} events "
                              f"({done:,} of {submitted:,} jobs finished)") from None
+
+
+def _made_workloads(tpath: Path, fmt: Optional[str], strict: bool, stats: ImportStats, trace_options: Optional[dict]):
+    """Workloads straight from the reader, where it makes them (SWF), else None (records, parsed here)."""
+    if fmt != "swf":
+        return None
+    from makeway.sim.importers import swf
+
+    try:
+        return swf.workloads(tpath, strict=strict, stats=stats, **(trace_options or {}))
+    except TypeError:
+        return None  # a bad option: ``read_trace`` says which
+
+
+def _columns(tpath: Optional[Path], fmt: Optional[str], cfg: ClusterConfig, strict: bool, stats: ImportStats,
+             trace_options: Optional[dict]):
+    """The trace as columns (``importers.swf_columns``) where the reader makes them and every per-workload
+    check of ``_checked`` passes for the whole of it, else None."""
+    if fmt != "swf" or tpath is None:
+        return None
+    from makeway.sim.importers import swf_columns
+
+    try:
+        return swf_columns.columns(tpath, cfg, strict=strict, stats=stats, **(trace_options or {}))
+    except TypeError:
+        return None  # a bad option: ``read_trace`` says which
+
+
+def _checked(made, cfg: ClusterConfig, declared: set, seen_ids: set, rep: Reporter, tpath: Path):
+    """Each workload checked against the config (queue, resources) and for a repeated id."""
+    queues = cfg.queues
+    for item in made:
+        if item.queue not in queues:
+            raise MakewayError(f"{tpath}: workload {item.id!r}: queue: unknown queue {item.queue!r} "
+                               f"(queues: {', '.join(list(queues)[:8])})")
+        for gi, group in enumerate(item.groups):
+            unknown = next((r for r, v in group.resources.items() if v and r not in declared), None)
+            if unknown is not None:
+                raise MakewayError(f"{tpath}: workload {item.id!r}: tasks.{gi}.resources.{unknown}: unknown "
+                                   f"resource (declared: {', '.join(cfg.resources)})")
+        if item.id in seen_ids:  # the JSONL reader refuses these with line numbers; importers skip
+            rep.bad(f"record {item.id}", f"id: workload {item.id!r} appears twice")
+            continue
+        seen_ids.add(item.id)
+        yield item
 
 
 def run_file(config: Path, trace: Optional[Path] = None, **kwargs) -> Recorder:

@@ -31,6 +31,8 @@ class Explain:
         shares; no target search), so counting the marks at every call would buy nothing."""
         if self._specs is None:
             return None
+        if self._current(state):
+            return self._tree
         stamp = (id(state), state.alloc_epoch, state.config_epoch, id(self._specs))
         hit = self._explained
         if hit is not None and hit[0] == stamp:
@@ -42,6 +44,16 @@ class Explain:
                 tree.add_workload(self._admitted(state, wl_id))
         self._explained = (stamp, tree)
         return tree
+
+    def _current(self, state: ClusterState) -> bool:
+        """Whether the model's own snapshot is the state's admitted usage as it is now (as after a
+        call that decided nothing, the last one of an instant): it was built at this allocation
+        epoch, no usage of a call is in it and nothing waits to be re-read. Its usage then equals
+        a fresh build's, and it is only read here."""
+        return (self.caches and self._tree is not None and self._bound is state and not self._incall
+                and not self._touched and not self._watch
+                and self._alloc_seen == (id(state), state.alloc_epoch)
+                and getattr(state, "_seq", None) == self._seq_expect)
 
     def nominal_quotas(self, state: ClusterState) -> dict[str, dict[str, float]]:
         """Each ClusterQueue's and cohort's nominal quota per resource (summed over flavors, in

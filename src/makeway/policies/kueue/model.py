@@ -86,7 +86,9 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         # while the root's flip count (``_add_in_call``) is unchanged.
         self._doomed: dict[tuple, int] = {}
         self._flips: dict[str, int] = {}
-        self._outcomes: dict[int, tuple[int, int | None, bool]] = {}  # per head key id
+        # per head key id, kept across calls (``TwinSkipping._carry_outcomes``)
+        self._outcomes: dict[int, tuple[int, int | None, bool]] = {}
+        self._nodes_seen: tuple | None = None
         self._probed_nodes = False
         # BestEffortFIFO: a workload found inadmissible is parked until quota is released (a
         # workload ends or is evicted) or the configuration changes, as Kueue requeues them.
@@ -137,6 +139,7 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         self._no_targets.clear()
         self._targets_memo.clear()
         self._parked.clear()
+        self._outcomes = {}
         return []
 
     def on_priority_change(self, state, wl_id, old, now) -> None:
@@ -150,9 +153,11 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         self._no_targets.clear()
         self._targets_memo.clear()
         self._parked.clear()
+        self._outcomes = {}
 
     def _load_specs(self, state: ClusterState) -> None:
         self._tree = None
+        self._outcomes = {}
         self._adm_cache.clear()  # the covered resources may have changed
         self._assign_memo.clear()
         self._reads.clear()
@@ -195,6 +200,7 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         if self._idle is not None and self._idle == self._epochs(state):
             return []  # nothing moved since a call that decided nothing: it would decide nothing again
         tree = self.build_tree(state)
+        self._carry_outcomes(state)
         gversion = self._gversion
         self._targets_memo = {}
         self._doomed = {}
@@ -204,7 +210,6 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         queues = self._pending_by_queue(state, tree)  # read only: ``at`` says how far each was taken
         at = dict.fromkeys(queues, 0)
         ends: dict[str, list[int]] = {}
-        self._outcomes = {}
         order = sorted(queues)
         while True:
             if self.caches:

@@ -39,6 +39,7 @@ class Snapshot:
                 self._adm_cache.clear()
                 self._nodes_of.clear()
             self._tree, self._bound = tree, state
+            self._outcomes = {}  # stamped by versions of the tree just dropped
             self._roots = {q: n.root().name for q, n in tree.cqs.items()}
             self._entries = {q: {} for q in tree.cqs}
             self._counts = {}

@@ -64,6 +64,17 @@ class TwinSkipping:
             return None
         return parked
 
+    def _carry_outcomes(self, state: ClusterState) -> None:
+        """Keep the no-op outcomes of earlier calls. One that did not look at the nodes read only
+        its cohort tree (quotas, usage, admitted workloads), whose root version moves with every
+        change of it, in-call usage taken back included; a call starts with no node promises and
+        no victims (victims come with in-call usage, so their root's version moved). One that
+        placed pods also read the nodes: the global version is bumped when they changed."""
+        nodes = (id(state), state.alloc_epoch, state.topology_epoch)
+        if nodes != self._nodes_seen:
+            self._nodes_seen = nodes
+            self._gversion += 1
+
     def _process(self, state: ClusterState, tree: QuotaTree, h: _Head, now: float, decisions: list[Decision],
                  promised: dict[str, Res], victims: set[str]) -> None:
         # A twin's no-op outcome is valid at this very moment (the memo's stamps say nothing it reads

@@ -172,6 +172,9 @@ class ArrayResult:
     usage_share: np.ndarray
     fair: np.ndarray
     fit: np.ndarray
+    exact: bool = True
+    """False when the root's fit factor fell inside a jump that rounding split over a few ulps
+    (``kernel.root_in_sliver``): there the reference may stop elsewhere, so it decides."""
 
 
 def compute_arrays(pa: PoolArrays, param: bool = True) -> ArrayResult:
@@ -200,12 +203,14 @@ def compute_arrays(pa: PoolArrays, param: bool = True) -> ArrayResult:
     pa.buffers = (fs_x, fs_y, mf_x, mf_v)
     root_f = kernel.root_fit(fs_x, fs_y, cm_y, cm_at, fs_at, fs_len, pa.kid_ptr, pa.kids, pa.weight,
                              bool(pa.fifo[pa.root]), strong, lim, pa.root, tok)
+    exact = not kernel.root_in_sliver(fs_x, fs_y, cm_y, cm_at, fs_at, fs_len, pa.kid_ptr, pa.kids, pa.weight,
+                                      bool(pa.fifo[pa.root]), strong, lim, pa.root, root_f, tok)
     fair = np.zeros((n, dim))
     fit = np.zeros(n)
     kernel.read_down(pa.pre_pools, pa.is_op, pa.fifo, pa.weight, pa.kid_ptr, pa.kids, fs_x, fs_y, cm_y, cm_at, fs_at,
                      fs_len, mf_x, mf_v, mf_at, mf_len, strong, lim, pa.root, root_f, fair, fit, pointwise, tok)
     _truncate_fifo(pa, D, fair)
-    return ArrayResult(pa.names, pa.listing or pa.names, pa.is_op, pa.limits, strong, D, U, fair, fit)
+    return ArrayResult(pa.names, pa.listing or pa.names, pa.is_op, pa.limits, strong, D, U, fair, fit, exact)
 
 
 def _truncate_fifo(pa: PoolArrays, D: np.ndarray, fair: np.ndarray) -> None:

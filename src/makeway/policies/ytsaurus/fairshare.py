@@ -404,7 +404,8 @@ def compute(tree: Tree, node_caps: list[list[float]] | None = None,
         if kernel and _arrays().supported(tree):
             arrays = _arrays()
             res = arrays.compute_arrays(arrays.PoolArrays.from_tree(tree, node_caps))
-            return FairShareResult(arrays.LazyAttrs(res))  # type: ignore[arg-type]
+            if res.exact:
+                return FairShareResult(arrays.LazyAttrs(res))  # type: ignore[arg-type]
         return _compute(tree, node_caps, integral, cache, batching)
     finally:
         if paused:

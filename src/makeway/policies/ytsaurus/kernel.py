@@ -195,9 +195,9 @@ def build(post, is_op, fifo, weight, kid_ptr, kids, U, D, G, L, root, pointwise,
     sw = _sweep_space(dim, 1024)
     plen = np.empty(16, dtype=np.int64)
     inv = np.empty(dim)
-    t = 0
-    used = 0
-    mused = 0
+    t = np.int64(0)  # not a literal: a literal argument compiles a callee once more
+    used = np.int64(0)
+    mused = np.int64(0)
     while True:
         t, used, mused = _build_run(t, post, is_op, fifo, weight, kid_ptr, kids, U, D, G, L, root, pointwise, param,
                                     fs_x, fs_y, mf_x, mf_v, fs_at, fs_len, mf_at, mf_len, used, mused, cx, cy, inv,
@@ -372,6 +372,45 @@ def root_fit(fs_x, fs_y, cm_y, cm_at, fs_at, fs_len, kid_ptr, kids, weight, fifo
         else:
             lo = mid
     return lo
+
+
+SLIVER_WINDOW = 1e-12
+"""How far either side of the root's fit factor ``root_in_sliver`` looks for a split jump (ten times
+``SLIVER``: runs of knots a few ulps apart are far narrower)."""
+
+
+@njit(cache=True, error_model="numpy")
+def root_in_sliver(fs_x, fs_y, cm_y, cm_at, fs_at, fs_len, kid_ptr, kids, weight, fifo_root, G, L, root, root_f, tok):
+    """Whether some child of the root rises by more than ``EPS`` just below the root's fit factor
+    (within ``SLIVER_WINDOW`` up to it) or just above it (from the next float on).
+
+    The reference sums the root's children with knots closer than ``SLIVER`` made one point, so a
+    jump that rounding split over a few ulps is one jump there and the root stops at its start. The
+    kernel reads the children pointwise, unsnapped, and may stop inside such a run, where a child's
+    share is neither end of the jump. A clean jump (one point) reads the same both ways: the child
+    is flat to the left of the fit factor and again from the next float on, and the kernel keeps
+    its answer. Otherwise the update is left to the reference (``ArrayResult.exact``)."""
+    dim = len(tok)
+    a0 = kid_ptr[root]
+    a1 = kid_ptr[root + 1]
+    m = a1 - a0
+    if m == 0:
+        return False
+    end = float(m) if fifo_root else 1.0
+    nxt = np.nextafter(root_f, np.inf)
+    probes = np.array([max(0.0, root_f - SLIVER_WINDOW), root_f, min(end, nxt), min(end, nxt + SLIVER_WINDOW)])
+    sugg = np.zeros((4, m))
+    for k in range(4):
+        _root_suggestions(kid_ptr, kids, weight, fifo_root, root, probes[k], sugg[k])
+    vals = np.zeros((4, dim))
+    for z in range(m):
+        c = kids[a0 + z]
+        for k in range(4):
+            _child_value(fs_x, fs_y, cm_y, cm_at, fs_at, fs_len, G, L, c, sugg[k, z], vals, k, tok)
+        for r in range(dim):
+            if vals[1, r] - vals[0, r] > EPS or vals[3, r] - vals[2, r] > EPS:
+                return True
+    return False
 
 
 @njit(cache=True, error_model="numpy")

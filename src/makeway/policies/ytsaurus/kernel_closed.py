@@ -117,6 +117,7 @@ def _param_fsbs(cx, cy, nc, g, lim, pw, tok):
     resource changes, cut at f* where some resource reaches its limit for good. Writes the points
     (s, f, value) to pw's out arrays and returns their number; -1 for a pool this does not cover
     (a span L' - g' of 1 or more), which takes ``_fsbs``."""
+    z0 = np.int64(0)  # a literal 0 as argument would compile each callee once more
     dim = len(tok)
     yr, z, PX, PY, PZ, rho, lp, gp, tmp, tmp2, cand, cidx, os_, of_, ov_ = pw
     for r in range(dim):
@@ -136,7 +137,7 @@ def _param_fsbs(cx, cy, nc, g, lim, pw, tok):
             return -1
     fstar = INF
     for r in range(dim):
-        t = _inv_right2(cx, yr, 0, 0, nc, r, lp[r])
+        t = _inv_right2(cx, yr, z0, z0, nc, r, lp[r])
         if r == 0 or t < fstar:
             fstar = t
     for i in range(nc):
@@ -203,8 +204,8 @@ def _param_fsbs(cx, cy, nc, g, lim, pw, tok):
                 PZ[P, r] = z[k + 1, r]
             P += 1
     # from f* on the pool is at its limit: one point (f*, F(f*-)) stands for all of them
-    _left(cx, cy, 0, nc, fstar, tmp, 0, tok)
-    _left(cx, yr, 0, nc, fstar, tmp2, 0, tok)
+    _left(cx, cy, z0, nc, fstar, tmp, z0, tok)
+    _left(cx, yr, z0, nc, fstar, tmp2, z0, tok)
     for r in range(dim):
         tmp2[0, r] -= gp[r]
     for k in range(P):
@@ -239,7 +240,7 @@ def _param_fsbs(cx, cy, nc, g, lim, pw, tok):
             nzero += 1
     if nzero > 0:
         f0 = PX[nzero - 1]
-        _left(cx, cy, 0, nc, f0, tmp, 0, tok)
+        _left(cx, cy, z0, nc, f0, tmp, z0, tok)
         for k in range(P):
             if rho[k] <= 0.0:
                 PX[k] = f0
@@ -247,7 +248,7 @@ def _param_fsbs(cx, cy, nc, g, lim, pw, tok):
                     PY[k, r] = tmp[0, r]
     rho[P] = 1.0
     PX[P] = fstar
-    _left(cx, cy, 0, nc, fstar, PY, P, tok)
+    _left(cx, cy, z0, nc, fstar, PY, P, tok)
     P += 1
     # of every run of equal s: the first point, and the last if it differs from the first
     c = 0

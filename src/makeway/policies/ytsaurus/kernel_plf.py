@@ -127,7 +127,8 @@ def _eval_left_at(xs, vs, a, n, x):
 @njit(cache=True, error_model="numpy", _nrt=False)
 def _inv_left(xs, yr, n, w):
     """inf{f : F_r(f) >= w}."""
-    i = _bl2(yr, 0, n, w)
+    z0 = np.int64(0)  # a literal 0 as argument would compile each callee once more
+    i = _bl2(yr, z0, n, w)
     if i == 0:
         return xs[0]
     if i >= n:
@@ -138,7 +139,8 @@ def _inv_left(xs, yr, n, w):
 @njit(cache=True, error_model="numpy", _nrt=False)
 def _inv_right(xs, yr, n, w):
     """sup{f : F_r(f) <= w}."""
-    i = _br2(yr, 0, n, w) - 1
+    z0 = np.int64(0)  # a literal 0 as argument would compile each callee once more
+    i = _br2(yr, z0, n, w) - 1
     if i < 0:
         return xs[0]
     if i >= n - 1:
@@ -328,9 +330,10 @@ def _min_scalar(ss, vs, cnt, pos, lv, rv, heads, ts, out_x, out_v):
 def _compose(cx, cy, nc, mx, mv, nm, ox, oy, tok):
     """s -> F(M(s)) for the curve F and fit factor by suggestion M (``plf.compose`` before
     ``clean``). Returns the number of points written."""
+    z0 = np.int64(0)  # a literal 0 as argument would compile each callee once more
     dim = len(tok)
     ox[0] = mx[0]
-    _left(cx, cy, 0, nc, mv[0], oy, 0, tok)
+    _left(cx, cy, z0, nc, mv[0], oy, z0, tok)
     c = 1
     for k in range(nm - 1):
         s0 = mx[k]
@@ -340,7 +343,7 @@ def _compose(cx, cy, nc, mx, mv, nm, ox, oy, tok):
         if s1 == s0:
             continue
         if m1 == m0:
-            _left(cx, cy, 0, nc, m0, oy, c, tok)
+            _left(cx, cy, z0, nc, m0, oy, c, tok)
             for r in range(dim):
                 oy[c + 1, r] = oy[c, r]
             ox[c] = s0
@@ -348,9 +351,9 @@ def _compose(cx, cy, nc, mx, mv, nm, ox, oy, tok):
             c += 2
             continue
         ox[c] = s0
-        _right(cx, cy, 0, nc, m0, oy, c, tok)
+        _right(cx, cy, z0, nc, m0, oy, c, tok)
         c += 1
-        i = _br2(cx, 0, nc, m0)
+        i = _br2(cx, z0, nc, m0)
         while i < nc and cx[i] < m1:
             x = cx[i]
             s = s0 + (x - m0) / (m1 - m0) * (s1 - s0)
@@ -365,7 +368,7 @@ def _compose(cx, cy, nc, mx, mv, nm, ox, oy, tok):
             c += 2
             i = e
         ox[c] = s1
-        _left(cx, cy, 0, nc, m1, oy, c, tok)
+        _left(cx, cy, z0, nc, m1, oy, c, tok)
         c += 1
     return c
 

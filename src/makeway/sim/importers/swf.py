@@ -233,6 +233,12 @@ def read(path: Path, *, strict: bool = False, stats: ImportStats | None = None,
     stats = stats if stats is not None else ImportStats()
     rep = Reporter(path, strict, stats)
     hdr = read_header(path)
+    from makeway.sim.importers import swf_scan  # numpy: loaded only when a log is read
+
+    tp = swf_scan.tape(path, processors)
+    if tp is not None:
+        yield from _replayed(tp, hdr, queue_by, rep, layout)
+        return
     if _needs_sort(path):
         rows = list(_rows(path, rep, processors))
         rows = _merge_partials(rows, rep)
@@ -245,6 +251,83 @@ def read(path: Path, *, strict: bool = False, stats: ImportStats | None = None,
         if rec is not None:
             stats.records += 1
             yield rec
+
+
+def _replayed(tp: "swf_scan.Tape", hdr: SwfHeader, queue_by: str, rep: Reporter,
+              layout: str) -> Iterator[dict[str, Any]]:
+    """The records of a tape, its warnings reported where the line-by-line reader reported them."""
+    from makeway.sim.importers import swf_scan
+
+    events, pos = tp.events, tp.pos.tolist()
+    e, ne = 0, len(events)
+    for i, row in enumerate(swf_scan.records(tp)):
+        if e < ne and pos[e] <= i:
+            hi = e
+            while hi < ne and pos[hi] <= i:
+                hi += 1
+            swf_scan.replay(events, rep, e, hi)
+            e = hi
+        rec = _record(row, hdr, queue_by, rep, layout)
+        rep.stats.records += 1
+        yield rec  # type: ignore[misc]
+    swf_scan.replay(events, rep, e, ne)
+    swf_scan.forget()
+
+
+def workloads(path: Path, *, strict: bool = False, stats: ImportStats | None = None, queue_by: str = "auto",
+              layout: str = "pool", processors: str = "requested") -> Iterator[Any] | None:
+    """``read`` as core ``Workload`` objects, made straight from the log's arrays (no record dicts, no
+    record validation: every value was checked as ``read`` checks it, and is what ``parse_record``
+    would make of its record), or None when the log takes the line-by-line reader."""
+    if processors not in PROCESSORS or queue_by not in QUEUE_BY:
+        return None
+    _check_layout(layout)
+    from makeway.sim.importers import swf_scan
+
+    tp = swf_scan.tape(path, processors)
+    if tp is None:
+        return None
+    tp.parsed = None  # what ``cluster`` reads; not needed from here on
+    stats = stats if stats is not None else ImportStats()
+    return _made(tp, read_header(path), queue_by, Reporter(path, strict, stats), layout)
+
+
+def _made(tp: "swf_scan.Tape", hdr: SwfHeader, queue_by: str, rep: Reporter, layout: str) -> Iterator[Any]:
+    from makeway.core.objects import TaskGroup, Workload
+    from makeway.sim.importers import swf_scan
+
+    events, pos = tp.events, tp.pos.tolist()
+    e, ne = 0, len(events)
+    names: dict[tuple[int, int], str] = {}
+    stats = rep.stats
+    pool = layout == "pool"
+    for i, (submit, _, job, wait, run, procs, req_time, status, user, group, queue, partition) in \
+            enumerate(swf_scan.records(tp)):
+        if e < ne and pos[e] <= i:
+            hi = e
+            while hi < ne and pos[hi] <= i:
+                hi += 1
+            swf_scan.replay(events, rep, e, hi)
+            e = hi
+        if queue_by == "auto":
+            q = names.get((queue, partition))
+            if q is None:
+                q = names[(queue, partition)] = queue_name(hdr, queue, partition)
+        elif queue_by == "user":
+            q = f"user-{user}" if user >= 0 else "default"
+        else:
+            q = f"group-{group}" if group >= 0 else "default"
+        settings: dict[str, Any] = {}
+        if status >= 0:
+            settings["status"] = status
+        if wait >= 0:
+            settings["wait"] = int(wait) if wait.is_integer() else wait
+        group_ = TaskGroup(1, {"cpu": procs}) if pool else TaskGroup(procs, {"cpu": 1})
+        stats.records += 1
+        yield Workload(str(job), q, float(submit), float(run), (group_,), 0, True, 0.0,
+                       float(req_time) if req_time > 0 else None, f"u{user}" if user >= 0 else None, {}, settings)
+    swf_scan.replay(events, rep, e, ne)
+    swf_scan.forget()  # read to its end: nothing reads the log's arrays again
 
 
 def _record(row: Row, hdr: SwfHeader, queue_by: str, rep: Reporter, layout: str = "pool") -> dict[str, Any] | None:
@@ -292,14 +375,25 @@ def cluster(path: Path, *, queue_by: str = "auto", layout: str = "pool") -> dict
     else:
         nodes = [{"name": "pool", "capacity": {"cpu": procs}}]
     queues: dict[str, Any] = {"root": {}}
+    import numpy as np
+
+    from makeway.sim.importers import swf_scan
+
+    tp = swf_scan.tape(path)
     if queue_by == "auto":
         names = [queue_name(hdr, n, -1) for n in sorted(hdr.queues)]
         names += [queue_name(hdr, -1, n) for n in sorted(hdr.partitions)]
-        used = {(row[10], row[11]) for row in _rows(path, quiet(path))}  # numbers the header may not name
+        if tp is not None and tp.parsed is not None:
+            used = set(map(tuple, np.unique(tp.parsed[:, [10, 11]].astype(np.int64), axis=0).tolist()))
+        else:
+            used = {(row[10], row[11]) for row in _rows(path, quiet(path))}  # numbers the header may not name
         names += sorted({queue_name(hdr, q, p) for q, p in used} - set(names) - {"default"})
     else:
         col = 8 if queue_by == "user" else 9
-        ids = {row[col] for row in _rows(path, quiet(path)) if row[col] >= 0}
+        if tp is not None and tp.parsed is not None:
+            ids = {i for i in np.unique(tp.parsed[:, col].astype(np.int64)).tolist() if i >= 0}
+        else:
+            ids = {row[col] for row in _rows(path, quiet(path)) if row[col] >= 0}
         names = [f"{queue_by}-{i}" for i in sorted(ids)]
     for qname in names:
         queues[qname] = {"parent": "root"}

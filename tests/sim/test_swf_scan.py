@@ -1,0 +1,157 @@
+"""The one-pass SWF reader (``swf_scan``) against the line-by-line reference reader (``swf._rows``):
+the same records, and every warning, count and drop reported at the same point of the stream, in
+strict mode the same error after the same records; the cluster built from the log the same."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from makeway.errors import TraceError
+from makeway.sim.importers import swf, swf_scan
+from makeway.sim.importers._common import ImportStats
+
+TOKENS = ["-1", "0", "1", "2", "3", "4", "5", "7", "32", "64", "2.5", "1e3", "1e400", "nan", "x", "+4", "-3",
+          "1.2.3", "2.0", "0x1", "1_0", "9" * 17, "20000000000"]
+
+
+def _line(draw: st.DrawFn) -> str:
+    kind = draw(st.sampled_from(["ok"] * 8 + ["comment", "blank", "short", "long", "token", "odd"]))
+    job = draw(st.integers(1, 30))
+    submit = draw(st.integers(-2, 50))
+    vals = [str(job), str(submit), str(draw(st.integers(-1, 9))), str(draw(st.integers(-1, 40))),
+            str(draw(st.sampled_from([-1, 1, 2, 4, 8]))), "-1", "-1",
+            str(draw(st.sampled_from([-1, 0, 1, 2, 3, 8]))), str(draw(st.sampled_from([-1, 10, 60]))), "-1",
+            draw(st.sampled_from(["1", "0", "5", "2", "3", "4", "1", "1"])), str(draw(st.integers(-1, 3))),
+            str(draw(st.integers(-1, 2))), "-1", str(draw(st.integers(-1, 2))), str(draw(st.integers(-1, 2))),
+            "-1", "-1"]
+    if kind == "comment":
+        return "; Note: " + draw(st.sampled_from(["x", "MaxProcs: 8", ""]))
+    if kind == "blank":
+        return draw(st.sampled_from(["", "   ", "\t"]))
+    if kind == "short":
+        return " ".join(vals[: draw(st.integers(1, 17))])
+    if kind == "long":
+        return " ".join(vals + ["7"] * draw(st.integers(1, 2)))
+    if kind == "token":
+        vals[draw(st.integers(0, 17))] = draw(st.sampled_from(TOKENS))
+    if kind == "odd":
+        return "\u00a0" + " ".join(vals) + draw(st.sampled_from(["\x1c", "\xe9", ""]))
+    return draw(st.sampled_from([" ", "  ", "\t"])).join(vals)
+
+
+@st.composite
+def _logs(draw: st.DrawFn) -> str:
+    lines = ["; MaxProcs: 8", "; MaxNodes: 8", "; Queue: 1 batch"]
+    lines += [_line(draw) for _ in range(draw(st.integers(0, 14)))]
+    end = draw(st.sampled_from(["\n", "\r\n", ""]))
+    return end.join(lines) if end else "\n".join(lines)
+
+
+def _stream(path: Path, use_scan: bool, strict: bool, **kw):
+    """(records, stats snapshot at each record, error or None, final stats)."""
+    stats = ImportStats()
+    orig = swf_scan.tape
+    if not use_scan:
+        swf_scan.tape = lambda *a, **k: None  # type: ignore[assignment]
+    out, snaps, err = [], [], None
+    try:
+        swf_scan.forget()
+        for rec in swf.read(path, strict=strict, stats=stats, **kw):
+            out.append(rec)
+            snaps.append((stats.skipped, list(stats.warnings), dict(stats.dropped), stats.merged, dict(stats.notes)))
+        cfg = swf.cluster(path, layout=kw.get("layout", "pool"), queue_by=kw.get("queue_by", "auto"))
+    except TraceError as exc:
+        err, cfg = str(exc), None
+    finally:
+        swf_scan.tape = orig  # type: ignore[assignment]
+    return out, snaps, err, stats, cfg
+
+
+@settings(max_examples=80, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(text=_logs(), strict=st.booleans(), processors=st.sampled_from(swf.PROCESSORS),
+       queue_by=st.sampled_from(swf.QUEUE_BY), gz=st.booleans())
+def test_scan_equals_the_line_reader(tmp_path_factory, text, strict, processors, queue_by, gz):
+    path = tmp_path_factory.mktemp("swf") / ("log.swf.gz" if gz else "log.swf")
+    raw = text.encode("utf-8")
+    path.write_bytes(gzip.compress(raw) if gz else raw)
+    kw = {"processors": processors, "queue_by": queue_by, "layout": "nodes"}
+    ref = _stream(path, False, strict, **kw)
+    got = _stream(path, True, strict, **kw)
+    assert got[0] == ref[0]
+    assert got[1] == ref[1]
+    assert got[2] == ref[2]
+    assert got[3] == ref[3]
+    assert got[4] == ref[4]
+
+
+def test_malformed_line_named_by_line_and_field(tmp_path):
+    path = tmp_path / "bad.swf"
+    ok = "1 0 0 10 4 -1 -1 4 60 -1 1 1 1 -1 1 -1 -1 -1"
+    path.write_text("; MaxProcs: 8\n" + ok + "\n2 5 0 10 4 -1 -1 4 sixty -1 1 1 1 -1 1 -1 -1 -1\n")
+    swf_scan.forget()
+    assert swf_scan.tape(path) is not None  # the one-pass reader takes the file; the bad line is its own
+    with pytest.raises(TraceError, match=r"bad\.swf:3: field 9 is not a number: 'sixty'"):
+        list(swf.read(path, strict=True))
+
+
+def _renumbered(text: str) -> str:
+    """The log with every line's first token made unique (job numbers repeat in generated logs)."""
+    import re
+
+    return "\n".join(re.sub(r"^(\s*)-?\d+", lambda m: f"{m.group(1)}{1000 + k}", line)
+                     for k, line in enumerate(text.split("\n")))
+
+
+@settings(max_examples=15, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(text=_logs(), strict=st.booleans(), model=st.sampled_from(["fifo-strict", "none"]),
+       unique=st.booleans(), layout=st.sampled_from(swf.LAYOUTS), kill=st.booleans(), batch=st.sampled_from([1, 3]))
+def test_run_on_columns_or_made_workloads_equals_run_on_records(tmp_path_factory, text, strict, model, unique,
+                                                                 layout, kill, batch):
+    """``run`` on the log's columns (``swf_columns``, packed by the compiled core a few rows at a time,
+    or iterated by the pure-Python core) and on the workloads the SWF reader makes itself: the results,
+    the import statistics and the errors of ``run`` on its records (duplicate ids included)."""
+    import json
+
+    from makeway.config import parse_config
+    from makeway.errors import MakewayError
+    from makeway.sim import run as runmod
+    from makeway.sim.fast.compiled import CompiledSimulation
+
+    path = tmp_path_factory.mktemp("swf") / "log.swf"
+    path.write_text(_renumbered(text) if unique else text)
+    data = swf.cluster(path, layout=layout) or {}
+    if not data:
+        return
+    data["preemption"] = {"model": model, "settings": {}}
+    data.setdefault("simulation", {})["kill_at_requested_time"] = kill
+    cfg = parse_config(data, "test")
+
+    def go(mode: str, jobs: int = 0):
+        orig = runmod._made_workloads, runmod._columns, CompiledSimulation.MIN_JOBS, CompiledSimulation.BATCH
+        if mode != "columns":
+            runmod._columns = lambda *a: None
+        if mode == "records":
+            runmod._made_workloads = lambda *a: None
+        CompiledSimulation.MIN_JOBS, CompiledSimulation.BATCH = jobs, batch
+        stats = ImportStats()
+        try:
+            swf_scan.forget()
+            rec = runmod.run(cfg, path, None, strict=strict, stats=stats, allow_empty=True,
+                             trace_options={"layout": layout})
+            return json.dumps(rec.results({}), sort_keys=True, default=str), stats
+        except MakewayError as exc:
+            return str(exc), stats
+        finally:
+            runmod._made_workloads, runmod._columns, CompiledSimulation.MIN_JOBS, CompiledSimulation.BATCH = orig
+
+    ref = go("records")
+    assert go("made") == ref
+    assert go("columns") == ref
+    assert go("columns", jobs=10**6) == ref  # too few for the compiled core: the columns iterated
