@@ -290,6 +290,28 @@ def pool_curve(mode: str, weights: list[float], kids: list[PLF], dim: int) -> PL
     return plf.total_sum(parts, dim, 1.0)
 
 
+def pool_curve_rows(weights: list[float], ax: np.ndarray, ay: np.ndarray, rows: list[int], dim: int) -> PLF | None:
+    """``pool_curve`` of a fair share pool whose children are all closed-form rows (``_Fsbs``),
+    without a PLF per child: the same points end to end, so the very same sum. None where a child
+    part differs in shape from the others (a weight of 0, or some parts extended to 1 and some not):
+    the caller takes ``pool_curve``."""
+    if len(rows) < 2 or not all(w > EPS for w in weights):
+        return None
+    wmin = min(weights)
+    k = np.array([w / wmin for w in weights], dtype=float)
+    xs = ax[rows] / k[:, None]
+    ys = ay[rows]
+    short = xs[:, -1] < 1.0
+    if short.all():
+        xs = np.concatenate([xs, np.ones((len(rows), 1))], axis=1)
+        ys = np.concatenate([ys, ys[:, -1:]], axis=1)
+    elif short.any():
+        return None
+    n, q = xs.shape
+    return plf.sum_points(xs.reshape(-1), ys.reshape(n * q, dim), np.full(n, q, dtype=np.int64),
+                          np.add.reduce(np.ascontiguousarray(ys[:, 0, :])), dim, 1.0)
+
+
 def fifo_order(tree: Tree, pool: str) -> list[str]:
     el = tree.elements[pool]
     keys = el.fifo_sort
@@ -580,7 +602,12 @@ def _build(tree: Tree, attrs: dict[str, Attrs], dim: int, cache: CurveCache | No
         if el.is_op:
             curve = op_curve(a.usage_share, a.demand_share)
         else:
-            curve = pool_curve(el.mode, [elements[c].weight for c in kids], [fsbs[c] for c in kids], dim)
+            weights = [elements[c].weight for c in kids]
+            rows = getattr(fsbs, "rows", {})
+            curve = (pool_curve_rows(weights, fsbs.ax, fsbs.ay, [rows[c] for c in kids], dim)
+                     if el.mode != "fifo" and rows and all(c in rows for c in kids) else None)
+            if curve is None:
+                curve = pool_curve(el.mode, weights, [fsbs[c] for c in kids], dim)
         g = [s + i for s, i in zip(a.strong_share, a.integral_share)]
         lim = a.limits_share if name != ROOT else [1.0] * dim
         ff = fit_factor_fn(curve, g, lim)

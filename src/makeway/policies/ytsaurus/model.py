@@ -30,7 +30,7 @@ from makeway.core.pending import blocking_usage
 from makeway.core.policy import PreemptionModel
 from makeway.core.state import ClusterState
 from makeway.policies.ytsaurus import (catchup, classify, durations, fairshare, heartbeat, integral, live, quiet,
-                                      starvation)
+                                      starvation, waiting)
 from makeway.policies.ytsaurus.classify import AP, NP, P
 from makeway.errors import ConfigError
 from makeway.policies.ytsaurus.schedule import HeapPicker, Picker, ReferencePicker
@@ -88,6 +88,7 @@ class YTsaurusModel(PreemptionModel):
         if self.kernel and not fairshare.kernel_available():
             raise ConfigError("preemption.settings.fair_share_kernel: needs numba (pip install 'makeway[fast]')")
         self._usage_cache: dict[str, tuple[tuple[int, int], list[float]]] = {}
+        self._waiting = waiting.Waiting()  # the backlog a heartbeat's stages may serve, per snapshot
         self._live_ops = live.LiveOps()  # pending or running operations, without walking finished ones
         self._pos_tree: Tree | None = None
         self._pos: dict[str, int] = {}
@@ -97,6 +98,10 @@ class YTsaurusModel(PreemptionModel):
         self._topology = -1  # the state's topology epoch ``_largest`` was read at
         self._sane: set[str] = set()  # operations ``_sanity`` passed at that epoch
         self._demand_cache: dict[str, tuple[tuple, list[float]]] = {}  # one-group operation -> demand and inputs
+        # one-group operation -> (workload, index, (running, newest seq, pending), its tree element): an
+        # element is never changed once built, so an unchanged operation's goes into the next tree as it is
+        self._op_els: dict[str, tuple[Any, int, tuple[int, int, int], Element]] = {}
+        self._els_topology = -1
         self._quiet_cache: tuple[tuple, bool | float] | None = None  # ``quiet``'s verdict and its inputs
         self._clock_sig: tuple[int, int, int] = (0, 0, 0)  # clocks running, starving, aggressive
         self._clock_next = -math.inf  # no clock of the snapshot changes status at or before this time
@@ -277,12 +282,22 @@ class YTsaurusModel(PreemptionModel):
                                "burst": tree.vec(ig.get("burst_guarantee_resources"))}
         workloads = state.workloads
         walk = self._live_ops.ops(state) if self.caches else ((w, i) for i, w in enumerate(workloads))
+        els, allocations = self._op_els, state.allocations
+        if self._els_topology != state.topology_epoch:
+            els.clear()  # sanity is re-checked against the new nodes
+            self._els_topology = state.topology_epoch
         for wid, i in walk:
             wl = workloads[wid]
             running = state.running.get(wid) or {}
             pend = state.pending.get(wid) or {}
             if not running and not pend:
                 continue
+            if self.caches:
+                sig = (len(running), allocations[next(reversed(running))].seq if running else 0, len(pend))
+                hit = els.get(wid)
+                if hit is not None and hit[0] is wl and hit[1] == i and hit[2] == sig:
+                    tree.add(hit[3])  # the very element an unchanged operation made last time
+                    continue
             if not running and not self._sanity(state, wid):
                 continue
             usage = self._op_usage(state, wid, running)
@@ -299,9 +314,13 @@ class YTsaurusModel(PreemptionModel):
                 if self.caches and len(wl.groups) == 1:
                     self._demand_cache[wid] = (key, list(demand))
             ws = durations.normalize(wl.settings) if wl.settings else {}
-            tree.add(Element(wid, wl.queue, is_op=True, weight=float(ws.get("weight", 1.0)), demand=demand,
-                             usage=usage, start_time=wl.submit, order=i, pending_count=len(pend),
-                             gang=bool(ws.get("gang")), settings=dict(ws), limits=ws.get("resource_limits")))
+            el = tree.add(Element(wid, wl.queue, is_op=True, weight=float(ws.get("weight", 1.0)), demand=demand,
+                                  usage=usage, start_time=wl.submit, order=i, pending_count=len(pend),
+                                  gang=bool(ws.get("gang")), settings=dict(ws), limits=ws.get("resource_limits")))
+            if self.caches and len(wl.groups) == 1:  # one task group: (count, newest seq, pending) fix it all
+                els[wid] = (wl, i, sig, el)
+        if len(els) > 2 * len(tree.elements) + 64:
+            self._op_els = {w: v for w, v in els.items() if w in tree.elements}
         if len(self._usage_cache) > 2 * len(tree.elements) + 64:
             self._usage_cache = {w: v for w, v in self._usage_cache.items() if w in tree.elements}
         if len(self._group_shapes) > 2 * len(tree.elements) + 64:
@@ -370,7 +389,7 @@ class YTsaurusModel(PreemptionModel):
         for name, el in tree.elements.items():
             if not el.is_op:
                 continue
-            before = self.clocks.get(name, starvation.Clock()).status
+            before = self.clocks.get(name, starvation._IDLE).status
             after = view.clocks[name].status
             if (before == starvation.NON) != (after == starvation.NON):
                 a = result.attrs[name]
@@ -468,11 +487,11 @@ class YTsaurusModel(PreemptionModel):
         published = snap.published
         if self.caches and not self._any_fits(state, free):
             active: set[str] = set()  # every pick would find no task that fits: the stage starts nothing
+        elif self.caches:  # free only shrinks during the stage: an operation no task of which fits
+            active = self._waiting.regular(self, state, snap, free)  # now is never served
         else:
             active = {w for w, p in state.pending.items() if p and w in published
                       and not (self._graceful(state, w) and snap.view.status.get(w) == "normal")}
-            if self.caches:  # free only shrinks during the stage: an operation no task of which fits
-                active = {w for w in active if self._shape_fits(state, w, free)}  # now is never served
         picker = self._picker(snap.tree, active, lambda w: self._sat(w, opusage))
         while True:
             pick = picker.pick()
@@ -506,12 +525,6 @@ class YTsaurusModel(PreemptionModel):
         if shapes is None or shapes[0] is not wl:
             shapes = self._group_shapes[wid] = (wl, [self._vec(g.resources) for g in wl.groups])
         return shapes[1]
-
-    def _shape_fits(self, state: ClusterState, wid: str, free: list[float]) -> bool:
-        """Whether some task group of the operation asks for no more than ``free`` (a superset of
-        its pending tasks' requests: False means ``_fitting_task`` finds nothing)."""
-        fits = heartbeat.fits
-        return any(fits(v, free) for v in self._groups(state, wid))
 
     def _pending_shapes(self, state: ClusterState, wid: str, tasks) -> set[tuple[float, ...]]:
         """The distinct requests of the operation's pending ``tasks`` (non-empty): its one group's,
@@ -613,13 +626,14 @@ class YTsaurusModel(PreemptionModel):
         for stage in heartbeat.STAGES:
             target = heartbeat.STAGE_PRIORITY[stage]
             cands = heartbeat.stage_candidates(all_cands, stage, self._blocked_for(state, stage))
-            ops = {w for w, p in state.pending.items() if p and w in snap.published
-                   and starvation.preemption_priority(snap.view, w, scope) == target}
             disc = heartbeat.discount(cands, len(cap))
             room = [f + d for f, d in zip(free, disc)]
             chosen = None
             if self.caches:  # operations no task of which fits the room are passed over unpicked
-                ops = {w for w in ops if self._shape_fits(state, w, room)}
+                ops = self._waiting.preemptive(self, state, snap, scope, target, room)
+            else:
+                ops = {w for w, p in state.pending.items() if p and w in snap.published
+                       and starvation.preemption_priority(snap.view, w, scope) == target}
             picker = self._picker(snap.tree, ops, lambda w: self._sat(w, opusage))
             while picker.active:
                 pick = picker.pick()

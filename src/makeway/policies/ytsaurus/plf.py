@@ -378,9 +378,14 @@ def total_sum(parts: list[PLF], dim: int, end: float) -> PLF:
     x = np.concatenate([p.ax for p in parts])
     y = np.concatenate([p.ay for p in parts]).reshape(len(x), dim)
     lens = np.fromiter((len(p) for p in parts), dtype=np.int64, count=len(parts))
+    return sum_points(x, y, lens, np.add.reduce([p.ay[0] for p in parts]), dim, end)
+
+
+def sum_points(x: np.ndarray, y: np.ndarray, lens: np.ndarray, base: np.ndarray, dim: int, end: float) -> PLF:
+    """``total_sum`` of two or more parts given as their points end to end (``x``, ``y``), each
+    part's point count (``lens``) and the sum of their first values (``base``)."""
     lastmask = np.zeros(len(x), dtype=bool)
     lastmask[np.cumsum(lens) - 1] = True
-    base = np.add.reduce([p.ay[0] for p in parts])
     valid = ~lastmask[:-1]
     dx = x[1:] - x[:-1]
     dy = y[1:] - y[:-1]

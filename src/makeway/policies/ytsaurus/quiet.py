@@ -50,11 +50,30 @@ def _fits_somewhere(shapes: set[tuple[float, ...]], rooms: list[list[float]]) ->
     return any(all(r <= f + EPS for r, f in zip(shape, room)) for shape in shapes for room in rooms)
 
 
+def _backlog(model: YTsaurusModel, state: ClusterState, snap: Snapshot, scope: str):
+    """``Waiting.backlog`` walked afresh (the reference path)."""
+    shapes: set[tuple[float, ...]] = set()
+    needy: dict[str, set[tuple[float, ...]]] = {"aggressive": set(), "normal": set()}
+    published, failed = snap.published, model.failed
+    for w, tasks in state.pending.items():
+        if not tasks or w in failed:
+            continue
+        if w not in published:
+            return True, shapes, needy
+        own = model._pending_shapes(state, w, tasks)
+        shapes |= own
+        priority = starvation.preemption_priority(snap.view, w, scope)
+        if priority != "none":
+            needy[priority] |= own
+    return False, shapes, needy
+
+
 def quiet_until(model: YTsaurusModel, state: ClusterState, snap: Snapshot) -> float | bool:
     """False, or the time before which every periodic call decides nothing (``math.inf``: until
     the next other event). The snapshot must already reflect the state (the caller checks)."""
-    running = state.running
-    if any(el.is_op and running.get(w) and model._graceful(state, w) for w, el in snap.tree.elements.items()):
+    elements = snap.tree.elements  # running operations are few next to a backlog: walk those
+    if any(tasks and w in elements and elements[w].is_op and model._graceful(state, w)
+           for w, tasks in state.running.items()):
         return False
     for q in state.queues.values():
         if q.max:
@@ -67,21 +86,15 @@ def quiet_until(model: YTsaurusModel, state: ClusterState, snap: Snapshot) -> fl
     for n, node in state.nodes.items():
         if any(float(v) > float(node.capacity.get(r, 0)) + EPS for r, v in state.node_used[n].items()):
             return False
-    shapes: set[tuple[float, ...]] = set()
-    needy: dict[str, set[tuple[float, ...]]] = {"aggressive": set(), "normal": set()}
     scope = str(model.settings.get("scheduling_preemption_priority_scope", "operation_and_ancestors"))
-    published, failed = snap.published, model.failed
-    for w, tasks in state.pending.items():
-        if not tasks or w in failed:
-            continue
-        if w not in published:
-            return False  # submitted after the update: the snapshot does not reflect the state
-        own = model._pending_shapes(state, w, tasks)
-        shapes |= own
-        if model.enabled:
-            priority = starvation.preemption_priority(snap.view, w, scope)
-            if priority != "none":
-                needy[priority] |= own
+    if model.caches:  # the walk the heartbeats share (``waiting.Waiting``)
+        unpublished, shapes, needy = model._waiting.backlog(model, state, snap, scope)
+    else:
+        unpublished, shapes, needy = _backlog(model, state, snap, scope)
+    if unpublished:
+        return False  # submitted after the update: the snapshot does not reflect the state
+    if not model.enabled:
+        needy = {"aggressive": set(), "normal": set()}
     if shapes and _fits_somewhere(shapes, list(free.values())):
         return False
     for priority, stage in (("aggressive", "preemptive_aggressive"), ("normal", "preemptive_normal")):

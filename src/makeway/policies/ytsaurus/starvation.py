@@ -150,13 +150,19 @@ def update_statuses(tree: Tree, res: fairshare.FairShareResult, params: dict[str
     elements = tree.elements
     statuses, new_clocks = view.status, view.clocks
     lowest, lowest_aggr = view.lowest_starving, view.lowest_aggressive
+    # a backlog holds many operations with the very same shares (same demand, nothing running):
+    # ``element_status`` is a pure function of its arguments, computed once per distinct set
+    seen: dict[tuple, str] = {}
     for name in tree.preorder():
         el = elements[name]
         status = fixed.get(name)
         if status is None:
             a = res.attrs[name]
-            status = fairshare.element_status(a.fair_share, a.demand_share, a.usage_share, params[name].tolerance,
-                                              el.is_op)
+            key = (*a.fair_share, None, *a.demand_share, None, *a.usage_share, params[name].tolerance, el.is_op)
+            status = seen.get(key)
+            if status is None:
+                status = seen[key] = fairshare.element_status(a.fair_share, a.demand_share, a.usage_share,
+                                                              params[name].tolerance, el.is_op)
         statuses[name] = status
         if name == ROOT or (not el.is_op and not pools_starve):
             clock = new_clocks[name] = _IDLE
