@@ -100,39 +100,58 @@ def test_malformed_line_named_by_line_and_field(tmp_path):
         list(swf.read(path, strict=True))
 
 
+def _renumbered(text: str) -> str:
+    """The log with every line's first token made unique (job numbers repeat in generated logs)."""
+    import re
+
+    return "\n".join(re.sub(r"^(\s*)-?\d+", lambda m: f"{m.group(1)}{1000 + k}", line)
+                     for k, line in enumerate(text.split("\n")))
+
+
 @settings(max_examples=15, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(text=_logs(), strict=st.booleans(), model=st.sampled_from(["fifo-strict", "none"]))
-def test_run_on_made_workloads_equals_run_on_records(tmp_path_factory, text, strict, model):
-    """``run`` on the workloads the SWF reader makes itself: the results and the import statistics of
-    ``run`` on its records (duplicate ids included: job numbers repeat in the generated logs)."""
+@given(text=_logs(), strict=st.booleans(), model=st.sampled_from(["fifo-strict", "none"]),
+       unique=st.booleans(), layout=st.sampled_from(swf.LAYOUTS), kill=st.booleans(), batch=st.sampled_from([1, 3]))
+def test_run_on_columns_or_made_workloads_equals_run_on_records(tmp_path_factory, text, strict, model, unique,
+                                                                 layout, kill, batch):
+    """``run`` on the log's columns (``swf_columns``, packed by the compiled core a few rows at a time,
+    or iterated by the pure-Python core) and on the workloads the SWF reader makes itself: the results,
+    the import statistics and the errors of ``run`` on its records (duplicate ids included)."""
     import json
 
     from makeway.config import parse_config
     from makeway.errors import MakewayError
     from makeway.sim import run as runmod
+    from makeway.sim.fast.compiled import CompiledSimulation
 
     path = tmp_path_factory.mktemp("swf") / "log.swf"
-    path.write_text(text)
-    data = swf.cluster(path, layout="nodes") or {}
+    path.write_text(_renumbered(text) if unique else text)
+    data = swf.cluster(path, layout=layout) or {}
     if not data:
         return
     data["preemption"] = {"model": model, "settings": {}}
+    data.setdefault("simulation", {})["kill_at_requested_time"] = kill
     cfg = parse_config(data, "test")
 
-    def go(made: bool):
-        orig = runmod._made_workloads
-        if not made:
+    def go(mode: str, jobs: int = 0):
+        orig = runmod._made_workloads, runmod._columns, CompiledSimulation.MIN_JOBS, CompiledSimulation.BATCH
+        if mode != "columns":
+            runmod._columns = lambda *a: None
+        if mode == "records":
             runmod._made_workloads = lambda *a: None
+        CompiledSimulation.MIN_JOBS, CompiledSimulation.BATCH = jobs, batch
         stats = ImportStats()
         try:
             swf_scan.forget()
             rec = runmod.run(cfg, path, None, strict=strict, stats=stats, allow_empty=True,
-                             trace_options={"layout": "nodes"})
+                             trace_options={"layout": layout})
             return json.dumps(rec.results({}), sort_keys=True, default=str), stats
         except MakewayError as exc:
             return str(exc), stats
         finally:
-            runmod._made_workloads = orig
+            runmod._made_workloads, runmod._columns, CompiledSimulation.MIN_JOBS, CompiledSimulation.BATCH = orig
 
-    assert go(True) == go(False)
+    ref = go("records")
+    assert go("made") == ref
+    assert go("columns") == ref
+    assert go("columns", jobs=10**6) == ref  # too few for the compiled core: the columns iterated

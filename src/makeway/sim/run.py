@@ -98,9 +98,13 @@ def run(cfg: ClusterConfig, trace: Optional[Path] = None, trace_format: Optional
         # a reader that makes checked ``Workload``s itself (SWF) needs no records parsed here
         yield from _checked(made if made is not None else parsed(), cfg, declared, seen_ids, rep, tpath)
 
-    feed = workloads()
+    cols = _columns(tpath, fmt, cfg, strict, stats, trace_options) if queue_map is None else None
+    feed = workloads() if cols is None else iter(cols)
     try:
-        if fmt is None or fmt == "jsonl":
+        if cols is not None:  # a columnar trace (SWF): checked as a whole, handed over whole
+            cols.start()
+            items, first = None, (True if len(cols) else None)
+        elif fmt is None or fmt == "jsonl":
             items: list | None = sorted(feed, key=lambda w: (w.submit, w.id))
             first = items[0] if items else None
             check_changes(cfg, changes, str(tpath))
@@ -119,12 +123,14 @@ def run(cfg: ClusterConfig, trace: Optional[Path] = None, trace_format: Optional
                           bool(changes))
     try:
         if not isinstance(sim, Simulation):  # the fast core: no config events (JSONL is read whole)
+            if cols is not None:
+                return sim.run(cols)
             return sim.run(items if items is not None else itertools.chain([first] if first is not None else [], feed))
         sim.add_changes(changes)
         if items is not None:
             sim.stream_workloads(items)
         else:
-            rest = [first] if first is not None else []
+            rest = [first] if first is not None and cols is None else []
             sim.stream_workloads(_with_changes(itertools.chain(rest, feed), sim, cfg, changes, str(tpath)))
         return sim.run()
     except KeyboardInterrupt:
@@ -141,6 +147,20 @@ def _made_workloads(tpath: Path, fmt: Optional[str], strict: bool, stats: Import
 
     try:
         return swf.workloads(tpath, strict=strict, stats=stats, **(trace_options or {}))
+    except TypeError:
+        return None  # a bad option: ``read_trace`` says which
+
+
+def _columns(tpath: Optional[Path], fmt: Optional[str], cfg: ClusterConfig, strict: bool, stats: ImportStats,
+             trace_options: Optional[dict]):
+    """The trace as columns (``importers.swf_columns``) where the reader makes them and every per-workload
+    check of ``_checked`` passes for the whole of it, else None."""
+    if fmt != "swf" or tpath is None:
+        return None
+    from makeway.sim.importers import swf_columns
+
+    try:
+        return swf_columns.columns(tpath, cfg, strict=strict, stats=stats, **(trace_options or {}))
     except TypeError:
         return None  # a bad option: ``read_trace`` says which
 

@@ -137,7 +137,7 @@ class CompiledRecorder(Recorder):
     def workload_fields(self, w: str) -> tuple[str, Any, float]:
         sim = self.sim
         i = sim.idx[w]
-        return sim.row_queue[i], sim.prio[i], sim.row_dur[i]
+        return sim.q_names[int(sim.WI[i, K.Q])], sim.prio[i], float(sim.dur[i])
 
     # the results read from the arrays (``fast.tables``), not one workload at a time
     def waits(self) -> list[float]:
@@ -307,8 +307,8 @@ class CompiledSimulation:
         self.FNL = np.zeros(0, np.int32)
         self.NTW = np.zeros(0, np.int32)
         self.NTT = np.zeros(0, np.float64)
-        self.PG = np.zeros(1, np.int64)
-        self.PI = np.zeros(1, np.int64)
+        self.PG = np.zeros(1, np.int32)  # (int32: a gang placement is a task's group and node)
+        self.PI = np.zeros(1, np.int32)
         self.TRW = np.zeros(1024, np.int32)
         self.TRT = np.zeros(1024, np.float64)
         self.TRC = np.zeros(1024, np.int8)
@@ -332,6 +332,7 @@ class CompiledSimulation:
         self._peek: Any = None
         self._last_fed = -np.inf
         self._unpacked: list[Workload] = []
+        self._columnar = False
 
     # -- shapes ----------------------------------------------------------------------------------
 
@@ -547,7 +548,7 @@ class CompiledSimulation:
                  zip(live, self.FI[live, 1].tolist())]
         used = sum(m for *_, m in spans)
         cap = max(2 * (used + waiting), self.PLACES)
-        PG, PI = np.zeros(cap, np.int64), np.zeros(cap, np.int64)
+        PG, PI = np.zeros(cap, np.int32), np.zeros(cap, np.int32)
         o = 0
         for k, w, a, m in spans:
             PG[o:o + m] = self.PG[a:a + m]
@@ -561,21 +562,35 @@ class CompiledSimulation:
     # -- the run ---------------------------------------------------------------------------------
 
     def run(self, workloads: Iterable[Workload]) -> Any:
-        feed = iter(workloads)
-        head = list(itertools.islice(feed, self.MIN_JOBS))
-        if len(head) < self.MIN_JOBS:
-            return self._pure(iter(head))
-        feed = itertools.chain(head, feed)
+        """``workloads``: ``Workload`` objects in submit order, or a columnar trace
+        (``importers.swf_columns.Columns``), packed a block at a time by ``fast.columns``."""
+        cols = workloads if hasattr(workloads, "take") else None
+        if cols is not None:
+            if len(cols) - cols.at < self.MIN_JOBS:  # type: ignore[arg-type]
+                return self._pure(iter(workloads))
+            feed: Iterator[Workload] = iter(())
+        else:
+            feed = iter(workloads)
+            head = list(itertools.islice(feed, self.MIN_JOBS))
+            if len(head) < self.MIN_JOBS:
+                return self._pure(iter(head))
+            feed = itertools.chain(head, feed)
         self._setup()
         if not self.ints:
-            return self._pure(feed)
+            return self._pure(iter(workloads) if cols is not None else feed)
+        self._columnar = cols is not None
         from makeway.sim.fast.aot import loop_for
 
         progress = self.options.progress
         while True:
             if self.IS[K.NSUB] == self.IS[K.NLOAD] and self.IS[K.MORE]:
                 try:
-                    self._load(feed)
+                    if cols is not None:
+                        from makeway.sim.fast import columns
+
+                        columns.load(self, cols)
+                    else:
+                        self._load(feed)
                 except _Fallback:
                     return self._restart(feed)
                 continue
@@ -609,7 +624,7 @@ class CompiledSimulation:
         """Let go of the ``Workload`` of every workload finished so far: its row is read from the
         arrays (``_View``); only unfinished ones keep theirs (their pending reasons read it)."""
         n = int(self.IS[K.NFINISHED])
-        if n == self._dropped:
+        if n == self._dropped or self._columnar:  # columns: no ``Workload`` was ever made
             return
         wls, ids = self.state.workloads, self.ids
         for w in self.FNL[self._dropped:n].tolist():
@@ -636,16 +651,15 @@ class CompiledSimulation:
 
     def _materialise(self) -> None:
         rec, state, IS, FS = self.rec, self.state, self.IS, self.FS
-        ids, wls = self.ids, state.workloads
+        ids, wls = self.ids, _View(self, state.workloads)
         nsub = int(IS[K.NSUB])
         WF, WI = self.WF, self.WI
         rec.submit_t = _Column(self, np.arange(nsub), K.SUB)  # type: ignore[assignment]
-        started = self.STL[: IS[K.NSTARTED]].tolist()
-        rec.first_start = _Column(self, np.array(started, np.int64), K.FIRST)  # type: ignore[assignment]
-        finished = self.FNL[: IS[K.NFINISHED]].tolist()
-        rec.finish_t = _Column(self, np.array(finished, np.int64), K.FIN)  # type: ignore[assignment]
+        rec.first_start = _Column(self, self.STL[: IS[K.NSTARTED]].astype(np.int64), K.FIRST)  # type: ignore[assignment]
+        finished = self.FNL[: IS[K.NFINISHED]].astype(np.int64)
+        rec.finish_t = _Column(self, finished, K.FIN)  # type: ignore[assignment]
         killc = WI[:, K.KILLC]
-        rec.killed = {ids[w]: int(killc[w]) for w in finished if killc[w]}
+        rec.killed = {ids[w]: int(killc[w]) for w in finished[killc[finished] != 0].tolist()}
         res = state.resources
         rused = self.rused.tolist()
         rec.used = {k: v for k, v in zip(res, rused) if v}
@@ -686,10 +700,7 @@ class CompiledSimulation:
             state.pending_res[wl.id] = wl.total()
         rec.reasons = _Reasons(self)  # type: ignore[assignment]
         rec.sim = self
-        names = self.q_names
-        self.row_queue = [names[q] for q in WI[:nsub, K.Q].tolist()]
-        self.row_dur = self.dur[:nsub].tolist()
-        state.workloads = _View(self, state.workloads)  # type: ignore[assignment]
+        state.workloads = wls  # type: ignore[assignment]
 
     def _samples(self) -> None:
         rec, res = self.rec, self.state.resources

@@ -15,6 +15,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from makeway.sim.fast import layout as K
+from makeway.sim.fast.compiled import CODES
 from makeway.sim.metrics import percentile
 
 
@@ -82,6 +83,29 @@ def queue_table(rec: Any, sim: Any) -> dict[str, Any]:
     return out
 
 
+def _trail_texts(sim: Any, log: Any, lo: int, hi: int) -> dict[int, str]:
+    """Row -> its pending-reason trail as JSON text (``[[t,"code",null],...]``) for rows ``lo:hi``,
+    read from the log arrays in one go rather than a list of lists per row."""
+    starts = log.starts
+    a, b = int(starts[lo]), int(starts[hi])
+    if a == b:
+        return {}
+    sel = log.order[a:b]
+    ts = sim.TRT[sel]
+    if np.isfinite(ts).all():
+        tt = list(map(repr, ts.tolist()))
+    else:
+        tt = list(map(json.JSONEncoder(separators=(",", ":")).encode, ts.tolist()))
+    items = [f"[{t},{_CODE_TEXT[c]},null]" for t, c in zip(tt, sim.TRC[sel].tolist())]
+    at = (starts[lo:hi + 1] - a).tolist()
+    return {lo + k: "[" + ",".join(items[at[k]:at[k + 1]]) + "]"
+            for k in np.flatnonzero(starts[lo + 1:hi + 1] > starts[lo:hi]).tolist()}
+
+
+_CODE_TEXT = [json.dumps(c) for c in CODES]
+_BLOCK = 4096
+
+
 def workload_json(rec: Any, sim: Any) -> Iterator[str]:
     """Each workload row as ``json.JSONEncoder(separators=(",", ":"), default=str)`` encodes
     ``Recorder.iter_workload_rows``' row, in submission order."""
@@ -96,25 +120,37 @@ def workload_json(rec: Any, sim: Any) -> Iterator[str]:
     fins = WF[:nsub, K.FIN].tolist()
     reasons = rec.pending_reasons()
     log = rec.reasons
-    has_trail = np.zeros(nsub, bool)
-    if log is not None and hasattr(log, "starts"):
-        starts = log.starts
-        has_trail = (starts[1:] > starts[:-1])[:nsub]
-        trails = log.rows()
+    has_log = log is not None and hasattr(log, "starts")
+    trails: dict[int, str] = {}
     dumps = json.dumps
     qtext = {q: dumps(q) for q in sim.q_names}
     enc = json.JSONEncoder(separators=(",", ":"), default=str).encode
-    ids, queues, prio = sim.ids, sim.row_queue, sim.prio
-    trail_rows = set(np.flatnonzero(has_trail).tolist())
+    ptext: dict[int, str] = {}
+    prio = sim.prio
+    qcol = sim.WI[:, K.Q]
+    qt = [qtext[q] for q in sim.q_names]
     for w in range(nsub):
-        wid = ids[w]
+        k = w % _BLOCK
+        if k == 0:
+            hi = min(nsub, w + _BLOCK)
+            if has_log:
+                trails = _trail_texts(sim, log, w, hi)
+            ids = sim.ids[w:hi]
+            queues = [qt[q] for q in qcol[w:hi].tolist()]
+        wid = ids[k]
         sub, fs, fin = subs[w], firsts[w], fins[w]
         p = prio[w]
-        head = (f'{{"id":{dumps(wid)},"queue":{qtext[queues[w]]},"priority":{enc(p)},"submit":{sub!r},'
-                f'"first_start":{"null" if fs != fs else repr(fs)},"finish":{"null" if fin != fin else repr(fin)},'
-                f'"wait":{"null" if fs != fs else repr(fs - sub)},"preemptions":0,')
+        if type(p) is int:  # (a dict keyed by value would take True for 1)
+            pt = ptext.get(p)
+            if pt is None:
+                pt = ptext[p] = enc(p)
+        else:
+            pt = enc(p)
         reason = reasons.get(wid)
-        tail = f'"pending_reason":{"null" if reason is None else dumps(reason)},"restarts":[]'
-        if w in trail_rows:
-            tail += f',"reasons":{enc(trails[wid])}'
-        yield head + tail + "}"
+        trail = trails.get(w)
+        tail = "}" if trail is None else ',"reasons":' + trail + "}"
+        idt = '"' + wid + '"' if wid.isascii() and wid.isalnum() else dumps(wid)  # nothing to escape
+        yield (f'{{"id":{idt},"queue":{queues[k]},"priority":{pt},"submit":{sub!r},'
+               f'"first_start":{"null" if fs != fs else repr(fs)},"finish":{"null" if fin != fin else repr(fin)},'
+               f'"wait":{"null" if fs != fs else repr(fs - sub)},"preemptions":0,'
+               f'"pending_reason":{"null" if reason is None else dumps(reason)},"restarts":[]{tail}')
