@@ -51,11 +51,34 @@ def pending_reasons(state: ClusterState, unfinished: list[str], stopped: str | N
     return {w: pending_reason(state, wls[w], stopped) for w in unfinished}
 
 
-__all__ = ["CODES", "HORIZON", "NO_PROGRESS", "QUEUE_MAX", "UNPLACEABLE", "WAITING", "ReasonLog", "blocking_max",
+__all__ = ["CODES", "HORIZON", "NO_PROGRESS", "QUEUE_MAX", "UNPLACEABLE", "WAITING", "ReasonLog", "RoundClock", "blocking_max",
            "fits_some_node", "pending_reason", "pending_reasons"]
 
 
 # -- reasons over time ------------------------------------------------------------------------------
+
+class RoundClock:
+    """The grid the reason rounds run on: ``interval`` seconds apart, doubled every
+    ``per_doubling`` rounds, so a trace of months costs a bounded number of rounds (shared by
+    ``ReasonLog`` and the fast core's ``FastReasons``)."""
+
+    __slots__ = ("interval", "rounds", "next", "_since_doubling")
+
+    def __init__(self) -> None:
+        self.interval = 1.0
+        self.rounds = 0
+        self.next = float("-inf")
+        self._since_doubling = 0
+
+    def tick(self, now: float, per_doubling: int) -> None:
+        """A round ran at ``now``: the next is due one interval later."""
+        self.rounds += 1
+        self._since_doubling += 1
+        if self._since_doubling >= per_doubling:
+            self.interval *= 2
+            self._since_doubling = 0
+        self.next = now + self.interval
+
 
 class ReasonLog:
     """Why each pending workload waits, recorded while the simulation runs, as it changes.
@@ -78,20 +101,28 @@ class ReasonLog:
 
     ROUNDS_PER_DOUBLING = 250
     HEAD = 32
+    # False: every round re-classifies every pending workload (the reference the property tests
+    # compare the incremental rounds with)
+    incremental = True
 
     def __init__(self, state: ClusterState, model: Any):
         self.state = state
         self.model = model
-        self.interval = 1.0
-        self.rounds = 0
-        self._next_round = float("-inf")
-        self._since_doubling = 0
+        self.clock = RoundClock()
         self.trail: dict[str, list[tuple[float, str, str | None]]] = {}
         self._current: dict[str, tuple[str, str | None]] = {}
         self._fresh: list[str] = []
         self._nowhere: set[str] = set()
         self._victims: dict[str, set[str]] = {}
         self._waiting: dict[str, int] = {}   # queue -> workloads with pending tasks, as last seen
+        self._stale: set[str] = set()       # pending workloads whose "behind the head" reason may have moved
+        self._log_pos = 0                    # where ``state.pending_log`` was read up to
+        self._config_seen: int | None = None
+        self._limited: dict[str, dict] = {}  # queue with a max -> its usage at the last round
+
+    @property
+    def rounds(self) -> int:
+        return self.clock.rounds
 
     # -- fed by the recorder ------------------------------------------------------------------
 
@@ -104,6 +135,8 @@ class ReasonLog:
         """A workload with no task left pending stops waiting; a later wait starts a new reason."""
         if wl_id not in self.state.pending:
             self._current.pop(wl_id, None)
+        else:
+            self._stale.add(wl_id)   # less demand: its limits may no longer block it
 
     def preempted_for(self, preemptor: str | None, allocation: str, now: float) -> None:
         """A victim was chosen for ``preemptor`` (a workload or task id): it waits for the victim."""
@@ -125,8 +158,12 @@ class ReasonLog:
     # -- after each instant -------------------------------------------------------------------
 
     def observe(self, now: float) -> None:
-        if now >= self._next_round:
-            self._round(now)
+        if now >= self.clock.next:
+            if self.incremental and self.HEAD >= 1:
+                self._changed_round(now)
+            else:
+                self._round(now)
+            self.clock.tick(now, self.ROUNDS_PER_DOUBLING)
         elif self._fresh:
             self._first_reasons(now)
         self._fresh.clear()
@@ -189,6 +226,7 @@ class ReasonLog:
                 position = self._waiting.get(q, 0) + 1
                 self._waiting[q] = position
             self._set(wl_id, now, *self._classify(wl_id, now, position, True))
+            self._stale.add(wl_id)
 
     def _round(self, now: float) -> None:
         state, model = self.state, self.model
@@ -206,12 +244,67 @@ class ReasonLog:
             if wl_id not in seen:
                 del self._current[wl_id]   # started (or finished): the next wait gets a fresh first reason
         self._waiting = by_queue
-        self.rounds += 1
-        self._since_doubling += 1
-        if self._since_doubling >= self.ROUNDS_PER_DOUBLING:
-            self.interval *= 2
-            self._since_doubling = 0
-        self._next_round = now + self.interval
+        self._config_seen = None   # the incremental rounds' bookkeeping was not kept: start afresh
+
+    def _changed_round(self, now: float) -> None:
+        """``_round`` at the cost of what changed since the last round.
+
+        The first ``HEAD`` workloads of each queue are asked as there (the model's answer may
+        depend on anything). Behind them the reason is a function of the workload's pending demand,
+        its victims and the ``max`` and usage of the queues on its path that have a ``max``
+        (``_classify`` without the model: ``fits-nowhere``, ``queue-max``, ``quota``,
+        ``preempting``, else ``priority``); such a workload is classified again only when one of
+        those moved: its tasks started or came back (``started``, ``state.pending_log``), it was
+        a head or got a first reason since, it has victims, or a limited queue on its path changed
+        usage (then its whole queue is). A config change or a trimmed log re-classifies all."""
+        state, model, head = self.state, self.model, self.HEAD
+        wls, pending, current = state.workloads, state.pending, self._current
+        by_queue: dict[str, int] = {}
+        for w in pending:
+            q = wls[w].queue
+            by_queue[q] = by_queue.get(q, 0) + 1
+        stale = self._stale
+        log = state.pending_log
+        back = log.since(self._log_pos)
+        self._log_pos = log.position
+        everything = back is None or self._config_seen != state.config_epoch
+        if everything:
+            self._config_seen = state.config_epoch
+            self._limited = {q: {} for q, queue in state.queues.items() if queue.max}
+            for w in list(current):
+                if w not in pending:
+                    del current[w]
+        else:
+            for w in back:
+                if w in pending:
+                    stale.add(w)
+                else:
+                    current.pop(w, None)   # withdrawn
+        moved: set[str] = set()
+        usage = state.queue_usage
+        for q, seen in self._limited.items():
+            now_used = usage[q]
+            if seen != now_used:
+                moved.add(q)
+                self._limited[q] = dict(now_used)
+        stale.update(self._victims)
+        heads: set[str] = set()
+        classify, put = self._classify, self._set
+        for queue in sorted(by_queue):
+            order = model.queue_order(state, queue, now)
+            for i, wl_id in enumerate(order[:head], 1):
+                heads.add(wl_id)
+                put(wl_id, now, *classify(wl_id, now, i, True))
+            if everything or (moved and not moved.isdisjoint(state.path_to_root(queue))):
+                for i, wl_id in enumerate(order[head:], head + 1):
+                    put(wl_id, now, *classify(wl_id, now, i, False))
+                    stale.discard(wl_id)
+        for wl_id in stale:
+            if wl_id in pending and wl_id not in heads:
+                put(wl_id, now, *classify(wl_id, now, head + 1, False))
+        stale.clear()
+        stale.update(heads)   # their reason is the model's: next round, behind the head, it is not
+        self._waiting = by_queue
 
     def rows(self) -> dict[str, list[list[Any]]]:
         """The trails as JSON-ready lists, by workload."""

@@ -11,7 +11,7 @@ from typing import Any, Iterator, Mapping
 
 from makeway.core.pending import FITS_NOWHERE, GANG, PRIORITY, RESOURCES
 from makeway.core.resources import EPS
-from makeway.sim.pending import ReasonLog
+from makeway.sim.pending import ReasonLog, RoundClock
 
 
 def _add(x: Any, v: Any) -> Any:
@@ -25,10 +25,7 @@ class FastReasons:
 
     def __init__(self, sim: Any):
         self.sim = sim
-        self.interval = 1.0
-        self.rounds = 0
-        self._next_round = float("-inf")
-        self._since_doubling = 0
+        self.clock = RoundClock()
         self.trail: dict[int, list[tuple[float, str, str | None]]] = {}
         self._current: dict[int, tuple[str, str | None]] = {}
         self.fresh: list[int] = []
@@ -40,8 +37,9 @@ class FastReasons:
         self._current.pop(w, None)
 
     def observe(self, now: float) -> None:
-        if now >= self._next_round:
+        if now >= self.clock.next:
             self._round(now)
+            self.clock.tick(now, self.ROUNDS_PER_DOUBLING)
         elif self.fresh:
             self._first_reasons(now)
         self.fresh.clear()
@@ -150,12 +148,6 @@ class FastReasons:
                     self._set(w, now, key)
         # (``started`` drops a workload from ``_current``, so it holds only pending ones)
         self._waiting = {q: len(ws) for q, ws in by_queue.items()}
-        self.rounds += 1
-        self._since_doubling += 1
-        if self._since_doubling >= self.ROUNDS_PER_DOUBLING:
-            self.interval *= 2
-            self._since_doubling = 0
-        self._next_round = now + self.interval
 
     def rows(self) -> "_Trails":
         """The trails by workload id, each made JSON-ready when it is read (rows are written one by
