@@ -21,9 +21,11 @@ from tests.live.harness import (LIVE, Served, dump, group_alive, job_file, kill_
                                 overlapping_runs, wait_for)
 
 MODELS = ["kueue", "yunikorn", "ytsaurus", "symphony"]
-# seconds of batch work: long enough to be running when the model preempts (YTsaurus waits for its
-# starvation timeout and a heartbeat), short enough to keep the suite quick
-BATCH_SECONDS = {"kueue": 4, "yunikorn": 5, "ytsaurus": 6, "symphony": 4}
+# seconds of batch work, short to keep the suite quick; the first attempt is then held (``--hold``) so
+# it is still running when the model preempts (YTsaurus waits for its starvation timeout and a
+# heartbeat), however loaded the machine: a fixed run length lost that race at load 11
+BATCH_SECONDS = {"kueue": 2, "yunikorn": 2, "ytsaurus": 2, "symphony": 2}
+HOLD_SECONDS = 60
 
 
 @pytest.fixture
@@ -59,7 +61,8 @@ def run_scenario(model, db, tmp):
     s = Served(config, db, tmp).start()
     try:
         s.ready()
-        batch = job_file(model, "batch", tmp, BATCH_SECONDS[model], "batch-1", grace=5)
+        batch = job_file(model, "batch", tmp, BATCH_SECONDS[model], "batch-1", grace=5,
+                         extra=["--hold", str(HOLD_SECONDS)])
         assert s.cli("submit", str(batch)).stdout.strip() == "batch-1"
         wait_for(lambda: len(started_tasks(tmp, "batch-1")) == 2, 30, "both batch tasks to start")
         # over HTTP: a CLI start can take seconds on a loaded machine, long enough for the batch to end

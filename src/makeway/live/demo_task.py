@@ -5,6 +5,9 @@ It works through ``--seconds`` of work in small steps and keeps its progress in 
 the checkpoint and exits; the next attempt resumes from the checkpoint. ``--ignore-stop`` makes it
 ignore SIGTERM (and start a grandchild that does the same), to show the SIGKILL at the deadline.
 Every start and end is appended to ``DIR/markers.log`` so a test can prove no task ran twice at once.
+``--hold S`` keeps a first attempt alive up to ``S`` seconds after its work is done, still answering its
+stop signal: a demo (or a test) whose victim must still be running when the preemptor arrives, however
+slow the machine, without a long restarted attempt.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--checkpoint", default=os.environ.get("DEMO_CHECKPOINTS", "."))
     ap.add_argument("--ignore-stop", action="store_true")
     ap.add_argument("--exit-code", type=int, default=0)
+    ap.add_argument("--hold", type=float, default=0.0)
     args = ap.parse_args(argv)
     job = os.environ.get("MAKEWAY_JOB_ID", "job")
     task = os.environ.get("MAKEWAY_TASK_ID", "task")
@@ -56,7 +60,9 @@ def main(argv: list[str] | None = None) -> int:
         for s in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT):
             signal.signal(s, on_stop)
     step = 0.05
-    while done < args.seconds:
+    held = 0.0
+    hold = args.hold if attempt == "1" else 0.0
+    while done < args.seconds or held < hold:
         if stop["now"]:
             notice_path = os.environ.get("MAKEWAY_PREEMPT_NOTICE")
             notice = json.loads(Path(notice_path).read_text()) if notice_path and Path(notice_path).exists() else {}
@@ -66,7 +72,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{task} attempt {attempt}: stopped at {done:.1f} s, checkpoint written", flush=True)
             return 143
         time.sleep(step)
-        done += step
+        if done < args.seconds:
+            done += step
+        else:
+            held += step
     ckpt.write_text(json.dumps({"done": done, "attempt": attempt, "finished": True}))
     _append(markers, f"end {task} {attempt} {time.time():.6f} finished")
     print(f"{task} attempt {attempt}: finished", flush=True)

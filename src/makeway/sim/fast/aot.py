@@ -66,39 +66,59 @@ def _import(path: Path, name: str) -> Callable[..., Any]:
 
 
 def _build(name: str, sig: str) -> Path | None:
-    """Build the module into the first writable cache directory; its path, or None."""
+    """Build the module into the first writable cache directory; its path, or None. Processes
+    starting together (test workers, a sweep's pool) build it once: the others wait on a lock in
+    that directory and import what the first one built (the build is half a minute of CPU)."""
+    for d in _dirs():
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            lock = open(d / (name + ".lock"), "a")
+        except OSError:
+            continue
+        with lock:
+            try:
+                import fcntl
+
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            except (ImportError, OSError):  # no advisory locks here: build beside the others
+                pass
+            final = d / (name + _suffix())
+            if final.is_file():
+                return final
+            return _build_in(d, name, sig)
+    return None
+
+
+def _build_in(d: Path, name: str, sig: str) -> Path | None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from numba.pycc import CC
 
         from makeway.sim.fast import loop
-    for d in _dirs():
-        try:
-            d.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix="build-", dir=d))
-        except OSError:
-            continue
-        try:
-            cc = CC(name)
-            cc.output_dir = str(tmp)
-            cc.verbose = False
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                cc.export("run", sig)(loop.run.py_func)
-                cc.compile()
-            built = next(tmp.glob(name + "*"))
-            final = d / (name + _suffix())
-            os.replace(built, final)  # atomic: a process building beside this one loses nothing
-            return final
-        except Exception:  # no compiler, a read-only place ...: the jit function stands in
-            return None
-        finally:
-            for p in tmp.glob("**/*"):
-                if p.is_file():
-                    p.unlink()
-            for p in sorted(tmp.glob("**/"), reverse=True):
-                p.rmdir()
-    return None
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix="build-", dir=d))
+    except OSError:
+        return None
+    try:
+        cc = CC(name)
+        cc.output_dir = str(tmp)
+        cc.verbose = False
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cc.export("run", sig)(loop.run.py_func)
+            cc.compile()
+        built = next(tmp.glob(name + "*"))
+        final = d / (name + _suffix())
+        os.replace(built, final)  # atomic: a process reading beside this one sees all or nothing
+        return final
+    except Exception:  # no compiler, a read-only place ...: the jit function stands in
+        return None
+    finally:
+        for p in tmp.glob("**/*"):
+            if p.is_file():
+                p.unlink()
+        for p in sorted(tmp.glob("**/"), reverse=True):
+            p.rmdir()
 
 
 def loop_for(args: tuple) -> Callable[..., Any]:
