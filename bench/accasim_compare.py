@@ -86,6 +86,11 @@ def run(logs: list[str], repeats: int, dest: Path | None = None) -> dict:
             subprocess.run([sys.executable, "-m", "compileall", "-q", *spec.submodule_search_locations],
                            stdout=subprocess.DEVNULL, check=False)
     out: dict = {"accasim": "1.1.3", "python": sys.version.split()[0], "repeats": repeats, "logs": {}}
+    if dest is not None and dest.is_file():  # logs not measured this time keep their last figures
+        try:
+            out["logs"] = {k: v for k, v in json.loads(dest.read_text()).get("logs", {}).items() if k not in logs}
+        except (ValueError, AttributeError):
+            pass
     try:
         for name in logs:
             gz = (shared / LOGS[name]).resolve()

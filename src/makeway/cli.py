@@ -569,8 +569,7 @@ def bench(
     if growth:
         from makeway import growth as grow
 
-        for name in [n for n in names if n in grow.SCENARIOS] + \
-                [n for n in grow.SCENARIOS if n not in SCENARIOS and not only]:
+        for name in grow.for_bench(names, bool(only)):
             t0 = time.perf_counter()
             with console.status(f"growth {name}..."):
                 figures.append({**grow.growth(name, quick), "scenario": name})

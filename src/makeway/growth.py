@@ -44,18 +44,51 @@ def preemption_cost(scale: float) -> tuple[float, int]:
     return fig["cpu_s"], fig["jobs"]
 
 
-def swf_cost(scale: float) -> tuple[float, int]:
+def swf_cost(scale: float, model: str = "easy-backfill") -> tuple[float, int]:
     state, recs = kth(int(28_476 * scale))
-    return _cpu(lambda: simulate(state, load_model("easy-backfill"), iter(recs), options=SimOptions(),
+    return _cpu(lambda: simulate(state, load_model(model), iter(recs), options=SimOptions(),
                                  streamed=True)), len(recs)
+
+
+def swf_strict_cost(scale: float) -> tuple[float, int]:
+    return swf_cost(scale, "fifo-strict")
+
+
+def memory_cost(scale: float) -> tuple[float, int]:
+    """Peak bytes the ``memory`` scenario's run holds (tracemalloc), not CPU: memory ~ n^k."""
+    import tracemalloc
+
+    n = int(20_000 * scale)
+    state, jobs = synthetic_cluster(200, 10), synthetic_jobs(n, 200, 10)
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    simulate(state, load_model("none"), iter(jobs), options=SimOptions(), streamed=True)
+    peak = tracemalloc.get_traced_memory()[1] - base
+    tracemalloc.stop()
+    return float(peak), n
 
 
 SCENARIOS: dict[str, Callable[[float], tuple[float, int]]] = {
     "kueue-baseline": kueue_cost,
     "throughput": throughput_cost,
     "throughput-preemption": preemption_cost,
+    "swf-fifo-strict": swf_strict_cost,
     "swf-easy-backfill": swf_cost,
+    "memory": memory_cost,
 }
+UNITS = {"memory": "bytes"}  # of the cost; CPU seconds elsewhere
+# a ``makeway bench`` scenario -> the growth scenarios that scale it (where the names differ)
+OF_BENCH = {"swf-fifo-easy": ("swf-fifo-strict", "swf-easy-backfill")}
+
+
+def for_bench(names: list[str], only: bool) -> list[str]:
+    """The growth scenarios ``makeway bench --growth`` runs for these bench scenarios (every one when
+    no ``--only`` narrowed them), in order, each once."""
+    picked = [g for n in names for g in OF_BENCH.get(n, (n,)) if g in SCENARIOS]
+    if not only:
+        picked += list(SCENARIOS)
+    return list(dict.fromkeys(picked))
 
 
 def exponent(small: float, big: float, ratio: float = 4.0) -> float:
@@ -68,6 +101,8 @@ def growth(name: str, quick: bool) -> Figure:
     big = 0.25 if quick else 1.0
     c_small, n_small = SCENARIOS[name](big / 4)
     c_big, n_big = SCENARIOS[name](big)
+    unit = UNITS.get(name)
+    costs = {"small_cpu_s": round(c_small, 3), "big_cpu_s": round(c_big, 3)} if unit is None else \
+        {f"small_{unit}": round(c_small), f"big_{unit}": round(c_big)}
     return figure(f"growth_exponent_{name.replace('-', '_')}", exponent(c_small, c_big, n_big / max(n_small, 1)),
-                  "exponent", TARGET, small_n=n_small, big_n=n_big, small_cpu_s=round(c_small, 3),
-                  big_cpu_s=round(c_big, 3))
+                  "exponent", TARGET, small_n=n_small, big_n=n_big, **costs)

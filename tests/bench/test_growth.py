@@ -22,3 +22,15 @@ def test_a_zero_cost_does_not_divide_by_zero():
 def test_throughput_scenario_scales_its_jobs():
     cost, n = growth.throughput_cost(0.005)
     assert n == 500 and cost >= 0.0
+
+
+def test_every_bench_scenario_it_scales_is_reached_from_its_bench_name():
+    assert growth.for_bench(["swf-fifo-easy"], True) == ["swf-fifo-strict", "swf-easy-backfill"]
+    assert growth.for_bench(["memory", "throughput"], True) == ["memory", "throughput"]
+    assert growth.for_bench(["ytsaurus-cluster"], True) == []
+    assert growth.for_bench(["throughput"], False) == ["throughput", *[n for n in growth.SCENARIOS if n != "throughput"]]
+
+
+def test_memory_growth_reads_bytes():
+    cost, n = growth.memory_cost(0.005)
+    assert n == 100 and cost > 1000

@@ -275,3 +275,21 @@ def test_good_config_event_settings():
     ch = change_from_record({"event": "config", "time": 5, "queue": "a",
                              "settings": {"properties": {"quota.preemption.delay": "5s"}, "mode": "fifo"}})
     assert ch.changes["settings"]["mode"] == "fifo"
+
+
+def test_a_block_of_the_models_own_keys_reads_no_other_model(monkeypatch):
+    """Start-up: checking a config whose settings the selected model reads builds no other model's
+    classes (``_owners`` is where every model's are built); an unknown key still consults them."""
+    import makeway.model_settings as ms
+
+    def boom(level):
+        raise AssertionError("every model's settings classes were built")
+
+    monkeypatch.setattr(ms, "_owners", boom)
+    assert ms.settings_problems("model", {"placement": "first-fit"}, "fifo-strict", "preemption.settings") == []
+    assert ms.settings_problems("queue", {}, "fifo-strict", "queues.a.settings") == []
+    with pytest.raises(AssertionError, match="every model"):
+        ms.settings_problems("model", {"plaecment": "first-fit"}, "fifo-strict", "preemption.settings")
+    fresh = ms._ByClass()
+    assert list(fresh) == list(ms.BY_CLASS) and len(fresh) == len(ms.BY_CLASS)
+    assert fresh[next(iter(fresh))].model is ms.BY_CLASS[next(iter(fresh))].model

@@ -123,7 +123,7 @@ def load(sim: Any, src: Any) -> None:
     sim.prio.extend([0] * n)
     sub, dur, req = src.sub[lo:hi], src.run[lo:hi], src.req[lo:hi]
     sim._last_fed = float(sub[-1])
-    sim._capacity(base + n)
+    sim._capacity(max(base + n, len(src)))  # the whole trace at once: no grown copy beside its original
     sl = slice(base, base + n)
     WI, WF = sim.WI, sim.WF
     tks = tasks_of[inv]

@@ -575,6 +575,9 @@ class CompiledSimulation:
             if len(head) < self.MIN_JOBS:
                 return self._pure(iter(head))
             feed = itertools.chain(head, feed)
+        from makeway.sim.fast import heap
+
+        heap.hold()
         self._setup()
         if not self.ints:
             return self._pure(iter(workloads) if cols is not None else feed)

@@ -384,14 +384,14 @@ def cluster(path: Path, *, queue_by: str = "auto", layout: str = "pool") -> dict
         names = [queue_name(hdr, n, -1) for n in sorted(hdr.queues)]
         names += [queue_name(hdr, -1, n) for n in sorted(hdr.partitions)]
         if tp is not None and tp.parsed is not None:
-            used = set(map(tuple, np.unique(tp.parsed[:, [10, 11]].astype(np.int64), axis=0).tolist()))
+            used = set(map(tuple, np.unique(tp.parsed[:, 2:4], axis=0).tolist()))
         else:
             used = {(row[10], row[11]) for row in _rows(path, quiet(path))}  # numbers the header may not name
         names += sorted({queue_name(hdr, q, p) for q, p in used} - set(names) - {"default"})
     else:
         col = 8 if queue_by == "user" else 9
         if tp is not None and tp.parsed is not None:
-            ids = {i for i in np.unique(tp.parsed[:, col].astype(np.int64)).tolist() if i >= 0}
+            ids = {i for i in np.unique(tp.parsed[:, col - 8]).tolist() if i >= 0}
         else:
             ids = {row[col] for row in _rows(path, quiet(path)) if row[col] >= 0}
         names = [f"{queue_by}-{i}" for i in sorted(ids)]

@@ -47,7 +47,8 @@ class Tape:
     cols: np.ndarray
     events: list[tuple] = field(default_factory=list)  # (kind, *args), in report order
     pos: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # rows yielded before each
-    parsed: np.ndarray | None = None  # every row ``swf._rows`` yields (line order): what ``cluster`` reads
+    # user, group, queue and partition of every row ``swf._rows`` yields (line order): what ``cluster`` reads
+    parsed: np.ndarray | None = None
 
     def __len__(self) -> int:
         return self.cols.shape[0]
@@ -87,13 +88,34 @@ class _Capture:
         self.events.append(("count", what))
 
 
-def _bytes(path: Path) -> bytes | None:
+def _gunzip(path: Path) -> bytearray:
+    """A gzip file's bytes read into one buffer sized from its trailer: ``GzipFile.read()`` joins its
+    pieces at the end, holding the log twice at that moment."""
+    with open(path, "rb") as fh:
+        packed = fh.seek(0, os.SEEK_END)
+        size = 0
+        if packed >= 4:
+            fh.seek(-4, os.SEEK_END)
+            size = int.from_bytes(fh.read(4), "little")  # the last member's length mod 2**32: a hint
+    out = bytearray(size if size <= 64 * packed else 0)  # a damaged trailer is no hint
+    at = 0
+    with gzip.open(path, "rb") as fh:
+        while True:
+            piece = fh.read(1 << 20)
+            if not piece:
+                break
+            out[at:at + len(piece)] = piece  # grows the buffer where the hint fell short
+            at += len(piece)
+    del out[at:]
+    return out
+
+
+def _bytes(path: Path) -> bytes | bytearray | None:
     """The file's bytes, or None when it cannot be read whole (a corrupt gzip stream: the reference
     reader reports where it stopped)."""
     try:
         if path.suffix == ".gz":
-            with gzip.open(path, "rb") as fh:
-                return fh.read()
+            return _gunzip(path)
         return path.read_bytes()
     except FileNotFoundError:
         raise TraceError(f"{path}: no such file") from None
@@ -131,9 +153,48 @@ def forget() -> None:
     _CACHE.clear()
 
 
+# the fields a row or a check reads (of the 18), in this order: job, submit, wait, run, allocated, requested,
+# requested time, status, user, group, queue, partition
+_KEEP = [0, 1, 2, 3, 4, 7, 8, 10, 11, 12, 14, 15]
+_LINES = 1 << 14  # lines handed to np.loadtxt at a time
+
+
+def _numbers(buf: np.ndarray, good: np.ndarray, line_start: np.ndarray, line_end: np.ndarray,
+             ) -> tuple[np.ndarray, np.ndarray] | None:
+    """The ``_KEEP`` fields of every good line (float64) and whether all 18 of its fields are finite;
+    parsed ``_LINES`` lines at a time, so neither the good lines' text nor all 18 columns exist whole.
+    None when numpy cannot read a line the way the classification said it could."""
+    n, nlines = buf.shape[0], good.shape[0]
+    ng = int(good.sum())
+    V = np.empty((ng, len(_KEEP)))
+    finite = np.empty(ng, bool)
+    k = 0
+    for a in range(0, nlines, _LINES):
+        b = min(nlines, a + _LINES)
+        g = good[a:b]
+        m = int(g.sum())
+        if not m:
+            continue
+        lo, hi = int(line_start[a]), min(int(line_end[b - 1]) + 1, n)
+        body = buf[lo:hi][np.repeat(g, np.minimum(line_end[a:b] + 1, n) - line_start[a:b])].tobytes()
+        try:
+            B = np.loadtxt(io.BytesIO(body), dtype=np.float64, comments=None, ndmin=2, quotechar=None)
+        except ValueError:
+            return None
+        if B.shape != (m, FIELDS):
+            return None
+        with np.errstate(invalid="ignore"):
+            finite[k:k + m] = np.isfinite(B).all(axis=1)
+        V[k:k + m] = B[:, _KEEP]
+        k += m
+    return V, finite
+
+
 def _scan(path: Path, processors: str) -> Tape | None:
+    from makeway.sim.fast import heap
     from makeway.sim.importers import swf
 
+    heap.hold()  # the log's arrays, freed, leave no holes a run's arrays cannot reuse
     data = _bytes(path)
     if data is None:
         return None
@@ -142,7 +203,7 @@ def _scan(path: Path, processors: str) -> Tape | None:
     buf = np.frombuffer(data, np.uint8)
     n = buf.shape[0]
     if n == 0:
-        return Tape(np.zeros((0, 12)), parsed=np.zeros((0, 12)))
+        return Tape(np.zeros((0, 12)), parsed=np.zeros((0, 4), np.int64))
     ends, ntok, first, tok11, len11, odd, foreign = _bytes_scan(buf)
     nlines = ntok.shape[0]
     has_tok = ntok > 0
@@ -154,29 +215,23 @@ def _scan(path: Path, processors: str) -> Tape | None:
     other = np.flatnonzero((data_line & ~good) | (odd & ~data_line))
     line_start = np.concatenate(([0], ends + 1))[:nlines]
     line_end = np.concatenate((ends, [n]))[:nlines]
-    body = buf[np.repeat(good, np.minimum(line_end + 1, n) - line_start)].tobytes()
+    del ends, ntok, first, tok11, odd, foreign, has_tok, comment, data_line
     good_lines = np.flatnonzero(good)
-    if good_lines.shape[0]:
-        try:
-            V = np.loadtxt(io.BytesIO(body), dtype=np.float64, comments=None, ndmin=2, quotechar=None)
-            del body
-        except ValueError:
-            return None
-        if V.shape != (good_lines.shape[0], FIELDS):
-            return None
-    else:
-        V = np.zeros((0, FIELDS))
+    got = _numbers(buf, good, line_start, line_end)
+    if got is None:
+        return None
+    V, finite = got
+    del good, got
 
     def text(i: int) -> str:
         return data[line_start[i]:line_end[i]].decode("utf-8", "replace")
 
     # values of the good lines: checks the reference makes, vectorized; a line failing any is re-read
     with np.errstate(invalid="ignore"):
-        finite = np.isfinite(V).all(axis=1)
         big = np.zeros(V.shape[0], bool)
-        for c in (0, 4, 7, 10, 11, 12, 14, 15):
+        for c in (0, 4, 5, 7, 8, 9, 10, 11):  # fields 1, 5, 8, 11, 12, 13, 15, 16
             big |= np.abs(V[:, c]) >= 2.0**53
-        submit, run, alloc, req, req_time = V[:, 1], V[:, 3], V[:, 4], V[:, 7], V[:, 8]
+        submit, run, alloc, req, req_time = V[:, 1], V[:, 3], V[:, 4], V[:, 5], V[:, 6]
         if processors == "requested":
             procs = np.where(req > 0, np.trunc(req), np.trunc(alloc))
         else:
@@ -188,21 +243,26 @@ def _scan(path: Path, processors: str) -> Tape | None:
     differ = ok & (alloc > 0) & (req > 0) & (alloc != req)
     note_differ = ("jobs whose allocated processors (field 5) differ from requested (field 8): "
                    f"{processors} read (--swf-processors)")
+    partial = bool((np.isin(V[:, 7], (2.0, 3.0, 4.0)) & (len11[good_lines] == 1)).any()) if V.shape[0] else False
+    needs_sort = _needs_sort(submit, good_lines, partial, [text(i) for i in other.tolist()], other)
+    bad_text = [(i, text(i)) for i in lines.tolist()]
+    del data, buf, line_start, line_end, len11, text  # the log's bytes: not read again
     # a row of each ok line, in swf.Row order
     rows_ok = np.empty((int(ok.sum()), 12))
     rows_ok[:, LINE] = good_lines[ok] + 1
     rows_ok[:, PROCS] = procs[ok]
-    for col, src in ((SUBMIT, 1), (WAIT, 2), (RUN, 3), (REQ, 8)):
+    for col, src in ((SUBMIT, 1), (WAIT, 2), (RUN, 3), (REQ, 6)):
         rows_ok[:, col] = V[ok, src]
-    for col, src in ((JOB, 0), (STATUS, 10), (USER, 11), (GROUP, 12), (QUEUE, 14), (PART, 15)):
+    for col, src in ((JOB, 0), (STATUS, 7), (USER, 8), (GROUP, 9), (QUEUE, 10), (PART, 11)):
         rows_ok[:, col] = np.trunc(V[ok, src])
+    del V, submit, run, alloc, req, req_time, procs
     # events of the parse stage, by line: counted notes of ok lines and what the reference says of the rest
     cap = _Capture()
     line_ev: list[tuple[int, int, tuple]] = [(int(ln) + 1, 0, ("count", note_differ))
                                              for ln in good_lines[differ].tolist()]
     extra: list[tuple] = []
-    for i in lines.tolist():
-        s = text(i).strip()
+    for i, t in bad_text:
+        s = t.strip()
         if not s or s.startswith(";"):
             continue
         cap.events = []
@@ -217,9 +277,8 @@ def _scan(path: Path, processors: str) -> Tape | None:
         parsed = parsed[np.argsort(parsed[:, LINE], kind="stable")]
     else:
         parsed = rows_ok
+    del rows_ok
     line_ev.sort(key=lambda e: (e[0], e[1]))
-    partial = bool((np.isin(V[:, 10], (2.0, 3.0, 4.0)) & (len11[good_lines] == 1)).any()) if V.shape[0] else False
-    needs_sort = _needs_sort(V, good_lines, partial, [text(i) for i in other.tolist()], other)
     return _finish(parsed, line_ev, needs_sort)
 
 
@@ -271,7 +330,7 @@ def _bytes_scan(buf: np.ndarray, chunk: int = 1 << 20) -> tuple[np.ndarray, ...]
     return ends_all, ntok, first, tok11, len11, odd, foreign
 
 
-def _needs_sort(V: np.ndarray, good_lines: np.ndarray, partial: bool, other_text: list[str],
+def _needs_sort(submit: np.ndarray, good_lines: np.ndarray, partial: bool, other_text: list[str],
                 other: np.ndarray) -> bool:
     """``swf._needs_sort`` on the same lines: submit going backwards, or field 11 written ``2``/``3``/``4``."""
     from makeway.sim.importers import swf
@@ -286,7 +345,7 @@ def _needs_sort(V: np.ndarray, good_lines: np.ndarray, partial: bool, other_text
                 subs.append((i, float(parts[1]), parts[10] in ("2", "3", "4")))
             except ValueError:
                 continue
-        merged = sorted([(int(i), float(s), False) for i, s in zip(good_lines.tolist(), V[:, 1].tolist())] + subs)
+        merged = sorted([(int(i), float(s), False) for i, s in zip(good_lines.tolist(), submit.tolist())] + subs)
         if partial:
             return True
         last = float("-inf")
@@ -295,7 +354,7 @@ def _needs_sort(V: np.ndarray, good_lines: np.ndarray, partial: bool, other_text
                 return True
             last = s
         return False
-    if V.shape[0] > 1 and bool((np.diff(V[:, 1]) < 0).any()):
+    if submit.shape[0] > 1 and bool((np.diff(submit) < 0).any()):
         return True
     return partial
 
@@ -352,7 +411,7 @@ def _finish(parsed: np.ndarray, line_ev: list[tuple[int, int, tuple]], needs_sor
         events = [(p, 0, 0, e[3]) for p, e in zip(at, keyed)]
     kept = rows[out]
     pos = np.array([e[0] for e in events], np.int64)
-    return Tape(kept, [e[3] for e in events], pos, parsed)
+    return Tape(kept, [e[3] for e in events], pos, parsed[:, USER:PART + 1].astype(np.int64))
 
 
 class _MergeStats:
