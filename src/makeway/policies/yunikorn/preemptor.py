@@ -24,6 +24,7 @@ from makeway.policies.yunikorn.resources import (ask_queue_under, equals_or_empt
 from makeway.policies.yunikorn.common import (MAX_PREEMPTION_ATTEMPTS, PREEMPT_ATTEMPT_FREQUENCY_US, Partition, YAlloc,
                                               YAsk, go_slice_stable)
 from makeway.policies.yunikorn.search import Snap, VictimSearch, find_fence_root, find_victims
+from makeway.policies.yunikorn.node_candidates import NodeCandidates
 from makeway.policies.yunikorn.required_node import required_node_preemption
 from makeway.policies.yunikorn import events
 from makeway.policies.yunikorn.shortcuts import extras_irrelevant, one_may_do
@@ -87,7 +88,7 @@ class _SortedOnUse:
 
     __slots__ = ("raw", "done", "shortcuts")
 
-    def __init__(self, raw: dict[str, list[YAlloc]], shortcuts: bool):
+    def __init__(self, raw: "dict[str, list[YAlloc]] | NodeCandidates", shortcuts: bool):
         self.raw, self.shortcuts = raw, shortcuts
         self.done: dict[str, list[YAlloc]] = {}
 
@@ -205,8 +206,14 @@ class Preemptor:
 
     def init_working_state(self) -> None:
         """Candidates by node (only usable nodes are ever asked for theirs); usable nodes are
-        listed on first use: the shortcut node search checks them one by one as it goes."""
+        listed on first use: the shortcut node search checks them one by one as it goes. When
+        every leaf's candidates come from its memo, a node's list is merged from the leaves' kept
+        groups when asked for (``NodeCandidates``) instead of grouping every candidate here."""
         if self.by_node is not None:
+            return
+        snaps = [s for s in self.search.snapshots.values() if s.memo is not None or s.victims]
+        if self.part.shortcuts and all(s.memo is not None for s in snaps):
+            self.by_node = _SortedOnUse(NodeCandidates([s.memo.by_node() for s in snaps]), True)  # type: ignore
             return
         by_node: dict[str, list[YAlloc]] = {}
         for a in self.all_candidates():

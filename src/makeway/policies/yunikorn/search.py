@@ -25,8 +25,8 @@ def _clamp32(v: int) -> int:
 class Snap:
     """A queue's guarantee/usage snapshot; working copies are taken with ``duplicate``."""
 
-    __slots__ = ("path", "parent", "leaf", "allocated", "preempting", "max", "guaranteed", "victims",
-                 "ask_queue")
+    __slots__ = ("path", "parent", "leaf", "allocated", "preempting", "max", "guaranteed", "_victims",
+                 "ask_queue", "memo")
 
     def __init__(self, path: str, parent: "Snap | None", leaf: bool, allocated: Res | None,
                  preempting: Res | None, max_: Res | None, guaranteed: Res | None):
@@ -37,15 +37,29 @@ class Snap:
         self.preempting = None if preempting is None else dict(preempting)
         self.max = max_
         self.guaranteed = guaranteed
-        self.victims: list[YAlloc] = []
+        self._victims: list[YAlloc] | None = []
         self.ask_queue: Snap | None = None
+        # the leaf's candidate memo entry when its victims are that entry's list less the
+        # allocations being preempted, filtered on first read (``LeafMemo``)
+        self.memo: LeafMemo | None = None
+
+    @property
+    def victims(self) -> list[YAlloc]:
+        out = self._victims
+        if out is None:
+            out = self._victims = self.memo.live()  # type: ignore[union-attr]
+        return out
+
+    @victims.setter
+    def victims(self, value: list[YAlloc]) -> None:
+        self._victims, self.memo = value, None
 
     def duplicate(self, cache: dict[str, "Snap"]) -> "Snap":
         if self.path in cache:
             return cache[self.path]
         parent = self.parent.duplicate(cache) if self.parent is not None else None
         s = Snap(self.path, parent, self.leaf, self.allocated, self.preempting, self.max, self.guaranteed)
-        s.victims = self.victims
+        s._victims, s.memo = self._victims, self.memo
         s.ask_queue = self.ask_queue  # the link keeps pointing at the original snapshot
         cache[self.path] = s
         return s
@@ -157,7 +171,11 @@ def find_victims(part: Partition, ask: YAsk, link_root: bool = True) -> VictimSe
         if q.leaf:
             probe = snap_for(path, dict(snaps))
             cands = _leaf_candidates(part, ask, path, t, fenced, probe)
-            if cands:
+            if isinstance(cands, LeafMemo):
+                if cands.any_live():
+                    s = snap_for(path, snaps)
+                    s._victims, s.memo = None, cands
+            elif cands:
                 snap_for(path, snaps).victims = cands
             return
         for child in q.children:
@@ -175,7 +193,8 @@ def find_victims(part: Partition, ask: YAsk, link_root: bool = True) -> VictimSe
     return VictimSearch(fence_root, snaps)
 
 
-def _leaf_candidates(part: Partition, ask: YAsk, path: str, t: int, fenced: bool, probe: Snap) -> list[YAlloc]:
+def _leaf_candidates(part: Partition, ask: YAsk, path: str, t: int, fenced: bool,
+                     probe: Snap) -> "list[YAlloc] | LeafMemo":
     q = part.queues[path]
     if q.props.preemption_policy == POLICY_DISABLED:
         return []
@@ -197,15 +216,56 @@ def _leaf_candidates(part: Partition, ask: YAsk, path: str, t: int, fenced: bool
     # the rest of the filter per leaf list; the same leaf list object means the same allocations
     key = (tuple(ask.resources), t, fenced)
     hit = memo.get(path)
-    if hit is not None and hit[0] is allocs and hit[1] == key:
-        static = hit[2]
-    else:
+    if hit is None or hit.allocs is not allocs or hit.key != key:
         want = ask.resources.keys() if ask.resources is not None else None  # match_any, inlined
         static = [] if want is None else [
             a for a in allocs if a.resources is not None and not want.isdisjoint(a.resources)
             and not a.required_node and not a.released and (fenced or a.priority <= t)]
-        memo[path] = (allocs, key, static)
-    return [a for a in static if not a.preempted]
+        hit = memo[path] = LeafMemo(allocs, key, static)
+    return hit
 
 
-__all__ = ["Snap", "VictimSearch", "find_fence_root", "find_victims"]
+class LeafMemo:
+    """A leaf's candidates before the ``preempted`` filter (``static``), kept while the leaf's
+    allocation list and the ask's filter key stay the same, with what the preemptor derives from
+    them on first use: the candidates by node and the union of their non-int resource types.
+    ``preempted`` is read at every use, so every answer is that of the filtered list."""
+
+    __slots__ = ("allocs", "key", "static", "_by_node", "_nonint")
+
+    def __init__(self, allocs: list[YAlloc], key: tuple, static: list[YAlloc]):
+        self.allocs, self.key, self.static = allocs, key, static
+        self._by_node: dict[str, list[YAlloc]] | None = None
+        self._nonint: frozenset | None = None
+
+    def live(self) -> list[YAlloc]:
+        return [a for a in self.static if not a.preempted]
+
+    def any_live(self) -> bool:
+        for a in self.static:
+            if not a.preempted:
+                return True
+        return False
+
+    def by_node(self) -> dict[str, list[YAlloc]]:
+        """The static candidates per node, in leaf order (the caller drops the preempted ones)."""
+        out = self._by_node
+        if out is None:
+            out = self._by_node = {}
+            for a in self.static:
+                lst = out.get(a.node)
+                if lst is None:
+                    out[a.node] = [a]
+                else:
+                    lst.append(a)
+        return out
+
+    def nonint(self) -> frozenset:
+        """The non-int resource types of every static candidate (a superset of the live ones')."""
+        out = self._nonint
+        if out is None:
+            out = self._nonint = frozenset().union(*(a.nonint_types() for a in self.static))
+        return out
+
+
+__all__ = ["LeafMemo", "Snap", "VictimSearch", "find_fence_root", "find_victims"]
