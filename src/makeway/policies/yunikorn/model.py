@@ -72,6 +72,7 @@ class YuniKornModel(PreemptionModel):
         self._ymarked: set[str] = set()
         self._leaves: dict[str, tuple[int, int, list[YAlloc]]] = {}
         self._cands: dict[str, tuple] = {}
+        self._node_rejects: dict[tuple, tuple] = {}
         self._ynodes: dict[str, YNode] = {}
         self._names: list[str] = []
         self._sorted_names: list[str] = []

@@ -39,9 +39,8 @@ class Snap:
         self.guaranteed = guaranteed
         self._victims: list[YAlloc] | None = []
         self.ask_queue: Snap | None = None
-        # the leaf's candidate memo entry when its victims are that entry's list less the
-        # allocations being preempted, filtered on first read (``LeafMemo``)
-        self.memo: LeafMemo | None = None
+        # the leaf's candidate filter when its victims are read on first use (``LeafScope``)
+        self.memo: LeafScope | None = None
 
     @property
     def victims(self) -> list[YAlloc]:
@@ -171,7 +170,7 @@ def find_victims(part: Partition, ask: YAsk, link_root: bool = True) -> VictimSe
         if q.leaf:
             probe = snap_for(path, dict(snaps))
             cands = _leaf_candidates(part, ask, path, t, fenced, probe)
-            if isinstance(cands, LeafMemo):
+            if isinstance(cands, LeafScope):
                 if cands.any_live():
                     s = snap_for(path, snaps)
                     s._victims, s.memo = None, cands
@@ -194,78 +193,79 @@ def find_victims(part: Partition, ask: YAsk, link_root: bool = True) -> VictimSe
 
 
 def _leaf_candidates(part: Partition, ask: YAsk, path: str, t: int, fenced: bool,
-                     probe: Snap) -> "list[YAlloc] | LeafMemo":
+                     probe: Snap) -> "list[YAlloc] | LeafScope":
     q = part.queues[path]
     if q.props.preemption_policy == POLICY_DISABLED:
         return []
+    state = getattr(part, "state", None) if part.shortcuts else None
+    if state is not None:
+        # the simulator's partition: the leaf's candidates are read where they are needed (``LeafScope``)
+        if not state.queue_allocs.get(path) or probe.within_guarantee():
+            return []
+        return LeafScope(part, path, ask.resources, t, fenced)
     allocs = part.leaf_allocs(path)
     if not allocs or probe.within_guarantee():
         return []
-    memo: dict | None = getattr(part, "cand_memo", None) if part.shortcuts else None
-    if memo is None:
-        out = []
-        for a in allocs:
-            if not match_any(a.resources, ask.resources):
-                continue
-            if a.required_node or a.released or a.preempted:
-                continue
-            if fenced or a.priority <= t:
-                out.append(a)
-        return out
-    # a partition whose allocation views never change but for ``preempted`` (the simulator's) keeps
-    # the rest of the filter per leaf list; the same leaf list object means the same allocations
-    key = (tuple(ask.resources), t, fenced)
-    hit = memo.get(path)
-    if hit is None or hit.allocs is not allocs or hit.key != key:
-        want = ask.resources.keys() if ask.resources is not None else None  # match_any, inlined
-        static = [] if want is None else [
-            a for a in allocs if a.resources is not None and not want.isdisjoint(a.resources)
-            and not a.required_node and not a.released and (fenced or a.priority <= t)]
-        hit = memo[path] = LeafMemo(allocs, key, static)
-    return hit
+    out = []
+    for a in allocs:
+        if not match_any(a.resources, ask.resources):
+            continue
+        if a.required_node or a.released or a.preempted:
+            continue
+        if fenced or a.priority <= t:
+            out.append(a)
+    return out
 
 
-class LeafMemo:
-    """A leaf's candidates before the ``preempted`` filter (``static``), kept while the leaf's
-    allocation list and the ask's filter key stay the same, with what the preemptor derives from
-    them on first use: the candidates by node and the union of their non-int resource types.
-    ``preempted`` is read at every use, so every answer is that of the filtered list."""
+class LeafScope:
+    """A leaf's candidate victims as a filter over the partition's allocation views, so that an
+    attempt reads only what it needs: whether the leaf has a candidate (usually its first
+    allocation answers), a node's candidates (``NodeCandidates``), and the whole list only when
+    a stage walks every candidate. ``key`` is the filter (the ask's resource types, the priority
+    threshold, fenced) without the ``preempted`` flag, which is read at every use."""
 
-    __slots__ = ("allocs", "key", "static", "_by_node", "_nonint")
+    __slots__ = ("part", "path", "key", "want", "t", "fenced")
 
-    def __init__(self, allocs: list[YAlloc], key: tuple, static: list[YAlloc]):
-        self.allocs, self.key, self.static = allocs, key, static
-        self._by_node: dict[str, list[YAlloc]] | None = None
-        self._nonint: frozenset | None = None
+    def __init__(self, part: Partition, path: str, ask: Res | None, t: int, fenced: bool):
+        self.part, self.path, self.t, self.fenced = part, path, t, fenced
+        self.want = ask.keys() if ask is not None else None
+        self.key = (tuple(ask) if ask is not None else None, t, fenced)
+
+    def admits(self, a: YAlloc) -> bool:
+        """The candidate filter but ``preempted`` (``match_any`` inlined)."""
+        want = self.want
+        return want is not None and a.resources is not None and not want.isdisjoint(a.resources) \
+            and not a.required_node and not a.released and (self.fenced or a.priority <= self.t)
 
     def live(self) -> list[YAlloc]:
-        return [a for a in self.static if not a.preempted]
+        return [a for a in self.part.leaf_allocs(self.path) if not a.preempted and self.admits(a)]
 
     def any_live(self) -> bool:
-        for a in self.static:
-            if not a.preempted:
+        part = self.part
+        for k in part.state.queue_allocs.get(self.path, ()):  # type: ignore[attr-defined]
+            a = part.yalloc(k)  # type: ignore[attr-defined]
+            if a.tracked and not a.preempted and self.admits(a):
                 return True
         return False
 
-    def by_node(self) -> dict[str, list[YAlloc]]:
-        """The static candidates per node, in leaf order (the caller drops the preempted ones)."""
-        out = self._by_node
-        if out is None:
-            out = self._by_node = {}
-            for a in self.static:
-                lst = out.get(a.node)
-                if lst is None:
-                    out[a.node] = [a]
-                else:
-                    lst.append(a)
-        return out
-
     def nonint(self) -> frozenset:
-        """The non-int resource types of every static candidate (a superset of the live ones')."""
-        out = self._nonint
-        if out is None:
-            out = self._nonint = frozenset().union(*(a.nonint_types() for a in self.static))
-        return out
+        """The non-int resource types of every allocation the leaf has had (a superset of its
+        candidates'), kept per leaf in the partition's ``cand_memo`` and grown with new starts."""
+        part = self.part
+        state, memo = part.state, part.cand_memo  # type: ignore[attr-defined]
+        seen, types = memo.get(self.path, (0, frozenset()))
+        top = seen
+        allocs = state.allocations
+        for k in reversed(state.queue_allocs.get(self.path, {})):
+            a = allocs[k]
+            if a.seq <= seen:
+                break
+            top = max(top, a.seq)
+            extra = [r for r, v in a.resources.items() if type(v) is not int]
+            if extra:
+                types = types.union(extra)
+        memo[self.path] = (top, types)
+        return types
 
 
-__all__ = ["LeafMemo", "Snap", "VictimSearch", "find_fence_root", "find_victims"]
+__all__ = ["LeafScope", "Snap", "VictimSearch", "find_fence_root", "find_victims"]
