@@ -128,16 +128,7 @@ class Preemptor:
     # -- preconditions (§2.2) ---------------------------------------------------------------
 
     def check_preconditions(self, now_us: int, delay_us: int | None = None) -> bool:
-        ask = self.ask
-        if not ask.allow_preempt_other or ask.triggered_preemption or ask.required_node:
-            return False
-        delay = self.part.queues[ask.queue].props.preemption_delay_us if delay_us is None else delay_us
-        if now_us < ask.create_us + delay:
-            return False
-        if ask.last_check_us is not None and now_us < ask.last_check_us + PREEMPT_ATTEMPT_FREQUENCY_US:
-            return False
-        ask.last_check_us = now_us
-        return True
+        return preconditions_hold(self.part, self.ask, now_us, delay_us)
 
     # -- snapshots ----------------------------------------------------------------------------
 
@@ -506,6 +497,19 @@ class Preemptor:
         return PreemptionResult(True, node_id, final, index)
 
 
+def preconditions_hold(part: Partition, ask: YAsk, now_us: int, delay_us: int | None = None) -> bool:
+    """§2.2: whether the ask may try preemption now; a yes sets its check clock."""
+    if not ask.allow_preempt_other or ask.triggered_preemption or ask.required_node:
+        return False
+    delay = part.queues[ask.queue].props.preemption_delay_us if delay_us is None else delay_us
+    if now_us < ask.create_us + delay:
+        return False
+    if ask.last_check_us is not None and now_us < ask.last_check_us + PREEMPT_ATTEMPT_FREQUENCY_US:
+        return False
+    ask.last_check_us = now_us
+    return True
+
+
 def attempt_preemption(part: Partition, ask: YAsk, now_us: int, budget: list[int], headroom: Res | None,
                        nodes_tried: bool, oracle: PredicateOracle | None = None,
                        delay_us: int | None = None, no_node_fits: bool = False) -> PreemptionResult:
@@ -518,11 +522,11 @@ def attempt_preemption(part: Partition, ask: YAsk, now_us: int, budget: list[int
     if budget[0] <= 0:
         ask.log += [MAX_ATTEMPTS, DOES_NOT_HELP]
         return PreemptionResult(False)
-    p = Preemptor(part, ask, headroom, nodes_tried, oracle)
-    p.no_node_fits = no_node_fits
-    if not p.check_preconditions(now_us, delay_us):
+    if not preconditions_hold(part, ask, now_us, delay_us):
         ask.log += [PRECONDITIONS_FAILED, DOES_NOT_HELP]
         return PreemptionResult(False)
+    p = Preemptor(part, ask, headroom, nodes_tried, oracle)
+    p.no_node_fits = no_node_fits
     budget[0] -= 1
     result = p.try_preemption()
     if not result.ok:
