@@ -84,6 +84,7 @@ class _FastPass:
             part = build_state_partition(state, self.taken, m._props, m._ycache, m._ymarked, m._leaves, m._cands,
                                          m._ynodes, m._pre)
             part.sorted_names = m._sorted_names
+            part.node_rejects = m._node_rejects
             for ask_key, node in m.reservations.items():
                 if node in part.nodes:
                     part.nodes[node].reserved_for = ask_key

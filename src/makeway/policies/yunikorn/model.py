@@ -72,6 +72,7 @@ class YuniKornModel(PreemptionModel):
         self._ymarked: set[str] = set()
         self._leaves: dict[str, tuple[int, int, list[YAlloc]]] = {}
         self._cands: dict[str, tuple] = {}
+        self._node_rejects: dict[tuple, tuple] = {}
         self._ynodes: dict[str, YNode] = {}
         self._names: list[str] = []
         self._sorted_names: list[str] = []
@@ -177,13 +178,20 @@ class YuniKornModel(PreemptionModel):
         budgets: dict[str, list[int]] = {}
         wake: float | None = None
         running = bool(state.allocations)
+        # each queue's headroom, computed as try_allocate would; only a start moves it
+        rooms: dict[str, tuple[Res | None]] = {}
         for wl_id in pending_order(state):
             for tid in list(state.pending.get(wl_id, ())):
                 ask = self._ask(state, tid)
                 budget = budgets.setdefault(ask.queue, [MAX_PREEMPTION_ATTEMPTS])
-                r = try_allocate(part, ask, now_us, budget, self.reservations, None, self.preemption_enabled)
+                room = rooms.get(ask.queue)
+                if room is None:
+                    room = rooms[ask.queue] = (part.headroom(ask.queue),)
+                r = try_allocate(part, ask, now_us, budget, self.reservations, None, self.preemption_enabled,
+                                 headroom=room[0])
                 if r.kind in ("Allocated", "AllocatedReserved") and r.node is not None:
                     decisions.append(Start(tid, r.node))
+                    rooms.clear()
                     part.add_usage(ask.queue, ask.resources)
                     node = part.nodes[r.node]
                     node.used = plus(node.used, ask.resources)

@@ -24,6 +24,7 @@ from makeway.policies.yunikorn.resources import (ask_queue_under, equals_or_empt
 from makeway.policies.yunikorn.common import (MAX_PREEMPTION_ATTEMPTS, PREEMPT_ATTEMPT_FREQUENCY_US, Partition, YAlloc,
                                               YAsk, go_slice_stable)
 from makeway.policies.yunikorn.search import Snap, VictimSearch, find_fence_root, find_victims
+from makeway.policies.yunikorn.node_candidates import NodeCandidates, NodeRejects
 from makeway.policies.yunikorn.required_node import required_node_preemption
 from makeway.policies.yunikorn import events
 from makeway.policies.yunikorn.shortcuts import extras_irrelevant, one_may_do
@@ -87,7 +88,7 @@ class _SortedOnUse:
 
     __slots__ = ("raw", "done", "shortcuts")
 
-    def __init__(self, raw: dict[str, list[YAlloc]], shortcuts: bool):
+    def __init__(self, raw: "dict[str, list[YAlloc]] | NodeCandidates", shortcuts: bool):
         self.raw, self.shortcuts = raw, shortcuts
         self.done: dict[str, list[YAlloc]] = {}
 
@@ -127,16 +128,7 @@ class Preemptor:
     # -- preconditions (§2.2) ---------------------------------------------------------------
 
     def check_preconditions(self, now_us: int, delay_us: int | None = None) -> bool:
-        ask = self.ask
-        if not ask.allow_preempt_other or ask.triggered_preemption or ask.required_node:
-            return False
-        delay = self.part.queues[ask.queue].props.preemption_delay_us if delay_us is None else delay_us
-        if now_us < ask.create_us + delay:
-            return False
-        if ask.last_check_us is not None and now_us < ask.last_check_us + PREEMPT_ATTEMPT_FREQUENCY_US:
-            return False
-        ask.last_check_us = now_us
-        return True
+        return preconditions_hold(self.part, self.ask, now_us, delay_us)
 
     # -- snapshots ----------------------------------------------------------------------------
 
@@ -205,8 +197,15 @@ class Preemptor:
 
     def init_working_state(self) -> None:
         """Candidates by node (only usable nodes are ever asked for theirs); usable nodes are
-        listed on first use: the shortcut node search checks them one by one as it goes."""
+        listed on first use: the shortcut node search checks them one by one as it goes. When
+        every leaf's candidates are a filter (``LeafScope``), a node's list is read from the node
+        when asked for (``NodeCandidates``) instead of grouping every candidate here."""
         if self.by_node is not None:
+            return
+        snaps = [s for s in self.search.snapshots.values() if s.memo is not None or s.victims]
+        if self.part.shortcuts and getattr(self.part, "state", None) is not None \
+                and all(s.memo is not None for s in snaps):
+            self.by_node = _SortedOnUse(NodeCandidates(self.part, [s.memo for s in snaps]), True)  # type: ignore[misc]
             return
         by_node: dict[str, list[YAlloc]] = {}
         for a in self.all_candidates():
@@ -353,11 +352,19 @@ class Preemptor:
                 return best, -1
         chosen: tuple[int, str] | None = None
         raw = self.by_node.raw
+        rejects = self._rejects()
         for node_id in self.part.names_in_order():
-            if not self.node_usable(node_id):
+            if chosen is not None and chosen[0] <= 1:
+                if rejects is not None and rejects.known(node_id, ask):
+                    continue  # no single candidate made the ask fit when last tried, nor can now
+                if not self.node_usable(node_id):
+                    continue
+                if not one_may_do(self, node_id, raw.get(node_id)):
+                    if rejects is not None:
+                        rejects.note(node_id, raw, self.free_of_node(node_id), ask)
+                    continue  # this node's index is at least 1: it cannot beat the one chosen
+            elif not self.node_usable(node_id):
                 continue
-            if chosen is not None and chosen[0] <= 1 and not one_may_do(self, node_id, raw.get(node_id)):
-                continue  # this node's index is at least 1: it cannot beat the one chosen
             idx, lst = self.victims_by_node(self.free_of_node(node_id), self.by_node.get(node_id, []))
             if not lst:
                 continue
@@ -367,6 +374,16 @@ class Preemptor:
                 if idx <= 0:
                     break
         return None if chosen is None else (chosen[1], chosen[0])
+
+    def _rejects(self) -> "NodeRejects | None":
+        """The kept node verdicts for this attempt's candidate filter, when the partition keeps them
+        and every leaf's candidates are a filter (``LeafScope``)."""
+        memo = getattr(self.part, "node_rejects", None)
+        raw = self.by_node.raw if self.by_node is not None else None
+        if memo is None or not isinstance(raw, NodeCandidates):
+            return None
+        scope = tuple((s.path, s.memo.key) for s in self.search.snapshots.values() if s.memo is not None)
+        return NodeRejects(memo, self.part.state, scope)  # type: ignore[attr-defined]
 
     # -- queue-level victims (§2.10) ----------------------------------------------------------
 
@@ -480,6 +497,19 @@ class Preemptor:
         return PreemptionResult(True, node_id, final, index)
 
 
+def preconditions_hold(part: Partition, ask: YAsk, now_us: int, delay_us: int | None = None) -> bool:
+    """§2.2: whether the ask may try preemption now; a yes sets its check clock."""
+    if not ask.allow_preempt_other or ask.triggered_preemption or ask.required_node:
+        return False
+    delay = part.queues[ask.queue].props.preemption_delay_us if delay_us is None else delay_us
+    if now_us < ask.create_us + delay:
+        return False
+    if ask.last_check_us is not None and now_us < ask.last_check_us + PREEMPT_ATTEMPT_FREQUENCY_US:
+        return False
+    ask.last_check_us = now_us
+    return True
+
+
 def attempt_preemption(part: Partition, ask: YAsk, now_us: int, budget: list[int], headroom: Res | None,
                        nodes_tried: bool, oracle: PredicateOracle | None = None,
                        delay_us: int | None = None, no_node_fits: bool = False) -> PreemptionResult:
@@ -492,11 +522,11 @@ def attempt_preemption(part: Partition, ask: YAsk, now_us: int, budget: list[int
     if budget[0] <= 0:
         ask.log += [MAX_ATTEMPTS, DOES_NOT_HELP]
         return PreemptionResult(False)
-    p = Preemptor(part, ask, headroom, nodes_tried, oracle)
-    p.no_node_fits = no_node_fits
-    if not p.check_preconditions(now_us, delay_us):
+    if not preconditions_hold(part, ask, now_us, delay_us):
         ask.log += [PRECONDITIONS_FAILED, DOES_NOT_HELP]
         return PreemptionResult(False)
+    p = Preemptor(part, ask, headroom, nodes_tried, oracle)
+    p.no_node_fits = no_node_fits
     budget[0] -= 1
     result = p.try_preemption()
     if not result.ok:

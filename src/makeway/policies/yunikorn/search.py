@@ -25,8 +25,8 @@ def _clamp32(v: int) -> int:
 class Snap:
     """A queue's guarantee/usage snapshot; working copies are taken with ``duplicate``."""
 
-    __slots__ = ("path", "parent", "leaf", "allocated", "preempting", "max", "guaranteed", "victims",
-                 "ask_queue")
+    __slots__ = ("path", "parent", "leaf", "allocated", "preempting", "max", "guaranteed", "_victims",
+                 "ask_queue", "memo")
 
     def __init__(self, path: str, parent: "Snap | None", leaf: bool, allocated: Res | None,
                  preempting: Res | None, max_: Res | None, guaranteed: Res | None):
@@ -37,15 +37,28 @@ class Snap:
         self.preempting = None if preempting is None else dict(preempting)
         self.max = max_
         self.guaranteed = guaranteed
-        self.victims: list[YAlloc] = []
+        self._victims: list[YAlloc] | None = []
         self.ask_queue: Snap | None = None
+        # the leaf's candidate filter when its victims are read on first use (``LeafScope``)
+        self.memo: LeafScope | None = None
+
+    @property
+    def victims(self) -> list[YAlloc]:
+        out = self._victims
+        if out is None:
+            out = self._victims = self.memo.live()  # type: ignore[union-attr]
+        return out
+
+    @victims.setter
+    def victims(self, value: list[YAlloc]) -> None:
+        self._victims, self.memo = value, None
 
     def duplicate(self, cache: dict[str, "Snap"]) -> "Snap":
         if self.path in cache:
             return cache[self.path]
         parent = self.parent.duplicate(cache) if self.parent is not None else None
         s = Snap(self.path, parent, self.leaf, self.allocated, self.preempting, self.max, self.guaranteed)
-        s.victims = self.victims
+        s._victims, s.memo = self._victims, self.memo
         s.ask_queue = self.ask_queue  # the link keeps pointing at the original snapshot
         cache[self.path] = s
         return s
@@ -157,7 +170,11 @@ def find_victims(part: Partition, ask: YAsk, link_root: bool = True) -> VictimSe
         if q.leaf:
             probe = snap_for(path, dict(snaps))
             cands = _leaf_candidates(part, ask, path, t, fenced, probe)
-            if cands:
+            if isinstance(cands, LeafScope):
+                if cands.any_live():
+                    s = snap_for(path, snaps)
+                    s._victims, s.memo = None, cands
+            elif cands:
                 snap_for(path, snaps).victims = cands
             return
         for child in q.children:
@@ -175,37 +192,80 @@ def find_victims(part: Partition, ask: YAsk, link_root: bool = True) -> VictimSe
     return VictimSearch(fence_root, snaps)
 
 
-def _leaf_candidates(part: Partition, ask: YAsk, path: str, t: int, fenced: bool, probe: Snap) -> list[YAlloc]:
+def _leaf_candidates(part: Partition, ask: YAsk, path: str, t: int, fenced: bool,
+                     probe: Snap) -> "list[YAlloc] | LeafScope":
     q = part.queues[path]
     if q.props.preemption_policy == POLICY_DISABLED:
         return []
+    state = getattr(part, "state", None) if part.shortcuts else None
+    if state is not None:
+        # the simulator's partition: the leaf's candidates are read where they are needed (``LeafScope``)
+        if not state.queue_allocs.get(path) or probe.within_guarantee():
+            return []
+        return LeafScope(part, path, ask.resources, t, fenced)
     allocs = part.leaf_allocs(path)
     if not allocs or probe.within_guarantee():
         return []
-    memo: dict | None = getattr(part, "cand_memo", None) if part.shortcuts else None
-    if memo is None:
-        out = []
-        for a in allocs:
-            if not match_any(a.resources, ask.resources):
-                continue
-            if a.required_node or a.released or a.preempted:
-                continue
-            if fenced or a.priority <= t:
-                out.append(a)
-        return out
-    # a partition whose allocation views never change but for ``preempted`` (the simulator's) keeps
-    # the rest of the filter per leaf list; the same leaf list object means the same allocations
-    key = (tuple(ask.resources), t, fenced)
-    hit = memo.get(path)
-    if hit is not None and hit[0] is allocs and hit[1] == key:
-        static = hit[2]
-    else:
-        want = ask.resources.keys() if ask.resources is not None else None  # match_any, inlined
-        static = [] if want is None else [
-            a for a in allocs if a.resources is not None and not want.isdisjoint(a.resources)
-            and not a.required_node and not a.released and (fenced or a.priority <= t)]
-        memo[path] = (allocs, key, static)
-    return [a for a in static if not a.preempted]
+    out = []
+    for a in allocs:
+        if not match_any(a.resources, ask.resources):
+            continue
+        if a.required_node or a.released or a.preempted:
+            continue
+        if fenced or a.priority <= t:
+            out.append(a)
+    return out
 
 
-__all__ = ["Snap", "VictimSearch", "find_fence_root", "find_victims"]
+class LeafScope:
+    """A leaf's candidate victims as a filter over the partition's allocation views, so that an
+    attempt reads only what it needs: whether the leaf has a candidate (usually its first
+    allocation answers), a node's candidates (``NodeCandidates``), and the whole list only when
+    a stage walks every candidate. ``key`` is the filter (the ask's resource types, the priority
+    threshold, fenced) without the ``preempted`` flag, which is read at every use."""
+
+    __slots__ = ("part", "path", "key", "want", "t", "fenced")
+
+    def __init__(self, part: Partition, path: str, ask: Res | None, t: int, fenced: bool):
+        self.part, self.path, self.t, self.fenced = part, path, t, fenced
+        self.want = ask.keys() if ask is not None else None
+        self.key = (tuple(ask) if ask is not None else None, t, fenced)
+
+    def admits(self, a: YAlloc) -> bool:
+        """The candidate filter but ``preempted`` (``match_any`` inlined)."""
+        want = self.want
+        return want is not None and a.resources is not None and not want.isdisjoint(a.resources) \
+            and not a.required_node and not a.released and (self.fenced or a.priority <= self.t)
+
+    def live(self) -> list[YAlloc]:
+        return [a for a in self.part.leaf_allocs(self.path) if not a.preempted and self.admits(a)]
+
+    def any_live(self) -> bool:
+        part = self.part
+        for k in part.state.queue_allocs.get(self.path, ()):  # type: ignore[attr-defined]
+            a = part.yalloc(k)  # type: ignore[attr-defined]
+            if a.tracked and not a.preempted and self.admits(a):
+                return True
+        return False
+
+    def nonint(self) -> frozenset:
+        """The non-int resource types of every allocation the leaf has had (a superset of its
+        candidates'), kept per leaf in the partition's ``cand_memo`` and grown with new starts."""
+        part = self.part
+        state, memo = part.state, part.cand_memo  # type: ignore[attr-defined]
+        seen, types = memo.get(self.path, (0, frozenset()))
+        top = seen
+        allocs = state.allocations
+        for k in reversed(state.queue_allocs.get(self.path, {})):
+            a = allocs[k]
+            if a.seq <= seen:
+                break
+            top = max(top, a.seq)
+            extra = [r for r, v in a.resources.items() if type(v) is not int]
+            if extra:
+                types = types.union(extra)
+        memo[self.path] = (top, types)
+        return types
+
+
+__all__ = ["LeafScope", "Snap", "VictimSearch", "find_fence_root", "find_victims"]

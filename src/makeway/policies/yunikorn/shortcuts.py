@@ -119,8 +119,11 @@ def extras_irrelevant(p: "Preemptor", node_id: str, node_victims: list[YAlloc]) 
     for r in (aq.guaranteed, aq.allocated or {}, aq.preempting or {}, ask):
         if any(type(r[k]) is not int for k in types if k in r):
             return False
-    if any(not a.nonint_types().isdisjoint(types) for a in p.all_candidates()):
-        return False
+    for s in p.search.snapshots.values():
+        if s.memo is not None and s.memo.nonint().isdisjoint(types):
+            continue  # no candidate of the leaf, live or not, has a non-int value of these types
+        if any(not a.nonint_types().isdisjoint(types) for a in s.victims):
+            return False
     before = aq.remaining_guaranteed()
     return before is None or all(v >= 0 for v in before.values())
 

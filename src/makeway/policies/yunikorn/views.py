@@ -51,6 +51,8 @@ class StatePartition(Partition):
         self.ycache = ycache
         self.leaves = leaves
         self.cand_memo = cand_memo
+        # (node, candidate scope) -> verdicts of the node search, kept by the model (``NodeRejects``)
+        self.node_rejects: dict[tuple, tuple] | None = None
 
     def yalloc(self, k: str) -> YAlloc:
         a = self.state.allocations[k]
