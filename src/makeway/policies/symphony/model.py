@@ -275,11 +275,14 @@ class SymphonyModel(PreemptionModel):
             return capacity, views[wl_id]
         stamp = (id(state), state.alloc_epoch, state.submit_epoch, state.config_epoch, state.topology_epoch, now)
         if self._explained[0] != stamp:
+            self._explained = (stamp, {})
+        cons = self._explained[1].get(queue)
+        if cons is None:
             resource = self.slot_resource(state)
             slots_of = self._slots if self._slots is not None and self._slots.resource == resource \
                 else _SlotCache(resource)
-            self._explained = (stamp, dict(self._consumers(state, _Plan(state, slots_of), slots_of, now, False)))
-        cons = self._explained[1][queue]
+            cons = self._explained[1][queue] = self._consumers(state, _Plan(state, slots_of), slots_of, now, False,
+                                                               queue)[0][1]
         s = cons.holders.get(wl_id)
         if s is None:
             r = cons.cb.recs[wl_id]
@@ -287,16 +290,20 @@ class SymphonyModel(PreemptionModel):
         return cons.capacity, s
 
     def _consumers(self, state: ClusterState, plan: _Plan, slots_of: _SlotCache, now: float,
-                   waiting_only: bool) -> list[tuple[str, Consumer]]:
-        """Each consumer with open sessions (with a pending one, if ``waiting_only``), in name
-        order, with its shares over the backlog table (``sparse``)."""
+                   waiting_only: bool, only: str | None = None) -> list[tuple[str, Consumer]]:
+        """Each consumer with open sessions (with a pending one, if ``waiting_only``; just ``only``
+        if given), in name order, with its shares over the backlog table (``sparse``); task views
+        only for a cycle (``waiting_only``)."""
         bl = self._backlog
         bl.sync(state, slots_of.resource, lambda wl: self._session_settings(state, wl).priority, slots_of)
         by_queue: dict[str, list[str]] = {}
         for wl_id, q in bl.holders.items():
             by_queue.setdefault(q, []).append(wl_id)
-        names = set(by_queue)
-        names.update(q for q, cb in bl.consumers.items() if cb.recs)
+        if only is not None:
+            names = {only}
+        else:
+            names = set(by_queue)
+            names.update(q for q, cb in bl.consumers.items() if cb.recs)
         out = []
         for queue in sorted(names):
             cb = bl.consumers.get(queue)
@@ -304,7 +311,7 @@ class SymphonyModel(PreemptionModel):
             if waiting_only and not (cb is not None and cb.recs) and not any(w in state.pending for w in mine):
                 continue
             sharing = self.consumer_settings(state, queue)[2]
-            holders = [holder_view(self, state, w, slots_of, now, sharing) for w in mine]
+            holders = [holder_view(self, state, w, slots_of, now, sharing, waiting_only) for w in mine]
             out.append((queue, Consumer(self.consumer_capacity(state, queue, plan), holders, cb)))
         return out
 

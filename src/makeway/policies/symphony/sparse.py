@@ -29,17 +29,21 @@ _EMPTY = ConsumerBacklog()
 
 
 def holder_view(model: Any, state: ClusterState, wl_id: str, slots_of: Callable, now: float,
-                sharing: str) -> SessionView:
-    """The view ``SymphonyModel.sessions`` builds for one session (deserved left at 0)."""
+                sharing: str, with_tasks: bool = True) -> SessionView:
+    """The view ``SymphonyModel.sessions`` builds for one session (deserved left at 0); without
+    its task views where only the shares are read."""
     wl = state.workloads[wl_id]
     ss = model._session_settings(state, wl)
     tasks = []
     allocs = state.allocations
-    for tid in state.running.get(wl_id, ()):
-        a = allocs[tid]
-        tasks.append(TaskView(tid, wl_id, a.start, now - a.start, slots_of(a.resources),
-                              a.node if sharing == "host" else None, a.preemptible and not a.preempting))
-    allocated = sum(t.slots for t in tasks)
+    if with_tasks:
+        for tid in state.running.get(wl_id, ()):
+            a = allocs[tid]
+            tasks.append(TaskView(tid, wl_id, a.start, now - a.start, slots_of(a.resources),
+                                  a.node if sharing == "host" else None, a.preemptible and not a.preempting))
+        allocated = sum(t.slots for t in tasks)
+    else:
+        allocated = sum(slots_of(allocs[tid].resources) for tid in state.running.get(wl_id, ()))
     pending = 0
     if state.pending.get(wl_id):
         groups: dict[int, int] = {}
