@@ -33,6 +33,8 @@ class Rec:
     okey: tuple                  # serving order: (-priority, submit, name)
     shape: tuple | None          # the one request of every pending task (sorted items), else None
     slots: int                   # slots of one task of that shape (0 for a multi-group session)
+    rank: int = 1
+    preemptive: bool = False
 
 
 @dataclass(slots=True)
@@ -86,8 +88,10 @@ class Backlog:
         self._pos = 0
         self._where: dict[str, str] = {}     # waiting session -> its consumer
 
-    def sync(self, state: ClusterState, resource: str, priority_of: Callable[[Any], int],
+    def sync(self, state: ClusterState, resource: str, settings_of: Callable[[Any], Any],
              slots_of: Callable[[Any], int]) -> None:
+        """``settings_of(workload)``: its session settings (priority, rank, preemptive), which stay
+        while the workload object and the config do (a priority change is logged)."""
         key = (id(state), state.config_epoch, resource)
         log = state.pending_log
         back = log.since(self._pos) if self._key == key else None
@@ -110,22 +114,23 @@ class Backlog:
             if name in pending and not running.get(name):
                 wl = wls[name]
                 self.consumers.setdefault(wl.queue, ConsumerBacklog()).add(
-                    _rec(wl, pending[name], priority_of(wl), slots_of))
+                    _rec(wl, pending[name], settings_of(wl), slots_of))
                 self._where[name] = wl.queue
 
 
-def _rec(wl: Any, tasks: Any, priority: int, slots_of: Callable[[Any], int]) -> Rec:
+def _rec(wl: Any, tasks: Any, ss: Any, slots_of: Callable[[Any], int]) -> Rec:
     live = [g for g, grp in enumerate(wl.groups) if grp.count > 0]
-    okey = (-priority, wl.submit, wl.id)
+    okey = (-ss.priority, wl.submit, wl.id)
     if len(live) == 1:
         req = wl.groups[live[0]].resources
         ts = slots_of(req)
-        return Rec(wl.id, priority, ts * len(tasks), okey, tuple(sorted(req.items())), ts)
+        return Rec(wl.id, ss.priority, ts * len(tasks), okey, tuple(sorted(req.items())), ts, ss.rank, ss.preemptive)
     counts: dict[int, int] = {}
     for t in tasks:
         g = int(t.rsplit("/", 2)[1])
         counts[g] = counts.get(g, 0) + 1
-    return Rec(wl.id, priority, sum(slots_of(wl.groups[g].resources) * n for g, n in counts.items()), okey, None, 0)
+    return Rec(wl.id, ss.priority, sum(slots_of(wl.groups[g].resources) * n for g, n in counts.items()), okey, None,
+               0, ss.rank, ss.preemptive)
 
 
 __all__ = ["Backlog", "ConsumerBacklog", "Rec"]

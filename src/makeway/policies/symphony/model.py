@@ -295,7 +295,7 @@ class SymphonyModel(PreemptionModel):
         if given), in name order, with its shares over the backlog table (``sparse``); task views
         only for a cycle (``waiting_only``)."""
         bl = self._backlog
-        bl.sync(state, slots_of.resource, lambda wl: self._session_settings(state, wl).priority, slots_of)
+        bl.sync(state, slots_of.resource, lambda wl: self._session_settings(state, wl), slots_of)
         by_queue: dict[str, list[str]] = {}
         for wl_id, q in bl.holders.items():
             by_queue.setdefault(q, []).append(wl_id)

@@ -56,8 +56,7 @@ def holder_view(model: Any, state: ClusterState, wl_id: str, slots_of: Callable,
 
 
 def waiting_view(model: Any, state: ClusterState, r: Rec, deserved: int) -> SessionView:
-    ss = model._session_settings(state, state.workloads[r.name])
-    return SessionView(r.name, ss.rank, ss.preemptive, deserved, 0, r.d, ss.priority, (r.okey[1],), [])
+    return SessionView(r.name, r.rank, r.preemptive, deserved, 0, r.d, r.w, (r.okey[1],), [])
 
 
 class Consumer:
@@ -115,7 +114,7 @@ def consumer_cycle(model: Any, state: ClusterState, queue: str, cons: Consumer, 
     scope, criteria, _ = model.consumer_settings(state, queue)
     capacity = cons.capacity
     views = cons.views(model, state)
-    pending = {w: list(state.pending.get(w, ())) for w in views}
+    pending = _Pending(state.pending)
     out: list[Decision] = []
     plan.consumer_allocated = sum(s.allocated for s in views.values())
     plan.no_fit = set()
@@ -153,8 +152,12 @@ def consumer_cycle(model: Any, state: ClusterState, queue: str, cons: Consumer, 
         return starts, used
 
     order = sorted(views.values(), key=lambda s: (-s.priority, s.order, s.name))
+    recs = cons.cb.recs
     for s in order:  # up to the deserved share first
         if s.deserved > s.allocated:
+            r = recs.get(s.name)
+            if r is not None and r.shape is not None and r.slots > s.deserved - s.allocated:
+                continue  # no task of a one-shape waiting session fits its budget: place() would try none
             out.extend(place(s, s.deserved - s.allocated)[0])
     out.extend(_second_pass(model, state, cons.cb, views, order, pending, place, free, no_fit))
 
@@ -166,6 +169,20 @@ def consumer_cycle(model: Any, state: ClusterState, queue: str, cons: Consumer, 
         out.extend(model._preempt(state, queue, p, views, pending, plan, free(), scope, criteria, place, holders,
                                   barren))
     return out
+
+
+class _Pending(dict):
+    """A cycle's pending task lists, copied from the state when first read."""
+
+    __slots__ = ("_state",)
+
+    def __init__(self, state_pending: Any):
+        super().__init__()
+        self._state = state_pending
+
+    def __missing__(self, name: str) -> list[str]:
+        got = self[name] = list(self._state.get(name, ()))
+        return got
 
 
 def _second_pass(model: Any, state: ClusterState, cb: ConsumerBacklog, views: dict[str, SessionView],
@@ -204,7 +221,6 @@ def _second_pass(model: Any, state: ClusterState, cb: ConsumerBacklog, views: di
                 continue  # nothing of this shape fits for the rest of the pass
             r = cb.recs[name]
             s = views[name] = waiting_view(model, state, r, 0)
-            pending[name] = list(state.pending[name])
             starts, _ = place(s, None)
         out.extend(starts)
         push(i, j + 1)
