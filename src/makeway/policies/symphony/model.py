@@ -36,7 +36,7 @@ from makeway.policies.symphony.backlog import Backlog
 from makeway.policies.symphony.sparse import Consumer, consumer_cycle, holder_view, waiting_view
 from makeway.policies.symphony.rules import (
     DEFAULT_PRIORITY, DEFAULT_RANK, SessionView, TaskView, may_preempt, normalize_criteria, normalize_scope,
-    preemptors, proportional_deserved, select_victims,
+    need_of, preemptors, proportional_deserved, select_victims,
 )
 
 MODEL = "symphony"
@@ -458,8 +458,16 @@ class SymphonyModel(PreemptionModel):
     def _preempt(self, state: ClusterState, queue: str, p: SessionView, views: dict[str, SessionView],
                  pending: dict[str, list[str]], plan: _Plan, free: int, scope: str, criteria: str,
                  place: Any, holders: list[SessionView] | None = None,
-                 barren: set[int] | None = None) -> list[Decision]:
-        sel = select_victims(p, views.values() if holders is None else holders, free, scope, criteria)
+                 barren: set[int] | None = None, memo: dict | None = None) -> list[Decision]:
+        """``memo``: selections by (rank, need, may preempt), valid while the views stand as they
+        are (the caller clears it when a preemption or a start moves them): the selection reads the
+        preemptor only through those."""
+        key = (p.rank, need_of(p, free), may_preempt(p)) if memo is not None else None
+        sel = memo.get(key) if memo is not None else None
+        if sel is None:
+            sel = select_victims(p, views.values() if holders is None else holders, free, scope, criteria)
+            if memo is not None:
+                memo[key] = sel
         if not sel.victims:
             if barren is not None and holders is not None and sel.need > 0 and may_preempt(p):
                 barren.add(p.rank)

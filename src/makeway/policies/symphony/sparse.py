@@ -163,11 +163,15 @@ def consumer_cycle(model: Any, state: ClusterState, queue: str, cons: Consumer, 
 
     holders = [s for s in views.values() if s.tasks]
     barren: set[int] = set()
+    memo: dict = {}
     for p in preemptors(views.values()):
         if not p.under_allocated or not pending[p.name] or p.rank in barren:
             continue
-        out.extend(model._preempt(state, queue, p, views, pending, plan, free(), scope, criteria, place, holders,
-                                  barren))
+        got = model._preempt(state, queue, p, views, pending, plan, free(), scope, criteria, place, holders,
+                             barren, memo)
+        if got:
+            memo.clear()
+            out.extend(got)
     return out
 
 
