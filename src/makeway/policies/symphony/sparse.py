@@ -165,7 +165,7 @@ def consumer_cycle(model: Any, state: ClusterState, queue: str, cons: Consumer, 
     barren: set[int] = set()
     memo: dict = {}
     for p in preemptors(views.values()):
-        if not p.under_allocated or not pending[p.name] or p.rank in barren:
+        if not p.under_allocated or p.rank in barren or not pending.any(p.name):
             continue
         got = model._preempt(state, queue, p, views, pending, plan, free(), scope, criteria, place, holders,
                              barren, memo)
@@ -187,6 +187,11 @@ class _Pending(dict):
     def __missing__(self, name: str) -> list[str]:
         got = self[name] = list(self._state.get(name, ()))
         return got
+
+    def any(self, name: str) -> bool:
+        """Whether ``name`` has a pending task left, without copying its list."""
+        mine = dict.get(self, name)
+        return bool(mine) if mine is not None else bool(self._state.get(name))
 
 
 def _second_pass(model: Any, state: ClusterState, cb: ConsumerBacklog, views: dict[str, SessionView],
