@@ -123,9 +123,17 @@ def consumer_cycle(model: Any, state: ClusterState, queue: str, cons: Consumer, 
     def free() -> int:
         return min(capacity - plan.consumer_allocated, plan.total_slots - plan.used_slots)
 
+    recs = cons.cb.recs
+
     def place(s: SessionView, budget: int | None) -> tuple[list[Start], int]:
+        room = free()
+        if room <= 0 or (budget is not None and budget <= 0):
+            return [], 0  # the loop below would keep every task as it is
+        r = recs.get(s.name)
+        if r is not None and r.shape is not None and (r.slots > room or (budget is not None and r.slots > budget)):
+            return [], 0  # every pending task has this shape: none passes the room and budget test
         starts: list[Start] = []
-        used, room, rest = 0, free(), []
+        used, rest = 0, []
         tasks = pending[s.name]
         for k, tid in enumerate(tasks):
             if room <= 0 or (budget is not None and used >= budget):
@@ -152,12 +160,8 @@ def consumer_cycle(model: Any, state: ClusterState, queue: str, cons: Consumer, 
         return starts, used
 
     order = sorted(views.values(), key=lambda s: (-s.priority, s.order, s.name))
-    recs = cons.cb.recs
     for s in order:  # up to the deserved share first
         if s.deserved > s.allocated:
-            r = recs.get(s.name)
-            if r is not None and r.shape is not None and r.slots > s.deserved - s.allocated:
-                continue  # no task of a one-shape waiting session fits its budget: place() would try none
             out.extend(place(s, s.deserved - s.allocated)[0])
     out.extend(_second_pass(model, state, cons.cb, views, order, pending, place, free, no_fit))
 
