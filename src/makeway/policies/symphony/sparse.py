@@ -76,10 +76,11 @@ class Consumer:
         self.chosen: set[str] = set()
         active = self.cs.active
         for w, k in self.cs.extra:
-            mine = sorted(s.name for s in holders if s.priority == w and (w, s.demand) in active)
+            mine = [s.name for s in holders if s.priority == w and (w, s.demand) in active]
             recs = cb.recs
-            theirs = (n for n in cb.by_w.get(w, ()) if (w, recs[n].d) in active)
-            self.chosen.update(islice(heapq.merge(mine, theirs), k))
+            theirs = list(islice((n for n in cb.by_w.get(w, ()) if (w, recs[n].d) in active), k))
+            # the first k of both (holders and waiting sessions are apart) are among these
+            self.chosen.update(sorted(mine + theirs)[:k])
         for s in holders:
             s.deserved = self.deserved(s.name, s.priority, s.demand)
 
