@@ -23,7 +23,7 @@ from typing import Any, Callable
 from makeway.core.decisions import Decision, Start
 from makeway.core.state import ClusterState
 from makeway.policies.symphony.backlog import ConsumerBacklog, Rec
-from makeway.policies.symphony.rules import ClassShares, SessionView, TaskView, class_deserved, preemptors
+from makeway.policies.symphony.rules import ClassShares, SessionView, TaskView, class_deserved, may_preempt
 
 _EMPTY = ConsumerBacklog()
 
@@ -93,20 +93,26 @@ class Consumer:
             counts[(s.priority, s.demand)] = counts.get((s.priority, s.demand), 0) + 1
         return sum(per.get(c, 0) * n for c, n in counts.items()) + len(self.chosen)
 
-    def views(self, model: Any, state: ClusterState) -> dict[str, SessionView]:
-        """Views of every session that can move in a cycle, in (submit, name) order."""
+    def views(self, model: Any, state: ClusterState) -> tuple[dict[str, SessionView], dict[str, tuple[Rec, int]]]:
+        """Views of the holders and of the waiting multi-group sessions, in (submit, name) order;
+        and the waiting one-shape sessions that deserve a slot, as (row, deserved): a cycle makes
+        their views only when one can do something (``consumer_cycle``)."""
         cb, per = self.cb, self.cs.per
         names = set(cb.multi) | self.chosen
         for c, members in cb.classes.items():
             if per.get(c, 0) > 0:
                 names.update(members)
         out = list(self.holders.values())
+        lazy: dict[str, tuple[Rec, int]] = {}
         for n in names:
             if n not in self.holders:
                 r = cb.recs[n]
-                out.append(waiting_view(model, state, r, self.deserved(n, r.w, r.d)))
+                if r.shape is None:
+                    out.append(waiting_view(model, state, r, self.deserved(n, r.w, r.d)))
+                else:
+                    lazy[n] = (r, self.deserved(n, r.w, r.d))
         out.sort(key=lambda s: (s.order, s.name))
-        return {s.name: s for s in out}
+        return {s.name: s for s in out}, lazy
 
 
 def consumer_cycle(model: Any, state: ClusterState, queue: str, cons: Consumer, plan: Any,
@@ -114,7 +120,7 @@ def consumer_cycle(model: Any, state: ClusterState, queue: str, cons: Consumer, 
     """``SymphonyModel._consumer`` (caches on) over ``cons``: the same decisions in the same order."""
     scope, criteria, _ = model.consumer_settings(state, queue)
     capacity = cons.capacity
-    views = cons.views(model, state)
+    views, lazy = cons.views(model, state)
     pending = _Pending(state.pending)
     out: list[Decision] = []
     plan.consumer_allocated = sum(s.allocated for s in views.values())
@@ -160,16 +166,43 @@ def consumer_cycle(model: Any, state: ClusterState, queue: str, cons: Consumer, 
         pending[s.name] = rest
         return starts, used
 
-    order = sorted(views.values(), key=lambda s: (-s.priority, s.order, s.name))
-    for s in order:  # up to the deserved share first
+    def view(name: str) -> SessionView:
+        got = views.get(name)
+        if got is None:
+            r, d = lazy[name]
+            got = views[name] = waiting_view(model, state, r, d)
+        return got
+
+    # serving order of the sessions that can take slots in the first pass; a one-shape waiting
+    # session without a view is one whose place() would return at once until its task fits
+    order = [((-s.priority, s.order[0], s.name), s.name) for s in views.values()]
+    order.extend((r.okey, n) for n, (r, _) in lazy.items())
+    order.sort()
+    for _, name in order:  # up to the deserved share first
+        s = views.get(name)
+        if s is None:
+            r, d = lazy[name]
+            if r.slots > min(free(), d):
+                continue
+            s = view(name)
         if s.deserved > s.allocated:
             out.extend(place(s, s.deserved - s.allocated)[0])
-    out.extend(_second_pass(model, state, cons.cb, views, order, pending, place, free, no_fit))
+    out.extend(_second_pass(model, state, cons.cb, views, lazy, view, order, place, free, no_fit))
 
     holders = [s for s in views.values() if s.tasks]
+    cands = [((-s.rank, -(s.deserved - s.allocated), -s.priority, s.order, s.name), s.name)
+             for s in views.values() if may_preempt(s)]
+    cands.extend(((-r.rank, -d, -r.w, (r.okey[1],), n), n) for n, (r, d) in lazy.items()
+                 if n not in views and r.preemptive and 0 < d and 0 < r.d)
+    cands.sort()  # ``preemptors`` of every view, had each been made
     barren: set[int] = set()
     memo: dict = {}
-    for p in preemptors(views.values()):
+    for _, name in cands:
+        p = views.get(name)
+        if p is None:
+            if lazy[name][0].rank in barren:
+                continue
+            p = view(name)
         if not p.under_allocated or p.rank in barren or not pending.any(p.name):
             continue
         got = model._preempt(state, queue, p, views, pending, plan, free(), scope, criteria, place, holders,
@@ -200,13 +233,13 @@ class _Pending(dict):
 
 
 def _second_pass(model: Any, state: ClusterState, cb: ConsumerBacklog, views: dict[str, SessionView],
-                 order: list[SessionView], pending: dict[str, list[str]], place: Callable, free: Callable,
-                 no_fit: set) -> list[Start]:
-    """Every session in serving order takes what still fits: the explicit views one by one, the
-    other waiting sessions through one sorted stream per request shape (see the module doc)."""
+                 lazy: dict[str, tuple[Rec, int]], view: Callable, order: list[tuple[tuple, str]],
+                 place: Callable, free: Callable, no_fit: set) -> list[Start]:
+    """Every session in serving order takes what still fits: the first pass's sessions one by one,
+    the other waiting sessions through one sorted stream per request shape (see the module doc)."""
     out: list[Start] = []
     streams: list[tuple[list[tuple], int | None, tuple | None]] = []  # (keys, slots, shape)
-    streams.append(([(-s.priority, s.order[0], s.name) for s in order], None, None))
+    streams.append(([k for k, _ in order], None, None))
     for shape, keys in cb.by_shape.items():
         streams.append((keys, cb.recs[keys[0][2]].slots, shape))
     heap: list[tuple[tuple, int, int]] = []
@@ -214,7 +247,7 @@ def _second_pass(model: Any, state: ClusterState, cb: ConsumerBacklog, views: di
     def push(i: int, j: int) -> None:
         keys = streams[i][0]
         if i:
-            while j < len(keys) and keys[j][2] in views:
+            while j < len(keys) and (keys[j][2] in views or keys[j][2] in lazy):
                 j += 1
         if j < len(keys):
             heapq.heappush(heap, (keys[j], i, j))
@@ -228,7 +261,14 @@ def _second_pass(model: Any, state: ClusterState, cb: ConsumerBacklog, views: di
         key, i, j = heapq.heappop(heap)
         name = key[2]
         if i == 0:
-            starts, _ = place(views[name], None)
+            s = views.get(name)
+            if s is None:
+                r = lazy[name][0]
+                if r.slots > room or r.shape in no_fit:
+                    push(i, j + 1)
+                    continue  # place() would try no task
+                s = view(name)
+            starts, _ = place(s, None)
         else:
             _, slots, shape = streams[i]
             if slots > room or shape in no_fit:
