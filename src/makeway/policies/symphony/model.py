@@ -32,9 +32,11 @@ from makeway.core.resources import EPS, Res, fits_on
 from makeway.core.state import ClusterState
 from makeway.core.objects import Workload
 from makeway.errors import ConfigError
+from makeway.policies.symphony.backlog import Backlog
+from makeway.policies.symphony.sparse import Consumer, consumer_cycle, holder_view, waiting_view
 from makeway.policies.symphony.rules import (
     DEFAULT_PRIORITY, DEFAULT_RANK, SessionView, TaskView, may_preempt, normalize_criteria, normalize_scope,
-    preemptors, proportional_deserved, select_victims,
+    need_of, preemptors, proportional_deserved, select_victims,
 )
 
 MODEL = "symphony"
@@ -154,6 +156,7 @@ class SymphonyModel(PreemptionModel):
         self._explained: tuple[tuple | None, dict[str, tuple[int, dict[str, SessionView]]]] = (None, {})
         self._session_cache: dict[str, tuple[tuple, SessionSettings]] = {}
         self._shares: tuple[tuple | None, dict[str, dict[str, Any]]] = (None, {})  # ``queue_shares`` and its key
+        self._backlog = Backlog()  # waiting sessions kept between calls (caches on; ``sparse``)
 
     def _session_settings(self, state: ClusterState, wl: Workload) -> SessionSettings:
         """``session_settings`` kept per session while its priority and the consumers' settings
@@ -225,8 +228,7 @@ class SymphonyModel(PreemptionModel):
     def pending_reason(self, state: ClusterState, wl_id: str, now: float) -> tuple[str, str, dict[str, Any]] | None:
         """A session at its deserved share that may not preempt waits for its consumer's slots."""
         wl = state.workloads[wl_id]
-        capacity, views = self._explain_views(state, wl.queue, now)
-        s = views[wl_id]
+        capacity, s = self._explain_session(state, wl_id, now)
         values = {"consumer": wl.queue, "deserved": s.deserved, "allocated": s.allocated, "demand": s.demand,
                   "preemptive": s.preemptive, "rank": s.rank, "consumer_slots": capacity}
         if s.allocated >= s.deserved and not s.preemptive:
@@ -247,16 +249,70 @@ class SymphonyModel(PreemptionModel):
         if self.caches and self._shares[0] == key:  # deserved and allocated slots do not depend on ``now``
             return {q: dict(v) for q, v in self._shares[1].items()}
         plan = _Plan(state, slots_of)
+        out: dict[str, dict[str, Any]] = {}
+        if self.caches:
+            for queue, cons in self._consumers(state, plan, slots_of, now, False):
+                out[queue] = {"deserved_slots": cons.deserved_sum(),
+                              "allocated_slots": sum(v.allocated for v in cons.holders.values()),
+                              "slot_resource": resource}
+            self._shares = (key, {q: dict(v) for q, v in out.items()})
+            return out
         consumers: dict[str, list[str]] = {}
         for wl_id in _open_sessions(state):
             consumers.setdefault(state.workloads[wl_id].queue, []).append(wl_id)
-        out: dict[str, dict[str, Any]] = {}
         for queue in sorted(consumers):
             views = self.sessions(state, queue, consumers[queue], resource, now,
                                   self.consumer_capacity(state, queue, plan))
             out[queue] = {"deserved_slots": sum(v.deserved for v in views.values()),
                           "allocated_slots": sum(v.allocated for v in views.values()), "slot_resource": resource}
         self._shares = (key, {q: dict(v) for q, v in out.items()})
+        return out
+
+    def _explain_session(self, state: ClusterState, wl_id: str, now: float) -> tuple[int, SessionView]:
+        queue = state.workloads[wl_id].queue
+        if not self.caches:
+            capacity, views = self._explain_views(state, queue, now)
+            return capacity, views[wl_id]
+        stamp = (id(state), state.alloc_epoch, state.submit_epoch, state.config_epoch, state.topology_epoch, now)
+        if self._explained[0] != stamp:
+            self._explained = (stamp, {})
+        cons = self._explained[1].get(queue)
+        if cons is None:
+            resource = self.slot_resource(state)
+            slots_of = self._slots if self._slots is not None and self._slots.resource == resource \
+                else _SlotCache(resource)
+            cons = self._explained[1][queue] = self._consumers(state, _Plan(state, slots_of), slots_of, now, False,
+                                                               queue)[0][1]
+        s = cons.holders.get(wl_id)
+        if s is None:
+            r = cons.cb.recs[wl_id]
+            s = waiting_view(self, state, r, cons.deserved(wl_id, r.w, r.d))
+        return cons.capacity, s
+
+    def _consumers(self, state: ClusterState, plan: _Plan, slots_of: _SlotCache, now: float,
+                   waiting_only: bool, only: str | None = None) -> list[tuple[str, Consumer]]:
+        """Each consumer with open sessions (with a pending one, if ``waiting_only``; just ``only``
+        if given), in name order, with its shares over the backlog table (``sparse``); task views
+        only for a cycle (``waiting_only``)."""
+        bl = self._backlog
+        bl.sync(state, slots_of.resource, lambda wl: self._session_settings(state, wl), slots_of)
+        by_queue: dict[str, list[str]] = {}
+        for wl_id, q in bl.holders.items():
+            by_queue.setdefault(q, []).append(wl_id)
+        if only is not None:
+            names = {only}
+        else:
+            names = set(by_queue)
+            names.update(q for q, cb in bl.consumers.items() if cb.recs)
+        out = []
+        for queue in sorted(names):
+            cb = bl.consumers.get(queue)
+            mine = by_queue.get(queue, ())
+            if waiting_only and not (cb is not None and cb.recs) and not any(w in state.pending for w in mine):
+                continue
+            sharing = self.consumer_settings(state, queue)[2]
+            holders = [holder_view(self, state, w, slots_of, now, sharing, waiting_only) for w in mine]
+            out.append((queue, Consumer(self.consumer_capacity(state, queue, plan), holders, cb)))
         return out
 
     def _explain_views(self, state: ClusterState, queue: str, now: float) -> tuple[int, dict[str, SessionView]]:
@@ -285,10 +341,16 @@ class SymphonyModel(PreemptionModel):
         if self._slots is None or self._slots.resource != resource or not self.caches:
             self._slots = _SlotCache(resource)  # without caches: slots per request counted afresh
         plan = _Plan(state, self._slots)
+        if self.caches:
+            decisions: list[Decision] = []
+            for queue, cons in self._consumers(state, plan, self._slots, now, True):
+                decisions.extend(consumer_cycle(self, state, queue, cons, plan, now))
+            self._backlog.started.update(d.task.rsplit("/", 2)[0] for d in decisions if isinstance(d, Start))
+            return decisions
         consumers: dict[str, list[str]] = {}
         for wl_id in _open_sessions(state):
             consumers.setdefault(state.workloads[wl_id].queue, []).append(wl_id)
-        decisions: list[Decision] = []
+        decisions = []
         for queue in sorted(consumers):
             if not any(w in state.pending for w in consumers[queue]):
                 continue
@@ -396,8 +458,16 @@ class SymphonyModel(PreemptionModel):
     def _preempt(self, state: ClusterState, queue: str, p: SessionView, views: dict[str, SessionView],
                  pending: dict[str, list[str]], plan: _Plan, free: int, scope: str, criteria: str,
                  place: Any, holders: list[SessionView] | None = None,
-                 barren: set[int] | None = None) -> list[Decision]:
-        sel = select_victims(p, views.values() if holders is None else holders, free, scope, criteria)
+                 barren: set[int] | None = None, memo: dict | None = None) -> list[Decision]:
+        """``memo``: selections by (rank, need, may preempt), valid while the views stand as they
+        are (the caller clears it when a preemption or a start moves them): the selection reads the
+        preemptor only through those."""
+        key = (p.rank, need_of(p, free), may_preempt(p)) if memo is not None else None
+        sel = memo.get(key) if memo is not None else None
+        if sel is None:
+            sel = select_victims(p, views.values() if holders is None else holders, free, scope, criteria)
+            if memo is not None:
+                memo[key] = sel
         if not sel.victims:
             if barren is not None and holders is not None and sel.need > 0 and may_preempt(p):
                 barren.add(p.rank)

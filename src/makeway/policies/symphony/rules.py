@@ -149,6 +149,62 @@ def proportional_deserved(capacity: int, sessions: Iterable[tuple[str, int, int]
     return deserved
 
 
+@dataclass(slots=True)
+class ClassShares:
+    """``proportional_deserved`` over (priority, demand) classes: what each member of a class
+    deserves before remainder slots, the classes in the final split, and the remainder slots as
+    (priority, k): the first k sessions of that priority by name among those classes get one more."""
+
+    per: dict[tuple[int, int], int]
+    active: set[tuple[int, int]]
+    extra: list[tuple[int, int]]
+
+
+def class_deserved(capacity: int, classes: Mapping[tuple[int, int], int]) -> ClassShares:
+    """``proportional_deserved`` for sessions given by class counts, ``{(priority, demand): n}``.
+
+    Members of a class are alike to the water-filling but for the name order of remainder slots,
+    and a remainder slot goes by (remainder, priority, name), the remainder being a function of
+    the priority: so the rounds run per class and only the remainder slots are named (by the
+    caller), at a cost in classes rather than sessions."""
+    counts = {(max(int(w), 1), max(int(d), 0)): 0 for w, d in classes}
+    for (w, d), n in classes.items():
+        counts[(max(int(w), 1), max(int(d), 0))] += n
+    per = dict.fromkeys(counts, 0)
+    active = sorted(c for c, n in counts.items() if c[1] > 0 and n > 0)
+    remaining = max(int(capacity), 0)
+    final: set[tuple[int, int]] = set()
+    extra: list[tuple[int, int]] = []
+    while remaining > 0 and active:
+        total_w = sum(w * counts[(w, d)] for w, d in active)
+        capped = [c for c in active if remaining * c[0] >= c[1] * total_w]
+        if capped:
+            for c in capped:
+                remaining -= c[1] * counts[c]
+                per[c] = c[1]
+            gone = set(capped)
+            active = [c for c in active if c not in gone]
+            continue
+        given = 0
+        frac: dict[int, int] = {}
+        by_w: dict[int, int] = {}
+        for w, d in active:
+            whole, frac[w] = divmod(remaining * w, total_w)
+            per[(w, d)] = whole
+            given += whole * counts[(w, d)]
+            by_w[w] = by_w.get(w, 0) + counts[(w, d)]
+        left = remaining - given
+        for w in sorted(by_w, key=lambda w: (-frac[w], -w)):
+            if left <= 0:
+                break
+            k = min(left, by_w[w])
+            extra.append((w, k))
+            left -= k
+        final = set(active)
+        remaining = 0
+    return ClassShares(per, final, extra)
+
+
 def need_of(session: SessionView, free: int) -> int:
     """Slots to take by preemption: the deficit bounded by demand, after free slots are used."""
     want = min(session.deserved - session.allocated, session.demand - session.allocated)
@@ -257,7 +313,8 @@ def select_victims(preemptor: SessionView, sessions: Iterable[SessionView], free
 
 __all__ = [
     "LOWER", "LOWER_OR_EQUAL", "MOST_OVER_ALLOCATED", "MOST_RECENT_TASK", "DEFAULT_RANK",
-    "DEFAULT_PRIORITY", "Selection", "SessionView", "TaskView", "in_scope", "may_preempt", "need_of",
+    "DEFAULT_PRIORITY", "ClassShares", "Selection", "SessionView", "TaskView", "class_deserved", "in_scope",
+    "may_preempt", "need_of",
     "normalize_criteria", "normalize_scope", "preemptors", "proportional_deserved", "select_victims",
     "slot_tenants", "task_eligible",
 ]

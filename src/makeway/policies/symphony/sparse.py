@@ -1,0 +1,284 @@
+"""Symphony's cycle at the cost of the sessions that can move, not of the backlog.
+
+Why: a session with nothing running and no deserved slot can do nothing in the first placement
+pass (its budget is 0), cannot preempt (it is not under-allocated) and cannot be preempted (it holds
+nothing); the second pass ("whatever still fits") serves sessions in order while the consumer has
+free slots, and a waiting session whose one request shape no longer fits, or needs more slots than
+are free, can take nothing for the rest of that pass, nor can any session of that shape. So a cycle
+builds views only of the sessions that hold tasks, wait in a multi-group session, or deserve a slot
+(at most the consumer's slots, plus its holders), computes the deserved shares per (priority,
+demand) class (``rules.class_deserved``), and serves the rest of the backlog in the second pass
+shape by shape, merged in serving order, dropping a shape once it can take nothing.
+
+Decisions are those of ``SymphonyModel._consumer`` over every session (``caches: false`` is that
+path; ``tests/symphony/test_cache_equivalence.py`` compares them).
+"""
+
+from __future__ import annotations
+
+import heapq
+from itertools import islice
+from typing import Any, Callable
+
+from makeway.core.decisions import Decision, Start
+from makeway.core.state import ClusterState
+from makeway.policies.symphony.backlog import ConsumerBacklog, Rec
+from makeway.policies.symphony.rules import ClassShares, SessionView, TaskView, class_deserved, may_preempt
+
+_EMPTY = ConsumerBacklog()
+
+
+def holder_view(model: Any, state: ClusterState, wl_id: str, slots_of: Callable, now: float,
+                sharing: str, with_tasks: bool = True) -> SessionView:
+    """The view ``SymphonyModel.sessions`` builds for one session (deserved left at 0); without
+    its task views where only the shares are read."""
+    wl = state.workloads[wl_id]
+    ss = model._session_settings(state, wl)
+    tasks = []
+    allocs = state.allocations
+    if with_tasks:
+        for tid in state.running.get(wl_id, ()):
+            a = allocs[tid]
+            tasks.append(TaskView(tid, wl_id, a.start, now - a.start, slots_of(a.resources),
+                                  a.node if sharing == "host" else None, a.preemptible and not a.preempting))
+        allocated = sum(t.slots for t in tasks)
+    else:
+        allocated = sum(slots_of(allocs[tid].resources) for tid in state.running.get(wl_id, ()))
+    pending = 0
+    if state.pending.get(wl_id):
+        groups: dict[int, int] = {}
+        for t in state.pending[wl_id]:
+            g = int(t.rsplit("/", 2)[1])
+            groups[g] = groups.get(g, 0) + 1
+        pending = sum(slots_of(wl.groups[g].resources) * n for g, n in groups.items())
+    return SessionView(wl_id, ss.rank, ss.preemptive, 0, allocated, allocated + pending, ss.priority,
+                       (wl.submit,), tasks)
+
+
+def waiting_view(model: Any, state: ClusterState, r: Rec, deserved: int) -> SessionView:
+    return SessionView(r.name, r.rank, r.preemptive, deserved, 0, r.d, r.w, (r.okey[1],), [])
+
+
+class Consumer:
+    """One consumer's shares: its holders' views, its waiting sessions' classes, the remainder slots."""
+
+    __slots__ = ("capacity", "holders", "cb", "cs", "chosen")
+
+    def __init__(self, capacity: int, holders: list[SessionView], cb: ConsumerBacklog | None):
+        self.capacity = capacity
+        self.holders = {s.name: s for s in holders}
+        self.cb = cb = cb if cb is not None else _EMPTY
+        counts = {c: len(m) for c, m in cb.classes.items()}
+        for s in holders:
+            c = (s.priority, s.demand)
+            counts[c] = counts.get(c, 0) + 1
+        self.cs: ClassShares = class_deserved(capacity, counts)
+        self.chosen: set[str] = set()
+        active = self.cs.active
+        for w, k in self.cs.extra:
+            mine = [s.name for s in holders if s.priority == w and (w, s.demand) in active]
+            recs = cb.recs
+            theirs = list(islice((n for n in cb.by_w.get(w, ()) if (w, recs[n].d) in active), k))
+            # the first k of both (holders and waiting sessions are apart) are among these
+            self.chosen.update(sorted(mine + theirs)[:k])
+        for s in holders:
+            s.deserved = self.deserved(s.name, s.priority, s.demand)
+
+    def deserved(self, name: str, w: int, d: int) -> int:
+        return self.cs.per.get((w, d), 0) + (name in self.chosen)
+
+    def deserved_sum(self) -> int:
+        per, counts = self.cs.per, {c: len(m) for c, m in self.cb.classes.items()}
+        for s in self.holders.values():
+            counts[(s.priority, s.demand)] = counts.get((s.priority, s.demand), 0) + 1
+        return sum(per.get(c, 0) * n for c, n in counts.items()) + len(self.chosen)
+
+    def views(self, model: Any, state: ClusterState) -> tuple[dict[str, SessionView], dict[str, tuple[Rec, int]]]:
+        """Views of the holders and of the waiting multi-group sessions, in (submit, name) order;
+        and the waiting one-shape sessions that deserve a slot, as (row, deserved): a cycle makes
+        their views only when one can do something (``consumer_cycle``)."""
+        cb, per = self.cb, self.cs.per
+        names = set(cb.multi) | self.chosen
+        for c, members in cb.classes.items():
+            if per.get(c, 0) > 0:
+                names.update(members)
+        out = list(self.holders.values())
+        lazy: dict[str, tuple[Rec, int]] = {}
+        for n in names:
+            if n not in self.holders:
+                r = cb.recs[n]
+                if r.shape is None:
+                    out.append(waiting_view(model, state, r, self.deserved(n, r.w, r.d)))
+                else:
+                    lazy[n] = (r, self.deserved(n, r.w, r.d))
+        out.sort(key=lambda s: (s.order, s.name))
+        return {s.name: s for s in out}, lazy
+
+
+def consumer_cycle(model: Any, state: ClusterState, queue: str, cons: Consumer, plan: Any,
+                   now: float) -> list[Decision]:
+    """``SymphonyModel._consumer`` (caches on) over ``cons``: the same decisions in the same order."""
+    scope, criteria, _ = model.consumer_settings(state, queue)
+    capacity = cons.capacity
+    views, lazy = cons.views(model, state)
+    pending = _Pending(state.pending)
+    out: list[Decision] = []
+    plan.consumer_allocated = sum(s.allocated for s in views.values())
+    plan.no_fit = set()
+    no_fit = plan.no_fit
+
+    def free() -> int:
+        return min(capacity - plan.consumer_allocated, plan.total_slots - plan.used_slots)
+
+    recs = cons.cb.recs
+
+    def place(s: SessionView, budget: int | None) -> tuple[list[Start], int]:
+        room = free()
+        if room <= 0 or (budget is not None and budget <= 0):
+            return [], 0  # the loop below would keep every task as it is
+        r = recs.get(s.name)
+        if r is not None and r.shape is not None and (r.slots > room or (budget is not None and r.slots > budget)):
+            return [], 0  # every pending task has this shape: none passes the room and budget test
+        starts: list[Start] = []
+        used, rest = 0, []
+        tasks = pending[s.name]
+        for k, tid in enumerate(tasks):
+            if room <= 0 or (budget is not None and used >= budget):
+                rest.extend(tasks[k:])
+                break
+            req = state.task_resources(tid)
+            ts = plan.slots_of(req)
+            key = tuple(sorted(req.items()))
+            node = None
+            if ts <= room and (budget is None or used + ts <= budget) and key not in no_fit:
+                node = plan.fit(req)
+                if node is None:
+                    no_fit.add(key)
+            if node is None:
+                rest.append(tid)
+                continue
+            plan.take(node, req)
+            s.allocated += ts
+            plan.consumer_allocated += ts
+            used += ts
+            room -= ts
+            starts.append(Start(tid, node))
+        pending[s.name] = rest
+        return starts, used
+
+    def view(name: str) -> SessionView:
+        got = views.get(name)
+        if got is None:
+            r, d = lazy[name]
+            got = views[name] = waiting_view(model, state, r, d)
+        return got
+
+    # serving order of the sessions that can take slots in the first pass; a one-shape waiting
+    # session without a view is one whose place() would return at once until its task fits
+    order = [((-s.priority, s.order[0], s.name), s.name) for s in views.values()]
+    order.extend((r.okey, n) for n, (r, _) in lazy.items())
+    order.sort()
+    for _, name in order:  # up to the deserved share first
+        s = views.get(name)
+        if s is None:
+            r, d = lazy[name]
+            if r.slots > min(free(), d):
+                continue
+            s = view(name)
+        if s.deserved > s.allocated:
+            out.extend(place(s, s.deserved - s.allocated)[0])
+    out.extend(_second_pass(model, state, cons.cb, views, lazy, view, order, place, free, no_fit))
+
+    holders = [s for s in views.values() if s.tasks]
+    cands = [((-s.rank, -(s.deserved - s.allocated), -s.priority, s.order, s.name), s.name)
+             for s in views.values() if may_preempt(s)]
+    cands.extend(((-r.rank, -d, -r.w, (r.okey[1],), n), n) for n, (r, d) in lazy.items()
+                 if n not in views and r.preemptive and 0 < d and 0 < r.d)
+    cands.sort()  # ``preemptors`` of every view, had each been made
+    barren: set[int] = set()
+    memo: dict = {}
+    for _, name in cands:
+        p = views.get(name)
+        if p is None:
+            if lazy[name][0].rank in barren:
+                continue
+            p = view(name)
+        if not p.under_allocated or p.rank in barren or not pending.any(p.name):
+            continue
+        got = model._preempt(state, queue, p, views, pending, plan, free(), scope, criteria, place, holders,
+                             barren, memo)
+        if got:
+            memo.clear()
+            out.extend(got)
+    return out
+
+
+class _Pending(dict):
+    """A cycle's pending task lists, copied from the state when first read."""
+
+    __slots__ = ("_state",)
+
+    def __init__(self, state_pending: Any):
+        super().__init__()
+        self._state = state_pending
+
+    def __missing__(self, name: str) -> list[str]:
+        got = self[name] = list(self._state.get(name, ()))
+        return got
+
+    def any(self, name: str) -> bool:
+        """Whether ``name`` has a pending task left, without copying its list."""
+        mine = dict.get(self, name)
+        return bool(mine) if mine is not None else bool(self._state.get(name))
+
+
+def _second_pass(model: Any, state: ClusterState, cb: ConsumerBacklog, views: dict[str, SessionView],
+                 lazy: dict[str, tuple[Rec, int]], view: Callable, order: list[tuple[tuple, str]],
+                 place: Callable, free: Callable, no_fit: set) -> list[Start]:
+    """Every session in serving order takes what still fits: the first pass's sessions one by one,
+    the other waiting sessions through one sorted stream per request shape (see the module doc)."""
+    out: list[Start] = []
+    streams: list[tuple[list[tuple], int | None, tuple | None]] = []  # (keys, slots, shape)
+    streams.append(([k for k, _ in order], None, None))
+    for shape, keys in cb.by_shape.items():
+        streams.append((keys, cb.recs[keys[0][2]].slots, shape))
+    heap: list[tuple[tuple, int, int]] = []
+
+    def push(i: int, j: int) -> None:
+        keys = streams[i][0]
+        if i:
+            while j < len(keys) and (keys[j][2] in views or keys[j][2] in lazy):
+                j += 1
+        if j < len(keys):
+            heapq.heappush(heap, (keys[j], i, j))
+
+    for i in range(len(streams)):
+        push(i, 0)
+    while heap:
+        room = free()
+        if room <= 0:
+            break
+        key, i, j = heapq.heappop(heap)
+        name = key[2]
+        if i == 0:
+            s = views.get(name)
+            if s is None:
+                r = lazy[name][0]
+                if r.slots > room or r.shape in no_fit:
+                    push(i, j + 1)
+                    continue  # place() would try no task
+                s = view(name)
+            starts, _ = place(s, None)
+        else:
+            _, slots, shape = streams[i]
+            if slots > room or shape in no_fit:
+                continue  # nothing of this shape fits for the rest of the pass
+            r = cb.recs[name]
+            s = views[name] = waiting_view(model, state, r, 0)
+            starts, _ = place(s, None)
+        out.extend(starts)
+        push(i, j + 1)
+    return out
+
+
+__all__ = ["Consumer", "consumer_cycle", "holder_view", "waiting_view"]
