@@ -63,6 +63,11 @@ class HeadAdmission:
             excluded = self._excluded(state, wl_id)
             hit = self._akeys[wl_id] = ((cq.name, shape, tuple(sorted(excluded.items())) if excluded else ()), excluded)
         key, excluded = hit
+        # while the root's version is unchanged no usage the assignment reads moved
+        version = self._version.get(self._roots[cq.name], 0)
+        last = self._assign_last.get(key)
+        if last is not None and last[0] is cq and last[1] == version and self.caches:
+            return last[2]
         per = self._assign_memo.get(key)
         if per is None:
             per = self._assign_memo[key] = {}
@@ -78,6 +83,7 @@ class HeadAdmission:
                 per.clear()
             a = per[t] = assign_flavors(cq, [dict(ps) for ps in key[1]], self._covered, self.fair,
                                         (state.queues[cq.name].settings or {}).get("flavorFungibility"), excluded)
+        self._assign_last[key] = (cq, version, a)
         return a
 
     def _excluded(self, state: ClusterState, wl_id: str) -> dict[str, str]:

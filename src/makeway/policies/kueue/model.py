@@ -81,6 +81,7 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         self._assign_memo: dict[tuple, dict[tuple, Assignment]] = {}
         self._reads: dict[str, tuple[QNode, list]] = {}  # per queue: the usage a flavor assignment reads
         self._akeys: dict[str, tuple] = {}
+        self._assign_last: dict[tuple, tuple[QNode, int, Assignment]] = {}  # per key: (queue, root version, result)
         self._gversion = 0  # bumped with every per-root version: node promises and victims changed
         # Per call: classic target searches found doomed (``preemption.classic_search``), valid
         # while the root's flip count (``_add_in_call``) is unchanged.
@@ -160,6 +161,7 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         self._outcomes = {}
         self._adm_cache.clear()  # the covered resources may have changed
         self._assign_memo.clear()
+        self._assign_last.clear()
         self._reads.clear()
         self._akeys.clear()
         self._no_targets.clear()

@@ -17,6 +17,7 @@ from makeway.policies.kueue.drs import Share, dominant_resource_share
 from makeway.policies.kueue.quota import (ANY, FR, LOWER_OR_NEWER_EQUAL, LOWER_PRIORITY, NEVER, Admitted,
                                           QNode, QuotaTree, borrowing, cq_available,
                                           quantities_fit_in_quota, within_nominal_in)
+from makeway.policies.kueue.quota_one import frame
 
 IN_CLUSTER_QUEUE = "InClusterQueue"
 IN_COHORT_RECLAMATION = "InCohortReclamation"
@@ -314,6 +315,8 @@ def classic_search(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool]:
     ``borrowing`` are monotone in every node's usage, and a node's usage is monotone in its
     leaves'). An admission loop uses this to skip searches within one call.
     """
+    if ONE_FR and len(p.requests) == 1 and len(p.frs_need) == 1 and next(iter(p.frs_need)) in p.requests:
+        return _search_one(tree, p)
     cq = tree.cqs[p.cq]
     sources = classic_sources(tree, p)
     every: dict[str, dict[FR, int]] = {}
@@ -371,6 +374,86 @@ def classic_search(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool]:
                         for b in kept], False
         for b in taken:
             tree.add_usage(tree.cqs[b.wl.cq], b.wl.usage)
+    return [], False
+
+
+ONE_FR = True  # tests turn it off to check the general path against the same reference
+
+
+def _search_one(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool]:
+    """``classic_search`` for a preemptor that needs one flavor-resource and requests nothing
+    else: the same steps in the same order, on a copy of that fr's usage (``quota_one.Frame``);
+    only that fr is ever read (fit and within-nominal tests), and frs move independently."""
+    cq = tree.cqs[p.cq]
+    fr = next(iter(p.frs_need))
+    v = p.requests[fr]
+    f = frame(cq.root(), fr)
+    ci = f.cq_index[cq.name]
+    u0 = f.usage()
+    sources = classic_sources(tree, p)
+    every: list[tuple[int, int]] = []
+    valid: list[tuple[int, int]] = []
+    nonempty = [False, False, False]
+    count = 0
+    for src in sources:
+        found, e, va = _sums(p, cq, src)
+        if found:
+            count += found
+            nonempty[src.kind] = True
+            i = f.cq_index[src.node.name]
+            every.append((i, e.get(fr, 0)))
+            valid.append((i, va.get(fr, 0)))
+
+    def fits_without(gone: list[tuple[int, int]], allow: bool) -> bool:
+        u = list(u0)
+        for i, amount in gone:
+            f.add(u, i, -amount)
+        return f.fits(u, ci, v, allow)
+
+    if not fits_without(every, True):
+        return [], True
+    hier, prio = nonempty[HIER], nonempty[PRIO]
+    forbidden = not _borrow_within_cohort_allowed(cq)
+    under_nominal = u0[ci] < cq.nominal(fr)
+    if (not hier and not prio) or (forbidden and not under_nominal):
+        attempts = [True]
+    elif forbidden and not hier:
+        attempts = [False, True]
+    else:
+        attempts = [True, False]
+    if not any(fits_without(valid if allow else every, allow) for allow in attempts):
+        return [], True
+    sub, par, index, cq_index = f.sub, f.par, f.index, f.cq_index
+    for allow in attempts:
+        u = list(u0)
+        taken: list[tuple[_Cand, int, int]] = []
+        for c in _sequence(p, cq, sources, count):
+            wl = c.wl
+            i = cq_index[wl.cq]
+            if wl.cq != p.cq:  # ``_valid``
+                if allow and c.variant == RECLAIM_WITHOUT_BORROWING or u[i] <= sub[i]:
+                    continue
+                stop = index[id(c.lca)] if c.lca is not None else -1
+                j = par[i]
+                while j >= 0 and j != stop and u[j] > sub[j]:
+                    j = par[j]
+                if j >= 0 and j != stop:
+                    continue
+            amount = wl.usage[fr]
+            f.add(u, i, -amount)
+            taken.append((c, i, amount))
+            if f.fits(u, ci, v, allow):
+                dropped = set()
+                for k in range(len(taken) - 2, -1, -1):  # fill_back
+                    b, bi, bv = taken[k]
+                    f.add(u, bi, bv)
+                    if f.fits(u, ci, v, allow):
+                        dropped.add(k)
+                    else:
+                        f.add(u, bi, -bv)
+                return [Target(b.wl, _VARIANT_REASON[b.variant],
+                               {"variant": b.variant, "allowBorrowing": allow, "lca": b.lca.name if b.lca else None})
+                        for k, (b, _, _) in enumerate(taken) if k not in dropped], False
     return [], False
 
 
