@@ -81,7 +81,8 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         self._assign_memo: dict[tuple, dict[tuple, Assignment]] = {}
         self._reads: dict[str, tuple[QNode, list]] = {}  # per queue: the usage a flavor assignment reads
         self._akeys: dict[str, tuple] = {}
-        self._assign_last: dict[tuple, tuple[QNode, int, Assignment]] = {}  # per key: (queue, root version, result)
+        self._assign_last: dict[int, tuple[QNode, int, Assignment]] = {}  # per key id: (queue, root version, result)
+        self._akey_ids: dict[tuple, int] = {}
         self._gversion = 0  # bumped with every per-root version: node promises and victims changed
         # Per call: classic target searches found doomed (``preemption.classic_search``), valid
         # while the root's flip count (``_add_in_call``) is unchanged.

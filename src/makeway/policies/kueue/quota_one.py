@@ -19,7 +19,8 @@ class Frame:
     """The fixed part of one root's tree on one fr: parents, subtree quota, local quota,
     borrowing limit per node index (quotas only change with a new tree)."""
 
-    __slots__ = ("root", "fr", "nodes", "index", "cq_index", "par", "sub", "lq", "bl", "down")
+    __slots__ = ("root", "fr", "nodes", "index", "cq_index", "par", "sub", "lq", "bl", "down", "kid_cohorts",
+                 "kid_cqs")
 
     def __init__(self, root: QNode, fr: FR):
         self.root, self.fr = root, fr
@@ -51,6 +52,8 @@ class Frame:
                 j = self.par[j]
             down.append(path[::-1])
         self.down = down
+        self.kid_cohorts = [[self.index[id(c)] for c in n.child_cohorts] for n in nodes]
+        self.kid_cqs = [[self.index[id(c)] for c in n.child_cqs] for n in nodes]
 
     def usage(self) -> list[int]:
         fr = self.fr
