@@ -38,7 +38,7 @@ def cases(draw):
         [{"cpu", "memory", "pods"}, {"cpu", "memory"}, {"cpu"}]))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(cases())
 def test_one_flavor_shortcut_assigns_as_the_general_assigner(case):
     cohorts, cqs, admitted, pod_set, fung, excluded, fair, covered = case
