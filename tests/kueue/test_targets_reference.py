@@ -147,6 +147,12 @@ def test_classic_targets_match_the_plain_search(case):
     assert [e[1].name for e in tree.cqs[p.cq].ordered] == sorted(
         (w.name for w in tree.cqs[p.cq].workloads.values()),
         key=lambda n: ordering_key(tree.cqs[p.cq].workloads[n], p.cq))
+    P.ONE_FR = False
+    try:  # the general search on dicts of dicts must agree with the one-fr search on ints
+        general = classic_search(tree, p)
+    finally:
+        P.ONE_FR = True
+    assert general == classic_search(tree, p)
     assert got == reference_targets(tree, p)
 
 

@@ -86,6 +86,26 @@ class Explain:
                 out[name] = {"drs": share.rounded, "borrowing": share.borrowing}
         return out
 
+    def _reason_assignment(self, state: ClusterState, cq, pod_sets: list[dict[str, int]]):
+        """``assign_flavors`` as a pending reason asks for it (no excluded flavors), memoised by
+        what it reads: the request and the usage of the queue and its ancestors on the queue's
+        flavor-resources. Quotas, policies and flavor groups come from the specs, the same in
+        every tree built from them, so the memo lives as long as the specs object."""
+        memo = self._reason_memo
+        if memo is None or memo[0] is not self._specs:
+            memo = self._reason_memo = (self._specs, {})
+        frs = [(f, r) for resources, flavors in cq.groups for f in flavors for r in resources]
+        path = [cq, *cq.path_parent_to_root()]
+        key = (cq.name, tuple(tuple(sorted(ps.items())) for ps in pod_sets),
+               tuple([n.usage.get(fr, 0) for n in path for fr in frs]))
+        a = memo[1].get(key)
+        if a is None:
+            if len(memo[1]) >= 4096:
+                memo[1].clear()
+            a = memo[1][key] = assign_flavors(cq, pod_sets, self._covered, self.fair,
+                                              (state.queues[cq.name].settings or {}).get("flavorFungibility"))
+        return a
+
     def pending_reason(self, state: ClusterState, wl_id: str, now: float) -> tuple[str, str, dict[str, Any]] | None:
         """Kueue's inadmissible reasons: the flavor assignment against the quota tree (NoFit:
         insufficient quota; Preempt: quota held by others, a preemptor waiting for its victims or
@@ -96,8 +116,7 @@ class Explain:
         if cq is None:
             return ("quota", f"queue {wl.queue} is not a ClusterQueue", {"blocking": wl.queue})
         pod_sets = self._pod_sets(state, wl_id)
-        a = assign_flavors(cq, pod_sets, self._covered, self.fair,
-                           (state.queues[cq.name].settings or {}).get("flavorFungibility"))
+        a = self._reason_assignment(state, cq, pod_sets)
         frs = sorted({fr for fr in cq.quotas} | set(a.usage))
         values: dict[str, Any] = {
             "clusterQueue": cq.name, "blocking": cq.name,

@@ -81,6 +81,8 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         self._assign_memo: dict[tuple, dict[tuple, Assignment]] = {}
         self._reads: dict[str, tuple[QNode, list]] = {}  # per queue: the usage a flavor assignment reads
         self._akeys: dict[str, tuple] = {}
+        self._assign_last: dict[int, tuple[QNode, int, Assignment]] = {}  # per key id: (queue, root version, result)
+        self._akey_ids: dict[tuple, int] = {}
         self._gversion = 0  # bumped with every per-root version: node promises and victims changed
         # Per call: classic target searches found doomed (``preemption.classic_search``), valid
         # while the root's flip count (``_add_in_call``) is unchanged.
@@ -105,6 +107,7 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         self._nodes_of: dict[frozenset, tuple[tuple, list[str]]] = {}
         self._changed: set[str] = set()  # workloads whose queue entry may have moved off the journal
         self._explained: tuple[tuple, QuotaTree] | None = None  # pending_reason's snapshot
+        self._reason_memo: tuple | None = None  # (specs, {key: Assignment}): Explain._reason_assignment
         self.priority_classes: dict[str, int] = {str(k): int(v) for k, v in
                                                  (self.settings.get("priorityClasses") or {}).items()}
         self.flavor_specs: dict[str, dict] = {str(k): dict(v or {}) for k, v in
@@ -160,6 +163,7 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         self._outcomes = {}
         self._adm_cache.clear()  # the covered resources may have changed
         self._assign_memo.clear()
+        self._assign_last.clear()
         self._reads.clear()
         self._akeys.clear()
         self._no_targets.clear()

@@ -17,6 +17,7 @@ from makeway.policies.kueue.drs import Share, dominant_resource_share
 from makeway.policies.kueue.quota import (ANY, FR, LOWER_OR_NEWER_EQUAL, LOWER_PRIORITY, NEVER, Admitted,
                                           QNode, QuotaTree, borrowing, cq_available,
                                           quantities_fit_in_quota, within_nominal_in)
+from makeway.policies.kueue.quota_one import Frame, frame
 
 IN_CLUSTER_QUEUE = "InClusterQueue"
 IN_COHORT_RECLAMATION = "InCohortReclamation"
@@ -314,6 +315,8 @@ def classic_search(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool]:
     ``borrowing`` are monotone in every node's usage, and a node's usage is monotone in its
     leaves'). An admission loop uses this to skip searches within one call.
     """
+    if ONE_FR and len(p.requests) == 1 and len(p.frs_need) == 1 and next(iter(p.frs_need)) in p.requests:
+        return _search_one(tree, p)
     cq = tree.cqs[p.cq]
     sources = classic_sources(tree, p)
     every: dict[str, dict[FR, int]] = {}
@@ -372,6 +375,188 @@ def classic_search(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool]:
         for b in taken:
             tree.add_usage(tree.cqs[b.wl.cq], b.wl.usage)
     return [], False
+
+
+def _sources_one(f: Frame, u: list[int], ci: int, cq: QNode, p: Preemptor, v: int) -> list[_Source]:
+    """``classic_sources`` on the frame's lists (within nominal: usage <= subtree quota)."""
+    out: list[_Source] = []
+    if cq.policy.within_cluster_queue not in (NEVER, "", None):
+        out.append(_Source(cq, True, SAME, False, None))
+    if cq.parent is None or cq.policy.reclaim_within_cohort in (NEVER, "", None):
+        return out
+    sub, lq, par, nodes = f.sub, f.lq, f.par, f.nodes
+    kid_cohorts, kid_cqs = f.kid_cohorts, f.kid_cqs
+
+    def walk(cur: int, lca: QNode, skip: int, advantage: bool) -> None:
+        for c in kid_cohorts[cur]:
+            if c != skip and u[c] > sub[c]:
+                walk(c, lca, skip, advantage)
+        for c in kid_cqs[cur]:
+            if c != ci and u[c] > sub[c]:
+                out.append(_Source(nodes[c], False, HIER if advantage else PRIO, advantage, lca))
+
+    advantage = u[ci] + v <= sub[ci]
+    remaining = v - (lq[ci] - u[ci] if lq[ci] > u[ci] else 0)
+    remaining = remaining if remaining > 0 else 0
+    prev = -1
+    anc = par[ci]
+    while anc >= 0:
+        walk(anc, nodes[anc], prev, advantage)
+        fits = u[anc] + remaining <= sub[anc]
+        remaining -= lq[anc] - u[anc] if lq[anc] > u[anc] else 0
+        remaining = remaining if remaining > 0 else 0
+        advantage = advantage or fits
+        prev, anc = anc, par[anc]
+    return out
+
+
+def _sums_one(p: Preemptor, cq: QNode, src: _Source, fr: FR) -> tuple[int, int, int]:
+    """``_sums`` on one fr: (candidates, their usage, the usage of those valid when borrowing)."""
+    policy = _policy(cq, src)
+    if policy not in (LOWER_PRIORITY, ANY):
+        found, e, va = _sums(p, cq, src)
+        return found, e.get(fr, 0), va.get(fr, 0)
+    every = valid = found = 0
+    low = policy == LOWER_PRIORITY
+    prio = p.priority
+    for (wp, used), (n, usage) in src.node.buckets.items():
+        if fr not in used or (low and wp >= prio):
+            continue
+        found += n
+        x = usage[fr]
+        every += x
+        if _variant(p, cq, src, wp) != RECLAIM_WITHOUT_BORROWING:
+            valid += x
+    return found, every, valid
+
+
+ONE_FR = True  # tests turn it off to check the general path against the same reference
+
+
+def _search_one(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool]:
+    """``classic_search`` for a preemptor that needs one flavor-resource and requests nothing
+    else: the same steps in the same order, on a copy of that fr's usage (``quota_one.Frame``);
+    only that fr is ever read (fit and within-nominal tests), and frs move independently."""
+    cq = tree.cqs[p.cq]
+    fr = next(iter(p.frs_need))
+    v = p.requests[fr]
+    f = frame(cq.root(), fr)
+    ci = f.cq_index[cq.name]
+    u0 = f.usage()
+    sources = _sources_one(f, u0, ci, cq, p, v)
+    every: list[tuple[int, int]] = []
+    valid: list[tuple[int, int]] = []
+    nonempty = [False, False, False]
+    count = 0
+    for src in sources:
+        found, e, va = _sums_one(p, cq, src, fr)
+        if found:
+            count += found
+            nonempty[src.kind] = True
+            i = f.cq_index[src.node.name]
+            every.append((i, e))
+            valid.append((i, va))
+
+    def fits_without(gone: list[tuple[int, int]], allow: bool) -> bool:
+        u = list(u0)
+        for i, amount in gone:
+            f.add(u, i, -amount)
+        return f.fits(u, ci, v, allow)
+
+    if not fits_without(every, True):
+        return [], True
+    hier, prio = nonempty[HIER], nonempty[PRIO]
+    forbidden = not _borrow_within_cohort_allowed(cq)
+    under_nominal = u0[ci] < cq.nominal(fr)
+    if (not hier and not prio) or (forbidden and not under_nominal):
+        attempts = [True]
+    elif forbidden and not hier:
+        attempts = [False, True]
+    else:
+        attempts = [True, False]
+    if not any(fits_without(valid if allow else every, allow) for allow in attempts):
+        return [], True
+    sub, par, index, cq_index = f.sub, f.par, f.index, f.cq_index
+    own = p.cq
+    for allow in attempts:
+        u = list(u0)
+        taken: list[tuple[Admitted, int, QNode | None, int, int]] = []
+        for _, wl, variant, lca in _sequence_one(p, cq, sources, count, fr):
+            i = cq_index[wl.cq]
+            if wl.cq != own:  # ``_valid``
+                if allow and variant == RECLAIM_WITHOUT_BORROWING or u[i] <= sub[i]:
+                    continue
+                stop = index[id(lca)] if lca is not None else -1
+                j = par[i]
+                while j >= 0 and j != stop and u[j] > sub[j]:
+                    j = par[j]
+                if j >= 0 and j != stop:
+                    continue
+            amount = wl.usage[fr]
+            f.add(u, i, -amount)
+            taken.append((wl, variant, lca, i, amount))
+            if f.fits(u, ci, v, allow):
+                dropped = set()
+                for k in range(len(taken) - 2, -1, -1):  # fill_back
+                    bi, bv = taken[k][3], taken[k][4]
+                    f.add(u, bi, bv)
+                    if f.fits(u, ci, v, allow):
+                        dropped.add(k)
+                    else:
+                        f.add(u, bi, -bv)
+                return [Target(b, _VARIANT_REASON[bvar], {"variant": bvar, "allowBorrowing": allow,
+                                                          "lca": blca.name if blca else None})
+                        for k, (b, bvar, blca, _, _) in enumerate(taken) if k not in dropped], False
+    return [], False
+
+
+def _sequence_one(p: Preemptor, cq: QNode, sources: list[_Source], count: int,
+                  fr: FR) -> Iterator[tuple[tuple, Admitted, int, QNode | None]]:
+    """``_sequence`` as plain tuples (key, workload, variant, lca): keys are unique, so tuples
+    sort and merge by key alone."""
+    for evicted in (True, False):
+        for kind in (HIER, PRIO, SAME):
+            its = [_entries_one(p, cq, s, evicted, fr) for s in sources if s.kind == kind]
+            if len(its) == 1:
+                yield from its[0]
+            elif its and count <= _EAGER:
+                yield from sorted([c for it in its for c in it])
+            elif its:
+                yield from merge(*its)
+
+
+def _entries_one(p: Preemptor, cq: QNode, src: _Source, evicted: bool,
+                 fr: FR) -> Iterator[tuple[tuple, Admitted, int, QNode | None]]:
+    """``_entries`` for one fr, with the variant worked out per source (``_variant``)."""
+    ordered = src.node.ordered
+    split = bisect_left(ordered, ((True,),))
+    policy = _policy(cq, src)
+    prio, created = p.priority, p.created_at
+    if policy == LOWER_PRIORITY:
+        end = split if evicted else bisect_left(ordered, ((True, prio),))
+    elif policy in (ANY, LOWER_OR_NEWER_EQUAL):
+        end = split if evicted else len(ordered)
+    else:
+        return
+    lca = src.lca
+    fixed = WITHIN_CQ if src.own else HIERARCHICAL if src.advantage else None
+    threshold = cq.policy.max_priority_threshold
+    forbidden = not _borrow_within_cohort_allowed(cq)
+    newer = policy == LOWER_OR_NEWER_EQUAL
+    for i in range(0 if evicted else split, end):
+        key, wl = ordered[i]
+        if wl.protected or fr not in wl.usage:
+            continue
+        wp = wl.priority
+        if wp >= prio and (policy == LOWER_PRIORITY or newer and not (wp == prio and created < wl.created_at)):
+            continue
+        if fixed is not None:
+            variant = fixed
+        elif forbidden or wp >= prio or (threshold is not None and wp > threshold):
+            variant = RECLAIM_WITHOUT_BORROWING
+        else:
+            variant = RECLAIM_WHILE_BORROWING
+        yield key, wl, variant, lca
 
 
 # -- fair sharing -------------------------------------------------------------------------------
