@@ -250,7 +250,8 @@ def test_uniqueness_race_on_postgresql_and_acceptors_follow_the_lead(served, pg_
     # kill -9 of the leader: its acceptors go with it; the standby leads and starts its own
     s.proc.kill()
     s.proc.wait(10)
-    wait_for(lambda: not any(alive(p) for p in pids), 5, "the acceptors to exit after serve was killed")
+    # they drain for up to 2 s (uvicorn's graceful shutdown) and exit; 20 s leaves room for a loaded machine
+    wait_for(lambda: not any(alive(p) for p in pids), 20, "the acceptors to exit after serve was killed")
     standby.ready()
     wait_for(lambda: len(acceptors_of(standby.proc.pid)) == 1, 30, "the new leader's acceptor")
     conns = wait_for(lambda: every_worker(standby.url, {"1"}), 30, "the new leader's acceptor to serve")

@@ -139,7 +139,9 @@ def full(case) -> list[str]:
     return run(FullEvaluation, case)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Examples are random on every CI run, so coverage adds up across runs; each costs about 1 s of CPU
+# (the reference re-evaluates every pick over the whole tree), so 20 and 10 keep the suite's budget.
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters())
 def test_caches_decide_as_full_evaluation(case):
     assert run(Recording, case) == full(case)
@@ -174,7 +176,7 @@ def test_batched_level_with_warm_curve_cache_decides_as_full_evaluation():
 
 
 @pytest.mark.xdist_group("numba-kernel")  # compiled on the worker that compiles it for test_kernel
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters())
 def test_caches_decide_as_full_evaluation_with_the_kernel(case):
     """The same with the compiled update, which large trees take (its result is arrays, read
