@@ -18,20 +18,45 @@ def shared() -> Path:
 
 
 def pytest_xdist_auto_num_workers(config):
-    """``-n auto`` is two workers per core: a third of the suite's wall time is live tests waiting
+    """``-n auto`` is three workers per core: a third of the suite's wall time is live tests waiting
     on real processes (grace periods, leases, restarts, a browser), during which a worker uses no
-    CPU; a second worker per core runs other tests meanwhile."""
+    CPU; the other workers of a core run CPU-bound tests meanwhile."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:
         cores = os.cpu_count() or 1
-    return 2 * cores
+    return 3 * cores
+
+
+def _waits(module: str) -> bool:
+    """Test files that mostly wait on real processes (servers, agents, tasks, a browser)."""
+    return module.startswith("tests/live/")
 
 
 def pytest_collection_modifyitems(config, items):
-    """The groups in ``EARLY_GROUPS`` first (stable otherwise): the numba kernel's group compiles
-    for about a minute before its tests run, and scheduled last it would be the run's tail."""
+    """The groups in ``EARLY_GROUPS`` first: the numba kernel's group compiles for about a minute
+    before its tests run, and scheduled last it would be the run's tail. Then the test files, those
+    that wait on real processes spread evenly among the CPU-bound ones, so that the workers do not
+    all wait at once while a core idles. Files stay whole (their module fixtures are set up once),
+    and the order is the same on every worker."""
     def early(item) -> bool:
         return any(m.args and m.args[0] in EARLY_GROUPS for m in item.iter_markers("xdist_group"))
 
-    items.sort(key=lambda item: not early(item))
+    files: dict[str, list] = {}
+    first = []
+    for item in items:
+        if early(item):
+            first.append(item)
+        else:
+            files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    waiting = [f for f in files if _waits(f)]
+    busy = [f for f in files if not _waits(f)]
+    order = busy
+    if waiting and busy:
+        step = (len(busy) + len(waiting)) / len(waiting)
+        slots = {int(k * step) for k in range(len(waiting))}
+        w, b = iter(waiting), iter(busy)
+        order = [next(w) if k in slots else next(b) for k in range(len(busy) + len(waiting))]
+    elif waiting:
+        order = waiting
+    items[:] = first + [item for f in order for item in files[f]]
