@@ -60,3 +60,23 @@ def pytest_collection_modifyitems(config, items):
     elif waiting:
         order = waiting
     items[:] = first + [item for f in order for item in files[f]]
+
+
+class _GroupsHonoured:
+    """On an xdist worker with ``--dist loadgroup``, xdist marks each grouped test's node id
+    (``...@group``) so the controller sends a group to one worker. A pytest/xdist pair where that
+    mark does not take (pytest 9 with xdist 3.8) would silently compile the numba kernel on every
+    worker: stop with a clear message instead."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        if not getattr(config.option, "loadgroup", False):
+            return
+        for item in items:
+            if any(item.iter_markers("xdist_group")) and "@" not in item.nodeid:
+                raise pytest.UsageError(f"xdist_group is not honoured by this pytest and pytest-xdist "
+                                        f"({item.nodeid} has no group suffix): install pytest<9")
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(_GroupsHonoured(), "makeway-groups-honoured")
