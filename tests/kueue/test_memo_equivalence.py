@@ -53,7 +53,9 @@ def _run(cls, queues, nodes, workloads, fair):
     return model.log
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# derandomized: one random CI run drew an example that took 564 s (the same test takes 10-16 s on
+# other seeds); until that input is found and made cheap, CI runs a fixed set of 60
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters())
 def test_caches_decide_as_evaluating_every_head(case):
     queues, nodes, workloads, fair = case

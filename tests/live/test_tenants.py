@@ -239,10 +239,14 @@ def test_a_manual_preemption_replays_to_the_same_decisions(svc, tmp_path):
     assert again.core.digest == digest
 
 
-def test_tokens_are_stored_and_logged_only_hashed(tmp_path, caplog):
+def test_tokens_are_stored_and_logged_only_hashed(tmp_path, caplog, monkeypatch):
     import uvicorn
 
     caplog.set_level(logging.DEBUG)
+    for name in ("uvicorn", "uvicorn.access", "uvicorn.error"):  # as in a fresh process, whatever
+        logger = logging.getLogger(name)  # an earlier test's uvicorn logging config left behind
+        monkeypatch.setattr(logger, "disabled", False)
+        monkeypatch.setattr(logger, "propagate", True)
     db = tmp_path / "h.db"
     s = Svc(f"sqlite:///{db}")
     try:
