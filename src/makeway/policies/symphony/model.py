@@ -33,7 +33,7 @@ from makeway.core.state import ClusterState
 from makeway.core.objects import Workload
 from makeway.errors import ConfigError
 from makeway.policies.symphony.backlog import Backlog
-from makeway.policies.symphony.sparse import Consumer, consumer_cycle, holder_view, waiting_view
+from makeway.policies.symphony.sparse import Consumer, consumer_cycle, holder_view, place_in_order, waiting_view
 from makeway.policies.symphony.rules import (
     DEFAULT_PRIORITY, DEFAULT_RANK, SessionView, TaskView, may_preempt, normalize_criteria, normalize_scope,
     need_of, preemptors, proportional_deserved, select_victims,
@@ -404,34 +404,10 @@ class SymphonyModel(PreemptionModel):
 
         def place(s: SessionView, budget: int | None) -> tuple[list[Start], int]:
             """Start pending tasks of ``s`` in order while slots and nodes allow, up to ``budget`` slots."""
-            starts: list[Start] = []
-            used, room, rest = 0, free(), []
             # identical requests that found no node: skip, don't search again (kept across sessions
             # while the plan only takes; a release clears it)
             no_fit: set[tuple] = plan.no_fit if self.caches else set()
-            tasks = pending[s.name]
-            for k, tid in enumerate(tasks):
-                if room <= 0 or (budget is not None and used >= budget):
-                    rest.extend(tasks[k:])
-                    break
-                req = state.task_resources(tid)
-                ts = plan.slots_of(req)
-                key = tuple(sorted(req.items()))
-                node = None
-                if ts <= room and (budget is None or used + ts <= budget) and key not in no_fit:
-                    node = plan.fit(req)
-                    if node is None:
-                        no_fit.add(key)
-                if node is None:
-                    rest.append(tid)
-                    continue
-                plan.take(node, req)
-                s.allocated += ts
-                plan.consumer_allocated += ts
-                used += ts
-                room -= ts
-                starts.append(Start(tid, node))
-            pending[s.name] = rest
+            starts, used, pending[s.name] = place_in_order(state, plan, s, pending[s.name], free(), budget, no_fit)
             return starts, used
 
         order = sorted(views.values(), key=lambda s: (-s.priority, s.order, s.name))

@@ -115,6 +115,37 @@ class Consumer:
         return {s.name: s for s in out}, lazy
 
 
+def place_in_order(state: ClusterState, plan: Any, s: SessionView, tasks: list[str], room: int, budget: int | None,
+                   no_fit: set[tuple]) -> tuple[list[Start], int, list[str]]:
+    """Start ``tasks`` of ``s`` in order while ``room`` slots, the ``budget`` and the plan's nodes
+    allow: the starts, the slots used and the tasks left pending. A request found to fit no node
+    goes into ``no_fit`` and is not searched again."""
+    starts: list[Start] = []
+    used, rest = 0, []
+    for k, tid in enumerate(tasks):
+        if room <= 0 or (budget is not None and used >= budget):
+            rest.extend(tasks[k:])
+            break
+        req = state.task_resources(tid)
+        ts = plan.slots_of(req)
+        key = tuple(sorted(req.items()))
+        node = None
+        if ts <= room and (budget is None or used + ts <= budget) and key not in no_fit:
+            node = plan.fit(req)
+            if node is None:
+                no_fit.add(key)
+        if node is None:
+            rest.append(tid)
+            continue
+        plan.take(node, req)
+        s.allocated += ts
+        plan.consumer_allocated += ts
+        used += ts
+        room -= ts
+        starts.append(Start(tid, node))
+    return starts, used, rest
+
+
 def consumer_cycle(model: Any, state: ClusterState, queue: str, cons: Consumer, plan: Any,
                    now: float) -> list[Decision]:
     """``SymphonyModel._consumer`` (caches on) over ``cons``: the same decisions in the same order."""
@@ -139,31 +170,7 @@ def consumer_cycle(model: Any, state: ClusterState, queue: str, cons: Consumer, 
         r = recs.get(s.name)
         if r is not None and r.shape is not None and (r.slots > room or (budget is not None and r.slots > budget)):
             return [], 0  # every pending task has this shape: none passes the room and budget test
-        starts: list[Start] = []
-        used, rest = 0, []
-        tasks = pending[s.name]
-        for k, tid in enumerate(tasks):
-            if room <= 0 or (budget is not None and used >= budget):
-                rest.extend(tasks[k:])
-                break
-            req = state.task_resources(tid)
-            ts = plan.slots_of(req)
-            key = tuple(sorted(req.items()))
-            node = None
-            if ts <= room and (budget is None or used + ts <= budget) and key not in no_fit:
-                node = plan.fit(req)
-                if node is None:
-                    no_fit.add(key)
-            if node is None:
-                rest.append(tid)
-                continue
-            plan.take(node, req)
-            s.allocated += ts
-            plan.consumer_allocated += ts
-            used += ts
-            room -= ts
-            starts.append(Start(tid, node))
-        pending[s.name] = rest
+        starts, used, pending[s.name] = place_in_order(state, plan, s, pending[s.name], room, budget, no_fit)
         return starts, used
 
     def view(name: str) -> SessionView:
