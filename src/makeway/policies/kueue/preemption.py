@@ -182,17 +182,11 @@ def _entries(p: Preemptor, cq: QNode, src: _Source, evicted: bool) -> Iterator[_
     """The candidates of one source, evicted ones or the others, in CandidatesOrdering (the
     queue's entries are kept in it). Generated as the search takes them: a search that fits
     after a few victims reads a few entries, not every admitted workload."""
-    ordered = src.node.ordered
-    split = bisect_left(ordered, ((True,),))  # entries order as (not evicted, priority, ...)
-    policy = _policy(cq, src)
-    prio, created = p.priority, p.created_at
-    if policy == LOWER_PRIORITY:
-        # past the evicted ones, entries are lower priority only up to the first at the preemptor's
-        end = split if evicted else bisect_left(ordered, ((True, prio),))
-    elif policy in (ANY, LOWER_OR_NEWER_EQUAL):
-        end = split if evicted else len(ordered)
-    else:
+    span = _span(p, cq, src, evicted)
+    if span is None:
         return
+    ordered, split, end, policy = span
+    prio, created = p.priority, p.created_at
     frs = p.frs_need
     only = next(iter(frs)) if len(frs) == 1 else None
     lca = src.lca
@@ -525,19 +519,31 @@ def _sequence_one(p: Preemptor, cq: QNode, sources: list[_Source], count: int,
                 yield from merge(*its)
 
 
-def _entries_one(p: Preemptor, cq: QNode, src: _Source, evicted: bool,
-                 fr: FR) -> Iterator[tuple[tuple, Admitted, int, QNode | None]]:
-    """``_entries`` for one fr, with the variant worked out per source (``_variant``)."""
+def _span(p: Preemptor, cq: QNode, src: _Source, evicted: bool) -> tuple[list, int, int, str] | None:
+    """The source's ordered entries, where the evicted ones end (entries order as (not evicted,
+    priority, ...)), where the candidates under the CQ's policy end, and that policy; None where
+    the policy allows no candidate."""
     ordered = src.node.ordered
     split = bisect_left(ordered, ((True,),))
     policy = _policy(cq, src)
-    prio, created = p.priority, p.created_at
     if policy == LOWER_PRIORITY:
-        end = split if evicted else bisect_left(ordered, ((True, prio),))
+        # past the evicted ones, entries are lower priority only up to the first at the preemptor's
+        end = split if evicted else bisect_left(ordered, ((True, p.priority),))
     elif policy in (ANY, LOWER_OR_NEWER_EQUAL):
         end = split if evicted else len(ordered)
     else:
+        return None
+    return ordered, split, end, policy
+
+
+def _entries_one(p: Preemptor, cq: QNode, src: _Source, evicted: bool,
+                 fr: FR) -> Iterator[tuple[tuple, Admitted, int, QNode | None]]:
+    """``_entries`` for one fr, with the variant worked out per source (``_variant``)."""
+    span = _span(p, cq, src, evicted)
+    if span is None:
         return
+    ordered, split, end, policy = span
+    prio, created = p.priority, p.created_at
     lca = src.lca
     fixed = WITHIN_CQ if src.own else HIERARCHICAL if src.advantage else None
     threshold = cq.policy.max_priority_threshold
