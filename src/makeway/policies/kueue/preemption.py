@@ -329,12 +329,7 @@ def classic_search(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool]:
     hier, prio = nonempty[HIER], nonempty[PRIO]
     forbidden = not _borrow_within_cohort_allowed(cq)
     under_nominal = all(cq.usage.get(fr, 0) < cq.nominal(fr) for fr in p.frs_need)
-    if (not hier and not prio) or (forbidden and not under_nominal):
-        attempts = [True]
-    elif forbidden and not hier:
-        attempts = [False, True]
-    else:
-        attempts = [True, False]
+    attempts = _attempts(hier, prio, forbidden, under_nominal)
     # At the start of a search every collected candidate passes the within-nominal tests of
     # ``_valid`` (sources below a queue or cohort within nominal were not collected), so the
     # valid ones are all of them, less RECLAIM_WITHOUT_BORROWING ones when borrowing is allowed.
@@ -462,12 +457,7 @@ def _search_one(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool]:
     hier, prio = nonempty[HIER], nonempty[PRIO]
     forbidden = not _borrow_within_cohort_allowed(cq)
     under_nominal = u0[ci] < cq.nominal(fr)
-    if (not hier and not prio) or (forbidden and not under_nominal):
-        attempts = [True]
-    elif forbidden and not hier:
-        attempts = [False, True]
-    else:
-        attempts = [True, False]
+    attempts = _attempts(hier, prio, forbidden, under_nominal)
     if not any(fits_without(valid if allow else every, allow) for allow in attempts):
         return [], True
     sub, par, index, cq_index = f.sub, f.par, f.index, f.cq_index
@@ -517,6 +507,17 @@ def _sequence_one(p: Preemptor, cq: QNode, sources: list[_Source], count: int,
                 yield from sorted([c for it in its for c in it])
             elif its:
                 yield from merge(*its)
+
+
+def _attempts(hier: bool, prio: bool, forbidden: bool, under_nominal: bool) -> list[bool]:
+    """The ``allow_borrowing`` values a target search tries, in order (Kueue's ``GetTargets``): only
+    with borrowing where no candidate needs the distinction or borrowing is forbidden while the CQ
+    is at nominal; without first where borrowing is forbidden and no hierarchical candidate exists."""
+    if (not hier and not prio) or (forbidden and not under_nominal):
+        return [True]
+    if forbidden and not hier:
+        return [False, True]
+    return [True, False]
 
 
 def _span(p: Preemptor, cq: QNode, src: _Source, evicted: bool) -> tuple[list, int, int, str] | None:

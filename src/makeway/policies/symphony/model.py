@@ -33,7 +33,7 @@ from makeway.core.state import ClusterState
 from makeway.core.objects import Workload
 from makeway.errors import ConfigError
 from makeway.policies.symphony.backlog import Backlog
-from makeway.policies.symphony.sparse import Consumer, consumer_cycle, holder_view, place_in_order, waiting_view
+from makeway.policies.symphony.sparse import Consumer, consumer_cycle, holder_view, pending_slots, place_in_order, waiting_view
 from makeway.policies.symphony.rules import (
     DEFAULT_PRIORITY, DEFAULT_RANK, SessionView, TaskView, may_preempt, normalize_criteria, normalize_scope,
     need_of, preemptors, proportional_deserved, select_victims,
@@ -372,13 +372,7 @@ class SymphonyModel(PreemptionModel):
                 tasks.append(TaskView(tid, wl_id, a.start, now - a.start, slots_of(a.resources), label,
                                       a.preemptible and not a.preempting))
             allocated = sum(t.slots for t in tasks)
-            pending = 0
-            if state.pending.get(wl_id):
-                groups: dict[int, int] = {}
-                for t in state.pending[wl_id]:
-                    g = int(t.rsplit("/", 2)[1])
-                    groups[g] = groups.get(g, 0) + 1
-                pending = sum(slots_of(wl.groups[g].resources) * n for g, n in groups.items())
+            pending = pending_slots(state, wl, wl_id, slots_of)
             views[wl_id] = SessionView(wl_id, ss.rank, ss.preemptive, 0, allocated, allocated + pending,
                                        ss.priority, (wl.submit,), tasks)
         deserved = proportional_deserved(capacity, ((s.name, s.priority, s.demand) for s in views.values()))

@@ -44,13 +44,7 @@ def holder_view(model: Any, state: ClusterState, wl_id: str, slots_of: Callable,
         allocated = sum(t.slots for t in tasks)
     else:
         allocated = sum(slots_of(allocs[tid].resources) for tid in state.running.get(wl_id, ()))
-    pending = 0
-    if state.pending.get(wl_id):
-        groups: dict[int, int] = {}
-        for t in state.pending[wl_id]:
-            g = int(t.rsplit("/", 2)[1])
-            groups[g] = groups.get(g, 0) + 1
-        pending = sum(slots_of(wl.groups[g].resources) * n for g, n in groups.items())
+    pending = pending_slots(state, wl, wl_id, slots_of)
     return SessionView(wl_id, ss.rank, ss.preemptive, 0, allocated, allocated + pending, ss.priority,
                        (wl.submit,), tasks)
 
@@ -113,6 +107,17 @@ class Consumer:
                     lazy[n] = (r, self.deserved(n, r.w, r.d))
         out.sort(key=lambda s: (s.order, s.name))
         return {s.name: s for s in out}, lazy
+
+
+def pending_slots(state: ClusterState, wl: Any, wl_id: str, slots_of: Callable[[Any], int]) -> int:
+    """Slots the session's pending tasks ask for, counted per task group."""
+    if not state.pending.get(wl_id):
+        return 0
+    groups: dict[int, int] = {}
+    for t in state.pending[wl_id]:
+        g = int(t.rsplit("/", 2)[1])
+        groups[g] = groups.get(g, 0) + 1
+    return sum(slots_of(wl.groups[g].resources) * n for g, n in groups.items())
 
 
 def place_in_order(state: ClusterState, plan: Any, s: SessionView, tasks: list[str], room: int, budget: int | None,
