@@ -8,6 +8,23 @@ SHARED = (REPO / ".." / "shared").resolve()
 
 # run first: the longest single units of work, so that none of them starts last and runs alone
 EARLY_GROUPS = ("numba-kernel",)
+# then the longest CPU-bound tests (5-60 s of CPU each in a cold CI run, measured per test), longest
+# first; xdist hands out single tests in this order, and one of these scheduled last ran alone for
+# the final 1.5 minutes of a run. A node id prefix; a renamed test only loses its place in the line.
+LONG_TESTS = (
+    "tests/yunikorn_queue/test_cache_equivalence.py::test_caches_decide_as_full_evaluation",
+    "tests/sim/test_fast_core.py::test_a_fraction_late_in_the_trace_restarts_on_the_pure_core",
+    "tests/ytsaurus/test_cache_equivalence.py::test_caches_decide_as_full_evaluation",
+    "tests/kueue/test_memo_equivalence.py::test_caches_decide_as_evaluating_every_head",
+    "tests/test_fuzz_inputs.py::test_fuzz_configs",
+    "tests/kueue/test_golden.py::test_noop_memo_decides_as_full_evaluation",
+    "tests/ytsaurus/test_livelock.py::test_random_small_simulations_end",
+    "tests/importers/test_full_traces.py::test_google_task_events",
+    "tests/sim/test_no_starvation.py::test_every_workload_starts_and_caches_decide_the_same",
+    "tests/sweep/test_executors.py::test_ray_gives_the_process_pools_table",
+    "tests/test_fuzz_inputs.py::test_fuzz_traces",
+    "tests/kueue/test_golden.py::test_grace_period_decides_as_full_evaluation",
+)
 
 
 @pytest.fixture
@@ -35,18 +52,23 @@ def _waits(module: str) -> bool:
 
 def pytest_collection_modifyitems(config, items):
     """The groups in ``EARLY_GROUPS`` first: the numba kernel's group compiles for about a minute
-    before its tests run, and scheduled last it would be the run's tail. Then the test files, those
-    that wait on real processes spread evenly among the CPU-bound ones, so that the workers do not
-    all wait at once while a core idles. Files stay whole (their module fixtures are set up once),
-    and the order is the same on every worker."""
+    before its tests run, and scheduled last it would be the run's tail. Then ``LONG_TESTS``, in
+    that order. Then the test files, those that wait on real processes spread evenly among the
+    CPU-bound ones, so that the workers do not all wait at once while a core idles. A file's tests
+    stay together, and the order is the same on every worker."""
     def early(item) -> bool:
         return any(m.args and m.args[0] in EARLY_GROUPS for m in item.iter_markers("xdist_group"))
 
+    def long_rank(item) -> int | None:
+        return next((k for k, p in enumerate(LONG_TESTS) if item.nodeid.startswith(p)), None)
+
     files: dict[str, list] = {}
-    first = []
+    first, long = [], []
     for item in items:
         if early(item):
             first.append(item)
+        elif long_rank(item) is not None:
+            long.append(item)
         else:
             files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
     waiting = [f for f in files if _waits(f)]
@@ -59,7 +81,8 @@ def pytest_collection_modifyitems(config, items):
         order = [next(w) if k in slots else next(b) for k in range(len(busy) + len(waiting))]
     elif waiting:
         order = waiting
-    items[:] = first + [item for f in order for item in files[f]]
+    long.sort(key=long_rank)  # stable: a test's parameters keep their order
+    items[:] = first + long + [item for f in order for item in files[f]]
 
 
 class _GroupsHonoured:

@@ -56,14 +56,20 @@ def started_tasks(tmp, job):
     return {m[1] for m in markers(tmp) if m[0] == "start" and m[1].startswith(job + "/")}
 
 
-def run_scenario(model, db, tmp):
+def run_scenario(model, db, tmp, cli=True):
+    """``cli``: submit and read through the ``makeway`` CLI (the SQLite runs) or over HTTP (the
+    PostgreSQL runs: the CLI speaks the same API whatever the store, and each call is a process
+    start, about half a second of CPU)."""
     config = LIVE / model / "cluster.yaml"
     s = Served(config, db, tmp).start()
     try:
         s.ready()
         batch = job_file(model, "batch", tmp, BATCH_SECONDS[model], "batch-1", grace=5,
                          extra=["--hold", str(HOLD_SECONDS)])
-        assert s.cli("submit", str(batch)).stdout.strip() == "batch-1"
+        if cli:
+            assert s.cli("submit", str(batch)).stdout.strip() == "batch-1"
+        else:
+            assert s.post("/v1/jobs", yaml.safe_load(batch.read_text())).status_code == 201
         wait_for(lambda: len(started_tasks(tmp, "batch-1")) == 2, 30, "both batch tasks to start")
         # over HTTP: a CLI start can take seconds on a loaded machine, long enough for the batch to end
         urgent = s.post("/v1/jobs", yaml.safe_load(job_file(model, "urgent", tmp, 1.0, "urgent-1").read_text()))
@@ -83,7 +89,7 @@ def run_scenario(model, db, tmp):
         assert any(x[0] == "start" and x[1] == victim_task and x[2] == "2" for x in m), "victim never restarted"
         assert overlapping_runs(tmp) == []
 
-        jobs = json.loads(s.cli("jobs", "--output", "json").stdout)
+        jobs = json.loads(s.cli("jobs", "--output", "json").stdout) if cli else s.get("/v1/jobs")["jobs"]
         b = next(j for j in jobs if j["id"] == "batch-1")
         assert b["reason"]["model"] == model and b["reason"]["rule"]
         assert str(b["reason"]["preemptor"] or "urgent-1").startswith("urgent-1")
@@ -91,12 +97,17 @@ def run_scenario(model, db, tmp):
         ex = s.get("/v1/jobs/batch-1/explain")
         assert ex["preemptions"] and ex["preemptions"][0]["model"] == model
         assert {"model", "rule", "preemptor", "values"} <= set(ex["preemptions"][0])
-        text = s.cli("explain", "batch-1").stdout
-        assert f"model={model}" in text and "preemptor=" in text
-        assert "urgent-1" in s.cli("jobs").stdout
         leaf = next(q for q in load_config(config).queues if q != "root" and q.endswith(("batch", "research", "risk")))
-        assert leaf in s.cli("queues").stdout
-        assert [n["name"] for n in json.loads(s.cli("nodes", "--output", "json").stdout)] == ["local"]
+        if cli:
+            text = s.cli("explain", "batch-1").stdout
+            assert f"model={model}" in text and "preemptor=" in text
+            assert "urgent-1" in s.cli("jobs").stdout
+            assert leaf in s.cli("queues").stdout
+            nodes = json.loads(s.cli("nodes", "--output", "json").stdout)
+        else:
+            assert leaf in [q["name"] for q in s.get("/v1/queues")["queues"]]
+            nodes = s.get("/v1/nodes")["nodes"]
+        assert [n["name"] for n in nodes] == ["local"]
     finally:
         assert s.stop() == 0, s.log.read_text()[-3000:]
     live, replayed = replay_digest(config, db)
@@ -110,7 +121,7 @@ def test_preemption_end_to_end_sqlite(model, tmp):
 
 @pytest.mark.parametrize("model", MODELS)
 def test_preemption_end_to_end_postgresql(model, pg_database, tmp):
-    run_scenario(model, pg_database, tmp)
+    run_scenario(model, pg_database, tmp, cli=False)
 
 
 def test_victim_ignoring_sigterm_is_killed_with_its_children_at_the_deadline(tmp):
