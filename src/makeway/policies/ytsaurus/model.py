@@ -17,6 +17,7 @@ share and never makes a pool starve, and a note of kind ``operation-failed`` say
 
 from __future__ import annotations
 
+import gc
 import math
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -156,7 +157,16 @@ class YTsaurusModel(PreemptionModel):
 
     def schedule(self, state: ClusterState, now: float) -> list[Decision]:
         if self.snap is None or self.dirty or now >= self.snap.time + self.update_period - EPS:
-            return self.update(state, now)
+            # an update allocates a few objects per element (tree, parameters, clocks) and frees
+            # nothing cyclic: the cyclic collector, run meanwhile, would rescan the whole heap
+            # again and again (``fairshare.compute`` pauses it the same way)
+            paused = gc.isenabled()
+            gc.disable()
+            try:
+                return self.update(state, now)
+            finally:
+                if paused:
+                    gc.enable()
         return []
 
     def options(self) -> dict[str, Any]:
