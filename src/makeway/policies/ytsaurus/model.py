@@ -17,6 +17,7 @@ share and never makes a pool starve, and a note of kind ``operation-failed`` say
 
 from __future__ import annotations
 
+import gc
 import math
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -29,8 +30,8 @@ from makeway.core.objects import Queue
 from makeway.core.pending import blocking_usage
 from makeway.core.policy import PreemptionModel
 from makeway.core.state import ClusterState
-from makeway.policies.ytsaurus import (catchup, classify, durations, fairshare, heartbeat, integral, live, quiet,
-                                      starvation, waiting)
+from makeway.policies.ytsaurus import (catchup, classify, clockheap, durations, fairshare, heartbeat, integral, live, quiet,
+                                      starvation, views, waiting)
 from makeway.policies.ytsaurus.classify import AP, NP, P
 from makeway.errors import ConfigError
 from makeway.policies.ytsaurus.schedule import HeapPicker, Picker, ReferencePicker
@@ -103,6 +104,8 @@ class YTsaurusModel(PreemptionModel):
         self._op_els: dict[str, tuple[Any, int, tuple[int, int, int], Element]] = {}
         self._els_topology = -1
         self._quiet_cache: tuple[tuple, bool | float] | None = None  # ``quiet``'s verdict and its inputs
+        self._clock_heap: clockheap.ClockHeap | None = None  # the snapshot's clock thresholds
+        self._graceful_tree: tuple[Tree, list[str]] | None = None  # ``quiet``: a tree's graceful operations
         self._clock_sig: tuple[int, int, int] = (0, 0, 0)  # clocks running, starving, aggressive
         self._clock_next = -math.inf  # no clock of the snapshot changes status at or before this time
         self._shapes: tuple[tuple | None, set[tuple[float, ...]]] = (None, set())  # pending requests
@@ -154,7 +157,16 @@ class YTsaurusModel(PreemptionModel):
 
     def schedule(self, state: ClusterState, now: float) -> list[Decision]:
         if self.snap is None or self.dirty or now >= self.snap.time + self.update_period - EPS:
-            return self.update(state, now)
+            # an update allocates a few objects per element (tree, parameters, clocks) and frees
+            # nothing cyclic: the cyclic collector, run meanwhile, would rescan the whole heap
+            # again and again (``fairshare.compute`` pauses it the same way)
+            paused = gc.isenabled()
+            gc.disable()
+            try:
+                return self.update(state, now)
+            finally:
+                if paused:
+                    gc.enable()
         return []
 
     def options(self) -> dict[str, Any]:
@@ -369,6 +381,11 @@ class YTsaurusModel(PreemptionModel):
             tree, result, params = snap.tree, snap.result, snap.params
             published = snap.published
             fixed = snap.view.status  # same shares and tolerances: the same statuses
+            heap = self._clock_heap
+            if self.caches and heap is not None and heap.tree is tree:
+                got = heap.advance(snap.view, params, now)  # only the clocks whose threshold passed
+                if got is not None:
+                    return self._advanced(state, now, got[0], got[1])
         else:
             tree = self.build_tree(state)
             self.integral.elapsed = None if snap is None else now - snap.time
@@ -378,7 +395,7 @@ class YTsaurusModel(PreemptionModel):
             params = starvation.effective_params(tree, self.settings)
             arr = getattr(result.attrs, "arrays", None)
             if arr is None:
-                published = _LazyPublished(tree, result.attrs)
+                published = views.LazyPublished(tree, result.attrs)
                 fixed = None
             else:
                 published, fixed = _from_arrays(arr, params)
@@ -386,18 +403,10 @@ class YTsaurusModel(PreemptionModel):
             self._stamp += 1
         view = starvation.update_statuses(tree, result, params, self.clocks, now, self.settings, fixed)
         notes: list[Decision] = []
+        before, after, non = self.clocks, view.clocks, starvation.NON
         for name, el in tree.elements.items():
-            if not el.is_op:
-                continue
-            before = self.clocks.get(name, starvation._IDLE).status
-            after = view.clocks[name].status
-            if (before == starvation.NON) != (after == starvation.NON):
-                a = result.attrs[name]
-                notes.append(Note("starvation", name,
-                                  f"operation {name} {'starts' if after != starvation.NON else 'stops'} starving",
-                                  {"starving": after != starvation.NON, "status": after, "fair_share": max(a.fair_share, default=0.0),
-                                   "usage_share": max(a.usage_share, default=0.0),
-                                   "below_fair_share_since": view.clocks[name].since}))
+            if el.is_op and (before.get(name, starvation._IDLE).status == non) != (after[name].status == non):
+                self._starvation_note(notes, name, result, view)
         for name, c in self.clocks.items():
             if name not in tree.elements and c.status != starvation.NON and name in state.workloads:
                 notes.append(Note("starvation", name, f"operation {name} stops starving (finished)",
@@ -405,11 +414,50 @@ class YTsaurusModel(PreemptionModel):
         self.clocks = {n: c for n, c in view.clocks.items() if n in tree.elements}
         self._clock_sig = _clock_sig(self.clocks)
         self.snap = Snapshot(now, tree, result, params, view, published)
-        self._clock_next = quiet.clock_bound(self.snap)
+        if self.caches:
+            self._clock_heap = clockheap.ClockHeap(tree, view.clocks, params)
+            self._clock_next = self._clock_heap.bound(view.clocks)
+        else:
+            self._clock_next = quiet.clock_bound(self.snap)
+        return self._with_failed(notes)
+
+    def _with_failed(self, notes: list[Decision]) -> list[Decision]:
         if self._failed_notes:
             notes = self._failed_notes + notes
             self._failed_notes = []
         return notes
+
+    def _starvation_note(self, notes: list[Decision], name: str, result, view: starvation.StarvationView) -> None:
+        """A note when the operation starts or stops starving between ``self.clocks`` and ``view``."""
+        before = self.clocks.get(name, starvation._IDLE).status
+        after = view.clocks[name].status
+        if (before == starvation.NON) != (after == starvation.NON):
+            a = result.attrs[name]
+            notes.append(Note("starvation", name,
+                              f"operation {name} {'starts' if after != starvation.NON else 'stops'} starving",
+                              {"starving": after != starvation.NON, "status": after,
+                               "fair_share": max(a.fair_share, default=0.0),
+                               "usage_share": max(a.usage_share, default=0.0),
+                               "below_fair_share_since": view.clocks[name].since}))
+
+    def _advanced(self, state: ClusterState, now: float, view: starvation.StarvationView,
+                  changed: list[str]) -> list[Decision]:
+        """``update``'s end where only the clocks in ``changed`` (operations, in tree order) moved
+        (``clockheap``): the same notes, clocks, counts and bound as the walk over the tree."""
+        snap = self.snap
+        assert snap is not None and self._clock_heap is not None
+        notes: list[Decision] = []
+        running, starving, aggressive = self._clock_sig
+        for name in changed:
+            self._starvation_note(notes, name, snap.result, view)
+            before, after = self.clocks[name].status, view.clocks[name].status
+            starving += (after == starvation.STARVING) - (before == starvation.STARVING)
+            aggressive += (after == starvation.AGGRESSIVE) - (before == starvation.AGGRESSIVE)
+        self.clocks = view.clocks  # the tree's elements: the view was made over the same tree
+        self._clock_sig = (running, starving, aggressive)
+        self.snap = Snapshot(now, snap.tree, snap.result, snap.params, view, snap.published)
+        self._clock_next = self._clock_heap.bound(view.clocks)
+        return self._with_failed(notes)
 
     def _has_integral(self, state: ClusterState) -> bool:
         """Integral guarantees accumulate volume with time, so their fair share is never reused."""
@@ -550,7 +598,7 @@ class YTsaurusModel(PreemptionModel):
     def _live_usage(self, state: ClusterState) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
         """Pool and operation usage vectors for one heartbeat, converted from the state on first use
         and then kept current by ``_account`` (without caches: all converted up front)."""
-        pools, ops = _LiveQueueUsage(self, state), _LiveUsage(self, state)
+        pools, ops = views.LiveQueueUsage(self, state), views.LiveUsage(self, state)
         if not self.caches:
             return {q: pools[q] for q in state.queues}, {w: ops[w] for w in state.workloads}
         return pools, ops
@@ -706,60 +754,6 @@ class YTsaurusModel(PreemptionModel):
                     return True
             return False
         return violates
-
-
-class _LazyPublished(dict):
-    """``classify.publish`` of every operation of the tree, computed when first read: a heartbeat
-    reads the few operations on its node, not the whole backlog."""
-
-    def __init__(self, tree: Tree, attrs: Mapping[str, fairshare.Attrs]):
-        super().__init__()
-        self.tree, self.attrs = tree, attrs
-
-    def __contains__(self, name: object) -> bool:
-        el = self.tree.elements.get(name)  # type: ignore[arg-type]
-        return el is not None and el.is_op
-
-    def __missing__(self, name: str) -> classify.Published:
-        if name not in self:
-            raise KeyError(name)
-        a = self.attrs[name]
-        v = self[name] = classify.publish(a.fair_share, a.demand_share)
-        return v
-
-
-class _LiveUsage(dict):
-    """Current usage vector per operation, computed on first use during one heartbeat."""
-
-    def __init__(self, model: YTsaurusModel, state: ClusterState):
-        super().__init__()
-        self.model, self.state = model, state
-
-    def __missing__(self, wid: str) -> list[float]:
-        v = [0.0] * len(self.model.resources)
-        for tid in self.state.running.get(wid) or ():
-            res = self.state.allocations[tid].resources
-            for k, r in enumerate(self.model.resources):
-                v[k] += float(res.get(r, 0))
-        self[wid] = v
-        return v
-
-    def __contains__(self, wid: object) -> bool:
-        return wid in self.state.workloads
-
-
-
-class _LiveQueueUsage(dict):
-    """Usage vector per pool, converted from the state on first use during one heartbeat."""
-
-    def __init__(self, model: YTsaurusModel, state: ClusterState):
-        super().__init__()
-        self.model, self.state = model, state
-
-    def __missing__(self, q: str) -> list[float]:
-        v = self.model._vec(self.state.queue_usage[q])
-        self[q] = v
-        return v
 
 
 __all__ = ["YTsaurusModel", "AP", "NP", "P"]

@@ -68,13 +68,29 @@ def _backlog(model: YTsaurusModel, state: ClusterState, snap: Snapshot, scope: s
     return False, shapes, needy
 
 
+def _graceful_ops(model: YTsaurusModel, state: ClusterState, snap: Snapshot) -> list[str]:
+    """The snapshot tree's operations in graceful preemption mode (a workload's settings never
+    change, so this holds for the tree's life)."""
+    tree = snap.tree
+    hit = model._graceful_tree
+    if hit is None or hit[0] is not tree:
+        hit = model._graceful_tree = (tree, [w for w, el in tree.elements.items()
+                                             if el.is_op and model._graceful(state, w)])
+    return hit[1]
+
+
 def quiet_until(model: YTsaurusModel, state: ClusterState, snap: Snapshot) -> float | bool:
     """False, or the time before which every periodic call decides nothing (``math.inf``: until
     the next other event). The snapshot must already reflect the state (the caller checks)."""
-    elements = snap.tree.elements  # running operations are few next to a backlog: walk those
-    if any(tasks and w in elements and elements[w].is_op and model._graceful(state, w)
-           for w, tasks in state.running.items()):
-        return False
+    if model.caches:  # the tree's graceful operations, found once per tree (``state.running`` keeps
+        # an entry for every workload ever submitted: walking it costs the trace so far)
+        if any(state.running.get(w) for w in _graceful_ops(model, state, snap)):
+            return False
+    else:
+        elements = snap.tree.elements
+        if any(tasks and w in elements and elements[w].is_op and model._graceful(state, w)
+               for w, tasks in state.running.items()):
+            return False
     for q in state.queues.values():
         if q.max:
             usage = state.queue_usage.get(q.name) or {}
@@ -104,5 +120,5 @@ def quiet_until(model: YTsaurusModel, state: ClusterState, snap: Snapshot) -> fl
                 heartbeat.stage_candidates(model._cands(state, n), stage), len(free[n])))] for n in nodes]
             if _fits_somewhere(needy[priority], rooms):
                 return False
-    bound = clock_bound(snap)
+    bound = model._clock_next if model.caches else clock_bound(snap)  # the same, kept per update
     return True if bound == math.inf else False if bound == -math.inf else bound

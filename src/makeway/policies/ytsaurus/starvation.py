@@ -126,10 +126,10 @@ def step(clock: Clock, below: bool, now: float, p: Params) -> Clock:
     if clock.since is None:
         return Clock(now, clock.status)
     if p.aggressive_enabled and now > clock.since + p.aggressive_timeout:
-        return Clock(clock.since, AGGRESSIVE)
+        return clock if clock.status == AGGRESSIVE else Clock(clock.since, AGGRESSIVE)
     if now > clock.since + p.timeout:
-        return Clock(clock.since, STARVING)
-    return Clock(clock.since, clock.status)
+        return clock if clock.status == STARVING else Clock(clock.since, STARVING)
+    return clock  # clocks are never changed in place: an unchanged one is kept as it is
 
 
 @dataclass(slots=True)

@@ -43,14 +43,20 @@ class Waiting:
             self._key, self._view = key, snap.view
             self._regular = self._by_priority = self._backlog = None
 
-    def _entries(self, model: YTsaurusModel, state: ClusterState, snap: Snapshot):
+    def _entries(self, model: YTsaurusModel, state: ClusterState, snap: Snapshot, failed=None):
         """(operation, pending tasks, (workload, requests, graceful)) of the snapshot's pending
-        operations; the requests and the graceful flag are kept per workload object."""
+        operations; the requests and the graceful flag are kept per workload object. With
+        ``failed`` given, a pending operation neither in the snapshot nor failed comes as
+        (operation, pending tasks, None)."""
         published, workloads, known = snap.published, state.workloads, self._ops
         if len(known) > 2 * len(state.pending) + 64:
             self._ops = known = {w: v for w, v in known.items() if state.pending.get(w)}
         for w, p in state.pending.items():
-            if not p or w not in published:
+            if not p:
+                continue
+            if w not in published:
+                if failed is not None and w not in failed:
+                    yield w, p, None
                 continue
             wl = workloads[w]
             hit = known.get(w)
@@ -89,22 +95,26 @@ class Waiting:
         priority."""
         self._fresh(state, snap, scope)
         if self._backlog is None:
-            published, failed = snap.published, model.failed
-            unpublished = any(p and w not in failed and w not in published for w, p in state.pending.items())
+            failed = model.failed
+            unpublished = False
             one: dict[str, set[Shapes]] = {"none": set(), "aggressive": set(), "normal": set()}
             pending: set[tuple[float, ...]] = set()
             needy: dict[str, set[tuple[float, ...]]] = {"aggressive": set(), "normal": set()}
             view = snap.view
-            if not unpublished:
-                for w, p, hit in self._entries(model, state, snap):
-                    priority = starvation.preemption_priority(view, w, scope)
-                    if len(hit[1]) == 1:  # one task group: its request is every pending task's
-                        one[priority].add(hit[1])
-                        continue
-                    own = model._pending_shapes(state, w, p)
-                    pending |= own
-                    if priority != "none":
-                        needy[priority] |= own
+            for w, p, hit in self._entries(model, state, snap, failed):
+                if hit is None:  # pending, not failed, not in the snapshot: nothing else is needed
+                    unpublished = True
+                    one = {}
+                    pending, needy = set(), {"aggressive": set(), "normal": set()}
+                    break
+                priority = starvation.preemption_priority(view, w, scope)
+                if len(hit[1]) == 1:  # one task group: its request is every pending task's
+                    one[priority].add(hit[1])
+                    continue
+                own = model._pending_shapes(state, w, p)
+                pending |= own
+                if priority != "none":
+                    needy[priority] |= own
             for priority, distinct in one.items():
                 for shapes in distinct:
                     pending.add(shapes[0])
