@@ -9,36 +9,33 @@ from makeway.policies.ytsaurus.tree import ROOT, Tree
 
 
 def pick_operation(tree: Tree, active: set[str], sat: Callable[[str], float]) -> str | None:
-    """The least satisfied active operation; a pool's value is the minimum over its active children."""
-    memo: dict[str, float | None] = {}
-
-    def value(name: str) -> float | None:
-        if name in memo:
-            return memo[name]
-        el = tree.elements[name]
+    """The least satisfied active operation; a pool's value is the minimum over its active children.
+    Values are computed bottom-up over the whole tree (reversed preorder: children first), then the
+    descent takes the least valued child at each level, the earlier child on ties."""
+    elements = tree.elements
+    value: dict[str, float | None] = {}
+    for name in reversed(tree.preorder()):
+        el = elements[name]
         if el.is_op:
-            v = sat(name) if name in active else None
-        else:
-            vals = [x for x in (value(c) for c in el.children) if x is not None]
-            v = min(vals) if vals else None
-        memo[name] = v
-        return v
-
-    if value(ROOT) is None:
+            value[name] = sat(name) if name in active else None
+            continue
+        low = None
+        for c in el.children:
+            v = value[c]
+            if v is not None and (low is None or v < low):
+                low = v
+        value[name] = low
+    if value[ROOT] is None:
         return None
     cur = ROOT
-    while not tree.elements[cur].is_op:
-        el = tree.elements[cur]
-        best = None
-        for idx, c in enumerate(el.children):
-            v = value(c)
-            if v is None:
-                continue
-            key = (v, idx)
-            if best is None or key < best[0]:
-                best = (key, c)
+    while not elements[cur].is_op:
+        best, best_v = None, None
+        for c in elements[cur].children:
+            v = value[c]
+            if v is not None and (best_v is None or v < best_v):
+                best, best_v = c, v
         assert best is not None
-        cur = best[1]
+        cur = best
     return cur
 
 

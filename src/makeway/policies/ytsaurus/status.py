@@ -20,25 +20,38 @@ def blocked(fair: Vec, demand: Vec) -> list[bool]:
 
 
 def local_satisfaction(usage: Vec, fair: Vec, demand: Vec) -> float:
-    """SEMANTICS §3: usage / fair share on the dominant wanted resource."""
-    if all(f <= EPS for f in fair):
+    """SEMANTICS §3: usage / fair share on the dominant wanted resource. (Loops, not temporary lists:
+    it is called for every active operation at every pick of the reference path.)"""
+    for f in fair:
+        if f > EPS:
+            break
+    else:
         return INF_SAT
-    over = [i for i, (u, f) in enumerate(zip(usage, fair)) if u > f]
-    if over:
-        best = 0.0
-        for u, f in zip(usage, fair):
-            if f == 0:
-                r = 0.0 if u == 0 else INF_SAT
-            else:
-                r = u / f
-            best = max(best, r)
-        return min(best, INF_SAT)
-    bl = blocked(fair, demand)
-    if all(bl):
-        vals = [(u / f if f != 0 else 1.0) for u, f in zip(usage, fair)]
-        return min(vals)
-    vals = [u / f for u, f, b in zip(usage, fair, bl) if not b and f != 0]
-    return max(vals) if vals else INF_SAT
+    for u, f in zip(usage, fair):
+        if u > f:
+            best = 0.0
+            for u, f in zip(usage, fair):
+                r = (0.0 if u == 0 else INF_SAT) if f == 0 else u / f
+                if r > best:
+                    best = r
+            return min(best, INF_SAT)
+    low = high = None
+    blocked_all = True
+    for u, f, d in zip(usage, fair, demand):
+        if f + EPS >= d:  # blocked: the element does not want more of it
+            r = u / f if f != 0 else 1.0
+            if low is None or r < low:
+                low = r
+            continue
+        if blocked_all:
+            blocked_all, low = False, None
+        if f != 0:
+            r = u / f
+            if high is None or r > high:
+                high = r
+    if blocked_all:
+        return low
+    return high if high is not None else INF_SAT
 
 
 def strictly_dominates_non_blocked(bound: Vec, usage: Vec, bl: list[bool]) -> bool:
