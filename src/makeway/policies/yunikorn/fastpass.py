@@ -85,6 +85,7 @@ class _FastPass:
                                          m._ynodes, m._pre)
             part.sorted_names = m._sorted_names
             part.node_rejects = m._node_rejects
+            part.victim_index = m._vindex
             for ask_key, node in m.reservations.items():
                 if node in part.nodes:
                     part.nodes[node].reserved_for = ask_key
@@ -450,6 +451,7 @@ class _FastPass:
             self.started(tid, ask.queue, state.task_resources(tid), r.node)
             return
         if r.victims:
+            m._vindex.marked([v.node for v in r.victims])
             m.reserved_at.setdefault(tid, self.now_us)
             m._ymarked.update(v.key for v in r.victims)
             for v in r.victims:

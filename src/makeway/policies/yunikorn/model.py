@@ -26,6 +26,7 @@ from makeway.policies.yunikorn.fastpass import RESERVATION_TIMEOUT_US, _FastPass
 from makeway.policies.yunikorn.preemptor import try_allocate
 from makeway.policies.yunikorn.quota import QuotaPreemption
 from makeway.policies.yunikorn.resources import fit_in_max_undef
+from makeway.policies.yunikorn.victim_index import VictimNodeIndex
 from makeway.policies.yunikorn.views import build_partition, queue_props, nonzero as _nonzero, to_us as _us
 
 
@@ -73,6 +74,7 @@ class YuniKornModel(PreemptionModel):
         self._leaves: dict[str, tuple[int, int, list[YAlloc]]] = {}
         self._cands: dict[str, tuple] = {}
         self._node_rejects: dict[tuple, tuple] = {}
+        self._vindex = VictimNodeIndex()
         self._ynodes: dict[str, YNode] = {}
         self._names: list[str] = []
         self._sorted_names: list[str] = []
@@ -222,6 +224,9 @@ class YuniKornModel(PreemptionModel):
         taken: set[str] = set()
         decisions = self._quota_decisions(state, now, taken)
         self._track_preempts(state, decisions)
+        self._vindex.sync(state)
+        self._vindex.marked([state.allocations[d.allocation].node for d in decisions
+                             if isinstance(d, Preempt) and d.allocation in state.allocations])
         now_us = _us(now)
         # only our own Starts take tasks out of pending; when the counts say someone else started
         # one, look for asks that went stale (alloc_epoch - freed_epoch moves by starts only)
@@ -243,6 +248,7 @@ class YuniKornModel(PreemptionModel):
             for n in run.pn:
                 state.refresh_index(n)
         self._track_preempts(state, decisions)
+        self._vindex.decided(state, decisions)
         self._bver = run.version()
         run.fold_heaps()
         self._wake = run.wake

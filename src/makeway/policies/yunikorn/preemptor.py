@@ -28,6 +28,7 @@ from makeway.policies.yunikorn.node_candidates import NodeCandidates, NodeReject
 from makeway.policies.yunikorn.required_node import required_node_preemption
 from makeway.policies.yunikorn import events
 from makeway.policies.yunikorn.shortcuts import extras_irrelevant, one_may_do
+from makeway.policies.yunikorn.victim_index import first_index0
 
 # ask log reasons (symbolic names of YuniKorn's log texts)
 PRECONDITIONS_FAILED = "PreemptionPreconditionsFailed"
@@ -350,6 +351,10 @@ class Preemptor:
                 best = min(fitting)
                 victims_for[best] = []
                 return best, -1
+        found = first_index0(self)
+        if found is not None:
+            victims_for[found[0]] = found[1]
+            return found[0], 0
         chosen: tuple[int, str] | None = None
         raw = self.by_node.raw
         rejects = self._rejects()

@@ -53,6 +53,7 @@ class StatePartition(Partition):
         self.cand_memo = cand_memo
         # (node, candidate scope) -> verdicts of the node search, kept by the model (``NodeRejects``)
         self.node_rejects: dict[tuple, tuple] | None = None
+        self.victim_index: Any = None  # the model's ``victim_index.VictimNodeIndex``
 
     def yalloc(self, k: str) -> YAlloc:
         a = self.state.allocations[k]
