@@ -1,4 +1,4 @@
-"""The demo task's ``--hold``: a first attempt stays alive after its work until stopped, and a
+"""The demo task's ``--hold``: a first attempt stays alive after its work until stopped or released, and a
 restarted attempt does not wait."""
 
 from __future__ import annotations
@@ -40,3 +40,15 @@ def test_a_restarted_attempt_is_not_held(tmp_path):
     proc = _start(tmp_path, "2", "--hold", "60")
     assert proc.wait(timeout=30) == 0
     assert [m[0] for m in _markers(tmp_path)][-1] == "end" and _markers(tmp_path)[-1][-1] == "finished"
+
+
+def test_a_release_file_ends_the_hold(tmp_path):
+    proc = _start(tmp_path, "1", "--hold", "60")
+    deadline = time.monotonic() + 30
+    while not any(m[0] == "start" for m in _markers(tmp_path)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    assert proc.poll() is None, "the held attempt ended before its release"
+    (tmp_path / "release").touch()
+    assert proc.wait(timeout=30) == 0
+    assert _markers(tmp_path)[-1][0] == "end" and _markers(tmp_path)[-1][-1] == "finished"

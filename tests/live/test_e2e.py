@@ -75,6 +75,9 @@ def run_scenario(model, db, tmp, cli=True):
         urgent = s.post("/v1/jobs", yaml.safe_load(job_file(model, "urgent", tmp, 1.0, "urgent-1").read_text()))
         assert urgent.status_code == 201 and urgent.json()["id"] == "urgent-1", urgent.text
         try:
+            wait_for(lambda: any(x[0] == "checkpoint" and x[1].startswith("batch-1/") for x in markers(tmp)), 60,
+                     "a batch task to be preempted", every=0.25)
+            (tmp / "ck" / "release").touch()  # the batch task that was not preempted need not hold on
             wait_for(lambda: s.job("batch-1")["state"] == "finished" and s.job("urgent-1")["state"] == "finished",
                      90, "both jobs to finish", every=0.25)
         except AssertionError:

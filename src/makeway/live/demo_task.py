@@ -7,7 +7,8 @@ ignore SIGTERM (and start a grandchild that does the same), to show the SIGKILL 
 Every start and end is appended to ``DIR/markers.log`` so a test can prove no task ran twice at once.
 ``--hold S`` keeps a first attempt alive up to ``S`` seconds after its work is done, still answering its
 stop signal: a demo (or a test) whose victim must still be running when the preemptor arrives, however
-slow the machine, without a long restarted attempt.
+slow the machine, without a long restarted attempt. A file ``DIR/release`` ends every hold at once (the
+test creates it once the preemption it waited for has happened).
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     step = 0.05
     held = 0.0
     hold = args.hold if attempt == "1" else 0.0
-    while done < args.seconds or held < hold:
+    release = d / "release"
+    while done < args.seconds or (held < hold and not release.exists()):
         if stop["now"]:
             notice_path = os.environ.get("MAKEWAY_PREEMPT_NOTICE")
             notice = json.loads(Path(notice_path).read_text()) if notice_path and Path(notice_path).exists() else {}
