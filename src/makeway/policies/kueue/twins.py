@@ -5,7 +5,7 @@ matter is parked as its twin was, without evaluation; whole rounds of such heads
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 
 from makeway.core.decisions import Decision
 from makeway.core.resources import Res
@@ -92,6 +92,28 @@ class TwinSkipping:
             self._outcomes[self._head_id(state, h.cq, h.wl)] = (
                 before[1], before[2] if self._probed_nodes else None, h.wl in self._parked)
 
+    def _first_unknown(self, state: ClusterState, cq: QNode, lst: list[tuple], i: int,
+                       groups: dict[tuple, list[tuple]]) -> tuple[int, dict[tuple, bool]]:
+        """The position of the first entry from ``i`` on whose outcome is not known (``len(lst)``
+        if none), and the known outcome of every kind of entry before it, read once per kind
+        (head id, waiting mark) instead of once per run: the entries of a kind are twins. Entries
+        from ``i`` on were not processed in this call, so their waiting marks are current."""
+        first = len(lst)
+        known_of: dict[tuple, bool] = {}
+        head = lst[i]
+        for kind, ents in groups.items():
+            k = bisect_left(ents, head)
+            if k == len(ents):
+                continue
+            known = None if kind[1] else self._known_noop(state, cq, ents[k][3], kind[0])
+            if known is None:
+                pos = bisect_left(lst, ents[k])
+                if pos < first:
+                    first = pos
+            else:
+                known_of[kind] = known
+        return first, known_of
+
     def _skip_known(self, state: ClusterState, tree: QuotaTree, queues: dict[str, list[tuple]],
                     at: dict[str, int], ends: dict[str, list[int]]) -> None:
         """Take the rounds in which every head is a twin of a head that decided nothing under the
@@ -110,10 +132,17 @@ class TwinSkipping:
             live.append(q)
         plan = []
         step = None
+        kinds: dict[str, dict[tuple, bool]] = {}
         for q in live:
             lst = queues[q]
             i, n = at[q], len(lst)
             cq = tree.cqs[q]
+            if lst is self._index.order.get(q):  # nothing parked: the index's own list, and its groups
+                u, known_of = self._first_unknown(state, cq, lst, i, self._index.groups[q])
+                kinds[q] = known_of
+                if u < n:
+                    step = u - i if step is None else min(step, u - i)
+                continue
             run_ends = ends.get(q)
             if run_ends is None:
                 run_ends = ends[q] = runs(lst)
@@ -134,5 +163,9 @@ class TwinSkipping:
             stop = e if step is None else min(e, at[q] + step)
             if known and j < stop:
                 parked.update(x[3] for x in queues[q][j:stop])
+        for q, known_of in kinds.items():
+            lst = queues[q]
+            stop = len(lst) if step is None else min(len(lst), at[q] + step)
+            parked.update(x[3] for x in lst[at[q]:stop] if known_of[x[4], x[5]])
         for q, lst in queues.items():
             at[q] = len(lst) if step is None else min(len(lst), at[q] + step)
