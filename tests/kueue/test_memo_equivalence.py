@@ -94,15 +94,35 @@ def _livelock():
     return queues, nodes, workloads, False
 
 
+class Checked(Recording):
+    """The model with its kept snapshot checked against a fresh read after every update: each
+    queue's entries (``build_tree`` re-reads only the running workloads that changed) and the
+    workloads a pending reason's snapshot is built from (``_running_ids``)."""
+
+    def build_tree(self, state):
+        tree = super().build_tree(state)
+        fresh: dict[str, dict] = {q: {} for q in tree.cqs}
+        for a in state.allocations.values():
+            if a.queue in fresh:
+                fresh[a.queue][a.workload] = (self._admitted(state, a.workload), len(state.running[a.workload]))
+        assert self._entries == fresh
+        return tree
+
+    def _running_ids(self, state):
+        ids = super()._running_ids(state)
+        assert set(ids) >= {w for w, tasks in state.running.items() if tasks}
+        return ids
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters())
 @example(_livelock())
 def test_caches_decide_as_evaluating_every_head(case):
     queues, nodes, workloads, fair = case
-    assert _run(Recording, queues, nodes, workloads, fair) == _run(FullEvaluation, queues, nodes, workloads, fair)
+    assert _run(Checked, queues, nodes, workloads, fair) == _run(FullEvaluation, queues, nodes, workloads, fair)
 
 
-class CountsCurrent(Recording):
+class CountsCurrent(Checked):
     """Counts the lookups where pending reasons read the model's own snapshot (``_current``)."""
 
     hits = 0

@@ -6,6 +6,7 @@ matter is parked as its twin was, without evaluation; whole rounds of such heads
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from operator import itemgetter
 
 from makeway.core.decisions import Decision
 from makeway.core.resources import Res
@@ -13,6 +14,8 @@ from makeway.core.state import ClusterState
 from makeway.policies.kueue.heads import _Head
 from makeway.policies.kueue.pending import runs
 from makeway.policies.kueue.quota import QNode, QuotaTree
+
+_WL = itemgetter(3)  # a pending entry's workload
 
 
 class TwinSkipping:
@@ -166,6 +169,9 @@ class TwinSkipping:
         for q, known_of in kinds.items():
             lst = queues[q]
             stop = len(lst) if step is None else min(len(lst), at[q] + step)
-            parked.update(x[3] for x in lst[at[q]:stop] if known_of[x[4], x[5]])
+            if all(known_of.values()):
+                parked.update(map(_WL, lst[at[q]:stop]))
+            else:
+                parked.update(x[3] for x in lst[at[q]:stop] if known_of[x[4], x[5]])
         for q, lst in queues.items():
             at[q] = len(lst) if step is None else min(len(lst), at[q] + step)
