@@ -96,25 +96,36 @@ class TwinSkipping:
                 before[1], before[2] if self._probed_nodes else None, h.wl in self._parked)
 
     def _first_unknown(self, state: ClusterState, cq: QNode, lst: list[tuple], i: int,
-                       groups: dict[tuple, list[tuple]]) -> tuple[int, dict[tuple, bool]]:
+                       groups: dict[tuple, list[tuple]]) -> tuple[int, dict[tuple, bool]] | None:
         """The position of the first entry from ``i`` on whose outcome is not known (``len(lst)``
         if none), and the known outcome of every kind of entry before it, read once per kind
         (head id, waiting mark) instead of once per run: the entries of a kind are twins. Entries
-        from ``i`` on were not processed in this call, so their waiting marks are current."""
+        from ``i`` on were not processed in this call, so their waiting marks are current, and
+        they are in ``lst`` (the queue's entries less those parked when the call began) exactly
+        when they are not parked now. None when an unknown kind's first such entry is not
+        found within a few steps (the caller then walks the runs)."""
         first = len(lst)
         known_of: dict[tuple, bool] = {}
         head = lst[i]
+        parked = self._parked
         for kind, ents in groups.items():
             k = bisect_left(ents, head)
             if k == len(ents):
                 continue
             known = None if kind[1] else self._known_noop(state, cq, ents[k][3], kind[0])
-            if known is None:
-                pos = bisect_left(lst, ents[k])
-                if pos < first:
-                    first = pos
-            else:
+            if known is not None:
                 known_of[kind] = known
+                continue
+            end = min(len(ents), k + 8)
+            while k < end and ents[k][3] in parked:
+                k += 1
+            if k == end:
+                if end < len(ents):
+                    return None
+                continue  # every entry of this kind from the head on is parked
+            pos = bisect_left(lst, ents[k])
+            if pos < first:
+                first = pos
         return first, known_of
 
     def _skip_known(self, state: ClusterState, tree: QuotaTree, queues: dict[str, list[tuple]],
@@ -140,9 +151,9 @@ class TwinSkipping:
             lst = queues[q]
             i, n = at[q], len(lst)
             cq = tree.cqs[q]
-            if lst is self._index.order.get(q):  # nothing parked: the index's own list, and its groups
-                u, known_of = self._first_unknown(state, cq, lst, i, self._index.groups[q])
-                kinds[q] = known_of
+            found = self._first_unknown(state, cq, lst, i, self._index.groups[q])
+            if found is not None:
+                u, kinds[q] = found
                 if u < n:
                     step = u - i if step is None else min(step, u - i)
                 continue
