@@ -39,11 +39,26 @@ class Explain:
             return hit[1]
         cohorts, cqs = self._specs
         tree = QuotaTree(cohorts, cqs)
-        for wl_id, tasks in state.running.items():
-            if tasks and state.workloads[wl_id].queue in tree.cqs:
+        running, workloads = state.running, state.workloads
+        for wl_id in self._running_ids(state):
+            if running.get(wl_id) and workloads[wl_id].queue in tree.cqs:
                 tree.add_workload(self._admitted(state, wl_id))
         self._explained = (stamp, tree)
         return tree
+
+    def _running_ids(self, state: ClusterState) -> list[str]:
+        """Every workload that may have running tasks, without walking every workload that ever
+        ran (``state.running`` keeps them): while every start since the model's snapshot was
+        its own, the snapshot's entries and the workloads it started since; else the owners of
+        the current allocations. Usage sums do not depend on the order they are added in."""
+        if self._tree is not None and self._bound is state and getattr(state, "_seq", None) == self._seq_expect:
+            ids: dict[str, None] = {}
+            for entries in self._entries.values():
+                ids.update(dict.fromkeys(entries))
+            for started in self._moved.values():
+                ids.update(dict.fromkeys(started))
+            return list(ids)
+        return list(dict.fromkeys(a.workload for a in state.allocations.values()))
 
     def _current(self, state: ClusterState) -> bool:
         """Whether the model's own snapshot is the state's admitted usage as it is now (as after a

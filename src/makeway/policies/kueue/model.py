@@ -66,6 +66,10 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         self._entries: dict[str, dict[str, tuple[Admitted, int]]] = {}
         self._counts: dict[str, int] = {}
         self._touched: set[str] = set()  # queues this model started workloads in
+        # per queue: workloads this model started or marked since the last snapshot
+        self._moved: dict[str, set[str]] = {}
+        self._stale: set[str] = set()  # running workloads whose priority changed
+        self._topo: dict[str, int] = {}  # per queue: the topology epoch its entries were read at
         self._watch: list[tuple[str, str]] = []  # (queue, allocation) preempted in the last call
         self._seq_expect: int | None = None
         self._incall: list[tuple[QNode, dict]] = []
@@ -150,6 +154,7 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         preempt (as a WorkloadPriorityClass change does in Kueue): every memo built from the old one goes."""
         self._prio.pop(wl_id, None)
         self._adm_cache.pop(wl_id, None)
+        self._stale.add(wl_id)
         self._hkeys.clear()
         self._index.reset()
         self._idle = None

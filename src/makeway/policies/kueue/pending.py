@@ -8,7 +8,9 @@ requeues, withdrawals), the workloads the model itself started, and those whose 
 
 An entry is ``(not waiting-first, -priority, submit, workload, head id, waiting)``: the first four
 fields order it, the head id (an int per distinct head key, ``KueueModel._head_key``) and the
-waiting mark let a call see a run of equivalent workloads as one block (``runs``).
+waiting mark let a call see a run of equivalent workloads as one block (``runs``), and the index
+keeps each queue's entries grouped by both (``groups``), so a call can find the first entry of a
+kind without walking the entries before it.
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ _RUN_KEY = itemgetter(4, 5)
 class PendingIndex:
     """The ordered pending entries of every queue; ``sync`` brings it up to date with the state."""
 
-    __slots__ = ("order", "entry", "queue", "_state", "_pos", "_blocked")
+    __slots__ = ("order", "entry", "queue", "groups", "_state", "_pos", "_blocked")
 
     def __init__(self) -> None:
         self.order: dict[str, list[Entry]] = {}
+        # per queue, per (head id, waiting mark): that kind's entries, in the same order
+        self.groups: dict[str, dict[tuple, list[Entry]]] = {}
         self.entry: dict[str, Entry] = {}
         self.queue: dict[str, str] = {}
         self._state: object | None = None
@@ -44,11 +48,14 @@ class PendingIndex:
         names workloads whose eligibility or entry may have moved without a journal record."""
         fresh = None if self._state is not state or self._pos is None else state.pending_log.since(self._pos)
         if fresh is None:
-            self.order, self.entry, self.queue, self._blocked = {}, {}, {}, set()
+            self.order, self.entry, self.queue, self.groups, self._blocked = {}, {}, {}, {}, set()
             for wl in state.pending:
                 self._update(state, wl, make, False)
             for lst in self.order.values():
                 lst.sort()
+            for per in self.groups.values():
+                for lst in per.values():
+                    lst.sort()
             self._state = state
         else:
             for wl in (*fresh, *changed, *self._blocked):
@@ -67,18 +74,27 @@ class PendingIndex:
         if old == new:
             return
         if old is not None:
-            lst = self.order[self.queue.pop(wl)]
+            queue = self.queue.pop(wl)
+            lst = self.order[queue]
             del lst[bisect_left(lst, old)]
+            per = self.groups[queue]
+            grp = per[old[4], old[5]]
+            del grp[bisect_left(grp, old)]
+            if not grp:
+                del per[old[4], old[5]]
             del self.entry[wl]
         if new is not None:
             queue = state.workloads[wl].queue
             lst = self.order.setdefault(queue, [])
+            grp = self.groups.setdefault(queue, {}).setdefault((new[4], new[5]), [])
             self.entry[wl] = new
             self.queue[wl] = queue
             if keep_sorted:
                 insort(lst, new)
-            else:
-                lst.append(new)  # a full rebuild sorts once at the end
+                insort(grp, new)
+            else:  # a full rebuild sorts once at the end
+                lst.append(new)
+                grp.append(new)
 
 
 def runs(entries: list[Entry]) -> list[int]:

@@ -28,7 +28,8 @@ class Snapshot:
         if self._specs is None:
             self._load_specs(state)
         tree = self._tree
-        if tree is None or state is not self._bound or getattr(state, "_seq", None) != self._seq_expect:
+        full = tree is None or state is not self._bound or getattr(state, "_seq", None) != self._seq_expect
+        if full:
             cohorts, cqs = self._specs  # type: ignore[misc]
             tree = QuotaTree(cohorts, cqs)
             if state is not self._bound:  # per-workload caches are keyed by id within one state
@@ -39,6 +40,7 @@ class Snapshot:
                 self._adm_cache.clear()
                 self._nodes_of.clear()
             self._tree, self._bound = tree, state
+            self._topo = {}
             self._outcomes = {}  # stamped by versions of the tree just dropped
             self._roots = {q: n.root().name for q, n in tree.cqs.items()}
             self._entries = {q: {} for q in tree.cqs}
@@ -52,6 +54,7 @@ class Snapshot:
                 a = state.allocations.get(tid)
                 if a is not None and a.preempting:
                     self._touched.add(q)
+                    self._moved.setdefault(q, set()).add(a.workload)
             if self._alloc_seen == (id(state), state.alloc_epoch):  # no start or end: counts are as they were
                 dirty = [q for q in tree.cqs if q in self._touched] if self._touched else []
             else:
@@ -63,38 +66,52 @@ class Snapshot:
         freed = (id(state), state.freed_epoch)
         released = self._freed_seen is not None and freed != self._freed_seen
         self._freed_seen = freed
+        running = state.running
+        moved = self._moved
         for q in dirty:
             old = self._entries[q]
-            new: dict[str, tuple[Admitted, int]] = {}
-            for wl_id in dict.fromkeys(state.allocations[t].workload for t in state.queue_allocs.get(q, ())):
-                new[wl_id] = (self._admitted(state, wl_id), len(state.running[wl_id]))
-            # Only entries that changed are taken out and put back: an equal entry would leave
-            # the tree as it is (candidate order and iteration are by total keys), so the one
-            # already registered is kept, and a queue with many workloads costs its changes.
-            for wl_id, (adm, n) in old.items():
-                cur = new.get(wl_id)
-                if cur is None or cur[1] < n or (cur[0].evicted and not adm.evicted):
-                    released = True  # quota was released: inadmissible workloads are requeued
-                if cur is not None and cur == (adm, n):
-                    new[wl_id] = (adm, n)
-                else:
-                    tree.remove_workload(adm)
-            for wl_id, (adm, n) in new.items():
+            moved_q = moved.pop(q, ())
+            if self._topo.get(q) != state.topology_epoch:  # new tree or nodes: flavors re-read
+                self._topo[q] = state.topology_epoch
+                ids = list(old)
+                ids.extend(state.allocations[t].workload for t in state.queue_allocs.get(q, ()))
+            else:
+                # Between two calls of a kept tree a queue's running workloads change only by this
+                # model's starts and marks (``_moved``), ends (the running count drops) and
+                # priority changes (``_stale``); every other entry would be read back equal.
+                ids = [w for w, (_, n) in old.items() if len(running.get(w, ())) != n]
+                ids.extend(moved_q)
+                if self._stale:
+                    ids.extend(w for w in self._stale if w in old)
+            if self._stale:
+                self._stale.difference_update(ids)
+            h = self._sig.get(self._roots[q], 0)
+            changed = False
+            for wl_id in dict.fromkeys(ids):
                 prev = old.get(wl_id)
-                if prev is None or prev[0] is not adm:
-                    tree.add_workload(adm)
-            # The signature of a root is a hash of its set of (workload, evicted): equal exactly
-            # when the set is, as a freshly built snapshot would compare it.
-            root = self._roots[q]
-            h = self._sig.get(root, 0)
-            for w, e in old.items():
-                h -= hash((w, e[0].evicted))
-            for w, e in new.items():
-                h += hash((w, e[0].evicted))
-            self._sig[root] = h & 0xFFFFFFFFFFFFFFFF
-            if old != new:
+                cur = (self._admitted(state, wl_id), len(running[wl_id])) if running.get(wl_id) else None
+                if prev is not None:
+                    adm, n = prev
+                    if cur is None or cur[1] < n or (cur[0].evicted and not adm.evicted):
+                        released = True  # quota was released: inadmissible workloads are requeued
+                    # An equal entry would leave the tree as it is (candidate order and iteration
+                    # are by total keys), so the one already registered is kept.
+                    if cur is not None and cur == prev:
+                        continue
+                    tree.remove_workload(adm)
+                    del old[wl_id]
+                    # The signature of a root is a hash of its set of (workload, evicted): equal
+                    # exactly when the set is, as a freshly built snapshot would compare it.
+                    h -= hash((wl_id, adm.evicted))
+                    changed = True
+                if cur is not None:
+                    tree.add_workload(cur[0])
+                    old[wl_id] = cur
+                    h += hash((wl_id, cur[0].evicted))
+                    changed = True
+            self._sig[self._roots[q]] = h & 0xFFFFFFFFFFFFFFFF
+            if changed:
                 self._bump(tree.cqs[q])
-            self._entries[q] = new
             self._counts[q] = len(state.queue_allocs.get(q, ()))
         if released:
             self._parked.clear()
@@ -151,7 +168,9 @@ class Snapshot:
             if isinstance(d, Start):
                 starts += 1
                 wl_id = d.task.rsplit("/", 2)[0]
-                self._touched.add(state.workloads[wl_id].queue)
+                q = state.workloads[wl_id].queue
+                self._touched.add(q)
+                self._moved.setdefault(q, set()).add(wl_id)
                 self._changed.add(wl_id)
             elif isinstance(d, Preempt):
                 a = state.allocations.get(d.allocation)

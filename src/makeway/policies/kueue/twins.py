@@ -5,7 +5,8 @@ matter is parked as its twin was, without evaluation; whole rounds of such heads
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
+from operator import itemgetter
 
 from makeway.core.decisions import Decision
 from makeway.core.resources import Res
@@ -13,6 +14,8 @@ from makeway.core.state import ClusterState
 from makeway.policies.kueue.heads import _Head
 from makeway.policies.kueue.pending import runs
 from makeway.policies.kueue.quota import QNode, QuotaTree
+
+_WL = itemgetter(3)  # a pending entry's workload
 
 
 class TwinSkipping:
@@ -92,6 +95,39 @@ class TwinSkipping:
             self._outcomes[self._head_id(state, h.cq, h.wl)] = (
                 before[1], before[2] if self._probed_nodes else None, h.wl in self._parked)
 
+    def _first_unknown(self, state: ClusterState, cq: QNode, lst: list[tuple], i: int,
+                       groups: dict[tuple, list[tuple]]) -> tuple[int, dict[tuple, bool]] | None:
+        """The position of the first entry from ``i`` on whose outcome is not known (``len(lst)``
+        if none), and the known outcome of every kind of entry before it, read once per kind
+        (head id, waiting mark) instead of once per run: the entries of a kind are twins. Entries
+        from ``i`` on were not processed in this call, so their waiting marks are current, and
+        they are in ``lst`` (the queue's entries less those parked when the call began) exactly
+        when they are not parked now. None when an unknown kind's first such entry is not
+        found within a few steps (the caller then walks the runs)."""
+        first = len(lst)
+        known_of: dict[tuple, bool] = {}
+        head = lst[i]
+        parked = self._parked
+        for kind, ents in groups.items():
+            k = bisect_left(ents, head)
+            if k == len(ents):
+                continue
+            known = None if kind[1] else self._known_noop(state, cq, ents[k][3], kind[0])
+            if known is not None:
+                known_of[kind] = known
+                continue
+            end = min(len(ents), k + 8)
+            while k < end and ents[k][3] in parked:
+                k += 1
+            if k == end:
+                if end < len(ents):
+                    return None
+                continue  # every entry of this kind from the head on is parked
+            pos = bisect_left(lst, ents[k])
+            if pos < first:
+                first = pos
+        return first, known_of
+
     def _skip_known(self, state: ClusterState, tree: QuotaTree, queues: dict[str, list[tuple]],
                     at: dict[str, int], ends: dict[str, list[int]]) -> None:
         """Take the rounds in which every head is a twin of a head that decided nothing under the
@@ -110,10 +146,17 @@ class TwinSkipping:
             live.append(q)
         plan = []
         step = None
+        kinds: dict[str, dict[tuple, bool]] = {}
         for q in live:
             lst = queues[q]
             i, n = at[q], len(lst)
             cq = tree.cqs[q]
+            found = self._first_unknown(state, cq, lst, i, self._index.groups[q])
+            if found is not None:
+                u, kinds[q] = found
+                if u < n:
+                    step = u - i if step is None else min(step, u - i)
+                continue
             run_ends = ends.get(q)
             if run_ends is None:
                 run_ends = ends[q] = runs(lst)
@@ -134,5 +177,12 @@ class TwinSkipping:
             stop = e if step is None else min(e, at[q] + step)
             if known and j < stop:
                 parked.update(x[3] for x in queues[q][j:stop])
+        for q, known_of in kinds.items():
+            lst = queues[q]
+            stop = len(lst) if step is None else min(len(lst), at[q] + step)
+            if all(known_of.values()):
+                parked.update(map(_WL, lst[at[q]:stop]))
+            else:
+                parked.update(x[3] for x in lst[at[q]:stop] if known_of[x[4], x[5]])
         for q, lst in queues.items():
             at[q] = len(lst) if step is None else min(len(lst), at[q] + step)
