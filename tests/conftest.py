@@ -8,12 +8,15 @@ SHARED = (REPO / ".." / "shared").resolve()
 
 # run first: the longest single units of work, so that none of them starts last and runs alone
 EARLY_GROUPS = ("numba-kernel",)
-# then the longest CPU-bound tests (5-60 s of CPU each in a cold CI run, measured per test), longest
-# first; xdist hands out single tests in this order, and one of these scheduled last ran alone for
-# the final 1.5 minutes of a run. A node id prefix; a renamed test only loses its place in the line.
+# then the longest tests (5-60 s of CPU each in a cold CI run, measured per test, or a minute of
+# waiting on real processes), longest first; xdist hands out single tests in this order, and one of
+# these scheduled last ran alone for the final 1.5 minutes of a run. A node id prefix; a renamed test only loses its place in the line.
 LONG_TESTS = (
     "tests/yunikorn_queue/test_cache_equivalence.py::test_caches_decide_as_full_evaluation",
+    "tests/live/test_state_machine.py::test_live_service_state_machine",
+    "tests/live/test_storm.py::test_kill_nine_storm",
     "tests/sim/test_fast_core.py::test_a_fraction_late_in_the_trace_restarts_on_the_pure_core",
+    "tests/sweep/test_executors.py::test_ray_gives_the_process_pools_table",
     "tests/ytsaurus/test_cache_equivalence.py::test_caches_decide_as_full_evaluation",
     "tests/kueue/test_memo_equivalence.py::test_caches_decide_as_evaluating_every_head",
     "tests/test_fuzz_inputs.py::test_fuzz_configs",
@@ -21,7 +24,6 @@ LONG_TESTS = (
     "tests/ytsaurus/test_livelock.py::test_random_small_simulations_end",
     "tests/importers/test_full_traces.py::test_google_task_events",
     "tests/sim/test_no_starvation.py::test_every_workload_starts_and_caches_decide_the_same",
-    "tests/sweep/test_executors.py::test_ray_gives_the_process_pools_table",
     "tests/test_fuzz_inputs.py::test_fuzz_traces",
     "tests/kueue/test_golden.py::test_grace_period_decides_as_full_evaluation",
 )

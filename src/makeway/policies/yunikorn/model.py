@@ -140,9 +140,9 @@ class YuniKornModel(PreemptionModel):
 
     def _ask(self, state: ClusterState, tid: str) -> YAsk:
         ask = self.asks.get(tid)
-        wl_id, _, _ = split_task_id(tid)
-        wl = state.workloads[wl_id]
         if ask is None:
+            wl_id, _, _ = split_task_id(tid)
+            wl = state.workloads[wl_id]
             s = wl.settings or {}
             ask = YAsk(tid, wl_id, wl.queue, dict(state.task_resources(tid)), wl.priority, _us(wl.submit),
                        bool(s.get("allowPreemptOther", True)), bool(s.get("allowPreemption", True)),
@@ -304,9 +304,8 @@ class YuniKornModel(PreemptionModel):
 
     def _drop_stale(self, state: ClusterState, now_us: int, asks: bool = True) -> None:
         """Forget asks that are no longer pending and reservations that waited too long."""
-        for tid in list(self.asks) if asks else ():
-            wl_id, _, _ = split_task_id(tid)
-            if tid not in state.pending.get(wl_id, {}):
+        for tid, ask in list(self.asks.items()) if asks else ():
+            if tid not in state.pending.get(ask.app, {}):
                 del self.asks[tid]
         for tid in list(self.reservations):
             wl_id, _, _ = split_task_id(tid)
