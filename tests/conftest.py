@@ -6,16 +6,6 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SHARED = (REPO / ".." / "shared").resolve()
 
-# numba's compiled code (the YTsaurus fair share kernel, the fast core's loop, its ahead-of-time
-# module) is built at LLVM -O0 for the suite: in a fresh venv compiling is a tenth of the suite's
-# CPU, and -O0 takes a quarter less. The tests check results, not speed, and the results are the
-# same bit for bit at every level (numba sets no fast-math flags, so LLVM may not reassociate or
-# contract floating point); ``makeway bench`` and every command outside the suite build at -O3.
-# Its own cache directory keeps the -O0 builds away from the ones a user's runs load (the
-# ahead-of-time module's name carries the level too, ``sim/fast/aot.py``).
-os.environ.setdefault("NUMBA_OPT", "0")
-os.environ.setdefault("NUMBA_CACHE_DIR", str(REPO / ".pytest_cache" / "numba"))
-
 # run first: the longest single units of work, so that none of them starts last and runs alone
 EARLY_GROUPS = ("numba-kernel",)
 # then the longest tests (5-60 s of CPU each in a cold CI run, measured per test, or a minute of

@@ -45,8 +45,7 @@ def _key(sig: str) -> str:
     version = "none"
     if spec is not None and spec.origin:
         version = Path(spec.origin).parent.name + str(Path(spec.origin).stat().st_mtime_ns)
-    # the LLVM optimisation level: the test suite builds at -O0, which must not be loaded elsewhere
-    h.update(f"{version}{sys.version}{sys.platform}{os.environ.get('NUMBA_OPT', '')}".encode())
+    h.update(f"{version}{sys.version}{sys.platform}".encode())
     return h.hexdigest()[:16]
 
 
