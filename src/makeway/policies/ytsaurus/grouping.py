@@ -1,0 +1,118 @@
+"""Equal waiting operations of a pool as one group element (prototype, issues 17 and 20).
+
+Under contention the fair share tree is the backlog (22,000 waiting operations on Philly days
+45-50) but the backlog holds few distinct operations (23 (queue, task shape) classes over the whole
+trace). Operations of one pool with the same weight, demand, settings and nothing running have the
+same curve and the same suggestion, so the reference gives them the same fair share: a group of k
+of them needs its curve once and its weight k in the pool's sum only.
+
+The pool's sum is bit for bit the reference's only where every part's slope is an integer and
+no part jumps except by zero: the sweep then adds integers, exact in any grouping and order, and
+each step (an integer times the same knot gap) rounds the same way. ``exact_rows`` says which
+rows qualify (one-resource operations do: their slopes are 0 and 1); a pool with any other child
+must keep its members apart (or take the per-operation sum).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from makeway.policies.ytsaurus import plf
+from makeway.policies.ytsaurus.plf import PLF, SLIVER
+from makeway.policies.ytsaurus.tree import Element, Tree
+
+
+def group_key(el: Element) -> tuple | None:
+    """What makes two waiting operations of a pool interchangeable for the fair share; None for an
+    operation that cannot be grouped (something running, a guarantee, limits, a gang, settings)."""
+    if not el.is_op or any(el.usage) or el.guarantee or el.limits or el.max_share_ratio is not None \
+            or el.gang or el.integral or el.settings:
+        return None
+    return (el.parent, el.weight, tuple(el.demand), el.pending_count)
+
+
+def waiting_groups(tree: Tree) -> list[list[str]]:
+    """Groups of two or more interchangeable waiting operations, members in tree order, groups in
+    the order of their first member."""
+    groups: dict[tuple, list[str]] = {}
+    for name, el in tree.elements.items():
+        key = group_key(el)
+        if key is not None:
+            groups.setdefault(key, []).append(name)
+    return [m for m in groups.values() if len(m) > 1]
+
+
+def exact_rows(ax: np.ndarray, ay: np.ndarray) -> np.ndarray:
+    """Rows (closed-form fair share by suggestion, points end to end) whose every segment has
+    integer slopes in every resource and that never jump by a nonzero amount."""
+    dx = ax[:, 1:] - ax[:, :-1]
+    dy = ay[:, 1:, :] - ay[:, :-1, :]
+    lin = dx > SLIVER
+    safe = np.where(lin, dx, 1.0)[:, :, None]
+    slope = dy / safe
+    ok_lin = np.where(lin[:, :, None], slope == np.round(slope), True)
+    ok_jump = np.where(lin[:, :, None], True, dy == 0)
+    return np.all(ok_lin & ok_jump, axis=(1, 2))
+
+
+def grouped_pool_curve(weights: list[float], counts: list[int], ax: np.ndarray, ay: np.ndarray,
+                       rows: list[int], dim: int) -> PLF | None:
+    """``fairshare.pool_curve_rows`` of a fair share pool whose child i stands for ``counts[i]``
+    equal operations: the sweep takes each part once with its slopes and jumps times its count.
+    None where that is not bit for bit the per-operation sum (a row not ``exact_rows``, a weight
+    of 0, parts of different shapes): the caller expands the groups."""
+    if not rows or not all(w > 0 for w in weights) or sum(counts) < 2:
+        return None
+    if not exact_rows(ax[rows], ay[rows]).all():
+        return None
+    wmin = min(weights)
+    k = np.array([w / wmin for w in weights], dtype=float)
+    xs = ax[rows] / k[:, None]
+    ys = ay[rows]
+    short = xs[:, -1] < 1.0
+    if short.all():
+        xs = np.concatenate([xs, np.ones((len(rows), 1))], axis=1)
+        ys = np.concatenate([ys, ys[:, -1:]], axis=1)
+    elif short.any():
+        return None
+    n, q = xs.shape
+    m = np.asarray(counts, dtype=float)
+    base = np.add.reduce(np.ascontiguousarray(ys[:, 0, :]) * m[:, None])
+    return _sum_points_weighted(xs.reshape(-1), ys.reshape(n * q, dim), q, np.repeat(m, q), base, dim, 1.0)
+
+
+def _sum_points_weighted(x: np.ndarray, y: np.ndarray, q: int, mult: np.ndarray, base: np.ndarray,
+                         dim: int, end: float) -> PLF:
+    """``plf.sum_points`` of parts of ``q`` points each, part i counted ``mult`` times (per point).
+    The same events at the same knots, each slope and jump times its count."""
+    n = len(x) // q
+    lastmask = np.zeros(len(x), dtype=bool)
+    lastmask[np.arange(1, n + 1) * q - 1] = True
+    valid = ~lastmask[:-1]
+    w = mult[:-1][:, None]
+    dx = x[1:] - x[:-1]
+    dy = y[1:] - y[:-1]
+    lin = valid & (dx > SLIVER)
+    jmp = valid & (dx <= SLIVER)
+    slope = (dy[lin] / dx[lin][:, None]) * w[lin]
+    ev_x = np.concatenate([x[:-1][lin], x[1:][lin], x[:-1][jmp], [0.0, end]])
+    ev_s = np.concatenate([slope, -slope, np.zeros((int(jmp.sum()) + 2, dim))])
+    ev_j = np.concatenate([np.zeros((2 * int(lin.sum()), dim)), dy[jmp] * w[jmp], np.zeros((2, dim))])
+    order = np.argsort(ev_x, kind="stable")
+    xs_sorted = plf.snap_knots(ev_x[order])
+    starts = np.flatnonzero(np.concatenate([[True], xs_sorted[1:] != xs_sorted[:-1]]))
+    u = xs_sorted[starts]
+    S = np.add.reduceat(ev_s[order], starts, axis=0)
+    J = np.add.reduceat(ev_j[order], starts, axis=0)
+    after = np.cumsum(S, axis=0)
+    step = J[:-1] + after[:-1] * np.diff(u)[:, None]
+    left = base + np.vstack([np.zeros((1, dim)), np.cumsum(step, axis=0)])
+    right = left + J
+    has_jump = np.any(J != 0, axis=1)
+    nk = len(u)
+    idx = np.concatenate([np.arange(nk), np.nonzero(has_jump)[0]])
+    sub = np.concatenate([np.zeros(nk), np.ones(int(has_jump.sum()))])
+    vals = np.concatenate([left, right[has_jump]])
+    lex = np.lexsort((sub, idx))
+    xo, yo = plf.np_clean(u[idx[lex]], vals[lex])
+    return PLF(xo, yo)
