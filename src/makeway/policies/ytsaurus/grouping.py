@@ -57,37 +57,40 @@ def exact_rows(ax: np.ndarray, ay: np.ndarray) -> np.ndarray:
 
 def grouped_pool_curve(weights: list[float], counts: list[int], ax: np.ndarray, ay: np.ndarray,
                        rows: list[int], dim: int) -> PLF | None:
-    """``fairshare.pool_curve_rows`` of a fair share pool whose child i stands for ``counts[i]``
-    equal operations: the sweep takes each part once with its slopes and jumps times its count.
-    None where that is not bit for bit the per-operation sum (a row not ``exact_rows``, a weight
-    of 0, parts of different shapes): the caller expands the groups."""
+    """``fairshare.pool_curve`` of a fair share pool whose child i (closed-form row ``rows[i]``)
+    stands for ``counts[i]`` equal operations: the sweep takes each part once with its slopes and
+    jumps times its count. Parts are shaped as ``pool_curve`` shapes them (x divided by the relative
+    weight, extended to 1 where short). None where that is not bit for bit the per-operation sum
+    (a shaped part not ``exact_rows``, a weight of 0): the caller expands the groups."""
     if not rows or not all(w > 0 for w in weights) or sum(counts) < 2:
         return None
-    if not exact_rows(ax[rows], ay[rows]).all():
-        return None
     wmin = min(weights)
-    k = np.array([w / wmin for w in weights], dtype=float)
-    xs = ax[rows] / k[:, None]
-    ys = ay[rows]
-    short = xs[:, -1] < 1.0
-    if short.all():
-        xs = np.concatenate([xs, np.ones((len(rows), 1))], axis=1)
-        ys = np.concatenate([ys, ys[:, -1:]], axis=1)
-    elif short.any():
-        return None
-    n, q = xs.shape
+    xs_parts, ys_parts, lens = [], [], []
+    for w, r in zip(weights, rows):
+        fn = PLF(ax[r], ay[r])
+        xs = fn.ax / (w / wmin)
+        ys = fn.ay
+        if xs[-1] < 1.0:
+            xs = np.append(xs, 1.0)
+            ys = np.concatenate([ys, ys[-1:]])
+        if not exact_rows(xs[None, :], ys[None, :, :])[0]:
+            return None
+        xs_parts.append(xs)
+        ys_parts.append(ys)
+        lens.append(len(xs))
     m = np.asarray(counts, dtype=float)
-    base = np.add.reduce(np.ascontiguousarray(ys[:, 0, :]) * m[:, None])
-    return _sum_points_weighted(xs.reshape(-1), ys.reshape(n * q, dim), q, np.repeat(m, q), base, dim, 1.0)
+    base = np.add.reduce(np.stack([y[0] for y in ys_parts]) * m[:, None])
+    lens_a = np.asarray(lens, dtype=np.int64)
+    return _sum_points_weighted(np.concatenate(xs_parts), np.concatenate(ys_parts).reshape(-1, dim), lens_a,
+                                np.repeat(m, lens_a), base, dim, 1.0)
 
 
-def _sum_points_weighted(x: np.ndarray, y: np.ndarray, q: int, mult: np.ndarray, base: np.ndarray,
+def _sum_points_weighted(x: np.ndarray, y: np.ndarray, lens: np.ndarray, mult: np.ndarray, base: np.ndarray,
                          dim: int, end: float) -> PLF:
-    """``plf.sum_points`` of parts of ``q`` points each, part i counted ``mult`` times (per point).
-    The same events at the same knots, each slope and jump times its count."""
-    n = len(x) // q
+    """``plf.sum_points`` with part i counted ``mult`` times (given per point): the same events at
+    the same knots, each slope and jump times its count."""
     lastmask = np.zeros(len(x), dtype=bool)
-    lastmask[np.arange(1, n + 1) * q - 1] = True
+    lastmask[np.cumsum(lens) - 1] = True
     valid = ~lastmask[:-1]
     w = mult[:-1][:, None]
     dx = x[1:] - x[:-1]
