@@ -78,3 +78,40 @@ def test_reference_gives_every_member_of_a_group_the_same_fair_share(total, wait
     for i, (p, d, _) in enumerate(waiting):
         keys.setdefault((p, d), []).append(f"w{i}")
     assert {m for ms in keys.values() if len(ms) > 1 for m in ms} == seen
+
+
+BATCHINGS = (fairshare.BATCHING, fairshare.Batching(min_pools=1, min_children=1), fairshare.Batching(enabled=False))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(TOTALS), st.sampled_from(BATCHINGS),
+       st.lists(st.tuples(st.sampled_from([1.0, 2.0, 3.0]), st.integers(0, 120)), min_size=1, max_size=4),
+       st.lists(st.tuples(st.integers(0, 3), st.sampled_from([1, 2, 4, 8, 16, 3]), st.integers(1, 30)),
+                min_size=1, max_size=6),
+       st.lists(st.tuples(st.integers(0, 3), st.integers(1, 16), st.integers(1, 16)), max_size=8),
+       st.randoms(use_true_random=False))
+def test_grouped_tree_gives_every_element_the_reference_fair_share(total, batching, pools, waiting, running, rnd):
+    """A tree whose equal waiting operations are group elements gives every operation and pool the
+    fair share, fit factor and demand share of the per-operation tree, bit for bit."""
+    t = Tree(("gpu",), [total])
+    t.add(Element(ROOT, None))
+    names = [f"p{i}" for i in range(len(pools))]
+    for name, (w, g) in zip(names, pools):
+        t.add(Element(name, ROOT, weight=w, guarantee={"gpu": float(g)} if g else None))
+    ops = [("r", p, d, min(u, d)) for p, d, u in running]
+    ops += [("w", p, d, 0) for p, d, k in waiting for _ in range(k)]
+    rnd.shuffle(ops)  # members of a group interleaved with the rest
+    for i, (kind, p, d, u) in enumerate(ops):
+        t.add(Element(f"{kind}{i}", names[p % len(names)], is_op=True, demand=[float(d)], usage=[float(u)],
+                      order=i, start_time=float(i)))
+    grouped = grouping.grouped_compute(t, batching=batching)
+    ref = fairshare.compute(t, batching=batching)
+    if grouped is None:
+        event("not groupable")
+        return
+    event("compared bit for bit")
+    for name in t.elements:
+        a, b = grouped.attrs[name], ref.attrs[name]
+        assert (a.fair_share, a.demand_share) == (b.fair_share, b.demand_share), name
+        if not t.elements[name].is_op:
+            assert a.fit_factor == b.fit_factor, name

@@ -146,10 +146,11 @@ def _snap_knots(ex: np.ndarray) -> np.ndarray:
     return np.where(head == head[:, -1:], ex[:, -1:], np.take_along_axis(ex, head, axis=1))
 
 
-def _sweep(px: np.ndarray, py: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _sweep(px: np.ndarray, py: np.ndarray, mult: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Row sums of parts (R, K, P) as curves (R, 2KP): slope changes and jumps of every part, sorted by
     x within the row and accumulated; each event yields its value before and after its own jump, so
-    a run of equal x starts at the left value and ends at the right value."""
+    a run of equal x starts at the left value and ends at the right value. ``mult`` (R, K): part
+    counted that many times (a group of equal operations, ``grouping``)."""
     r, kk, p = px.shape
     dim = py.shape[-1]
     dx = px[:, :, 1:] - px[:, :, :-1]
@@ -160,7 +161,13 @@ def _sweep(px: np.ndarray, py: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     s_ext = np.concatenate([zero, slope, zero], axis=2)
     ds = s_ext[:, :, 1:] - s_ext[:, :, :-1]
     jump = np.concatenate([zero, np.where(lin[..., None], 0.0, dy)], axis=2)
-    base = py[:, :, 0].sum(axis=1)
+    if mult is not None:
+        m = mult[:, :, None, None]
+        ds = ds * m
+        jump = jump * m
+        base = (py[:, :, 0] * mult[:, :, None]).sum(axis=1)
+    else:
+        base = py[:, :, 0].sum(axis=1)
     ex = px.reshape(r, kk * p)
     order = np.argsort(ex, axis=1, kind="stable")
     ex = _snap_knots(np.take_along_axis(ex, order, axis=1))
@@ -318,7 +325,7 @@ CHUNK = 1 << 15  # points per chunk: small arrays are reused by the allocator, l
 
 def leaf_pools(cx: np.ndarray, cy: np.ndarray, kids: list[list[int]], fifo: list[bool],
                weights: list[list[float]], g: np.ndarray, lim: np.ndarray,
-               view: "LevelView | None" = None) -> list[tuple | None]:
+               view: "LevelView | None" = None, mult: list[list[int]] | None = None) -> list[tuple | None]:
     """(curve, fit factor by suggestion, fair share by suggestion) of every pool, None where the
     pool must take the generic path. ``cx``/``cy`` hold the children's fair share by suggestion as
     padded rows (``pad_points``); ``kids`` the rows of each pool's children in the pool's order (FIFO
@@ -326,7 +333,7 @@ def leaf_pools(cx: np.ndarray, cy: np.ndarray, kids: list[list[int]], fifo: list
     in order of size so that a chunk pads little. ``view``, if given, keeps what a top-down read of
     all these pools at once needs (``LevelView``)."""
     out: list[tuple | None] = [None] * len(kids)
-    lay = _Layout(kids, fifo, weights)
+    lay = _Layout(kids, fifo, weights, mult)
     if view is not None:
         view.start(cx, cy, lay, len(kids))
     sizes = lay.sizes
@@ -395,7 +402,9 @@ class _Layout:
     """The children of all pools as flat arrays: row in the children's arrays, the scale k = weight /
     smallest weight (fair share mode) and the position (FIFO), with each pool's offset and size."""
 
-    def __init__(self, kids: list[list[int]], fifo: list[bool], weights: list[list[float]]) -> None:
+    def __init__(self, kids: list[list[int]], fifo: list[bool], weights: list[list[float]],
+                 mult: list[list[int]] | None = None) -> None:
+        self.mult = None if mult is None else np.fromiter(chain.from_iterable(mult), dtype=float)
         self.sizes = np.fromiter(map(len, kids), dtype=np.int64, count=len(kids))
         total = int(self.sizes.sum())
         self.offsets = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(np.int64)
@@ -419,6 +428,32 @@ class _Layout:
         pos = np.where(valid & fifo[:, None], self.pos[idx], 0.0)
         return kid, k, pos, size[:, 0].astype(float), fifo
 
+    def block_mult(self, members: np.ndarray, kk: int) -> np.ndarray | None:
+        """Each child's count of equal operations as (len(members), kk), padding 0; None if all 1."""
+        if self.mult is None:
+            return None
+        col = np.arange(kk)[None, :]
+        valid = col < self.sizes[members][:, None]
+        idx = np.where(valid, self.offsets[members][:, None] + col, 0)
+        return np.where(valid, self.mult[idx], 0.0)
+
+
+class NotGroupable(Exception):
+    """Raised where a grouped tree's sum would not be bit for bit the per-operation one."""
+
+
+def _integer_slopes(px: np.ndarray, py: np.ndarray, mult: np.ndarray) -> bool:
+    """Rows holding a group (a count above 1): every part's slopes integers, no nonzero jump."""
+    rows = np.flatnonzero((mult > 1).any(axis=1))
+    if len(rows) == 0:
+        return True
+    x, y = px[rows], py[rows]
+    dx = x[:, :, 1:] - x[:, :, :-1]
+    dy = y[:, :, 1:] - y[:, :, :-1]
+    lin = (dx > SLIVER)[..., None]
+    slope = dy / np.where(lin, dx[..., None], 1.0)
+    return bool(np.all(np.where(lin, slope == np.round(slope), dy == 0)))
+
 
 def _chunk(members, kk, cx, cy, lay: _Layout, g, lim, view: LevelView | None = None):
     """One chunk of pools (at most ``kk`` children each): curves, fit factors and fair shares by
@@ -426,7 +461,10 @@ def _chunk(members, kk, cx, cy, lay: _Layout, g, lim, view: LevelView | None = N
     r = len(members)
     kid, k, pos, n, fmask = lay.block(members, kk)
     px, py = _parts(cx, cy, kid, fmask, k, pos, n)
-    sx, sy = _sweep(px, py)
+    mult = lay.block_mult(members, kk)
+    if mult is not None and not _integer_slopes(px, py, mult):
+        raise NotGroupable("a pool's parts do not all have integer slopes")
+    sx, sy = _sweep(px, py, mult)
     fx, fy, off, cnt = _compact(sx, sy, _run_ends(sx, sy))
     pfx, pfy = _repad(fx, fy, off, cnt)
     s, f, v, ok = _fsbs(pfx, pfy, g[members], lim[members])

@@ -604,8 +604,12 @@ def _build(tree: Tree, attrs: dict[str, Attrs], dim: int, cache: CurveCache | No
         else:
             weights = [elements[c].weight for c in kids]
             rows = getattr(fsbs, "rows", {})
-            curve = (pool_curve_rows(weights, fsbs.ax, fsbs.ay, [rows[c] for c in kids], dim)
-                     if el.mode != "fifo" and rows and all(c in rows for c in kids) else None)
+            if tree.members and any(c in tree.members for c in kids):
+                from makeway.policies.ytsaurus.grouping import grouped_curve
+                curve = grouped_curve(tree, el, weights, kids, fsbs, dim)
+            else:
+                curve = (pool_curve_rows(weights, fsbs.ax, fsbs.ay, [rows[c] for c in kids], dim)
+                         if el.mode != "fifo" and rows and all(c in rows for c in kids) else None)
             if curve is None:
                 curve = pool_curve(el.mode, weights, [fsbs[c] for c in kids], dim)
         g = [s + i for s, i in zip(a.strong_share, a.integral_share)]
@@ -629,7 +633,9 @@ def _leaf_level(tree: Tree, attrs: dict[str, Attrs], dim: int, curves, ffs, fsbs
     pools = [n for n in tree.postorder() if not elements[n].is_op and elements[n].children]
     while True:
         level = _level(tree, pools, fsbs, orders, done)
-        kids = sum(len(orders[n]) for n in level)
+        members = tree.members
+        kids = (sum(members.get(c, 1) for n in level for c in orders[n]) if members
+                else sum(len(orders[n]) for n in level))
         root_only = level == [ROOT] and _root_point_only(tree)
         if not level or (len(level) < batching.min_pools and kids < batching.min_children and not root_only):
             return done
@@ -662,7 +668,8 @@ def _leaf_level(tree: Tree, attrs: dict[str, Attrs], dim: int, curves, ffs, fsbs
         view = batched.LevelView() if ops_below else None
         results = batched.leaf_pools(cx, cy, [[index[c] for c in orders[n]] for n in names],
                                      [elements[n].mode == "fifo" for n in names],
-                                     [[elements[c].weight for c in orders[n]] for n in names], g, lim, view)
+                                     [[elements[c].weight for c in orders[n]] for n in names], g, lim, view,
+                                     [[members.get(c, 1) for c in orders[n]] for n in names] if members else None)
         if view is not None:
             view.names = names
             fsbs.view = view
@@ -710,7 +717,7 @@ def _pool_key(tree: Tree, name: str, a: Attrs, kids: list[str], tokens, batched_
     computed from, and the path computing them (batched and generic results may differ in rounding)."""
     elements = tree.elements
     return ("pool", batched_path, name == ROOT, elements[name].mode, _op_key(a),
-            tuple((elements[c].weight, tokens[c]) for c in kids))
+            tuple((elements[c].weight, tokens[c], tree.members.get(c, 1)) for c in kids))
 
 
 class _Fsbs(dict):

@@ -15,31 +15,68 @@ must keep its members apart (or take the per-operation sum).
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
-from makeway.policies.ytsaurus import plf
+from makeway.policies.ytsaurus import batched, fairshare, plf
 from makeway.policies.ytsaurus.plf import PLF, SLIVER
-from makeway.policies.ytsaurus.tree import Element, Tree
+from makeway.policies.ytsaurus.tree import ROOT, Element, Tree
 
 
 def group_key(el: Element) -> tuple | None:
     """What makes two waiting operations of a pool interchangeable for the fair share; None for an
-    operation that cannot be grouped (something running, a guarantee, limits, a gang, settings)."""
-    if not el.is_op or any(el.usage) or el.guarantee or el.limits or el.max_share_ratio is not None \
-            or el.gang or el.integral or el.settings:
+    operation that cannot be grouped (something running, a guarantee, limits, a gang, settings, a
+    demand that is not whole units: the pool's demand sums k x demand where the reference adds k
+    times, the same floats only for whole numbers)."""
+    if not el.is_op or el.parent == ROOT or any(el.usage) or el.guarantee or el.limits \
+            or el.max_share_ratio is not None or el.gang or el.integral or el.settings \
+            or not all(float(v).is_integer() for v in el.demand):
         return None
     return (el.parent, el.weight, tuple(el.demand), el.pending_count)
 
 
 def waiting_groups(tree: Tree) -> list[list[str]]:
-    """Groups of two or more interchangeable waiting operations, members in tree order, groups in
-    the order of their first member."""
+    """Groups of two or more interchangeable waiting operations of fair share pools, members in
+    tree order, groups in the order of their first member."""
     groups: dict[tuple, list[str]] = {}
-    for name, el in tree.elements.items():
+    elements = tree.elements
+    for name, el in elements.items():
         key = group_key(el)
-        if key is not None:
+        if key is not None and elements[el.parent].mode == "fair_share":
             groups.setdefault(key, []).append(name)
     return [m for m in groups.values() if len(m) > 1]
+
+
+def collapse(tree: Tree, groups: list[list[str]]) -> Tree:
+    """The tree with each group as its first member standing for all (``Tree.members``). Pools are
+    copied (``link`` rewrites their children and demand); operations are shared."""
+    drop = {m for members in groups for m in members[1:]}
+    out = Tree(tree.resources, tree.total, main_resource=tree.main_resource, memo_orders=tree.memo_orders,
+               members={members[0]: len(members) for members in groups})
+    for name, el in tree.elements.items():
+        if name not in drop:
+            out.add(el if el.is_op else copy.copy(el))
+    return out
+
+
+def grouped_compute(tree: Tree, node_caps: list[list[float]] | None = None,
+                    batching: fairshare.Batching = fairshare.BATCHING) -> fairshare.FairShareResult | None:
+    """``fairshare.compute`` of the per-operation tree (no integral guarantees, no curve cache, the
+    Python construction) through a tree of groups: every element's attributes bit for bit, each
+    member of a group sharing its group's. None where that cannot be promised (``NotGroupable``):
+    the caller computes the per-operation tree."""
+    groups = waiting_groups(tree)
+    try:
+        res = fairshare.compute(collapse(tree, groups), node_caps, None, None, False, batching)
+    except batched.NotGroupable:
+        return None
+    attrs = res.attrs
+    for members in groups:
+        a = attrs[members[0]]
+        for m in members[1:]:
+            attrs[m] = a
+    return res
 
 
 def exact_rows(ax: np.ndarray, ay: np.ndarray) -> np.ndarray:
@@ -83,6 +120,19 @@ def grouped_pool_curve(weights: list[float], counts: list[int], ax: np.ndarray, 
     lens_a = np.asarray(lens, dtype=np.int64)
     return _sum_points_weighted(np.concatenate(xs_parts), np.concatenate(ys_parts).reshape(-1, dim), lens_a,
                                 np.repeat(m, lens_a), base, dim, 1.0)
+
+
+def grouped_curve(tree: Tree, el: Element, weights: list[float], kids: list[str], fsbs, dim: int) -> PLF:
+    """The generic path's curve of a pool holding group elements (``Tree.members``), or
+    ``NotGroupable`` where it would not be the per-operation sum bit for bit."""
+    rows = getattr(fsbs, "rows", {})
+    if el.mode == "fifo" or not all(c in rows for c in kids):
+        raise batched.NotGroupable(f"pool {el.name}: FIFO or a child without the closed form")
+    curve = grouped_pool_curve(weights, [tree.members.get(c, 1) for c in kids], fsbs.ax, fsbs.ay,
+                               [rows[c] for c in kids], dim)
+    if curve is None:
+        raise batched.NotGroupable(f"pool {el.name}: a part with a slope that is not an integer")
+    return curve
 
 
 def _sum_points_weighted(x: np.ndarray, y: np.ndarray, lens: np.ndarray, mult: np.ndarray, base: np.ndarray,

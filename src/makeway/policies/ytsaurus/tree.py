@@ -46,6 +46,7 @@ class Tree:
     elements: dict[str, Element] = field(default_factory=dict)
     main_resource: str = "cpu"
     memo_orders: bool = True  # False: every order recomputed on each call (the model's ``caches: false``)
+    members: dict[str, int] = field(default_factory=dict)  # group element -> equal operations it stands for
     _orders: dict[str, list[str]] = field(default_factory=dict, repr=False, compare=False)
 
     def add(self, el: Element) -> Element:
@@ -71,7 +72,9 @@ class Tree:
             el = elements[name]
             if el.children:
                 kids = [elements[c] for c in el.children]
-                el.demand = _running_sum([k.demand for k in kids], dim)
+                mult = self.members
+                el.demand = _running_sum([[v * mult[k.name] for v in k.demand] if k.name in mult else k.demand
+                                          for k in kids], dim)
                 if not el.settings.get("_fixed_usage"):
                     el.usage = _running_sum([k.usage for k in kids], dim)
 
