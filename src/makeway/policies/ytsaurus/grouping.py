@@ -60,15 +60,19 @@ def collapse(tree: Tree, groups: list[list[str]]) -> Tree:
     return out
 
 
-def grouped_compute(tree: Tree, node_caps: list[list[float]] | None = None,
+def grouped_compute(tree: Tree, node_caps: list[list[float]] | None = None, integral: object | None = None,
+                    cache: fairshare.CurveCache | None = None,
                     batching: fairshare.Batching = fairshare.BATCHING) -> fairshare.FairShareResult | None:
-    """``fairshare.compute`` of the per-operation tree (no integral guarantees, no curve cache, the
-    Python construction) through a tree of groups: every element's attributes bit for bit, each
-    member of a group sharing its group's. None where that cannot be promised (``NotGroupable``):
-    the caller computes the per-operation tree."""
+    """``fairshare.compute`` of the per-operation tree (the Python construction) through a tree of
+    groups: every element's attributes bit for bit, each member of a group sharing its group's.
+    None where that cannot be promised (``NotGroupable``): the caller computes the per-operation
+    tree."""
+    tree.link()  # the per-operation tree's children and pool sums, read by the later stages
     groups = waiting_groups(tree)
+    if not groups:
+        return fairshare.compute(tree, node_caps, integral, cache, False, batching)
     try:
-        res = fairshare.compute(collapse(tree, groups), node_caps, None, None, False, batching)
+        res = fairshare.compute(collapse(tree, groups), node_caps, integral, cache, False, batching)
     except batched.NotGroupable:
         return None
     attrs = res.attrs

@@ -30,8 +30,8 @@ from makeway.core.objects import Queue
 from makeway.core.pending import blocking_usage
 from makeway.core.policy import PreemptionModel
 from makeway.core.state import ClusterState
-from makeway.policies.ytsaurus import (catchup, classify, clockheap, durations, fairshare, heartbeat, integral, live, quiet,
-                                      starvation, views, waiting)
+from makeway.policies.ytsaurus import (catchup, classify, clockheap, durations, fairshare, grouping, heartbeat, integral,
+                                      live, quiet, starvation, views, waiting)
 from makeway.policies.ytsaurus.classify import AP, NP, P
 from makeway.errors import ConfigError
 from makeway.policies.ytsaurus.schedule import HeapPicker, Picker, ReferencePicker
@@ -85,6 +85,7 @@ class YTsaurusModel(PreemptionModel):
         self._integral_any = False
         self.curve_cache = fairshare.CurveCache() if self.caches else None
         self.kernel = bool(s.get("fair_share_kernel", False))
+        self.groups = bool(s.get("fair_share_groups", True))
         self.batching = fairshare.Batching(min_pools=int(s.get("fair_share_batch_min_pools", 8)))
         if self.kernel and not fairshare.kernel_available():
             raise ConfigError("preemption.settings.fair_share_kernel: needs numba (pip install 'makeway[fast]')")
@@ -391,7 +392,11 @@ class YTsaurusModel(PreemptionModel):
             self.integral.elapsed = None if snap is None else now - snap.time
             caps = ([[float(n.capacity.get(r, 0)) for r in self.resources] for n in state.nodes.values()]
                     if self.settings.get("best_allocation_share") else None)
-            result = fairshare.compute(tree, caps, self.integral, self.curve_cache, self.kernel, self.batching)
+            result = None
+            if self.groups and not self.kernel:
+                result = grouping.grouped_compute(tree, caps, self.integral, self.curve_cache, self.batching)
+            if result is None:
+                result = fairshare.compute(tree, caps, self.integral, self.curve_cache, self.kernel, self.batching)
             params = starvation.effective_params(tree, self.settings)
             arr = getattr(result.attrs, "arrays", None)
             if arr is None:

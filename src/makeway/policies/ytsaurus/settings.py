@@ -76,6 +76,8 @@ class YTsaurusSettings(ModelSettings):
                                     "makeway[fast]) for every tree size; agrees with the Python reference to EPS")
     fair_share_batch_min_pools: Annotated[int, Field(ge=1)] = Field(
         default=8, description="leaf pools per level from which the Python update computes them in arrays")
+    fair_share_groups: Flag = Field(default=True, description="equal waiting operations of a pool computed "
+                                    "as one group element (the same fair shares bit for bit)")
     integral_guarantees: IntegralTree = Field(default_factory=IntegralTree)
 
 
