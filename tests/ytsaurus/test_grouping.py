@@ -105,13 +105,27 @@ def test_grouped_tree_gives_every_element_the_reference_fair_share(total, batchi
         t.add(Element(f"{kind}{i}", names[p % len(names)], is_op=True, demand=[float(d)], usage=[float(u)],
                       order=i, start_time=float(i)))
     grouped = grouping.grouped_compute(t, batching=batching)
+    linked = {n: (list(el.children), el.demand, el.usage) for n, el in t.elements.items()}
     ref = fairshare.compute(t, batching=batching)
     if grouped is None:
         event("not groupable")
         return
+    assert linked == {n: (el.children, el.demand, el.usage) for n, el in t.elements.items()}
     event("compared bit for bit")
     for name in t.elements:
         a, b = grouped.attrs[name], ref.attrs[name]
         assert (a.fair_share, a.demand_share) == (b.fair_share, b.demand_share), name
         if not t.elements[name].is_op:
             assert a.fit_factor == b.fit_factor, name
+
+
+def test_a_fractional_demand_anywhere_keeps_the_tree_per_operation():
+    """Pool sums of whole numbers are the same in any order; with a fraction they are not."""
+    t = Tree(("gpu",), [320.0])
+    t.add(Element(ROOT, None))
+    t.add(Element("p", ROOT))
+    for i in range(3):
+        t.add(Element(f"w{i}", "p", is_op=True, demand=[1.0], usage=[0.0]))
+    assert len(grouping.waiting_groups(t)) == 1
+    t.add(Element("x", "p", is_op=True, demand=[0.1], usage=[0.0]))
+    assert grouping.waiting_groups(t) == []

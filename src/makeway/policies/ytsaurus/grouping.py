@@ -38,14 +38,44 @@ def group_key(el: Element) -> tuple | None:
 
 def waiting_groups(tree: Tree) -> list[list[str]]:
     """Groups of two or more interchangeable waiting operations of fair share pools, members in
-    tree order, groups in the order of their first member."""
+    tree order, groups in the order of their first member. None where an operation's demand or
+    usage is not whole units: a pool's sums would then depend on the order of the additions."""
     groups: dict[tuple, list[str]] = {}
     elements = tree.elements
     for name, el in elements.items():
+        if not el.is_op:
+            continue
+        if not (_whole(el.demand) and _whole(el.usage)):
+            return []
         key = group_key(el)
         if key is not None and elements[el.parent].mode == "fair_share":
             groups.setdefault(key, []).append(name)
     return [m for m in groups.values() if len(m) > 1]
+
+
+def _whole(v: list[float]) -> bool:
+    return all(float(x).is_integer() for x in v)
+
+
+def _link_from(tree: Tree, grouped: Tree) -> None:
+    """``Tree.link`` of the per-operation tree with the pool sums taken from the grouped tree's
+    (the same floats: whole numbers added in another order)."""
+    tree._orders.clear()
+    elements = tree.elements
+    dim = len(tree.resources)
+    for el in elements.values():
+        el.children = []
+        if not el.demand:
+            el.demand = [0.0] * dim
+        if not el.usage:
+            el.usage = [0.0] * dim
+    for name, el in elements.items():
+        if el.parent is not None:
+            elements[el.parent].children.append(name)
+    for name, el in grouped.elements.items():
+        if not el.is_op:
+            own = elements[name]
+            own.demand, own.usage = el.demand, el.usage
 
 
 def collapse(tree: Tree, groups: list[list[str]]) -> Tree:
@@ -67,14 +97,15 @@ def grouped_compute(tree: Tree, node_caps: list[list[float]] | None = None, inte
     groups: every element's attributes bit for bit, each member of a group sharing its group's.
     None where that cannot be promised (``NotGroupable``): the caller computes the per-operation
     tree."""
-    tree.link()  # the per-operation tree's children and pool sums, read by the later stages
     groups = waiting_groups(tree)
     if not groups:
         return fairshare.compute(tree, node_caps, integral, cache, False, batching)
+    grouped = collapse(tree, groups)
     try:
-        res = fairshare.compute(collapse(tree, groups), node_caps, integral, cache, False, batching)
+        res = fairshare.compute(grouped, node_caps, integral, cache, False, batching)
     except batched.NotGroupable:
         return None
+    _link_from(tree, grouped)  # the per-operation tree's children and pool sums, read by the later stages
     attrs = res.attrs
     for members in groups:
         a = attrs[members[0]]
