@@ -60,18 +60,8 @@ def _whole(v: list[float]) -> bool:
 def _link_from(tree: Tree, grouped: Tree) -> None:
     """``Tree.link`` of the per-operation tree with the pool sums taken from the grouped tree's
     (the same floats: whole numbers added in another order)."""
-    tree._orders.clear()
+    tree.link_children()
     elements = tree.elements
-    dim = len(tree.resources)
-    for el in elements.values():
-        el.children = []
-        if not el.demand:
-            el.demand = [0.0] * dim
-        if not el.usage:
-            el.usage = [0.0] * dim
-    for name, el in elements.items():
-        if el.parent is not None:
-            elements[el.parent].children.append(name)
     for name, el in grouped.elements.items():
         if not el.is_op:
             own = elements[name]
@@ -153,8 +143,8 @@ def grouped_pool_curve(weights: list[float], counts: list[int], ax: np.ndarray, 
     m = np.asarray(counts, dtype=float)
     base = np.add.reduce(np.stack([y[0] for y in ys_parts]) * m[:, None])
     lens_a = np.asarray(lens, dtype=np.int64)
-    return _sum_points_weighted(np.concatenate(xs_parts), np.concatenate(ys_parts).reshape(-1, dim), lens_a,
-                                np.repeat(m, lens_a), base, dim, 1.0)
+    return plf.sum_points(np.concatenate(xs_parts), np.concatenate(ys_parts).reshape(-1, dim), lens_a, base, dim,
+                          1.0, mult=np.repeat(m, lens_a))
 
 
 def grouped_curve(tree: Tree, el: Element, weights: list[float], kids: list[str], fsbs, dim: int) -> PLF:
@@ -168,39 +158,3 @@ def grouped_curve(tree: Tree, el: Element, weights: list[float], kids: list[str]
     if curve is None:
         raise batched.NotGroupable(f"pool {el.name}: a part with a slope that is not an integer")
     return curve
-
-
-def _sum_points_weighted(x: np.ndarray, y: np.ndarray, lens: np.ndarray, mult: np.ndarray, base: np.ndarray,
-                         dim: int, end: float) -> PLF:
-    """``plf.sum_points`` with part i counted ``mult`` times (given per point): the same events at
-    the same knots, each slope and jump times its count."""
-    lastmask = np.zeros(len(x), dtype=bool)
-    lastmask[np.cumsum(lens) - 1] = True
-    valid = ~lastmask[:-1]
-    w = mult[:-1][:, None]
-    dx = x[1:] - x[:-1]
-    dy = y[1:] - y[:-1]
-    lin = valid & (dx > SLIVER)
-    jmp = valid & (dx <= SLIVER)
-    slope = (dy[lin] / dx[lin][:, None]) * w[lin]
-    ev_x = np.concatenate([x[:-1][lin], x[1:][lin], x[:-1][jmp], [0.0, end]])
-    ev_s = np.concatenate([slope, -slope, np.zeros((int(jmp.sum()) + 2, dim))])
-    ev_j = np.concatenate([np.zeros((2 * int(lin.sum()), dim)), dy[jmp] * w[jmp], np.zeros((2, dim))])
-    order = np.argsort(ev_x, kind="stable")
-    xs_sorted = plf.snap_knots(ev_x[order])
-    starts = np.flatnonzero(np.concatenate([[True], xs_sorted[1:] != xs_sorted[:-1]]))
-    u = xs_sorted[starts]
-    S = np.add.reduceat(ev_s[order], starts, axis=0)
-    J = np.add.reduceat(ev_j[order], starts, axis=0)
-    after = np.cumsum(S, axis=0)
-    step = J[:-1] + after[:-1] * np.diff(u)[:, None]
-    left = base + np.vstack([np.zeros((1, dim)), np.cumsum(step, axis=0)])
-    right = left + J
-    has_jump = np.any(J != 0, axis=1)
-    nk = len(u)
-    idx = np.concatenate([np.arange(nk), np.nonzero(has_jump)[0]])
-    sub = np.concatenate([np.zeros(nk), np.ones(int(has_jump.sum()))])
-    vals = np.concatenate([left, right[has_jump]])
-    lex = np.lexsort((sub, idx))
-    xo, yo = plf.np_clean(u[idx[lex]], vals[lex])
-    return PLF(xo, yo)

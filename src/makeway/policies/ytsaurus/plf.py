@@ -381,9 +381,12 @@ def total_sum(parts: list[PLF], dim: int, end: float) -> PLF:
     return sum_points(x, y, lens, np.add.reduce([p.ay[0] for p in parts]), dim, end)
 
 
-def sum_points(x: np.ndarray, y: np.ndarray, lens: np.ndarray, base: np.ndarray, dim: int, end: float) -> PLF:
+def sum_points(x: np.ndarray, y: np.ndarray, lens: np.ndarray, base: np.ndarray, dim: int, end: float,
+               mult: np.ndarray | None = None) -> PLF:
     """``total_sum`` of two or more parts given as their points end to end (``x``, ``y``), each
-    part's point count (``lens``) and the sum of their first values (``base``)."""
+    part's point count (``lens``) and the sum of their first values (``base``). ``mult`` (per
+    point) counts a part that many times: the same events at the same knots, each slope and jump
+    times its count (YTsaurus group elements)."""
     lastmask = np.zeros(len(x), dtype=bool)
     lastmask[np.cumsum(lens) - 1] = True
     valid = ~lastmask[:-1]
@@ -392,9 +395,13 @@ def sum_points(x: np.ndarray, y: np.ndarray, lens: np.ndarray, base: np.ndarray,
     lin = valid & (dx > SLIVER)
     jmp = valid & (dx <= SLIVER)
     slope = dy[lin] / dx[lin][:, None]
+    jumps = dy[jmp]
+    if mult is not None:
+        w = mult[:-1][:, None]
+        slope, jumps = slope * w[lin], jumps * w[jmp]
     ev_x = np.concatenate([x[:-1][lin], x[1:][lin], x[:-1][jmp], [0.0, end]])
     ev_s = np.concatenate([slope, -slope, np.zeros((int(jmp.sum()) + 2, dim))])
-    ev_j = np.concatenate([np.zeros((2 * int(lin.sum()), dim)), dy[jmp], np.zeros((2, dim))])
+    ev_j = np.concatenate([np.zeros((2 * int(lin.sum()), dim)), jumps, np.zeros((2, dim))])
     order = np.argsort(ev_x, kind="stable")
     xs_sorted = snap_knots(ev_x[order])
     starts = np.flatnonzero(np.concatenate([[True], xs_sorted[1:] != xs_sorted[:-1]]))

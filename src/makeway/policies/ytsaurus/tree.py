@@ -54,8 +54,8 @@ class Tree:
         self._orders.clear()
         return el
 
-    def link(self) -> None:
-        """Fill ``children`` lists (tree order = insertion order) and sum pool demand/usage."""
+    def link_children(self) -> None:
+        """Fill ``children`` lists (tree order = insertion order); missing demand/usage as zeros."""
         self._orders.clear()
         elements = self.elements
         dim = len(self.resources)
@@ -68,6 +68,12 @@ class Tree:
         for el in elements.values():
             if el.parent is not None:
                 elements[el.parent].children.append(el.name)
+
+    def link(self) -> None:
+        """``link_children``, then sum pool demand/usage."""
+        self.link_children()
+        elements = self.elements
+        dim = len(self.resources)
         for name in self.pool_postorder():
             el = elements[name]
             if el.children:
