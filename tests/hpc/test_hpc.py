@@ -18,6 +18,7 @@ from makeway.registry import load_model
 from makeway.core.state import ClusterState
 from makeway.policies.hpc.model import EasyBackfill, StrictFifo, best_fit, gang_fits
 from makeway.core.placement import first_fit
+from makeway.core.resources import EPS
 
 
 def job(id, submit, duration, count=1, cpu=1, requested=None, queue="q"):
@@ -165,7 +166,7 @@ def test_easy_never_delays_a_reserved_head(jobs, nodes, placement):
     """With run times no longer than requested, a head starts no later than any reservation it got."""
     starts, reservations, notes, _ = run(EasyBackfill({"placement": placement}), nodes, jobs)
     for now, head, shadow in reservations:
-        assert head in starts and starts[head] <= shadow + 1e-9, (now, head, shadow, starts)
+        assert head in starts and starts[head] <= shadow + EPS, (now, head, shadow, starts)
     skipped = {n.subject for n in notes}
     assert set(starts) == {w.id for w in jobs} - skipped
 

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from makeway.config import build_state, load_config
 from makeway.core.objects import Node, Queue, TaskGroup, Workload
+from makeway.core.resources import EPS
 from makeway.registry import load_model
 from makeway.core.state import ClusterState
 from makeway.policies.ytsaurus.model import YTsaurusModel
@@ -75,7 +76,7 @@ def test_big_reproducer_is_stopped_as_no_progress():
 
 
 def _fits_some_node(res: dict, nodes: list[Node]) -> bool:
-    return any(all(float(v) <= float(n.capacity.get(k, 0)) + 1e-9 for k, v in res.items()) for n in nodes)
+    return any(all(float(v) <= float(n.capacity.get(k, 0)) + EPS for k, v in res.items()) for n in nodes)
 
 
 @st.composite
