@@ -59,13 +59,13 @@ def simulate_with(cls, case):
 
 def test_backlog_reuse_decides_as_full_evaluation(monkeypatch):
     walks, asks = [], []
-    real_entries = waiting.Waiting._entries
+    real_walk = waiting.Waiting._walk
 
-    def entries(self, *args):
+    def walk(self, *args):
         walks.append(1)
-        return real_entries(self, *args)
+        return real_walk(self, *args)
 
-    monkeypatch.setattr(waiting.Waiting, "_entries", entries)
+    monkeypatch.setattr(waiting.Waiting, "_walk", walk)
     for name in ("regular", "preemptive", "backlog"):
         real = getattr(waiting.Waiting, name)
         monkeypatch.setattr(waiting.Waiting, name, lambda self, *a, _real=real: asks.append(1) or _real(self, *a))

@@ -106,10 +106,9 @@ class YTsaurusModel(PreemptionModel):
         self._els_topology = -1
         self._quiet_cache: tuple[tuple, bool | float] | None = None  # ``quiet``'s verdict and its inputs
         self._clock_heap: clockheap.ClockHeap | None = None  # the snapshot's clock thresholds
-        self._graceful_tree: tuple[Tree, list[str]] | None = None  # ``quiet``: a tree's graceful operations
+        self._graceful_ids: set[str] = set()  # operations in graceful mode that ``build_tree`` made elements of
         self._clock_sig: tuple[int, int, int] = (0, 0, 0)  # clocks running, starving, aggressive
         self._clock_next = -math.inf  # no clock of the snapshot changes status at or before this time
-        self._shapes: tuple[tuple | None, set[tuple[float, ...]]] = (None, set())  # pending requests
         self.failed: dict[str, str] = {}       # operation -> why the controller failed it
         self._failed_notes: list[Decision] = []
         ig = s.get("integral_guarantees") or {}
@@ -332,8 +331,13 @@ class YTsaurusModel(PreemptionModel):
                                   gang=bool(ws.get("gang")), settings=dict(ws), limits=ws.get("resource_limits")))
             if self.caches and len(wl.groups) == 1:  # one task group: (count, newest seq, pending) fix it all
                 els[wid] = (wl, i, sig, el)
+            if self._graceful(state, wid):
+                self._graceful_ids.add(wid)
         if len(els) > 2 * len(tree.elements) + 64:
             self._op_els = {w: v for w, v in els.items() if w in tree.elements}
+            # pruned with the elements: an operation outside the tree has no kept element, so its
+            # next element is made afresh and recorded again
+            self._graceful_ids &= tree.elements.keys()
         if len(self._usage_cache) > 2 * len(tree.elements) + 64:
             self._usage_cache = {w: v for w, v in self._usage_cache.items() if w in tree.elements}
         if len(self._group_shapes) > 2 * len(tree.elements) + 64:
@@ -538,9 +542,7 @@ class YTsaurusModel(PreemptionModel):
         # regular stage
         free = [c - u for c, u in zip(cap, used)]
         published = snap.published
-        if self.caches and not self._any_fits(state, free):
-            active: set[str] = set()  # every pick would find no task that fits: the stage starts nothing
-        elif self.caches:  # free only shrinks during the stage: an operation no task of which fits
+        if self.caches:  # free only shrinks during the stage: an operation no task of which fits
             active = self._waiting.regular(self, state, snap, free)  # now is never served
         else:
             active = {w for w, p in state.pending.items() if p and w in published
@@ -586,19 +588,6 @@ class YTsaurusModel(PreemptionModel):
         if len(groups) == 1:
             return {tuple(groups[0])}
         return {tuple(self._vec(state.task_resources(t))) for t in tasks}
-
-    def _any_fits(self, state: ClusterState, free: list[float]) -> bool:
-        """Whether some pending task's request fits ``free`` (pool limits aside): the distinct
-        requests of the backlog are kept while nothing starts, is submitted or requeued, so a
-        heartbeat on a full node does not walk the backlog."""
-        key = (id(state), state.alloc_epoch, state.submit_epoch)
-        if self._shapes[0] != key:
-            shapes: set[tuple[float, ...]] = set()
-            for w, tasks in state.pending.items():
-                if tasks:
-                    shapes |= self._pending_shapes(state, w, tasks)
-            self._shapes = (key, shapes)
-        return any(heartbeat.fits(list(shape), free) for shape in self._shapes[1])
 
     def _live_usage(self, state: ClusterState) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
         """Pool and operation usage vectors for one heartbeat, converted from the state on first use

@@ -68,23 +68,20 @@ def _backlog(model: YTsaurusModel, state: ClusterState, snap: Snapshot, scope: s
     return False, shapes, needy
 
 
-def _graceful_ops(model: YTsaurusModel, state: ClusterState, snap: Snapshot) -> list[str]:
-    """The snapshot tree's operations in graceful preemption mode (a workload's settings never
-    change, so this holds for the tree's life)."""
-    tree = snap.tree
-    hit = model._graceful_tree
-    if hit is None or hit[0] is not tree:
-        hit = model._graceful_tree = (tree, [w for w, el in tree.elements.items()
-                                             if el.is_op and model._graceful(state, w)])
-    return hit[1]
+def _graceful_ops(model: YTsaurusModel, snap: Snapshot) -> list[str]:
+    """The snapshot tree's operations in graceful preemption mode: every operation element is made
+    (or kept from an earlier update) by ``build_tree``, which records the graceful ones, so this
+    costs the graceful operations, not the tree."""
+    elements = snap.tree.elements
+    return [w for w in model._graceful_ids if w in elements and elements[w].is_op]
 
 
 def quiet_until(model: YTsaurusModel, state: ClusterState, snap: Snapshot) -> float | bool:
     """False, or the time before which every periodic call decides nothing (``math.inf``: until
     the next other event). The snapshot must already reflect the state (the caller checks)."""
-    if model.caches:  # the tree's graceful operations, found once per tree (``state.running`` keeps
-        # an entry for every workload ever submitted: walking it costs the trace so far)
-        if any(state.running.get(w) for w in _graceful_ops(model, state, snap)):
+    if model.caches:  # the tree's graceful operations as ``build_tree`` recorded them (``state.running``
+        # keeps an entry for every workload ever submitted: walking it costs the trace so far)
+        if any(state.running.get(w) for w in _graceful_ops(model, snap)):
             return False
     else:
         elements = snap.tree.elements
@@ -113,12 +110,18 @@ def quiet_until(model: YTsaurusModel, state: ClusterState, snap: Snapshot) -> fl
         needy = {"aggressive": set(), "normal": set()}
     if shapes and _fits_somewhere(shapes, list(free.values())):
         return False
+    cands: dict[str, list] = {}  # each node's candidates, read once for both stages
     for priority, stage in (("aggressive", "preemptive_aggressive"), ("normal", "preemptive_normal")):
         if needy[priority]:
-            # the stage's own candidates, blocked ones included (more room: errs on "not quiet")
-            rooms = [[f + d for f, d in zip(free[n], heartbeat.discount(
-                heartbeat.stage_candidates(model._cands(state, n), stage), len(free[n])))] for n in nodes]
-            if _fits_somewhere(needy[priority], rooms):
-                return False
+            # the stage's own candidates, blocked ones included (more room: errs on "not quiet");
+            # node by node, so the first node with room for a needy task ends the search
+            for n in nodes:
+                mine = cands.get(n)
+                if mine is None:
+                    mine = cands[n] = model._cands(state, n)
+                room = [f + d for f, d in zip(free[n], heartbeat.discount(
+                    heartbeat.stage_candidates(mine, stage), len(free[n])))]
+                if _fits_somewhere(needy[priority], [room]):
+                    return False
     bound = model._clock_next if model.caches else clock_bound(snap)  # the same, kept per update
     return True if bound == math.inf else False if bound == -math.inf else bound
