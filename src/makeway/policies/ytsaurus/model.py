@@ -79,6 +79,7 @@ class YTsaurusModel(PreemptionModel):
         self.grace: dict[str, float] = {}      # allocation id -> timeout chosen at preemption
         self.dirty = True
         self._sig: dict[str, tuple] = {}       # operation -> (snapshot stamp, allocation signature)
+        self._classed: dict[str, tuple] = {}   # operation -> every input of its last classification
         self._stamp = 0                        # bumped by every fair share update
         self._fs_key: tuple | None = None      # state epochs the last computed fair share saw
         self._integral_key: int | None = None
@@ -344,6 +345,8 @@ class YTsaurusModel(PreemptionModel):
             self._group_shapes = {w: v for w, v in self._group_shapes.items() if w in tree.elements}
         if len(self._demand_cache) > 2 * len(tree.elements) + 64:
             self._demand_cache = {w: v for w, v in self._demand_cache.items() if w in tree.elements}
+        if len(self._classed) > 2 * len(tree.elements) + 64:
+            self._classed = {w: v for w, v in self._classed.items() if w in tree.elements}
         if len(self._sane) > 2 * len(tree.elements) + 64:
             self._sane &= tree.elements.keys()
         return tree
@@ -482,9 +485,21 @@ class YTsaurusModel(PreemptionModel):
         if snap is None or wid not in snap.published:
             return
         tree = snap.tree
-        allocs = sorted((state.allocations[t] for t in state.running.get(wid, {})), key=lambda a: a.seq)
+        running = state.running.get(wid) or {}
         chain = [tree.elements[n].settings for n in tree.ancestors(wid)[1:] if n != ROOT]
         thr = classify.usage_threshold(self.settings, chain, state.workloads[wid].settings, self.resources)
+        if self.caches:
+            # the statuses are a function of these alone (the allocations are fixed by their count
+            # and newest seq): a new snapshot that published the same values changes none of them
+            pub = snap.published[wid]
+            key = (tuple(pub.fair), tuple(pub.demand), pub.preemptible, tuple(tree.total),
+                   None if thr is None else tuple(thr), len(running),
+                   state.allocations[next(reversed(running))].seq if running else 0)
+            if self._classed.get(wid) == key:
+                self._sig[wid] = self._alloc_sig(state, wid)
+                return
+            self._classed[wid] = key
+        allocs = sorted((state.allocations[t] for t in running), key=lambda a: a.seq)
         out = classify.classify([(a.id, [float(a.resources.get(r, 0)) for r in self.resources]) for a in allocs],
                                 snap.published[wid], tree.total, thr, self.aggressive_threshold, self.threshold)
         for a in allocs:
