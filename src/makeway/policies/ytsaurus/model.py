@@ -541,6 +541,25 @@ class YTsaurusModel(PreemptionModel):
             return fairshare.INF_SAT
         return fairshare.local_satisfaction(snap.tree.share(usage[wid]), a.fair_share, a.demand_share)
 
+    def _sat_of(self, opusage: dict[str, list[float]]):
+        """The heartbeat's satisfaction function: ``_sat`` over its live usage. An operation whose
+        usage the heartbeat has not changed (``LiveUsage.changed``) has the state's usage, and the
+        snapshot and the state's allocations are what the backlog walk was kept for, so its value
+        is kept with that walk (``Waiting.sat``) and shared by the heartbeats until either moves."""
+        changed = getattr(opusage, "changed", None)
+        if not self.caches or changed is None:
+            return lambda w: self._sat(w, opusage)
+        memo = self._waiting.sat
+
+        def sat(w: str) -> float:
+            if w in changed:
+                return self._sat(w, opusage)
+            v = memo.get(w)
+            if v is None:
+                v = memo[w] = self._sat(w, opusage)
+            return v
+        return sat
+
     def _graceful(self, state: ClusterState, wid: str) -> bool:
         return (state.workloads[wid].settings or {}).get("preemption_mode") == "graceful"
 
@@ -562,7 +581,7 @@ class YTsaurusModel(PreemptionModel):
         else:
             active = {w for w, p in state.pending.items() if p and w in published
                       and not (self._graceful(state, w) and snap.view.status.get(w) == "normal")}
-        picker = self._picker(snap.tree, active, lambda w: self._sat(w, opusage))
+        picker = self._picker(snap.tree, active, self._sat_of(opusage))
         while True:
             pick = picker.pick()
             if pick is None:
@@ -631,6 +650,9 @@ class YTsaurusModel(PreemptionModel):
                 qusage[q] = [u - sign * r for u, r in zip(qusage[q], req)]
         if wid in opusage:
             opusage[wid] = [u - sign * r for u, r in zip(opusage[wid], req)]
+            changed = getattr(opusage, "changed", None)
+            if changed is not None:
+                changed.add(wid)
 
     def _fitting_task(self, state: ClusterState, wid: str, free: list[float], started: set[str],
                       qusage: dict[str, list[float]]) -> str | None:
@@ -691,7 +713,7 @@ class YTsaurusModel(PreemptionModel):
             else:
                 ops = {w for w, p in state.pending.items() if p and w in snap.published
                        and starvation.preemption_priority(snap.view, w, scope) == target}
-            picker = self._picker(snap.tree, ops, lambda w: self._sat(w, opusage))
+            picker = self._picker(snap.tree, ops, self._sat_of(opusage))
             while picker.active:
                 pick = picker.pick()
                 if pick is None:

@@ -34,11 +34,13 @@ class LazyPublished(dict):
 
 
 class LiveUsage(dict):
-    """Current usage vector per operation, computed on first use during one heartbeat."""
+    """Current usage vector per operation, computed on first use during one heartbeat; ``changed``
+    names the operations whose usage the heartbeat has moved since (``YTsaurusModel._account``)."""
 
     def __init__(self, model: YTsaurusModel, state: ClusterState):
         super().__init__()
         self.model, self.state = model, state
+        self.changed: set[str] = set()
 
     def __missing__(self, wid: str) -> list[float]:
         v = [0.0] * len(self.model.resources)

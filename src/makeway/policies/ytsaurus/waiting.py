@@ -29,7 +29,7 @@ class Waiting:
     """``regular`` and ``preemptive`` answer what the heartbeat's own set comprehensions did;
     ``backlog`` what ``quiet`` walked the backlog for. One walk of the backlog per key feeds all three."""
 
-    __slots__ = ("_key", "_view", "_regular", "_by_priority", "_backlog", "_ops")
+    __slots__ = ("_key", "_view", "_regular", "_by_priority", "_backlog", "_ops", "sat")
 
     def __init__(self) -> None:
         self._key: tuple | None = None
@@ -38,11 +38,13 @@ class Waiting:
         self._by_priority: dict[str, dict[Shapes, list[str]]] = {}
         self._backlog: tuple = (False, set(), {})
         self._ops: dict[str, tuple[Any, Shapes, bool]] = {}  # operation -> (workload, its requests, graceful)
+        self.sat: dict[str, float] = {}  # operation -> satisfaction at the state's usage, for this key
 
     def _fresh(self, model: YTsaurusModel, state: ClusterState, snap: Snapshot, scope: str) -> None:
         key = (id(state), state.alloc_epoch, state.submit_epoch, scope)
         if self._view is not snap.view or self._key != key:
             self._key, self._view = key, snap.view
+            self.sat = {}
             self._walk(model, state, snap, scope)
 
     def _walk(self, model: YTsaurusModel, state: ClusterState, snap: Snapshot, scope: str) -> None:
@@ -51,11 +53,14 @@ class Waiting:
         and per preemption priority; for ``quiet``, whether a pending operation (not failed) is
         missing from the snapshot, the distinct requests of the pending tasks, and those of
         operations with each preemption priority."""
-        published, workloads, known, failed = snap.published, state.workloads, self._ops, model.failed
+        # the snapshot publishes exactly its tree's operations: read the tree, not the lazy mapping
+        elements, workloads, known, failed = snap.tree.elements, state.workloads, self._ops, model.failed
         if len(known) > 2 * len(state.pending) + 64:
             self._ops = known = {w: v for w, v in known.items() if state.pending.get(w)}
         view = snap.view
         status = view.status
+        lowest_aggressive, lowest_starving = view.lowest_aggressive, view.lowest_starving
+        ancestors = scope != "operation_only"  # else ``preemption_priority`` reads the clock alone
         regular: list[tuple[str, Shapes]] = []
         by: dict[str, list[tuple[str, Shapes]]] = {}
         unpublished = False
@@ -65,7 +70,8 @@ class Waiting:
         for w, p in state.pending.items():
             if not p:
                 continue
-            if w not in published:
+            el = elements.get(w)
+            if el is None or not el.is_op:
                 if w not in failed:
                     unpublished = True
                 continue
@@ -76,7 +82,10 @@ class Waiting:
             shapes = hit[1]
             if not (hit[2] and status.get(w) == "normal"):
                 regular.append((w, shapes))
-            priority = starvation.preemption_priority(view, w, scope)
+            if ancestors:
+                priority = "aggressive" if lowest_aggressive.get(w) else "normal" if lowest_starving.get(w) else "none"
+            else:
+                priority = starvation.preemption_priority(view, w, scope)
             by.setdefault(priority, []).append((w, shapes))
             if unpublished:
                 continue
