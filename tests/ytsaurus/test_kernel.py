@@ -293,15 +293,15 @@ def test_statuses_on_arrays_equal_one_by_one(rows):
 
 
 def test_model_reads_the_array_result_as_it_reads_attrs():
-    """``model._from_arrays`` (published fair shares, statuses) equals the element-by-element reading."""
+    """``views.from_arrays`` (published fair shares, statuses) equals the element-by-element reading."""
     from makeway.policies.ytsaurus import classify, starvation
-    from makeway.policies.ytsaurus.model import _from_arrays
+    from makeway.policies.ytsaurus.views import from_arrays
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     import bench_ytsaurus_fair_share as b
     tree = b.build(40, 400)
     res = kernel_compute(tree)
     params = starvation.effective_params(tree, {})
-    published, statuses = _from_arrays(res.attrs.arrays, params)
+    published, statuses = from_arrays(res.attrs.arrays, params)
     for name, el in tree.elements.items():
         a = res.attrs[name]
         assert statuses[name] == fairshare.element_status(a.fair_share, a.demand_share, a.usage_share,

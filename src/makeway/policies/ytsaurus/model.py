@@ -22,8 +22,6 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-import numpy as np
-
 from makeway.core.resources import EPS
 from makeway.core.decisions import Decision, Note, Preempt, Reason, Start
 from makeway.core.objects import Queue
@@ -410,7 +408,7 @@ class YTsaurusModel(PreemptionModel):
                 published = views.LazyPublished(tree, result.attrs)
                 fixed = None
             else:
-                published, fixed = _from_arrays(arr, params)
+                published, fixed = views.from_arrays(arr, params)
             self._fs_key = key
             self._stamp += 1
         view = starvation.update_statuses(tree, result, params, self.clocks, now, self.settings, fixed)
@@ -541,25 +539,6 @@ class YTsaurusModel(PreemptionModel):
             return fairshare.INF_SAT
         return fairshare.local_satisfaction(snap.tree.share(usage[wid]), a.fair_share, a.demand_share)
 
-    def _sat_of(self, opusage: dict[str, list[float]]):
-        """The heartbeat's satisfaction function: ``_sat`` over its live usage. An operation whose
-        usage the heartbeat has not changed (``LiveUsage.changed``) has the state's usage, and the
-        snapshot and the state's allocations are what the backlog walk was kept for, so its value
-        is kept with that walk (``Waiting.sat``) and shared by the heartbeats until either moves."""
-        changed = getattr(opusage, "changed", None)
-        if not self.caches or changed is None:
-            return lambda w: self._sat(w, opusage)
-        memo = self._waiting.sat
-
-        def sat(w: str) -> float:
-            if w in changed:
-                return self._sat(w, opusage)
-            v = memo.get(w)
-            if v is None:
-                v = memo[w] = self._sat(w, opusage)
-            return v
-        return sat
-
     def _graceful(self, state: ClusterState, wid: str) -> bool:
         return (state.workloads[wid].settings or {}).get("preemption_mode") == "graceful"
 
@@ -581,7 +560,7 @@ class YTsaurusModel(PreemptionModel):
         else:
             active = {w for w, p in state.pending.items() if p and w in published
                       and not (self._graceful(state, w) and snap.view.status.get(w) == "normal")}
-        picker = self._picker(snap.tree, active, self._sat_of(opusage))
+        picker = self._picker(snap.tree, active, views.heartbeat_sat(self, opusage))
         while True:
             pick = picker.pick()
             if pick is None:
@@ -713,7 +692,7 @@ class YTsaurusModel(PreemptionModel):
             else:
                 ops = {w for w, p in state.pending.items() if p and w in snap.published
                        and starvation.preemption_priority(snap.view, w, scope) == target}
-            picker = self._picker(snap.tree, ops, self._sat_of(opusage))
+            picker = self._picker(snap.tree, ops, views.heartbeat_sat(self, opusage))
             while picker.active:
                 pick = picker.pick()
                 if pick is None:
@@ -802,19 +781,3 @@ def _clock_sig(clocks: dict[str, starvation.Clock]) -> tuple[int, int, int]:
             elif c.status == starvation.AGGRESSIVE:
                 aggressive += 1
     return running, starving, aggressive
-
-
-def _from_arrays(arr, params: dict[str, starvation.Params]) -> tuple[dict, dict[str, str]]:
-    """What every operation publishes and every element's status, from an array-backed fair share
-    result in a few array operations (the same values ``classify.publish`` and
-    ``fairshare.element_status`` give one element at a time)."""
-    names = arr.names
-    tol = np.fromiter((params[n].tolerance for n in names), dtype=float, count=len(names))
-    below = fairshare.below_fair_share(arr.fair, arr.demand_share, arr.usage_share, tol, arr.is_op).tolist()
-    statuses = {n: "below_fair_share" if b else "normal" for n, b in zip(names, below)}
-    rows = np.flatnonzero(arr.is_op)
-    fair, demand = arr.fair[rows], arr.demand_share[rows]
-    equal = np.all(np.abs(fair - demand) <= EPS, axis=1) & (demand.max(axis=1, initial=0.0) > EPS)
-    published = {names[i]: classify.Published(f, d, not e)
-                 for i, f, d, e in zip(rows.tolist(), fair.tolist(), demand.tolist(), equal.tolist())}
-    return published, statuses

@@ -1,12 +1,16 @@
-"""Views the YTsaurus model reads lazily: what a snapshot's operations publish, and the usage of
-operations and pools during one heartbeat, each computed for the few names actually read."""
+"""Views the YTsaurus model reads lazily: what a snapshot's operations publish, and the usage and
+satisfaction of operations and pools during one heartbeat, each computed for the few names
+actually read."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Mapping
 
+import numpy as np
+
+from makeway.core.resources import EPS
 from makeway.core.state import ClusterState
-from makeway.policies.ytsaurus import classify, fairshare
+from makeway.policies.ytsaurus import classify, fairshare, starvation
 from makeway.policies.ytsaurus.tree import Tree
 
 if TYPE_CHECKING:
@@ -67,3 +71,39 @@ class LiveQueueUsage(dict):
         v = self.model._vec(self.state.queue_usage[q])
         self[q] = v
         return v
+
+
+def heartbeat_sat(model: YTsaurusModel, opusage: dict[str, list[float]]):
+    """A heartbeat's satisfaction function: ``model._sat`` over its live usage. An operation whose
+    usage the heartbeat has not moved (``LiveUsage.changed``) has the state's usage, and the
+    snapshot and the state's allocations are what the backlog walk was kept for, so its value is
+    kept with that walk (``Waiting.sat``) and shared by the heartbeats until either moves."""
+    changed = getattr(opusage, "changed", None)
+    if not model.caches or changed is None:
+        return lambda w: model._sat(w, opusage)
+    memo = model._waiting.sat
+
+    def sat(w: str) -> float:
+        if w in changed:
+            return model._sat(w, opusage)
+        v = memo.get(w)
+        if v is None:
+            v = memo[w] = model._sat(w, opusage)
+        return v
+    return sat
+
+
+def from_arrays(arr, params: dict[str, starvation.Params]) -> tuple[dict, dict[str, str]]:
+    """What every operation publishes and every element's status, from an array-backed fair share
+    result in a few array operations (the same values ``classify.publish`` and
+    ``fairshare.element_status`` give one element at a time)."""
+    names = arr.names
+    tol = np.fromiter((params[n].tolerance for n in names), dtype=float, count=len(names))
+    below = fairshare.below_fair_share(arr.fair, arr.demand_share, arr.usage_share, tol, arr.is_op).tolist()
+    statuses = {n: "below_fair_share" if b else "normal" for n, b in zip(names, below)}
+    rows = np.flatnonzero(arr.is_op)
+    fair, demand = arr.fair[rows], arr.demand_share[rows]
+    equal = np.all(np.abs(fair - demand) <= EPS, axis=1) & (demand.max(axis=1, initial=0.0) > EPS)
+    published = {names[i]: classify.Published(f, d, not e)
+                 for i, f, d, e in zip(rows.tolist(), fair.tolist(), demand.tolist(), equal.tolist())}
+    return published, statuses
