@@ -202,6 +202,7 @@ class _FastPass:
         heap = self.heap = [walk_key(wls[w]) for w in blocks.candidates(state)]
         heapq.heapify(heap)
         self.queued = {wk[2] for wk in heap}  # stream heads released at the start are among them
+        ver = self.version()
         while heap:
             pos = self.pos = heapq.heappop(heap)
             wl_id = pos[2]
@@ -210,11 +211,14 @@ class _FastPass:
             pinned = str(s.get("requiredNode", "") or "")
             may_preempt = bool(s.get("allowPreemptOther", True))
             props = m._props[wl.queue]
+            due0 = _us(wl.submit) + props.preemption_delay_us
+            one = wl.groups[0].resources if len(wl.groups) == 1 else None  # every task's request
+            one_key = tuple(one.items()) if one is not None else ()
             advance: list[tuple] = []
             for tid in list(state.pending.get(wl_id, ())):
                 if tid in blocked:
                     continue
-                res = state.task_resources(tid)
+                res = one if one is not None else state.task_resources(tid)
                 if tid in m.reservations and not pinned:
                     self.reserved(tid, wl.queue, res)
                     self.check_release(wl_id, tid)
@@ -223,8 +227,9 @@ class _FastPass:
                     self.slow(tid, wl_id, props, pinned)
                     self.check_release(wl_id, tid)
                     continue
-                ver = self.version()
-                rkey = tuple(res.items())
+                if ver[2] != m._resv_released:  # the state's epochs stand still within a call
+                    ver = self.version()
+                rkey = one_key if one is not None else tuple(res.items())
                 hkey = (wl.queue, rkey)
                 if m._nohead.get(hkey) != ver and m._nofit.get(rkey) != ver:
                     if not fit_in_max_undef(self.headroom(wl.queue), res):
@@ -245,7 +250,7 @@ class _FastPass:
                     triggered, last = False, None
                 due: int | None = None
                 if m.preemption_enabled and may_preempt and not triggered:
-                    due = _us(wl.submit) + props.preemption_delay_us
+                    due = due0
                     if last is not None:
                         due = max(due, last + PREEMPT_ATTEMPT_FREQUENCY_US)
                     budget = self.budgets.setdefault(wl.queue, [MAX_PREEMPTION_ATTEMPTS])
