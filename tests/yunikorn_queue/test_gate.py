@@ -78,15 +78,20 @@ def reclaim_case(asks: int) -> tuple[ClusterState, list[Workload]]:
 
 
 def test_reclaim_gates_requeued_victims_and_decides_as_reference(monkeypatch):
-    calls = {"doomed": 0}
-    real = ymodel.guarantee_doomed
+    calls = {"doomed": 0, "evaluated": 0}
+    real, real_attempt = ymodel.guarantee_doomed, ymodel._FastPass.doomed_attempt
 
     def counting(path, res):
         out = real(path, res)
-        calls["doomed"] += out
+        calls["evaluated"] += out
         return out
 
+    def attempt(self, *args):
+        calls["doomed"] += 1
+        return real_attempt(self, *args)
+
     monkeypatch.setattr(ymodel, "guarantee_doomed", counting)
+    monkeypatch.setattr(ymodel._FastPass, "doomed_attempt", attempt)
     logs = []
     for cls in (Recording, FullEvaluation):
         state, jobs = reclaim_case(6)
@@ -96,4 +101,5 @@ def test_reclaim_gates_requeued_victims_and_decides_as_reference(monkeypatch):
     # victims were requeued into root.a (over its guarantee) and retried there every 15 s
     assert any(" P fill" in line for line in logs[0])
     assert calls["doomed"] > 10
+    assert 0 < calls["evaluated"] < calls["doomed"]  # verdicts are kept while the world stands still
     assert logs[0] == logs[1]

@@ -162,6 +162,8 @@ class YAsk:
     triggered_preemption: bool = False
     last_check_us: int | None = None
     log: list[str] = field(default_factory=list)
+    # the fast pass's last failed attempt: (world it was made in, log entries it added)
+    failed: tuple | None = None
 
 
 @dataclass(slots=True)

@@ -9,7 +9,7 @@ view built only when an ask runs the preemptor.
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from makeway.core.decisions import Decision, Preempt, Start
 from makeway.core.resources import Res, add_into
@@ -64,6 +64,12 @@ class _FastPass:
         self.wake: float | None = None
         self.due_min: float = float("inf")
         self.running = bool(state.allocations)
+        # the world as the call found it (``YuniKornModel._world``); ``dirty`` once this call moved it
+        self.world = model._world(state)
+        self.dirty = bool(decisions)
+        if model._doom_world != self.world:
+            model._doom_world = self.world
+            model._doom_cache = {}
         self.index = state.free_index()
         if model._topology != state.topology_epoch:  # node order = index order; nodes joined or left
             model._topology = state.topology_epoch
@@ -158,6 +164,7 @@ class _FastPass:
     def started(self, tid: str, queue: str, res: Res, node: str) -> None:
         self.decisions.append(Start(tid, node))
         self.doom_epoch += 1
+        self.dirty = True
         state, pq = self.state, self.pq
         for q in state.path_to_root(queue):
             a = pq.get(q)
@@ -195,6 +202,7 @@ class _FastPass:
         heap = self.heap = [walk_key(wls[w]) for w in blocks.candidates(state)]
         heapq.heapify(heap)
         self.queued = {wk[2] for wk in heap}  # stream heads released at the start are among them
+        ver = self.version()
         while heap:
             pos = self.pos = heapq.heappop(heap)
             wl_id = pos[2]
@@ -203,11 +211,14 @@ class _FastPass:
             pinned = str(s.get("requiredNode", "") or "")
             may_preempt = bool(s.get("allowPreemptOther", True))
             props = m._props[wl.queue]
+            due0 = _us(wl.submit) + props.preemption_delay_us
+            one = wl.groups[0].resources if len(wl.groups) == 1 else None  # every task's request
+            one_key = tuple(one.items()) if one is not None else ()
             advance: list[tuple] = []
             for tid in list(state.pending.get(wl_id, ())):
                 if tid in blocked:
                     continue
-                res = state.task_resources(tid)
+                res = one if one is not None else state.task_resources(tid)
                 if tid in m.reservations and not pinned:
                     self.reserved(tid, wl.queue, res)
                     self.check_release(wl_id, tid)
@@ -216,8 +227,9 @@ class _FastPass:
                     self.slow(tid, wl_id, props, pinned)
                     self.check_release(wl_id, tid)
                     continue
-                ver = self.version()
-                rkey = tuple(res.items())
+                if ver[2] != m._resv_released:  # the state's epochs stand still within a call
+                    ver = self.version()
+                rkey = one_key if one is not None else tuple(res.items())
                 hkey = (wl.queue, rkey)
                 if m._nohead.get(hkey) != ver and m._nofit.get(rkey) != ver:
                     if not fit_in_max_undef(self.headroom(wl.queue), res):
@@ -238,13 +250,13 @@ class _FastPass:
                     triggered, last = False, None
                 due: int | None = None
                 if m.preemption_enabled and may_preempt and not triggered:
-                    due = _us(wl.submit) + props.preemption_delay_us
+                    due = due0
                     if last is not None:
                         due = max(due, last + PREEMPT_ATTEMPT_FREQUENCY_US)
                     budget = self.budgets.setdefault(wl.queue, [MAX_PREEMPTION_ATTEMPTS])
                     if due <= self.now_us and budget[0] > 0:
                         if self.doomed(wl.queue, res):
-                            self.doomed_attempt(tid, wl_id, props, budget)
+                            self.doomed_attempt(tid, wl, props, budget, hkey)
                         else:
                             self.slow(tid, wl_id, props, pinned)
                         self.check_release(wl_id, tid)
@@ -392,7 +404,16 @@ class _FastPass:
         Kept per queue and request until this call starts an ask or makes a real attempt (what
         moves the usage or the preempting sums it reads)."""
         state, part = self.state, self.part
-        key = (queue, tuple(res.items()), self.doom_epoch, part is None)
+        if not self.dirty:  # the path as the call found it: the verdict of an earlier call in this world
+            wkey = (queue, tuple(res.items()))
+            hit = self.m._doom_cache.get(wkey)
+            if hit is None:
+                hit = self.m._doom_cache[wkey] = self._doomed(queue, res, (*wkey, self.doom_epoch, part is None))
+            return hit
+        return self._doomed(queue, res, (queue, tuple(res.items()), self.doom_epoch, part is None))
+
+    def _doomed(self, queue: str, res: Res, key: tuple) -> bool:
+        state, part = self.state, self.part
         hit = self.doom_memo.get(key)
         if hit is not None:
             return hit
@@ -419,23 +440,37 @@ class _FastPass:
             self.pre_sums = out
         return self.pre_sums
 
-    def doomed_attempt(self, tid: str, wl_id: str, props: QueueProps, budget: list[int]) -> None:
+    def doomed_attempt(self, tid: str, wl: Any, props: QueueProps, budget: list[int], hkey: tuple) -> None:
         """What ``try_allocate`` does for an ask ``doomed`` says no to: the attempt counts against
-        the leaf's budget and sets the ask's check clock, then the guarantee check refuses it."""
+        the leaf's budget and sets the ask's check clock, then the guarantee check refuses it.
+        Then ``settle`` for it, whose tests the walk has passed (may preempt, not triggered, not
+        pinned, no reservation): its next check is 15 s on at the earliest, a wake while running."""
         ask = self.m._ask(self.state, tid)
-        ask.last_check_us = self.now_us
+        now = self.now_us
+        ask.last_check_us = now
         budget[0] -= 1
         ask.log += [DOES_NOT_GUARANTEE, DOES_NOT_HELP]
-        self.settle(tid, wl_id, props, "", ask)
+        due = max(ask.create_us + props.preemption_delay_us, now + PREEMPT_ATTEMPT_FREQUENCY_US)
+        if self.running:
+            self.wake = _min(self.wake, due / 1_000_000)
+        if due < self.due_min:
+            self.due_min = due
+        self.m.blocks.block(tid, wl, due, True, hkey)
 
     def slow(self, tid: str, wl_id: str, props: QueueProps, pinned: str) -> None:
         """The reference step for one ask, on the partition view."""
         m, state = self.m, self.state
-        self.doom_epoch += 1
-        part = self.ensure_part()
+        memo = not pinned and not self.dirty and tid not in m.reservations
         ask = m._ask(state, tid)
         budget = self.budgets.setdefault(ask.queue, [MAX_PREEMPTION_ATTEMPTS])
+        if memo and ask.failed is not None and ask.failed[0] == self.world:
+            self.replay(ask, budget, ask.failed)
+            self.settle(tid, wl_id, props, pinned, ask)
+            return
+        self.doom_epoch += 1
+        part = self.ensure_part()
         before = set(m.reservations)
+        marks = (len(ask.log), budget[0], ask.last_check_us)
         # an unpinned ask without a reservation within its headroom reaches here only after the
         # first-fit index (or its cached verdict for this version) found no unreserved node, the
         # scan try_allocate would redo; one beyond its headroom went by without it: ask the index
@@ -446,6 +481,10 @@ class _FastPass:
                          known_no_fit=no_fit)
         if before - set(m.reservations):
             m._resv_released += 1
+        if r.kind is not None or r.victims or before != set(m.reservations):
+            self.dirty = True
+        elif memo:
+            ask.failed = (self.world, ask.log[marks[0]:], marks[1] - budget[0], ask.last_check_us != marks[2])
         self.rmap = {n: a for a, n in m.reservations.items()}
         if r.kind in ("Allocated", "AllocatedReserved") and r.node is not None:
             self.started(tid, ask.queue, state.task_resources(tid), r.node)
@@ -460,6 +499,15 @@ class _FastPass:
                 self.taken.add(v.key)
                 self.decisions.append(Preempt(v.key, m._reason(r.rule, ask, v, r.node)))
         self.settle(tid, wl_id, props, pinned, ask)
+
+    def replay(self, ask: YAsk, budget: list[int], failed: tuple) -> None:
+        """An attempt that failed in this world without moving it fails again the same way: it
+        reads only the world, the ask and the preconditions the walk checked (``world``)."""
+        _, log, spent, clocked = failed
+        ask.log += log
+        budget[0] -= spent
+        if clocked:
+            ask.last_check_us = self.now_us
 
     def settle(self, tid: str, wl_id: str, props: QueueProps, pinned: str, ask: YAsk) -> None:
         """After an attempt that placed nothing: the ask's next check, the wake-up, its block."""

@@ -84,6 +84,9 @@ class YuniKornModel(PreemptionModel):
         self._pre: dict[str, None] = {}
         self._pre_state: ClusterState | None = None
         self._guars: dict[str, Res | None] = {}
+        self._marks = 0  # Preempt decisions seen: moves whenever an allocation may become preempting
+        self._doom_world: tuple | None = None
+        self._doom_cache: dict[tuple, bool] = {}
 
     def bind(self, state: ClusterState) -> None:
         if self.quota is not None:
@@ -103,6 +106,7 @@ class YuniKornModel(PreemptionModel):
         for d in decisions:
             if isinstance(d, Preempt):
                 self._pre[d.allocation] = None
+                self._marks += 1
 
     def next_wakeup(self, state: ClusterState, now: float) -> float | None:
         wakes = [w for w in (self._wake,) if w is not None and w > now]
@@ -301,6 +305,13 @@ class YuniKornModel(PreemptionModel):
                 return None
             due = max(due, ask.last_check_us + PREEMPT_ATTEMPT_FREQUENCY_US)
         return due / 1_000_000 if due > now_us else None
+
+    def _world(self, state: ClusterState) -> tuple:
+        """What a preemption attempt or a guarantee verdict reads besides its own ask, at the start
+        of a call: allocations, releases, submissions, queues, nodes, preempting marks (only our
+        own decisions set them) and reservations. Equal worlds give equal attempts."""
+        return (id(state), state.alloc_epoch, state.freed_epoch, state.submit_epoch, state.config_epoch,
+                state.topology_epoch, self._marks, tuple(self.reservations.items()))
 
     def _drop_stale(self, state: ClusterState, now_us: int, asks: bool = True) -> None:
         """Forget asks that are no longer pending and reservations that waited too long."""
