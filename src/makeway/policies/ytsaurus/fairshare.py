@@ -297,19 +297,28 @@ def pool_curve_rows(weights: list[float], ax: np.ndarray, ay: np.ndarray, rows: 
     the caller takes ``pool_curve``."""
     if len(rows) < 2 or not all(w > EPS for w in weights):
         return None
-    wmin = min(weights)
-    k = np.array([w / wmin for w in weights], dtype=float)
-    xs = ax[rows] / k[:, None]
-    ys = ay[rows]
-    short = xs[:, -1] < 1.0
-    if short.all():
-        xs = np.concatenate([xs, np.ones((len(rows), 1))], axis=1)
-        ys = np.concatenate([ys, ys[:, -1:]], axis=1)
-    elif short.any():
+    shaped = shaped_rows(weights, ax, ay, rows)
+    if shaped is None:
         return None
+    xs, ys = shaped
     n, q = xs.shape
     return plf.sum_points(xs.reshape(-1), ys.reshape(n * q, dim), np.full(n, q, dtype=np.int64),
                           np.add.reduce(np.ascontiguousarray(ys[:, 0, :])), dim, 1.0)
+
+
+def shaped_rows(weights: list[float], ax: np.ndarray, ay: np.ndarray,
+                rows: list[int]) -> tuple[np.ndarray, np.ndarray] | None:
+    """The closed-form rows of a fair share pool's children shaped as ``pool_curve`` shapes each
+    part (x divided by the relative weight, extended to 1 where short), all at once; None where the
+    parts differ in shape (some extended and some not). Weights must be positive."""
+    wmin = min(weights)
+    xs = ax[rows] / np.array([w / wmin for w in weights], dtype=float)[:, None]
+    ys = ay[rows]
+    short = xs[:, -1] < 1.0
+    if short.all():
+        return (np.concatenate([xs, np.ones((len(rows), 1))], axis=1),
+                np.concatenate([ys, ys[:, -1:]], axis=1))
+    return None if short.any() else (xs, ys)
 
 
 def fifo_order(tree: Tree, pool: str) -> list[str]:

@@ -128,13 +128,9 @@ def grouped_pool_curve(weights: list[float], counts: list[int], ax: np.ndarray, 
         return None
     wmin = min(weights)
     m = np.asarray(counts, dtype=float)
-    xs = ax[rows] / np.array([w / wmin for w in weights], dtype=float)[:, None]
-    ys = ay[rows]
-    short = xs[:, -1] < 1.0
-    if short.all() or not short.any():  # every part shaped alike: all rows at once
-        if short.all():
-            xs = np.concatenate([xs, np.ones((len(rows), 1))], axis=1)
-            ys = np.concatenate([ys, ys[:, -1:]], axis=1)
+    shaped = fairshare.shaped_rows(weights, ax, ay, rows)
+    if shaped is not None:  # every part shaped alike: all rows at once
+        xs, ys = shaped
         if not exact_rows(xs, ys).all():
             return None
         n, q = xs.shape

@@ -59,8 +59,6 @@ class Waiting:
             self._ops = known = {w: v for w, v in known.items() if state.pending.get(w)}
         view = snap.view
         status = view.status
-        lowest_aggressive, lowest_starving = view.lowest_aggressive, view.lowest_starving
-        ancestors = scope != "operation_only"  # else ``preemption_priority`` reads the clock alone
         regular: list[tuple[str, Shapes]] = []
         by: dict[str, list[tuple[str, Shapes]]] = {}
         unpublished = False
@@ -82,10 +80,7 @@ class Waiting:
             shapes = hit[1]
             if not (hit[2] and status.get(w) == "normal"):
                 regular.append((w, shapes))
-            if ancestors:
-                priority = "aggressive" if lowest_aggressive.get(w) else "normal" if lowest_starving.get(w) else "none"
-            else:
-                priority = starvation.preemption_priority(view, w, scope)
+            priority = starvation.preemption_priority(view, w, scope)
             by.setdefault(priority, []).append((w, shapes))
             if unpublished:
                 continue
