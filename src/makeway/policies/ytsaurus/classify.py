@@ -92,6 +92,20 @@ def classify(allocs: list[tuple[str, list[float]]], pub: Published, total: list[
     return out
 
 
+def may_have_preemptible(pub: Published, usage: list[float], total: list[float], thr: list[float] | None,
+                         threshold: float) -> bool:
+    """False only where ``classify`` gives no allocation of the operation ``P``: an allocation is
+    ``P`` when the usage before it is not below ``fair x threshold``, and "below" only turns false as
+    usage grows, so below at the whole ``usage`` (the allocations' sum in start order) means below
+    before every allocation."""
+    if not pub.preemptible:
+        return False
+    if thr is not None and all(u < t for u, t in zip(usage, thr)):
+        return False
+    share = [u / t if t > 0 else 0.0 for u, t in zip(usage, total)]
+    return not strictly_dominates_non_blocked([f * threshold for f in pub.fair], share, blocked(pub.fair, pub.demand))
+
+
 def preemption_level(status: str, allow_aggressive: bool) -> str:
     """Level after pool permission: AP without aggressive preemption allowed counts as NP (§5.4)."""
     if status == AP and not allow_aggressive:

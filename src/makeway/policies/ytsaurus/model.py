@@ -29,14 +29,11 @@ from makeway.core.pending import blocking_usage
 from makeway.core.policy import PreemptionModel
 from makeway.core.state import ClusterState
 from makeway.policies.ytsaurus import (catchup, classify, clockheap, durations, fairshare, grouping, heartbeat, integral,
-                                      live, quiet, starvation, views, waiting)
+                                      live, preemptive, quiet, starvation, views, waiting)
 from makeway.policies.ytsaurus.classify import AP, NP, P
 from makeway.errors import ConfigError
 from makeway.policies.ytsaurus.schedule import HeapPicker, Picker, ReferencePicker
 from makeway.policies.ytsaurus.tree import ROOT, Element, Tree
-
-STAGE_RULE = {"preemptive_aggressive": "aggressive-preemptive-stage", "preemptive_normal": "preemptive-stage"}
-
 
 @dataclass(slots=True)
 class Snapshot:
@@ -78,10 +75,12 @@ class YTsaurusModel(PreemptionModel):
         self.dirty = True
         self._sig: dict[str, tuple] = {}       # operation -> (snapshot stamp, allocation signature)
         self._classed: dict[str, tuple] = {}   # operation -> every input of its last classification
+        self._thresholds: dict[str, tuple] = {}  # operation -> (workload, config epoch, usage threshold)
         self._stamp = 0                        # bumped by every fair share update
         self._fs_key: tuple | None = None      # state epochs the last computed fair share saw
         self._integral_key: int | None = None
         self._integral_any = False
+        self._limits_any = False
         self.curve_cache = fairshare.CurveCache() if self.caches else None
         self.kernel = bool(s.get("fair_share_kernel", False))
         self.groups = bool(s.get("fair_share_groups", True))
@@ -345,6 +344,8 @@ class YTsaurusModel(PreemptionModel):
             self._demand_cache = {w: v for w, v in self._demand_cache.items() if w in tree.elements}
         if len(self._classed) > 2 * len(tree.elements) + 64:
             self._classed = {w: v for w, v in self._classed.items() if w in tree.elements}
+        if len(self._thresholds) > 2 * len(tree.elements) + 64:
+            self._thresholds = {w: v for w, v in self._thresholds.items() if w in tree.elements}
         if len(self._sane) > 2 * len(tree.elements) + 64:
             self._sane &= tree.elements.keys()
         return tree
@@ -397,11 +398,9 @@ class YTsaurusModel(PreemptionModel):
             self.integral.elapsed = None if snap is None else now - snap.time
             caps = ([[float(n.capacity.get(r, 0)) for r in self.resources] for n in state.nodes.values()]
                     if self.settings.get("best_allocation_share") else None)
-            result = None
-            if self.groups and not self.kernel:
-                result = grouping.grouped_compute(tree, caps, self.integral, self.curve_cache, self.batching)
-            if result is None:
-                result = fairshare.compute(tree, caps, self.integral, self.curve_cache, self.kernel, self.batching)
+            if self._deferrable(state, tree):
+                return self._idle_update(now, tree, lambda: self._compute(tree, caps), key)
+            result = self._compute(tree, caps)
             params = starvation.effective_params(tree, self.settings)
             arr = getattr(result.attrs, "arrays", None)
             if arr is None:
@@ -430,6 +429,39 @@ class YTsaurusModel(PreemptionModel):
         else:
             self._clock_next = quiet.clock_bound(self.snap)
         return self._with_failed(notes)
+
+    def _compute(self, tree: Tree, caps: list[list[float]] | None) -> fairshare.FairShareResult:
+        result = None
+        if self.groups and not self.kernel:
+            result = grouping.grouped_compute(tree, caps, self.integral, self.curve_cache, self.batching)
+        if result is None:
+            result = fairshare.compute(tree, caps, self.integral, self.curve_cache, self.kernel, self.batching)
+        return result
+
+    def _deferrable(self, state: ClusterState, tree: Tree) -> bool:
+        """Whether this update's fair share may be computed on first read (``views.DeferredResult``):
+        no operation of the tree waits, so every status is ``normal`` (``views.idle_view``) and
+        only a read (a preemptive stage's candidates, a report) needs the shares; no clock is
+        starving, so no note needs them either. Not for the reference path, the compiled kernel
+        or integral guarantees (their volumes move with every update)."""
+        if not self.caches or self.kernel or self._clock_sig[1] or self._clock_sig[2] or self._has_integral(state):
+            return False
+        return not any(el.pending_count for el in tree.elements.values())
+
+    def _idle_update(self, now: float, tree: Tree, compute, key: tuple) -> list[Decision]:
+        """``update``'s end for a deferrable update: the same statuses, clocks, notes and bound."""
+        tree.link()  # what the computation would have done to the tree first
+        result = views.DeferredResult(tree, compute)
+        params = starvation.effective_params(tree, self.settings)
+        self._fs_key = key
+        self._stamp += 1
+        view = views.idle_view(tree)  # no clock was starving: every clock goes idle without a note
+        self.clocks = view.clocks
+        self._clock_sig = (0, 0, 0)
+        self.snap = Snapshot(now, tree, result, params, view, views.LazyPublished(tree, result.attrs))
+        self._clock_heap = clockheap.ClockHeap(tree, view.clocks, params)
+        self._clock_next = math.inf
+        return self._with_failed([])
 
     def _with_failed(self, notes: list[Decision]) -> list[Decision]:
         if self._failed_notes:
@@ -475,7 +507,13 @@ class YTsaurusModel(PreemptionModel):
             self._integral_key = state.config_epoch
             self._integral_any = any(((q.settings or {}).get("integral_guarantees") or {}).get("guarantee_type", "none")
                                      != "none" for q in state.queues.values())
+            self._limits_any = any(q.max for q in state.queues.values())
         return self._integral_any
+
+    def _any_limits(self, state: ClusterState) -> bool:
+        """Whether some pool has resource limits (kept per config epoch with ``_has_integral``)."""
+        self._has_integral(state)
+        return self._limits_any
 
     def reclassify(self, state: ClusterState, wid: str, extra: dict[str, float] | None = None) -> None:
         """Prefix rule over the operation's running allocations in start order (§5)."""
@@ -484,14 +522,13 @@ class YTsaurusModel(PreemptionModel):
             return
         tree = snap.tree
         running = state.running.get(wid) or {}
-        chain = [tree.elements[n].settings for n in tree.ancestors(wid)[1:] if n != ROOT]
-        thr = classify.usage_threshold(self.settings, chain, state.workloads[wid].settings, self.resources)
+        thr = self._usage_threshold(state, wid, tree)
         if self.caches:
             # the statuses are a function of these alone (the allocations are fixed by their count
             # and newest seq): a new snapshot that published the same values changes none of them
+            # (lists compared by value: the key is never hashed, and none of them is changed later)
             pub = snap.published[wid]
-            key = (tuple(pub.fair), tuple(pub.demand), pub.preemptible, tuple(tree.total),
-                   None if thr is None else tuple(thr), len(running),
+            key = (pub.fair, pub.demand, pub.preemptible, tree.total, thr, len(running),
                    state.allocations[next(reversed(running))].seq if running else 0)
             if self._classed.get(wid) == key:
                 self._sig[wid] = self._alloc_sig(state, wid)
@@ -505,6 +542,30 @@ class YTsaurusModel(PreemptionModel):
                 out[a.id] = NP
         self.status.update(out)
         self._sig[wid] = self._alloc_sig(state, wid)
+
+    def may_preempt(self, state: ClusterState, wid: str) -> bool:
+        """False only where no running allocation of the operation is classed ``P`` now
+        (``classify.may_have_preemptible`` at its current usage): its allocations need no
+        classification to know the normal preemptive stage may not take them."""
+        snap = self.snap
+        if snap is None or wid not in snap.published:
+            return False
+        usage = self._op_usage(state, wid, state.running.get(wid) or {})
+        return classify.may_have_preemptible(snap.published[wid], usage, snap.tree.total,
+                                             self._usage_threshold(state, wid, snap.tree), self.threshold)
+
+    def _usage_threshold(self, state: ClusterState, wid: str, tree: Tree) -> list[float] | None:
+        """``classify.usage_threshold`` of the operation: a function of the settings of the model,
+        of its pools and of the workload, so kept per (workload object, config epoch)."""
+        wl = state.workloads[wid]
+        hit = self._thresholds.get(wid) if self.caches else None
+        if hit is not None and hit[0] is wl and hit[1] == state.config_epoch:
+            return hit[2]
+        chain = [tree.elements[n].settings for n in tree.ancestors(wid)[1:] if n != ROOT]
+        thr = classify.usage_threshold(self.settings, chain, wl.settings, self.resources)
+        if self.caches:
+            self._thresholds[wid] = (wl, state.config_epoch, thr)
+        return thr
 
     # -- heartbeat --------------------------------------------------------------------------------
 
@@ -562,20 +623,17 @@ class YTsaurusModel(PreemptionModel):
                       and not (self._graceful(state, w) and snap.view.status.get(w) == "normal")}
         picker = self._picker(snap.tree, active, views.heartbeat_sat(self, opusage))
         while True:
-            pick = picker.pick()
-            if pick is None:
+            found = self.next_fitting(picker, state, free, started, qusage)
+            if found is None:
                 break
-            tid = self._fitting_task(state, pick, free, started, qusage)
-            if tid is None:
-                picker.deactivate(pick)
-                continue
+            pick, tid = found
             req = self._vec(state.task_resources(tid))
             out.append(Start(tid, node))
             started.add(tid)
             self._account(state, pick, req, free, qusage, opusage, -1)
             picker.changed(pick)
         if self.enabled and self.backoff.should_run(node, now):
-            out.extend(self._preemptive(state, node, now, free, qusage, opusage, started))
+            out.extend(preemptive.stages(self, state, node, free, qusage, opusage, started))
         if any(f < -EPS for f in free):
             out.extend(self._overcommit(state, node))
         return out
@@ -633,6 +691,19 @@ class YTsaurusModel(PreemptionModel):
             if changed is not None:
                 changed.add(wid)
 
+    def next_fitting(self, picker: Picker, state: ClusterState, room: list[float], started: set[str],
+                     qusage: dict[str, list[float]]) -> tuple[str, str] | None:
+        """The next pick with a pending task that fits ``room``, and that task; operations with none
+        are deactivated on the way."""
+        while True:
+            pick = picker.pick()
+            if pick is None:
+                return None
+            tid = self._fitting_task(state, pick, room, started, qusage)
+            if tid is not None:
+                return pick, tid
+            picker.deactivate(pick)
+
     def _fitting_task(self, state: ClusterState, wid: str, free: list[float], started: set[str],
                       qusage: dict[str, list[float]]) -> str | None:
         queue = state.workloads[wid].queue
@@ -671,100 +742,6 @@ class YTsaurusModel(PreemptionModel):
             out.append(heartbeat.Cand(tid, a.workload, st, classify.preemption_level(st, allow), a.start, a.seq,
                                       self._vec(a.resources), self._graceful(state, a.workload)))
         return out
-
-    def _preemptive(self, state: ClusterState, node: str, now: float, free: list[float],
-                    qusage: dict[str, list[float]], opusage: dict[str, list[float]],
-                    started: set[str]) -> list[Decision]:
-        snap = self.snap
-        assert snap is not None
-        scope = str(self.settings.get("scheduling_preemption_priority_scope", "operation_and_ancestors"))
-        cap = self._vec(state.nodes[node].capacity)
-        out: list[Decision] = []
-        all_cands = self._cands(state, node)
-        for stage in heartbeat.STAGES:
-            target = heartbeat.STAGE_PRIORITY[stage]
-            cands = heartbeat.stage_candidates(all_cands, stage, self._blocked_for(state, stage))
-            disc = heartbeat.discount(cands, len(cap))
-            room = [f + d for f, d in zip(free, disc)]
-            chosen = None
-            if self.caches:  # operations no task of which fits the room are passed over unpicked
-                ops = self._waiting.preemptive(self, state, snap, scope, target, room)
-            else:
-                ops = {w for w, p in state.pending.items() if p and w in snap.published
-                       and starvation.preemption_priority(snap.view, w, scope) == target}
-            picker = self._picker(snap.tree, ops, views.heartbeat_sat(self, opusage))
-            while picker.active:
-                pick = picker.pick()
-                if pick is None:
-                    break
-                tid = self._fitting_task(state, pick, room, started, qusage)
-                if tid is None:
-                    picker.deactivate(pick)
-                    continue
-                chosen = (pick, tid)
-                break
-            if chosen is None and stage != "preemptive_normal":
-                continue
-            used_after = [c - f for c, f in zip(cap, free)]
-            if chosen is not None:
-                used_after = [u + r for u, r in zip(used_after, self._vec(state.task_resources(chosen[1])))]
-            victims = heartbeat.preempt_after_scheduling(used_after, cap, cands, self._violates(state, qusage))
-            for c, why in victims:
-                rule = STAGE_RULE[stage] if why == "preemption" else "resource-limits-overcommit"
-                a = snap.result.attrs.get(chosen[0]) if chosen else None
-                self.grace[c.id] = self._timeout(state, c.op)
-                out.append(Preempt(c.id, Reason(
-                    "ytsaurus", rule, chosen[0] if chosen and why == "preemption" else f"resource-limits:{c.op}",
-                    f"{c.status} allocation of {c.op}",
-                    {"victim_status": c.status,
-                     "preemptor_fair_share": max(a.fair_share, default=0.0) if a else None,
-                     "preemptor_usage_share": max(a.usage_share, default=0.0) if a else None,
-                     "preemptor_satisfaction": self._sat(chosen[0], opusage) if chosen else None,
-                     "victim_satisfaction": self._sat(c.op, opusage) if c.op in opusage else None})))
-                self._account(state, c.op, c.res, free, qusage, opusage, +1, pools=why == "preemption")
-            if chosen is not None:
-                pick, tid = chosen
-                req = self._vec(state.task_resources(tid))
-                if heartbeat.fits(req, free) and all(self.grace.get(c.id, 0) <= 0 for c, _ in victims):
-                    out.append(Start(tid, node))
-                    started.add(tid)
-                    self._account(state, pick, req, free, qusage, opusage, -1)
-                break
-        return out
-
-    def _timeout(self, state: ClusterState, wid: str) -> float:
-        ws = state.workloads[wid].settings or {}
-        t = ws.get("allocation_preemption_timeout", self.settings.get("allocation_preemption_timeout"))
-        return float(durations.seconds(t)) if t is not None else float(state.workloads[wid].grace)
-
-    def _blocked_for(self, state: ClusterState, stage: str):
-        snap = self.snap
-        assert snap is not None
-
-        def blocked(c: heartbeat.Cand) -> bool:
-            if stage == "preemptive_normal":
-                for q in state.path_to_root(state.workloads[c.op].queue):
-                    if (state.queues[q].settings or {}).get("allow_normal_preemption") is False:
-                        return True
-            return False
-        return blocked
-
-    def _violates(self, state: ClusterState, qusage: dict[str, list[float]]):
-        def violates(c: heartbeat.Cand) -> bool:
-            queue = state.workloads[c.op].queue
-            for q in state.path_to_root(queue):
-                lim = state.queues[q].max
-                if not lim:
-                    continue
-                u = qusage[q]
-                if any(r in lim and lim[r] is not None and u[k] > float(lim[r]) + EPS
-                       for k, r in enumerate(self.resources)):
-                    for q2 in state.path_to_root(queue):  # live re-check for the next candidate
-                        qusage[q2] = [x - y for x, y in zip(qusage[q2], c.res)]
-                    return True
-            return False
-        return violates
-
 
 __all__ = ["YTsaurusModel", "AP", "NP", "P"]
 

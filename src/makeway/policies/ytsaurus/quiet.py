@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from makeway.core.resources import EPS
 from makeway.core.state import ClusterState
 from makeway.policies.ytsaurus import heartbeat, starvation
+from makeway.policies.ytsaurus.classify import P
 
 if TYPE_CHECKING:
     from makeway.policies.ytsaurus.model import Snapshot, YTsaurusModel
@@ -76,6 +77,26 @@ def _graceful_ops(model: YTsaurusModel, snap: Snapshot) -> list[str]:
     return [w for w in model._graceful_ids if w in elements and elements[w].is_op]
 
 
+def _normal_room(model: YTsaurusModel, state: ClusterState, node: str, free: list[float],
+                 may: dict[str, bool]) -> list[float]:
+    """``free`` plus what the normal preemptive stage may preempt on ``node`` (its ``P`` allocations,
+    summed in the node's order as ``heartbeat.discount`` sums them), classifying only the
+    operations that may have any (``YTsaurusModel.may_preempt``, kept in ``may`` for one check)."""
+    disc = [0.0] * len(free)
+    allocations = state.allocations
+    for tid in state.node_allocs[node]:
+        a = allocations[tid]
+        if a.preempting:
+            continue
+        ok = may.get(a.workload)
+        if ok is None:
+            ok = may[a.workload] = model.may_preempt(state, a.workload)
+        if ok and not model._graceful(state, a.workload) and model.allocation_status(state, tid) == P:
+            for k, v in enumerate(model._vec(a.resources)):
+                disc[k] += v
+    return [f + d for f, d in zip(free, disc)]
+
+
 def quiet_until(model: YTsaurusModel, state: ClusterState, snap: Snapshot) -> float | bool:
     """False, or the time before which every periodic call decides nothing (``math.inf``: until
     the next other event). The snapshot must already reflect the state (the caller checks)."""
@@ -112,7 +133,11 @@ def quiet_until(model: YTsaurusModel, state: ClusterState, snap: Snapshot) -> fl
         return False
     cands: dict[str, list] = {}  # each node's candidates, read once for both stages
     for priority, stage in (("aggressive", "preemptive_aggressive"), ("normal", "preemptive_normal")):
-        if needy[priority]:
+        if needy[priority] and stage == "preemptive_normal" and model.caches:
+            may: dict[str, bool] = {}
+            if any(_fits_somewhere(needy[priority], [_normal_room(model, state, n, free[n], may)]) for n in nodes):
+                return False
+        elif needy[priority]:
             # the stage's own candidates, blocked ones included (more room: errs on "not quiet");
             # node by node, so the first node with room for a needy task ends the search
             for n in nodes:

@@ -4,7 +4,8 @@ actually read."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -107,3 +108,60 @@ def from_arrays(arr, params: dict[str, starvation.Params]) -> tuple[dict, dict[s
     published = {names[i]: classify.Published(f, d, not e)
                  for i, f, d, e in zip(rows.tolist(), fair.tolist(), demand.tolist(), equal.tolist())}
     return published, statuses
+
+
+class DeferredAttrs(Mapping):
+    """A fair share result's attributes, computed when first read. Membership is the tree's (the
+    result has an entry for every element), so asking whether an operation is in the snapshot
+    computes nothing."""
+
+    __slots__ = ("tree", "_compute", "_attrs")
+
+    def __init__(self, tree: Tree, compute) -> None:
+        self.tree, self._compute, self._attrs = tree, compute, None
+
+    def _get(self) -> Mapping[str, fairshare.Attrs]:
+        if self._attrs is None:
+            self._attrs = self._compute().attrs
+            self._compute = None
+        return self._attrs
+
+    @property
+    def computed(self) -> bool:
+        return self._attrs is not None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.tree.elements
+
+    def __getitem__(self, name: str) -> fairshare.Attrs:
+        return self._get()[name]
+
+    def __iter__(self):
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self.tree.elements)
+
+
+class DeferredResult:
+    """``fairshare.FairShareResult`` of an update nothing may read (``idle_view``): the same
+    computation, run on first read with the inputs of the update (the tree is never changed once
+    built, and the curve cache is keyed by content), so a read gets what the update would have
+    computed."""
+
+    __slots__ = ("attrs",)
+
+    def __init__(self, tree: Tree, compute) -> None:
+        self.attrs = DeferredAttrs(tree, compute)
+
+    def fair(self, name: str):
+        return self.attrs[name].fair_share
+
+
+def idle_view(tree: Tree) -> starvation.StarvationView:
+    """``starvation.update_statuses`` where every element's usage is its demand (no operation of the
+    tree has a pending task): no bound ``min(fair x tolerance, demand)`` exceeds the usage, so every
+    status is ``normal``, whatever the fair share, and every clock steps to idle."""
+    names = tree.preorder()
+    return starvation.StarvationView(dict.fromkeys(names, "normal"), dict.fromkeys(names, starvation._IDLE),
+                                     dict.fromkeys(names), dict.fromkeys(names))
