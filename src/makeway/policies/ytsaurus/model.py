@@ -617,11 +617,14 @@ class YTsaurusModel(PreemptionModel):
         free = [c - u for c, u in zip(cap, used)]
         published = snap.published
         if self.caches:  # free only shrinks during the stage: an operation no task of which fits
-            active = self._waiting.regular(self, state, snap, free)  # now is never served
+            self._waiting.regular(self, state, snap, free)  # now is never served
+            sat = views.heartbeat_sat(self, opusage)  # after the walk: it reads the walk's values
+            picker = self._waiting.picker(free, lambda active, start: HeapPicker(
+                snap.tree, active, sat, self._positions(snap.tree), self._paths, start))
         else:
             active = {w for w, p in state.pending.items() if p and w in published
                       and not (self._graceful(state, w) and snap.view.status.get(w) == "normal")}
-        picker = self._picker(snap.tree, active, views.heartbeat_sat(self, opusage))
+            picker = self._picker(snap.tree, active, views.heartbeat_sat(self, opusage))
         while True:
             found = self.next_fitting(picker, state, free, started, qusage)
             if found is None:

@@ -152,10 +152,14 @@ class HeapPicker(Picker):
     __slots__ = ("heap", "latest", "path", "paths")
 
     def __init__(self, tree: Tree, active: set[str], sat: Callable[[str], float], pos: dict[str, int],
-                 paths: dict[str, tuple[int, ...]] | None = None) -> None:
+                 paths: dict[str, tuple[int, ...]] | None = None,
+                 start: tuple[list, dict[str, float]] | None = None) -> None:
         self.tree, self.sat, self.pos = tree, sat, pos
         self.active = set(active)
         self.paths = {} if paths is None else paths
+        if start is not None:  # ``start()`` of a picker over the same operations and values
+            self.heap, self.latest = list(start[0]), dict(start[1])
+            return
         self.latest: dict[str, float] = {}
         heap = []
         for op in self.active:
@@ -163,6 +167,11 @@ class HeapPicker(Picker):
             heap.append((v, positions_path(tree, pos, op, self.paths), op))
         heapq.heapify(heap)
         self.heap = heap
+
+    def start(self) -> tuple[list, dict[str, float]]:
+        """The heap and values as they are (before any pick), for a later picker over the same
+        active operations whose values have not moved (``Waiting.picker``)."""
+        return list(self.heap), dict(self.latest)
 
     def pick(self) -> str | None:
         heap, active, latest = self.heap, self.active, self.latest

@@ -29,7 +29,7 @@ class Waiting:
     """``regular`` and ``preemptive`` answer what the heartbeat's own set comprehensions did;
     ``backlog`` what ``quiet`` walked the backlog for. One walk of the backlog per key feeds all three."""
 
-    __slots__ = ("_key", "_view", "_regular", "_by_priority", "_backlog", "_ops", "sat")
+    __slots__ = ("_key", "_view", "_regular", "_by_priority", "_backlog", "_ops", "sat", "_starts")
 
     def __init__(self) -> None:
         self._key: tuple | None = None
@@ -39,12 +39,14 @@ class Waiting:
         self._backlog: tuple = (False, set(), {})
         self._ops: dict[str, tuple[Any, Shapes, bool]] = {}  # operation -> (workload, its requests, graceful)
         self.sat: dict[str, float] = {}  # operation -> satisfaction at the state's usage, for this key
+        self._starts: dict[tuple, tuple] = {}  # fitting request sets -> the regular stage's first heap
 
     def _fresh(self, model: YTsaurusModel, state: ClusterState, snap: Snapshot, scope: str) -> None:
         key = (id(state), state.alloc_epoch, state.submit_epoch, scope)
         if self._view is not snap.view or self._key != key:
             self._key, self._view = key, snap.view
             self.sat = {}
+            self._starts = {}
             self._walk(model, state, snap, scope)
 
     def _walk(self, model: YTsaurusModel, state: ClusterState, snap: Snapshot, scope: str) -> None:
@@ -109,6 +111,20 @@ class Waiting:
         self._fresh(model, state, snap, str(model.settings.get("scheduling_preemption_priority_scope",
                                                                "operation_and_ancestors")))
         return _fitting(self._regular, free)
+
+    def picker(self, free: list[float], make):
+        """The regular stage's picker over ``regular(free)``: made by ``make(active, start)``,
+        from the heap an earlier heartbeat of this key built over the same request sets. Its values
+        are the kept ``sat`` (nothing moved the operations' usage before the regular stage), so
+        the heap is the same; a heartbeat then costs its picks, not the backlog."""
+        fits = heartbeat.fits
+        key = tuple(i for i, shapes in enumerate(self._regular) if any(fits(v, free) for v in shapes))
+        active = _fitting(self._regular, free)
+        start = self._starts.get(key)
+        picker = make(active, start)
+        if start is None:
+            self._starts[key] = picker.start()
+        return picker
 
     def preemptive(self, model: YTsaurusModel, state: ClusterState, snap: Snapshot, scope: str, target: str,
                    room: list[float]) -> set[str]:
