@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from makeway.core.objects import Node, Queue, TaskGroup, Workload
-from makeway.policies.ytsaurus import batched, fairshare, waiting
+from makeway.policies.ytsaurus import batched, fairshare, schedule, waiting
 from makeway.policies.ytsaurus.plf import PLF
 from makeway.core.state import ClusterState
 from makeway.sim.engine import SimOptions, simulate
@@ -77,6 +77,24 @@ def test_backlog_reuse_decides_as_full_evaluation(monkeypatch):
     assert 0 < len(walks) < len(asks)  # heartbeats and quiet checks served from a kept walk
 
 
+def test_regular_stage_starts_from_the_walks_first_heap(monkeypatch):
+    """Heartbeats of one backlog walk over the same request sets start their picker from the heap
+    the first one built (``Waiting.picker``), and still decide as ``FullEvaluation``."""
+    made = {"fresh": 0, "reused": 0}
+    real = schedule.HeapPicker.__init__
+
+    def init(self, *args, **kwargs):
+        start = args[5] if len(args) > 5 else kwargs.get("start")
+        made["reused" if start is not None else "fresh"] += 1
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(schedule.HeapPicker, "__init__", init)
+    case = backlog_case()
+    model = simulate_with(Counting, case)
+    assert made["reused"] > 0 and made["fresh"] > 0
+    assert model.log == simulate_with(FullEvaluation, case).log
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 3), st.lists(st.tuples(st.integers(0, 64), st.integers(0, 4), st.sampled_from([1.0, 1.0, 1.0, 1.0, 2.0, 0.5])),
                                   min_size=2, max_size=40), st.integers(0, 2 ** 32 - 1), st.booleans())
@@ -95,3 +113,23 @@ def test_pool_curve_from_rows_is_the_pool_curve_bit_for_bit(dim, ops, seed, mixe
         assert len(set(weights)) > 1
         return
     assert np.array_equal(fast.ax, ref.ax) and np.array_equal(fast.ay, ref.ay)
+
+
+def test_picker_start_reads_the_values_of_its_own_walk():
+    """Found by ``test_caches_decide_as_full_evaluation``: the regular stage's satisfaction function
+    was made before the backlog walk was renewed, so it read the previous walk's kept values and a
+    heartbeat at 4 s started w9 before w7 (the least satisfied). Two pools, one limited to 2 cpu,
+    ten one-task operations at once (w7 has two tasks)."""
+    one, two = {"cpu": 1, "memory": 1}, {"cpu": 2, "memory": 1}
+    queues = [Queue("p0", None, weight=0.5), Queue("p1", None, max={"cpu": 2}, weight=0.5)]
+    nodes = [Node(f"n{i}", {"cpu": 4, "memory": 10}) for i in range(2)]
+    workloads = [Workload(f"w{j}", "p0" if j < 7 else "p1", 0.0, 2.0,
+                          (TaskGroup(1, two if j == 3 else one),) + ((TaskGroup(1, one),) if j == 7 else ()))
+                 for j in range(10)]
+    settings = {"fair_share_update_period": 0.5, "heartbeat_period": 1.0, "heartbeat_splay": 0.0,
+                "preemptive_scheduling_backoff": 0.5, "fair_share_starvation_timeout": 1.0,
+                "fair_share_aggressive_starvation_timeout": 3.0}
+    case = (queues, nodes, workloads, [], settings, 8)
+    log = simulate_with(Counting, case).log
+    assert log == simulate_with(FullEvaluation, case).log
+    assert "4.0 S w7/1/0 n0" in log
