@@ -54,8 +54,9 @@ def test_grouped_pool_sum_is_the_expanded_sum_bit_for_bit(total, dim, groups, ru
        st.lists(st.tuples(st.integers(0, 1), st.integers(1, 8), st.integers(0, 3)), min_size=2, max_size=60),
        st.lists(st.tuples(st.integers(0, 1), st.integers(1, 8), st.integers(1, 8)), max_size=6))
 def test_reference_gives_every_member_of_a_group_the_same_fair_share(total, waiting, running):
-    """The design decision behind one read-out per group: equal waiting operations of a pool get
-    bit-identical fair shares from the per-operation tree, whatever else is in it."""
+    """The design decision behind one read-out per group: equal waiting (or wholly running)
+    operations of a pool get bit-identical fair shares from the per-operation tree, whatever else
+    is in it."""
     t = Tree(("gpu",), [total])
     t.add(Element(ROOT, None))
     t.add(Element("a", ROOT))
@@ -76,7 +77,10 @@ def test_reference_gives_every_member_of_a_group_the_same_fair_share(total, wait
             seen.add(m)
     keys = {}
     for i, (p, d, _) in enumerate(waiting):
-        keys.setdefault((p, d), []).append(f"w{i}")
+        keys.setdefault((p, d, 0), []).append(f"w{i}")
+    for i, (p, d, c) in enumerate(running):
+        if c >= d:  # wholly running: grouped with its equals too
+            keys.setdefault((p, d, d), []).append(f"r{i}")
     assert {m for ms in keys.values() if len(ms) > 1 for m in ms} == seen
 
 

@@ -25,19 +25,22 @@ from makeway.policies.ytsaurus.tree import ROOT, Element, Tree
 
 
 def group_key(el: Element) -> tuple | None:
-    """What makes two waiting operations of a pool interchangeable for the fair share; None for an
-    operation that cannot be grouped (something running, a guarantee, limits, a gang, settings, a
-    demand that is not whole units: the pool's demand sums k x demand where the reference adds k
-    times, the same floats only for whole numbers)."""
-    if not el.is_op or el.parent == ROOT or any(el.usage) or el.guarantee or el.limits \
+    """What makes two operations of a pool interchangeable for the fair share: the same weight,
+    demand and usage, either waiting (nothing running) or wholly running (usage is demand, nothing
+    pending), so the same curve. None for an operation that cannot be grouped (partly running, a
+    guarantee, limits, a gang, settings, a demand that is not whole units: the pool's sums add
+    k x demand where the reference adds k times, the same floats only for whole numbers)."""
+    if not el.is_op or el.parent == ROOT or el.guarantee or el.limits \
             or el.max_share_ratio is not None or el.gang or el.integral or el.settings \
             or not all(float(v).is_integer() for v in el.demand):
         return None
-    return (el.parent, el.weight, tuple(el.demand), el.pending_count)
+    if any(el.usage) and (el.pending_count or el.usage != el.demand):
+        return None
+    return (el.parent, el.weight, tuple(el.demand), tuple(el.usage), el.pending_count)
 
 
 def waiting_groups(tree: Tree) -> list[list[str]]:
-    """Groups of two or more interchangeable waiting operations of fair share pools, members in
+    """Groups of two or more interchangeable operations (``group_key``) of fair share pools, members in
     tree order, groups in the order of their first member. None where an operation's demand or
     usage is not whole units: a pool's sums would then depend on the order of the additions."""
     groups: dict[tuple, list[str]] = {}

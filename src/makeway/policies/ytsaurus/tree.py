@@ -82,7 +82,8 @@ class Tree:
                 el.demand = _running_sum([[v * mult[k.name] for v in k.demand] if k.name in mult else k.demand
                                           for k in kids], dim)
                 if not el.settings.get("_fixed_usage"):
-                    el.usage = _running_sum([k.usage for k in kids], dim)
+                    el.usage = _running_sum([[v * mult[k.name] for v in k.usage] if k.name in mult else k.usage
+                                             for k in kids], dim)
 
     def postorder(self) -> list[str]:
         """Children before parents; computed once per ``link`` (callers only iterate it)."""
