@@ -39,18 +39,27 @@ def group_key(el: Element) -> tuple | None:
     return (el.parent, el.weight, tuple(el.demand), tuple(el.usage), el.pending_count)
 
 
-def waiting_groups(tree: Tree) -> list[list[str]]:
+def waiting_groups(tree: Tree, memo: dict[str, tuple] | None = None) -> list[list[str]]:
     """Groups of two or more interchangeable operations (``group_key``) of fair share pools, members in
     tree order, groups in the order of their first member. None where an operation's demand or
-    usage is not whole units: a pool's sums would then depend on the order of the additions."""
+    usage is not whole units: a pool's sums would then depend on the order of the additions.
+    ``memo`` keeps each operation's verdict with its element (never changed once built), so an
+    operation a later tree holds as it was costs a lookup."""
     groups: dict[tuple, list[str]] = {}
     elements = tree.elements
     for name, el in elements.items():
         if not el.is_op:
             continue
-        if not (_whole(el.demand) and _whole(el.usage)):
+        hit = memo.get(name) if memo is not None else None
+        if hit is not None and hit[0] is el:
+            whole, key = hit[1], hit[2]
+        else:
+            whole = _whole(el.demand) and _whole(el.usage)
+            key = group_key(el) if whole else None
+            if memo is not None:
+                memo[name] = (el, whole, key)
+        if not whole:
             return []
-        key = group_key(el)
         if key is not None and elements[el.parent].mode == "fair_share":
             groups.setdefault(key, []).append(name)
     return [m for m in groups.values() if len(m) > 1]
@@ -85,12 +94,13 @@ def collapse(tree: Tree, groups: list[list[str]]) -> Tree:
 
 def grouped_compute(tree: Tree, node_caps: list[list[float]] | None = None, integral: object | None = None,
                     cache: fairshare.CurveCache | None = None,
-                    batching: fairshare.Batching = fairshare.BATCHING) -> fairshare.FairShareResult | None:
+                    batching: fairshare.Batching = fairshare.BATCHING,
+                    memo: dict[str, tuple] | None = None) -> fairshare.FairShareResult | None:
     """``fairshare.compute`` of the per-operation tree (the Python construction) through a tree of
     groups: every element's attributes bit for bit, each member of a group sharing its group's.
     None where that cannot be promised (``NotGroupable``): the caller computes the per-operation
-    tree."""
-    groups = waiting_groups(tree)
+    tree. ``memo``: ``waiting_groups``'s."""
+    groups = waiting_groups(tree, memo)
     if not groups:
         return fairshare.compute(tree, node_caps, integral, cache, False, batching)
     grouped = collapse(tree, groups)

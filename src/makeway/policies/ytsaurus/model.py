@@ -76,6 +76,7 @@ class YTsaurusModel(PreemptionModel):
         self._sig: dict[str, tuple] = {}       # operation -> (snapshot stamp, allocation signature)
         self._classed: dict[str, tuple] = {}   # operation -> every input of its last classification
         self._thresholds: dict[str, tuple] = {}  # operation -> (workload, config epoch, usage threshold)
+        self._group_keys: dict[str, tuple] = {}  # operation -> (element, whole units, group key)
         self._stamp = 0                        # bumped by every fair share update
         self._fs_key: tuple | None = None      # state epochs the last computed fair share saw
         self._integral_key: int | None = None
@@ -336,16 +337,11 @@ class YTsaurusModel(PreemptionModel):
             # pruned with the elements: an operation outside the tree has no kept element, so its
             # next element is made afresh and recorded again
             self._graceful_ids &= tree.elements.keys()
-        if len(self._usage_cache) > 2 * len(tree.elements) + 64:
-            self._usage_cache = {w: v for w, v in self._usage_cache.items() if w in tree.elements}
-        if len(self._group_shapes) > 2 * len(tree.elements) + 64:
-            self._group_shapes = {w: v for w, v in self._group_shapes.items() if w in tree.elements}
-        if len(self._demand_cache) > 2 * len(tree.elements) + 64:
-            self._demand_cache = {w: v for w, v in self._demand_cache.items() if w in tree.elements}
-        if len(self._classed) > 2 * len(tree.elements) + 64:
-            self._classed = {w: v for w, v in self._classed.items() if w in tree.elements}
-        if len(self._thresholds) > 2 * len(tree.elements) + 64:
-            self._thresholds = {w: v for w, v in self._thresholds.items() if w in tree.elements}
+        limit = 2 * len(tree.elements) + 64  # per-operation memos outlive finished operations
+        for attr in ("_usage_cache", "_group_shapes", "_demand_cache", "_classed", "_thresholds", "_group_keys"):
+            kept = getattr(self, attr)
+            if len(kept) > limit:
+                setattr(self, attr, {w: v for w, v in kept.items() if w in tree.elements})
         if len(self._sane) > 2 * len(tree.elements) + 64:
             self._sane &= tree.elements.keys()
         return tree
@@ -433,7 +429,8 @@ class YTsaurusModel(PreemptionModel):
     def _compute(self, tree: Tree, caps: list[list[float]] | None) -> fairshare.FairShareResult:
         result = None
         if self.groups and not self.kernel:
-            result = grouping.grouped_compute(tree, caps, self.integral, self.curve_cache, self.batching)
+            result = grouping.grouped_compute(tree, caps, self.integral, self.curve_cache, self.batching,
+                                              self._group_keys if self.caches else None)
         if result is None:
             result = fairshare.compute(tree, caps, self.integral, self.curve_cache, self.kernel, self.batching)
         return result
