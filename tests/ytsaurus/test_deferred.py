@@ -116,6 +116,10 @@ def test_may_have_preemptible_is_false_only_without_p(sizes, fair, demand, thres
     usage = [0.0, 0.0]
     for _, res in allocs:
         usage = [u + r for u, r in zip(usage, res)]
+    before_newest = [0.0, 0.0]
+    for _, res in allocs[:-1]:
+        before_newest = [u + r for u, r in zip(before_newest, res)]
     out = classify.classify(allocs, pub, total, thr, 0.2, threshold)
-    if not classify.may_have_preemptible(pub, usage, total, thr, threshold):
-        assert P not in out.values()
+    for bound in (usage, before_newest):
+        if not classify.may_have_preemptible(pub, bound, total, thr, threshold):
+            assert P not in out.values()

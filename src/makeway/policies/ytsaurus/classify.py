@@ -96,8 +96,9 @@ def may_have_preemptible(pub: Published, usage: list[float], total: list[float],
                          threshold: float) -> bool:
     """False only where ``classify`` gives no allocation of the operation ``P``: an allocation is
     ``P`` when the usage before it is not below ``fair x threshold``, and "below" only turns false as
-    usage grows, so below at the whole ``usage`` (the allocations' sum in start order) means below
-    before every allocation."""
+    usage grows, so below at ``usage`` means below before every allocation where ``usage`` is at
+    least the sum before the newest one: the allocations' whole sum in start order, or zeros for
+    a lone allocation."""
     if not pub.preemptible:
         return False
     if thr is not None and all(u < t for u, t in zip(usage, thr)):

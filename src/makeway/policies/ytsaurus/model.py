@@ -542,12 +542,15 @@ class YTsaurusModel(PreemptionModel):
 
     def may_preempt(self, state: ClusterState, wid: str) -> bool:
         """False only where no running allocation of the operation is classed ``P`` now
-        (``classify.may_have_preemptible`` at its current usage): its allocations need no
+        (``classify.may_have_preemptible`` at its current usage, or at none for a lone
+        allocation): its allocations need no
         classification to know the normal preemptive stage may not take them."""
         snap = self.snap
         if snap is None or wid not in snap.published:
             return False
-        usage = self._op_usage(state, wid, state.running.get(wid) or {})
+        running = state.running.get(wid) or {}
+        # what decides is the usage before the newest allocation: nothing before a lone one
+        usage = [0.0] * len(self.resources) if len(running) == 1 else self._op_usage(state, wid, running)
         return classify.may_have_preemptible(snap.published[wid], usage, snap.tree.total,
                                              self._usage_threshold(state, wid, snap.tree), self.threshold)
 
