@@ -76,20 +76,25 @@ class LiveQueueUsage(dict):
 
 def heartbeat_sat(model: YTsaurusModel, opusage: dict[str, list[float]]):
     """A heartbeat's satisfaction function: ``model._sat`` over its live usage. An operation whose
-    usage the heartbeat has not moved (``LiveUsage.changed``) has the state's usage, and the
-    snapshot and the state's allocations are what the backlog walk was kept for, so its value is
-    kept with that walk (``Waiting.sat``) and shared by the heartbeats until either moves."""
+    usage the heartbeat has not moved (``LiveUsage.changed``) has the state's usage, a function of
+    its allocations' (count, newest seq); so its value is kept with the snapshot's view
+    (``Waiting.sat``) under that signature and shared by the heartbeats until either moves."""
     changed = getattr(opusage, "changed", None)
     if not model.caches or changed is None:
         return lambda w: model._sat(w, opusage)
     memo = model._waiting.sat
+    running, allocations = opusage.state.running, opusage.state.allocations  # type: ignore[attr-defined]
 
     def sat(w: str) -> float:
         if w in changed:
             return model._sat(w, opusage)
-        v = memo.get(w)
-        if v is None:
-            v = memo[w] = model._sat(w, opusage)
+        mine = running.get(w)
+        sig = (len(mine), allocations[next(reversed(mine))].seq) if mine else (0, 0)
+        hit = memo.get(w)
+        if hit is not None and hit[0] == sig:
+            return hit[1]
+        v = model._sat(w, opusage)
+        memo[w] = (sig, v)
         return v
     return sat
 

@@ -38,14 +38,15 @@ class Waiting:
         self._by_priority: dict[str, dict[Shapes, list[str]]] = {}
         self._backlog: tuple = (False, set(), {})
         self._ops: dict[str, tuple[Any, Shapes, bool]] = {}  # operation -> (workload, its requests, graceful)
-        self.sat: dict[str, float] = {}  # operation -> satisfaction at the state's usage, for this key
+        self.sat: dict[str, tuple] = {}  # operation -> (allocation signature, satisfaction), for this view
         self._starts: dict[tuple, tuple] = {}  # fitting request sets -> the regular stage's first heap
 
     def _fresh(self, model: YTsaurusModel, state: ClusterState, snap: Snapshot, scope: str) -> None:
         key = (id(state), state.alloc_epoch, state.submit_epoch, scope)
         if self._view is not snap.view or self._key != key:
+            if self._view is not snap.view:
+                self.sat = {}
             self._key, self._view = key, snap.view
-            self.sat = {}
             self._starts = {}
             self._walk(model, state, snap, scope)
 
