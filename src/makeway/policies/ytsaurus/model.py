@@ -543,8 +543,8 @@ class YTsaurusModel(PreemptionModel):
     def may_preempt(self, state: ClusterState, wid: str) -> bool:
         """False only where no running allocation of the operation is classed ``P`` now
         (``classify.may_have_preemptible`` at its current usage, or at none for a lone
-        allocation): its allocations need no
-        classification to know the normal preemptive stage may not take them."""
+        allocation): its allocations need no classification to know the normal preemptive stage
+        may not take them."""
         snap = self.snap
         if snap is None or wid not in snap.published:
             return False
