@@ -77,6 +77,7 @@ class YTsaurusModel(PreemptionModel):
         self._classed: dict[str, tuple] = {}   # operation -> every input of its last classification
         self._thresholds: dict[str, tuple] = {}  # operation -> (workload, config epoch, usage threshold)
         self._group_keys: dict[str, tuple] = {}  # operation -> (element, whole units, group key)
+        self._node_free: dict[str, tuple] = {}  # node -> (allocation signature, free vector, overcommitted)
         self._stamp = 0                        # bumped by every fair share update
         self._fs_key: tuple | None = None      # state epochs the last computed fair share saw
         self._integral_key: int | None = None
@@ -449,14 +450,14 @@ class YTsaurusModel(PreemptionModel):
         """``update``'s end for a deferrable update: the same statuses, clocks, notes and bound."""
         tree.link()  # what the computation would have done to the tree first
         result = views.DeferredResult(tree, compute)
-        params = starvation.effective_params(tree, self.settings)
+        params = views.DeferredParams(tree, self.settings)
         self._fs_key = key
         self._stamp += 1
         view = views.idle_view(tree)  # no clock was starving: every clock goes idle without a note
         self.clocks = view.clocks
         self._clock_sig = (0, 0, 0)
         self.snap = Snapshot(now, tree, result, params, view, views.LazyPublished(tree, result.attrs))
-        self._clock_heap = clockheap.ClockHeap(tree, view.clocks, params)
+        self._clock_heap = clockheap.ClockHeap(tree, {}, params)  # no clock runs
         self._clock_next = math.inf
         return self._with_failed([])
 
@@ -619,8 +620,8 @@ class YTsaurusModel(PreemptionModel):
         if self.caches:  # free only shrinks during the stage: an operation no task of which fits
             self._waiting.regular(self, state, snap, free)  # now is never served
             sat = views.heartbeat_sat(self, opusage)  # after the walk: it reads the walk's values
-            picker = self._waiting.picker(free, lambda active, start: HeapPicker(
-                snap.tree, active, sat, self._positions(snap.tree), self._paths, start))
+            picker = self._waiting.picker(free, lambda active, start: HeapPicker(  # positions only if read
+                snap.tree, active, sat, self._positions(snap.tree) if active else {}, self._paths, start))
         else:
             active = {w for w, p in state.pending.items() if p and w in published
                       and not (self._graceful(state, w) and snap.view.status.get(w) == "normal")}

@@ -48,7 +48,26 @@ def clock_bound(snap: Snapshot) -> float:
 
 
 def _fits_somewhere(shapes: set[tuple[float, ...]], rooms: list[list[float]]) -> bool:
+    if len(rooms) > 1:  # a request above every room's most of some resource fits none of them
+        most = [max(col) for col in zip(*rooms)]
+        shapes = {s for s in shapes if all(r <= f + EPS for r, f in zip(s, most))}
     return any(all(r <= f + EPS for r, f in zip(shape, room)) for shape in shapes for room in rooms)
+
+
+def _node_free(model: YTsaurusModel, state: ClusterState, node: str) -> tuple[list[float], bool]:
+    """The node's free vector and whether it is overcommitted, kept while its allocations stay:
+    they are appended in start order, so (topology epoch, count, newest seq) changes whenever the
+    node's usage or capacity may have."""
+    allocs = state.node_allocs[node]
+    sig = (state.topology_epoch, len(allocs), state.allocations[next(reversed(allocs))].seq if allocs else 0)
+    hit = model._node_free.get(node)
+    if hit is not None and hit[0] == sig:
+        return hit[1], hit[2]
+    cap, used = state.nodes[node].capacity, state.node_used[node]
+    free = [c - u for c, u in zip(model._vec(cap), model._vec(used))]
+    over = any(float(v) > float(cap.get(r, 0)) + EPS for r, v in used.items())
+    model._node_free[node] = (sig, free, over)
+    return free, over
 
 
 def _backlog(model: YTsaurusModel, state: ClusterState, snap: Snapshot, scope: str):
@@ -114,12 +133,21 @@ def quiet_until(model: YTsaurusModel, state: ClusterState, snap: Snapshot) -> fl
             usage = state.queue_usage.get(q.name) or {}
             if any(v is not None and float(usage.get(r, 0)) > float(v) + EPS for r, v in q.max.items()):
                 return False
-    vec = model._vec
     nodes = [n for n, node in state.nodes.items() if node.schedulable]
-    free = {n: [c - u for c, u in zip(vec(state.nodes[n].capacity), vec(state.node_used[n]))] for n in nodes}
-    for n, node in state.nodes.items():
-        if any(float(v) > float(node.capacity.get(r, 0)) + EPS for r, v in state.node_used[n].items()):
-            return False
+    if model.caches:
+        free = {}
+        for n in state.nodes:
+            room, over = _node_free(model, state, n)
+            if over:
+                return False
+            free[n] = room
+        free = {n: free[n] for n in nodes}
+    else:
+        vec = model._vec
+        free = {n: [c - u for c, u in zip(vec(state.nodes[n].capacity), vec(state.node_used[n]))] for n in nodes}
+        for n, node in state.nodes.items():
+            if any(float(v) > float(node.capacity.get(r, 0)) + EPS for r, v in state.node_used[n].items()):
+                return False
     scope = str(model.settings.get("scheduling_preemption_priority_scope", "operation_and_ancestors"))
     if model.caches:  # the walk the heartbeats share (``waiting.Waiting``)
         unpublished, shapes, needy = model._waiting.backlog(model, state, snap, scope)

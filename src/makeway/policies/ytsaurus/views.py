@@ -163,10 +163,38 @@ class DeferredResult:
         return self.attrs[name].fair_share
 
 
+class DeferredParams(Mapping):
+    """``starvation.effective_params`` of a deferred update's tree, computed when first read (only a
+    preemptive stage's candidates read them while no clock runs)."""
+
+    __slots__ = ("tree", "cfg", "_params")
+
+    def __init__(self, tree: Tree, cfg: dict) -> None:
+        self.tree, self.cfg, self._params = tree, cfg, None
+
+    def _get(self) -> dict[str, starvation.Params]:
+        if self._params is None:
+            self._params = starvation.effective_params(self.tree, self.cfg)
+        return self._params
+
+    def __getitem__(self, name: str) -> starvation.Params:
+        return self._get()[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.tree.elements
+
+    def __iter__(self):
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self.tree.elements)
+
+
 def idle_view(tree: Tree) -> starvation.StarvationView:
     """``starvation.update_statuses`` where every element's usage is its demand (no operation of the
     tree has a pending task): no bound ``min(fair x tolerance, demand)`` exceeds the usage, so every
-    status is ``normal``, whatever the fair share, and every clock steps to idle."""
-    names = tree.preorder()
+    status is ``normal``, whatever the fair share, and every clock steps to idle. (In the tree's own
+    order, not its preorder: nothing reads an idle view in order.)"""
+    names = tree.elements
     return starvation.StarvationView(dict.fromkeys(names, "normal"), dict.fromkeys(names, starvation._IDLE),
                                      dict.fromkeys(names), dict.fromkeys(names))
