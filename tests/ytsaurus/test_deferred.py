@@ -5,6 +5,8 @@
   them, and a read gets exactly what the update would have computed;
 * ``classify.may_have_preemptible`` is false only where ``classify`` gives no ``P`` allocation, so
   ``quiet`` may skip classifying those operations;
+* ``quiet``'s fit test drops requests above every room's most of some resource first, which
+  changes no answer, and keeps each node's free vector while its allocations stay;
 * the whole model still decides exactly as ``FullEvaluation`` (``caches: false``) with deferred
   updates actually taken.
 """
@@ -17,9 +19,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from makeway.core.objects import Node, Queue, TaskGroup, Workload
+from makeway.core.resources import EPS
 from makeway.core.state import ClusterState
-from makeway.policies.ytsaurus import classify, fairshare, views
+from makeway.policies.ytsaurus import classify, fairshare, quiet, views
 from makeway.policies.ytsaurus.classify import P
+from makeway.policies.ytsaurus.model import YTsaurusModel
 from makeway.sim.engine import SimOptions, simulate
 from tests.ytsaurus.test_cache_equivalence import FullEvaluation, Recording
 
@@ -123,3 +127,31 @@ def test_may_have_preemptible_is_false_only_without_p(sizes, fair, demand, thres
     for bound in (usage, before_newest):
         if not classify.may_have_preemptible(pub, bound, total, thr, threshold):
             assert P not in out.values()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sets(st.tuples(st.integers(0, 8), st.integers(0, 8)), max_size=5),
+       st.lists(st.lists(st.sampled_from([0.0, 1.0, 2.5, 4.0, 8.0, -1.0]), min_size=2, max_size=2), max_size=6))
+def test_fit_test_with_pruning_answers_as_every_pair(shapes, rooms):
+    shapes = {tuple(float(v) for v in s) for s in shapes}
+    brute = any(all(r <= f + EPS for r, f in zip(s, room)) for s in shapes for room in rooms)
+    assert quiet._fits_somewhere(shapes, rooms) == brute
+
+
+def test_node_free_is_kept_only_while_the_node_allocations_stay():
+    state = ClusterState(["cpu", "memory"], [Queue("a", None)], [Node("n0", {"cpu": 4, "memory": 16})])
+    state.submit(Workload("w", "a", 0.0, 10.0, (TaskGroup(2, {"cpu": 1, "memory": 2}),
+                                                 TaskGroup(1, {"cpu": 2, "memory": 1}))))
+    model = YTsaurusModel()
+    model.bind(state)
+    seen = []
+    for step in ("w/0/0", "w/0/1", "end w/0/0", "w/1/0", "end w/1/0"):
+        if step.startswith("end"):
+            state.end(step.split()[1])
+        else:
+            state.start(step, "n0", 0.0)
+        free, over = quiet._node_free(model, state, "n0")
+        want = [4.0 - state.node_used["n0"].get("cpu", 0), 16.0 - state.node_used["n0"].get("memory", 0)]
+        assert (free, over) == (want, False)
+        seen.append(free)
+    assert seen[2] == seen[4] and seen[1] != seen[3]  # as many allocations as before, other usage
