@@ -541,7 +541,7 @@ class YTsaurusModel(PreemptionModel):
         self.status.update(out)
         self._sig[wid] = self._alloc_sig(state, wid)
 
-    def may_preempt(self, state: ClusterState, wid: str) -> bool:
+    def may_preempt(self, state: ClusterState, wid: str, memo: dict | None = None) -> bool:
         """False only where no running allocation of the operation is classed ``P`` now
         (``classify.may_have_preemptible`` at its current usage, or at none for a lone
         allocation): its allocations need no classification to know the normal preemptive stage
@@ -550,10 +550,20 @@ class YTsaurusModel(PreemptionModel):
         if snap is None or wid not in snap.published:
             return False
         running = state.running.get(wid) or {}
-        # what decides is the usage before the newest allocation: nothing before a lone one
-        usage = [0.0] * len(self.resources) if len(running) == 1 else self._op_usage(state, wid, running)
-        return classify.may_have_preemptible(snap.published[wid], usage, snap.tree.total,
-                                             self._usage_threshold(state, wid, snap.tree), self.threshold)
+        pub, thr = snap.published[wid], self._usage_threshold(state, wid, snap.tree)
+        if len(running) != 1:
+            return classify.may_have_preemptible(pub, self._op_usage(state, wid, running), snap.tree.total,
+                                                 thr, self.threshold)
+        # what decides is the usage before the newest allocation: nothing before a lone one, so
+        # the verdict is the published values' (``memo``: per object, alive for the whole check)
+        key = (id(pub), id(thr))
+        hit = None if memo is None else memo.get(key)
+        if hit is None:
+            hit = classify.may_have_preemptible(pub, [0.0] * len(self.resources), snap.tree.total, thr,
+                                                self.threshold)
+            if memo is not None:
+                memo[key] = hit
+        return hit
 
     def _usage_threshold(self, state: ClusterState, wid: str, tree: Tree) -> list[float] | None:
         """``classify.usage_threshold`` of the operation: a function of the settings of the model,

@@ -97,11 +97,12 @@ def _graceful_ops(model: YTsaurusModel, snap: Snapshot) -> list[str]:
 
 
 def _normal_room(model: YTsaurusModel, state: ClusterState, node: str, free: list[float],
-                 may: dict[str, bool]) -> list[float]:
+                 may: dict) -> list[float] | None:
     """``free`` plus what the normal preemptive stage may preempt on ``node`` (its ``P`` allocations,
     summed in the node's order as ``heartbeat.discount`` sums them), classifying only the
-    operations that may have any (``YTsaurusModel.may_preempt``, kept in ``may`` for one check)."""
-    disc = [0.0] * len(free)
+    operations that may have any (``YTsaurusModel.may_preempt``, kept in ``may`` for one check).
+    None where it may preempt nothing there: the room is ``free``, which no pending task fits."""
+    disc = None
     allocations = state.allocations
     for tid in state.node_allocs[node]:
         a = allocations[tid]
@@ -109,11 +110,13 @@ def _normal_room(model: YTsaurusModel, state: ClusterState, node: str, free: lis
             continue
         ok = may.get(a.workload)
         if ok is None:
-            ok = may[a.workload] = model.may_preempt(state, a.workload)
+            ok = may[a.workload] = model.may_preempt(state, a.workload, may)
         if ok and not model._graceful(state, a.workload) and model.allocation_status(state, tid) == P:
+            if disc is None:
+                disc = [0.0] * len(free)
             for k, v in enumerate(model._vec(a.resources)):
                 disc[k] += v
-    return [f + d for f, d in zip(free, disc)]
+    return None if disc is None else [f + d for f, d in zip(free, disc)]
 
 
 def quiet_until(model: YTsaurusModel, state: ClusterState, snap: Snapshot) -> float | bool:
@@ -162,8 +165,9 @@ def quiet_until(model: YTsaurusModel, state: ClusterState, snap: Snapshot) -> fl
     cands: dict[str, list] = {}  # each node's candidates, read once for both stages
     for priority, stage in (("aggressive", "preemptive_aggressive"), ("normal", "preemptive_normal")):
         if needy[priority] and stage == "preemptive_normal" and model.caches:
-            may: dict[str, bool] = {}
-            if any(_fits_somewhere(needy[priority], [_normal_room(model, state, n, free[n], may)]) for n in nodes):
+            may: dict = {}  # no pending task fits any ``free``: only nodes with a P allocation may
+            rooms = [r for r in (_normal_room(model, state, n, free[n], may) for n in nodes) if r is not None]
+            if rooms and _fits_somewhere(needy[priority], rooms):
                 return False
         elif needy[priority]:
             # the stage's own candidates, blocked ones included (more room: errs on "not quiet");

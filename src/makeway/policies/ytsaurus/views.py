@@ -25,6 +25,7 @@ class LazyPublished(dict):
     def __init__(self, tree: Tree, attrs: Mapping[str, fairshare.Attrs]):
         super().__init__()
         self.tree, self.attrs = tree, attrs
+        self._shared: dict[int, classify.Published] = {}  # by Attrs object: a group's members share one
 
     def __contains__(self, name: object) -> bool:
         el = self.tree.elements.get(name)  # type: ignore[arg-type]
@@ -33,8 +34,11 @@ class LazyPublished(dict):
     def __missing__(self, name: str) -> classify.Published:
         if name not in self:
             raise KeyError(name)
-        a = self.attrs[name]
-        v = self[name] = classify.publish(a.fair_share, a.demand_share)
+        a = self.attrs[name]  # held by the result as long as this mapping lives: its id stays its own
+        v = self._shared.get(id(a))
+        if v is None:
+            v = self._shared[id(a)] = classify.publish(a.fair_share, a.demand_share)
+        self[name] = v
         return v
 
 
