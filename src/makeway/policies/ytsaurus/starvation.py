@@ -153,16 +153,24 @@ def update_statuses(tree: Tree, res: fairshare.FairShareResult, params: dict[str
     # a backlog holds many operations with the very same shares (same demand, nothing running):
     # ``element_status`` is a pure function of its arguments, computed once per distinct set
     seen: dict[tuple, str] = {}
+    # members of a group share one Attrs object (and plain operations one Params): looked up by
+    # the objects first, each held in the entry so that its id cannot be taken by another
+    same: dict[tuple[int, int, bool], tuple] = {}
     for name in tree.preorder():
         el = elements[name]
         status = fixed.get(name)
         if status is None:
-            a = res.attrs[name]
-            key = (*a.fair_share, None, *a.demand_share, None, *a.usage_share, params[name].tolerance, el.is_op)
-            status = seen.get(key)
-            if status is None:
-                status = seen[key] = fairshare.element_status(a.fair_share, a.demand_share, a.usage_share,
-                                                              params[name].tolerance, el.is_op)
+            a, p = res.attrs[name], params[name]
+            hit = same.get((id(a), id(p), el.is_op))
+            if hit is not None and hit[0] is a and hit[1] is p:
+                status = hit[2]
+            else:
+                key = (*a.fair_share, None, *a.demand_share, None, *a.usage_share, p.tolerance, el.is_op)
+                status = seen.get(key)
+                if status is None:
+                    status = seen[key] = fairshare.element_status(a.fair_share, a.demand_share, a.usage_share,
+                                                                  p.tolerance, el.is_op)
+                same[(id(a), id(p), el.is_op)] = (a, p, status)
         statuses[name] = status
         if name == ROOT or (not el.is_op and not pools_starve):
             clock = new_clocks[name] = _IDLE
