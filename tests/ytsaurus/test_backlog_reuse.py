@@ -66,7 +66,7 @@ def test_backlog_reuse_decides_as_full_evaluation(monkeypatch):
         return real_walk(self, *args)
 
     monkeypatch.setattr(waiting.Waiting, "_walk", walk)
-    for name in ("regular", "preemptive", "backlog"):
+    for name in ("picker", "preemptive", "backlog"):
         real = getattr(waiting.Waiting, name)
         monkeypatch.setattr(waiting.Waiting, name, lambda self, *a, _real=real: asks.append(1) or _real(self, *a))
     case = backlog_case()

@@ -628,10 +628,11 @@ class YTsaurusModel(PreemptionModel):
         free = [c - u for c, u in zip(cap, used)]
         published = snap.published
         if self.caches:  # free only shrinks during the stage: an operation no task of which fits
-            self._waiting.regular(self, state, snap, free)  # now is never served
-            sat = views.heartbeat_sat(self, opusage)  # after the walk: it reads the walk's values
-            picker = self._waiting.picker(free, lambda active, start: HeapPicker(  # positions only if read
-                snap.tree, active, sat, self._positions(snap.tree) if active else {}, self._paths, start))
+            # now is never served; the satisfaction function is made after the walk (it reads the
+            # walk's values) and positions only where an operation is active
+            picker = self._waiting.picker(self, state, snap, free, lambda active, start: HeapPicker(
+                snap.tree, active, views.heartbeat_sat(self, opusage), self._positions(snap.tree) if active else {},
+                self._paths, start))
         else:
             active = {w for w, p in state.pending.items() if p and w in published
                       and not (self._graceful(state, w) and snap.view.status.get(w) == "normal")}

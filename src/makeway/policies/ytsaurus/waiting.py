@@ -26,8 +26,9 @@ Shapes = tuple[tuple[float, ...], ...]
 
 
 class Waiting:
-    """``regular`` and ``preemptive`` answer what the heartbeat's own set comprehensions did;
-    ``backlog`` what ``quiet`` walked the backlog for. One walk of the backlog per key feeds all three."""
+    """``picker`` (the regular stage) and ``preemptive`` answer what the heartbeat's own set
+    comprehensions did; ``backlog`` what ``quiet`` walked the backlog for. One walk of the backlog
+    per key feeds all three."""
 
     __slots__ = ("_key", "_view", "_regular", "_by_priority", "_backlog", "_ops", "sat", "_starts")
 
@@ -106,21 +107,22 @@ class Waiting:
                     needy[priority].add(shapes[0])
         self._backlog = (False, pending, needy)
 
-    def regular(self, model: YTsaurusModel, state: ClusterState, snap: Snapshot, free: list[float]) -> set[str]:
-        """Pending operations of the snapshot (graceful ones at their fair share left out) some task
-        group of which fits ``free``."""
-        self._fresh(model, state, snap, str(model.settings.get("scheduling_preemption_priority_scope",
-                                                               "operation_and_ancestors")))
-        return _fitting(self._regular, free)
-
-    def picker(self, free: list[float], make):
-        """The regular stage's picker over ``regular(free)``: made by ``make(active, start)``,
+    def picker(self, model: YTsaurusModel, state: ClusterState, snap: Snapshot, free: list[float], make):
+        """The regular stage's picker over the pending operations of the snapshot (graceful ones at
+        their fair share left out) some task group of which fits ``free``: made by ``make(active, start)``,
         from the heap an earlier heartbeat of this key built over the same request sets. Its values
         are the kept ``sat`` (nothing moved the operations' usage before the regular stage), so
         the heap is the same; a heartbeat then costs its picks, not the backlog."""
+        self._fresh(model, state, snap, str(model.settings.get("scheduling_preemption_priority_scope",
+                                                               "operation_and_ancestors")))
         fits = heartbeat.fits
-        key = tuple(i for i, shapes in enumerate(self._regular) if any(fits(v, free) for v in shapes))
-        active = _fitting(self._regular, free)
+        found: list[int] = []
+        active: set[str] = set()
+        for i, (shapes, ops) in enumerate(self._regular.items()):
+            if any(fits(v, free) for v in shapes):
+                found.append(i)
+                active.update(ops)
+        key = tuple(found)
         start = self._starts.get(key)
         picker = make(active, start)
         if start is None:
