@@ -499,18 +499,22 @@ class YTsaurusModel(PreemptionModel):
         self._clock_next = self._clock_heap.bound(view.clocks)
         return self._with_failed(notes)
 
-    def _has_integral(self, state: ClusterState) -> bool:
-        """Integral guarantees accumulate volume with time, so their fair share is never reused."""
+    def _config_facts(self, state: ClusterState) -> None:
+        """Whether some pool has integral guarantees and whether some pool has resource limits,
+        read again only when the config changes."""
         if self._integral_key != state.config_epoch:
             self._integral_key = state.config_epoch
             self._integral_any = any(((q.settings or {}).get("integral_guarantees") or {}).get("guarantee_type", "none")
                                      != "none" for q in state.queues.values())
             self._limits_any = any(q.max for q in state.queues.values())
+
+    def _has_integral(self, state: ClusterState) -> bool:
+        """Integral guarantees accumulate volume with time, so their fair share is never reused."""
+        self._config_facts(state)
         return self._integral_any
 
     def _any_limits(self, state: ClusterState) -> bool:
-        """Whether some pool has resource limits (kept per config epoch with ``_has_integral``)."""
-        self._has_integral(state)
+        self._config_facts(state)
         return self._limits_any
 
     def reclassify(self, state: ClusterState, wid: str, extra: dict[str, float] | None = None) -> None:

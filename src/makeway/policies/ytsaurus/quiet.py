@@ -57,17 +57,23 @@ def _fits_somewhere(shapes: set[tuple[float, ...]], rooms: list[list[float]]) ->
 def _node_free(model: YTsaurusModel, state: ClusterState, node: str) -> tuple[list[float], bool]:
     """The node's free vector and whether it is overcommitted, kept while its allocations stay:
     they are appended in start order, so (topology epoch, count, newest seq) changes whenever the
-    node's usage or capacity may have."""
+    node's usage or capacity may have (without caches: computed every time)."""
+    if not model.caches:
+        return _free_and_over(model, state, node)
     allocs = state.node_allocs[node]
     sig = (state.topology_epoch, len(allocs), state.allocations[next(reversed(allocs))].seq if allocs else 0)
     hit = model._node_free.get(node)
     if hit is not None and hit[0] == sig:
         return hit[1], hit[2]
-    cap, used = state.nodes[node].capacity, state.node_used[node]
-    free = [c - u for c, u in zip(model._vec(cap), model._vec(used))]
-    over = any(float(v) > float(cap.get(r, 0)) + EPS for r, v in used.items())
+    free, over = _free_and_over(model, state, node)
     model._node_free[node] = (sig, free, over)
     return free, over
+
+
+def _free_and_over(model: YTsaurusModel, state: ClusterState, node: str) -> tuple[list[float], bool]:
+    cap, used = state.nodes[node].capacity, state.node_used[node]
+    free = [c - u for c, u in zip(model._vec(cap), model._vec(used))]
+    return free, any(float(v) > float(cap.get(r, 0)) + EPS for r, v in used.items())
 
 
 def _backlog(model: YTsaurusModel, state: ClusterState, snap: Snapshot, scope: str):
@@ -136,21 +142,15 @@ def quiet_until(model: YTsaurusModel, state: ClusterState, snap: Snapshot) -> fl
             usage = state.queue_usage.get(q.name) or {}
             if any(v is not None and float(usage.get(r, 0)) > float(v) + EPS for r, v in q.max.items()):
                 return False
-    nodes = [n for n, node in state.nodes.items() if node.schedulable]
-    if model.caches:
-        free = {}
-        for n in state.nodes:
-            room, over = _node_free(model, state, n)
-            if over:
-                return False
+    nodes: list[str] = []
+    free: dict[str, list[float]] = {}
+    for n, node in state.nodes.items():
+        room, over = _node_free(model, state, n)
+        if over:
+            return False
+        if node.schedulable:
+            nodes.append(n)
             free[n] = room
-        free = {n: free[n] for n in nodes}
-    else:
-        vec = model._vec
-        free = {n: [c - u for c, u in zip(vec(state.nodes[n].capacity), vec(state.node_used[n]))] for n in nodes}
-        for n, node in state.nodes.items():
-            if any(float(v) > float(node.capacity.get(r, 0)) + EPS for r, v in state.node_used[n].items()):
-                return False
     scope = str(model.settings.get("scheduling_preemption_priority_scope", "operation_and_ancestors"))
     if model.caches:  # the walk the heartbeats share (``waiting.Waiting``)
         unpublished, shapes, needy = model._waiting.backlog(model, state, snap, scope)

@@ -161,7 +161,8 @@ def update_statuses(tree: Tree, res: fairshare.FairShareResult, params: dict[str
         status = fixed.get(name)
         if status is None:
             a, p = res.attrs[name], params[name]
-            hit = same.get((id(a), id(p), el.is_op))
+            ident = (id(a), id(p), el.is_op)
+            hit = same.get(ident)
             if hit is not None and hit[0] is a and hit[1] is p:
                 status = hit[2]
             else:
@@ -170,7 +171,7 @@ def update_statuses(tree: Tree, res: fairshare.FairShareResult, params: dict[str
                 if status is None:
                     status = seen[key] = fairshare.element_status(a.fair_share, a.demand_share, a.usage_share,
                                                                   p.tolerance, el.is_op)
-                same[(id(a), id(p), el.is_op)] = (a, p, status)
+                same[ident] = (a, p, status)
         statuses[name] = status
         if name == ROOT or (not el.is_op and not pools_starve):
             clock = new_clocks[name] = _IDLE

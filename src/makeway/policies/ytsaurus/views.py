@@ -119,30 +119,31 @@ def from_arrays(arr, params: dict[str, starvation.Params]) -> tuple[dict, dict[s
     return published, statuses
 
 
-class DeferredAttrs(Mapping):
-    """A fair share result's attributes, computed when first read. Membership is the tree's (the
-    result has an entry for every element), so asking whether an operation is in the snapshot
-    computes nothing."""
+class _OnFirstRead(Mapping):
+    """A mapping over every element of one tree whose values are computed, all at once, when first
+    read (``_make``). Membership and size are the tree's, so asking computes nothing."""
 
-    __slots__ = ("tree", "_compute", "_attrs")
+    __slots__ = ("tree", "_values")
 
-    def __init__(self, tree: Tree, compute) -> None:
-        self.tree, self._compute, self._attrs = tree, compute, None
+    def __init__(self, tree: Tree) -> None:
+        self.tree, self._values = tree, None
 
-    def _get(self) -> Mapping[str, fairshare.Attrs]:
-        if self._attrs is None:
-            self._attrs = self._compute().attrs
-            self._compute = None
-        return self._attrs
+    def _make(self) -> Mapping:
+        raise NotImplementedError
+
+    def _get(self) -> Mapping:
+        if self._values is None:
+            self._values = self._make()
+        return self._values
 
     @property
     def computed(self) -> bool:
-        return self._attrs is not None
+        return self._values is not None
 
     def __contains__(self, name: object) -> bool:
         return name in self.tree.elements
 
-    def __getitem__(self, name: str) -> fairshare.Attrs:
+    def __getitem__(self, name: str):
         return self._get()[name]
 
     def __iter__(self):
@@ -150,6 +151,21 @@ class DeferredAttrs(Mapping):
 
     def __len__(self) -> int:
         return len(self.tree.elements)
+
+
+class DeferredAttrs(_OnFirstRead):
+    """A fair share result's attributes, computed when first read (the result has an entry for
+    every element of its tree)."""
+
+    __slots__ = ("_compute",)
+
+    def __init__(self, tree: Tree, compute) -> None:
+        super().__init__(tree)
+        self._compute = compute
+
+    def _make(self) -> Mapping[str, fairshare.Attrs]:
+        attrs, self._compute = self._compute().attrs, None
+        return attrs
 
 
 class DeferredResult:
@@ -167,31 +183,18 @@ class DeferredResult:
         return self.attrs[name].fair_share
 
 
-class DeferredParams(Mapping):
+class DeferredParams(_OnFirstRead):
     """``starvation.effective_params`` of a deferred update's tree, computed when first read (only a
     preemptive stage's candidates read them while no clock runs)."""
 
-    __slots__ = ("tree", "cfg", "_params")
+    __slots__ = ("cfg",)
 
     def __init__(self, tree: Tree, cfg: dict) -> None:
-        self.tree, self.cfg, self._params = tree, cfg, None
+        super().__init__(tree)
+        self.cfg = cfg
 
-    def _get(self) -> dict[str, starvation.Params]:
-        if self._params is None:
-            self._params = starvation.effective_params(self.tree, self.cfg)
-        return self._params
-
-    def __getitem__(self, name: str) -> starvation.Params:
-        return self._get()[name]
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.tree.elements
-
-    def __iter__(self):
-        return iter(self._get())
-
-    def __len__(self) -> int:
-        return len(self.tree.elements)
+    def _make(self) -> dict[str, starvation.Params]:
+        return starvation.effective_params(self.tree, self.cfg)
 
 
 def idle_view(tree: Tree) -> starvation.StarvationView:
