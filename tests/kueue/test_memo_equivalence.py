@@ -34,7 +34,9 @@ def clusters(draw):
                                       "resourceGroups": [{"coveredResources": ["cpu"],
                                                           "flavors": [{"name": "f", "resources": [quota]}]}],
                                       "preemption": {"withinClusterQueue": within, "reclaimWithinCohort": reclaim,
-                                                     "borrowWithinCohort": {"policy": borrow}}}))
+                                                     "borrowWithinCohort": {"policy": borrow}},
+                                      "queueingStrategy": draw(st.sampled_from(["BestEffortFIFO"] * 3
+                                                                               + ["StrictFIFO"]))}))
     nodes = [Node(f"n{i}", {"cpu": draw(st.integers(2, 6))}, {"flavor": "f"}) for i in range(draw(st.integers(1, 4)))]
     cqs = [q.name for q in queues if q.settings["kind"] == "ClusterQueue"]
     grace = draw(st.sampled_from([0.0, 0.0, 1.5]))
@@ -96,8 +98,9 @@ def _livelock():
 
 class Checked(Recording):
     """The model with its kept snapshot checked against a fresh read after every update: each
-    queue's entries (``build_tree`` re-reads only the running workloads that changed) and the
-    workloads a pending reason's snapshot is built from (``_running_ids``)."""
+    queue's entries (``build_tree`` re-reads only the running workloads that changed), the
+    workloads a pending reason's snapshot is built from (``_running_ids``) and the unparked
+    entries of each queue (``_pending_by_queue``)."""
 
     def build_tree(self, state):
         tree = super().build_tree(state)
@@ -107,6 +110,15 @@ class Checked(Recording):
                 fresh[a.queue][a.workload] = (self._admitted(state, a.workload), len(state.running[a.workload]))
         assert self._entries == fresh
         return tree
+
+    def _pending_by_queue(self, state, tree):
+        """The parked marks (``Parked``) list a queue's unparked entries as filtering the queue by
+        membership does."""
+        out = super()._pending_by_queue(state, tree)
+        for q, lst in self._index.order.items():
+            if lst and q in tree.cqs:
+                assert out[q] == [e for e in lst if e[3] not in self._parked]
+        return out
 
     def _running_ids(self, state):
         ids = super()._running_ids(state)

@@ -22,6 +22,7 @@ from makeway.policies.kueue.assign import Assignment
 from makeway.policies.kueue.cycle import STRICT_FIFO, tournament_winner
 from makeway.policies.kueue.explain import Explain
 from makeway.policies.kueue.heads import HeadAdmission, _Head
+from makeway.policies.kueue.parked import Parked
 from makeway.policies.kueue.pending import PendingIndex
 from makeway.policies.kueue.preemption import DEFAULT_STRATEGIES, Target
 from makeway.policies.kueue.quota import Admitted, CohortSpec, CQSpec, QNode, QuotaTree
@@ -98,7 +99,6 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         self._probed_nodes = False
         # BestEffortFIFO: a workload found inadmissible is parked until quota is released (a
         # workload ends or is evicted) or the configuration changes, as Kueue requeues them.
-        self._parked: set[str] = set()
         self._freed_seen: tuple[int, int] | None = None  # (id(state), freed_epoch) at the last snapshot
         self._running: dict[str, tuple[int, bool]] = {}
         # Preemptors waiting for their victims go first (Kueue's PrioritizePreemptorWorkloads): the
@@ -106,6 +106,8 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         self.prioritize_preemptors = bool(self.settings.get("prioritizePreemptorWorkloads", True))
         self._waiting: dict[str, float] = {}
         self._index = PendingIndex()
+        self._parked = Parked(self._index)
+        self._walked_unparked: dict[str, set[str]] = {}  # per call: walked heads left unparked
         self._hid: dict[tuple, int] = {}
         self._alloc_seen: tuple[int, int] | None = None
         self._nodes_of: dict[frozenset, tuple[tuple, list[str]]] = {}
@@ -196,11 +198,11 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         """Fully pending, unparked workloads per ClusterQueue, best first (BestEffortFIFO)."""
         self._index.sync(state, lambda w: self._entry(state, w), self._changed)
         self._changed = set()
-        parked = self._parked
+        unparked = self._parked.unparked
         out = {}
         for q, lst in self._index.order.items():
             if lst and q in tree.cqs:
-                out[q] = [e for e in lst if e[3] not in parked] if parked else lst
+                out[q] = unparked(q)
         return out
 
     def schedule(self, state: ClusterState, now: float) -> list[Decision]:
@@ -220,6 +222,7 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         at = dict.fromkeys(queues, 0)
         ends: dict[str, list[int]] = {}
         order = sorted(queues)
+        self._walked_unparked = {q: set() for q in queues}
         while True:
             if self.caches:
                 self._skip_known(state, tree, queues, at, ends)
@@ -245,6 +248,8 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
                 heads.sort(key=lambda h: (not self._is_waiting(h), h.assignment.borrowing, -h.priority, h.submit, h.wl))
                 for h in heads:
                     self._process_strict(state, tree, h, now, decisions, promised, victims, queues, at)
+        if self.caches:
+            self._mark_walked(state, tree)
         self._end_call(state, tree, decisions)
         # A call can change the model without deciding anything (a preemptor whose victims are all
         # still terminating is re-admitted in the snapshot); only a call that changed nothing is
@@ -259,11 +264,21 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         for this call and is never parked (Kueue requeues it at once, at the head)."""
         n = len(decisions)
         self._process(state, tree, h, now, decisions, promised, victims)
+        if h.wl not in self._parked:
+            self._walked_unparked[h.cq.name].add(h.wl)
         if not self._strict(state, h.cq.name):
             return
         if not any(isinstance(d, Start) for d in decisions[n:]) and self._namespace_ok(state, h.cq.name, h.wl):
             at[h.cq.name] = len(queues[h.cq.name])  # a namespace mismatch is set aside, as Kueue does in both strategies
             self._parked.discard(h.wl)
+
+    def _mark_walked(self, state: ClusterState, tree: QuotaTree) -> None:
+        """Every queue but a StrictFIFO one was walked to its end: mark it (``Parked.mark``).
+        A queue with no unparked entry at the call's start is wholly parked already."""
+        walked = self._walked_unparked
+        for q in self._index.order:
+            if q in tree.cqs and not self._strict(state, q):
+                self._parked.mark(q, walked.get(q) or set())
 
     @staticmethod
     def _epochs(state: ClusterState) -> tuple:

@@ -28,7 +28,7 @@ _RUN_KEY = itemgetter(4, 5)
 class PendingIndex:
     """The ordered pending entries of every queue; ``sync`` brings it up to date with the state."""
 
-    __slots__ = ("order", "entry", "queue", "groups", "_state", "_pos", "_blocked")
+    __slots__ = ("order", "entry", "queue", "groups", "born", "clock", "logging", "_state", "_pos", "_blocked")
 
     def __init__(self) -> None:
         self.order: dict[str, list[Entry]] = {}
@@ -36,6 +36,11 @@ class PendingIndex:
         self.groups: dict[str, dict[tuple, list[Entry]]] = {}
         self.entry: dict[str, Entry] = {}
         self.queue: dict[str, str] = {}
+        # when each entry was inserted (an insertion clock; an unchanged entry keeps its number
+        # through a rebuild), and per queue being logged, the entries inserted since logging began
+        self.born: dict[str, int] = {}
+        self.clock = 0
+        self.logging: dict[str, list[tuple[int, Entry]]] = {}
         self._state: object | None = None
         self._pos: int | None = None
         self._blocked: set[str] = set()  # pending with tasks still running: looked at every sync
@@ -48,9 +53,16 @@ class PendingIndex:
         names workloads whose eligibility or entry may have moved without a journal record."""
         fresh = None if self._state is not state or self._pos is None else state.pending_log.since(self._pos)
         if fresh is None:
+            old, born = self.entry, self.born
             self.order, self.entry, self.queue, self.groups, self._blocked = {}, {}, {}, {}, set()
+            self.born = {}
             for wl in state.pending:
                 self._update(state, wl, make, False)
+            for wl, e in self.entry.items():  # an entry equal to its old self keeps its number
+                if old.get(wl) == e:
+                    self.born[wl] = born[wl]
+                else:
+                    self._log(wl, e)
             for lst in self.order.values():
                 lst.sort()
             for per in self.groups.values():
@@ -83,6 +95,7 @@ class PendingIndex:
             if not grp:
                 del per[old[4], old[5]]
             del self.entry[wl]
+            del self.born[wl]
         if new is not None:
             queue = state.workloads[wl].queue
             lst = self.order.setdefault(queue, [])
@@ -92,9 +105,18 @@ class PendingIndex:
             if keep_sorted:
                 insort(lst, new)
                 insort(grp, new)
+                self._log(wl, new)
             else:  # a full rebuild sorts once at the end
                 lst.append(new)
                 grp.append(new)
+
+
+    def _log(self, wl: str, e: Entry) -> None:
+        self.clock += 1
+        self.born[wl] = self.clock
+        log = self.logging.get(self.queue[wl])
+        if log is not None:
+            log.append((self.clock, e))
 
 
 def runs(entries: list[Entry]) -> list[int]:

@@ -6,7 +6,6 @@ matter is parked as its twin was, without evaluation; whole rounds of such heads
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from operator import itemgetter
 
 from makeway.core.decisions import Decision
 from makeway.core.resources import Res
@@ -14,8 +13,6 @@ from makeway.core.state import ClusterState
 from makeway.policies.kueue.heads import _Head
 from makeway.policies.kueue.pending import runs
 from makeway.policies.kueue.quota import QNode, QuotaTree
-
-_WL = itemgetter(3)  # a pending entry's workload
 
 
 class TwinSkipping:
@@ -172,17 +169,17 @@ class TwinSkipping:
                 j = e
             if j < limit:
                 step = j - i if step is None else min(step, j - i)
-        parked = self._parked
+        # The runs taken are parked by the queue's mark at the call's end (``Parked``): only
+        # the ones left unparked are named.
+        unparked = self._walked_unparked
         for q, j, e, known in plan:
             stop = e if step is None else min(e, at[q] + step)
-            if known and j < stop:
-                parked.update(x[3] for x in queues[q][j:stop])
+            if not known and j < stop:
+                unparked[q].update(x[3] for x in queues[q][j:stop])
         for q, known_of in kinds.items():
             lst = queues[q]
             stop = len(lst) if step is None else min(len(lst), at[q] + step)
-            if all(known_of.values()):
-                parked.update(map(_WL, lst[at[q]:stop]))
-            else:
-                parked.update(x[3] for x in lst[at[q]:stop] if known_of[x[4], x[5]])
+            if not all(known_of.values()):
+                unparked[q].update(x[3] for x in lst[at[q]:stop] if not known_of[x[4], x[5]])
         for q, lst in queues.items():
             at[q] = len(lst) if step is None else min(len(lst), at[q] + step)
