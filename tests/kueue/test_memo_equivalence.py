@@ -99,8 +99,8 @@ def _livelock():
 class Checked(Recording):
     """The model with its kept snapshot checked against a fresh read after every update: each
     queue's entries (``build_tree`` re-reads only the running workloads that changed), the
-    workloads a pending reason's snapshot is built from (``_running_ids``) and the unparked
-    entries of each queue (``_pending_by_queue``)."""
+    workloads a pending reason's snapshot is built from (``_running_ids``), the unparked
+    entries of each queue (``_pending_by_queue``) and each queue's order (``queue_order``)."""
 
     def build_tree(self, state):
         tree = super().build_tree(state)
@@ -119,6 +119,14 @@ class Checked(Recording):
             if lst and q in tree.cqs:
                 assert out[q] == [e for e in lst if e[3] not in self._parked]
         return out
+
+    def queue_order(self, state, queue, now):
+        """Read from the pending index, the order is the one sorting every pending workload gives."""
+        order = super().queue_order(state, queue, now)
+        wls = state.workloads
+        assert order == [k[-1] for k in sorted(self._order_key(wls[w]) for w in state.pending
+                                                if wls[w].queue == queue)]
+        return order
 
     def _running_ids(self, state):
         ids = super()._running_ids(state)

@@ -4,6 +4,7 @@ fair-sharing shares, on a snapshot of its own (the model's tree is never touched
 
 from __future__ import annotations
 
+from heapq import merge
 from typing import Any
 
 from makeway.core.state import ClusterState
@@ -19,10 +20,28 @@ class Explain:
     def queue_order(self, state: ClusterState, queue: str, now: float) -> list[str]:
         """BestEffortFIFO as admission walks it: preemptors waiting for victims first, then
         priority (priority classes included), then creation time."""
+        # the index is exact while every start since the snapshot was this model's own
+        if (self.caches and self._tree is not None and self._bound is state
+                and getattr(state, "_seq", None) == self._seq_expect):
+            return self._indexed_order(state, queue)
         wls = state.workloads
-        keys = [(not (self.prioritize_preemptors and w in self._waiting), -self.priority(wls[w]), wls[w].submit, w)
-                for w in state.pending if wls[w].queue == queue]
+        keys = [self._order_key(wls[w]) for w in state.pending if wls[w].queue == queue]
         return [k[-1] for k in sorted(keys)]
+
+    def _order_key(self, wl) -> tuple:
+        return (not (self.prioritize_preemptors and wl.id in self._waiting), -self.priority(wl), wl.submit, wl.id)
+
+    def _indexed_order(self, state: ClusterState, queue: str) -> list[str]:
+        """``queue_order`` read from the pending index, brought up to date first (its entries
+        start with the same key): the fully pending workloads in order, merged with the few
+        that have tasks running too, instead of sorting the whole backlog at every read."""
+        index = self._index
+        index.sync(state, lambda w: self._entry(state, w), self._changed)
+        self._changed = set()
+        entries = index.order.get(queue, [])
+        wls = state.workloads
+        blocked = sorted(self._order_key(wls[w]) for w in index.blocked if wls[w].queue == queue)
+        return [e[3] for e in (merge(entries, blocked) if blocked else entries)]
 
     def _explain_tree(self, state: ClusterState) -> QuotaTree | None:
         """A fresh snapshot of admitted usage (the model's own tree is left untouched), kept

@@ -45,6 +45,11 @@ class PendingIndex:
         self._pos: int | None = None
         self._blocked: set[str] = set()  # pending with tasks still running: looked at every sync
 
+    @property
+    def blocked(self) -> set[str]:
+        """Pending workloads with tasks running too (not in ``order``), as of the last sync."""
+        return self._blocked
+
     def reset(self) -> None:
         self._state = None
 
