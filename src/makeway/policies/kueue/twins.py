@@ -105,14 +105,18 @@ class TwinSkipping:
         known_of: dict[tuple, bool] = {}
         head = lst[i]
         parked = self._parked
+        # ``_known_noop`` inlined (the caller runs with the caches on): no entry of a kind at or
+        # after the head waits (they are current), and a kind's outcome is one per head id
+        outcomes, root_v, global_v = self._outcomes, self._version.get(self._roots[cq.name], 0), self._gversion
         for kind, ents in groups.items():
+            if ents[-1] < head:
+                continue
+            if not kind[1]:
+                hit = outcomes.get(kind[0])
+                if hit is not None and hit[0] == root_v and (hit[1] is None or hit[1] == global_v):
+                    known_of[kind] = hit[2]
+                    continue
             k = bisect_left(ents, head)
-            if k == len(ents):
-                continue
-            known = None if kind[1] else self._known_noop(state, cq, ents[k][3], kind[0])
-            if known is not None:
-                known_of[kind] = known
-                continue
             end = min(len(ents), k + 8)
             while k < end and ents[k][3] in parked:
                 k += 1
