@@ -198,3 +198,26 @@ def test_doomed_stays_doomed_while_usage_grows_without_a_flip(case, drop, grow):
             tree.add_usage(node, {FR: amount}, -1)  # a flip: the model would search again
             continue
         assert classic_search(tree, p) == ([], True)
+
+
+@settings(max_examples=150, deadline=None)
+@given(trees(), st.integers(1, 8))
+def test_doomed_stays_doomed_for_a_larger_request(case, more):
+    """A doomed search stays doomed for the same preemptor asking for more of its one
+    flavor-resource: the candidates' sum is the same, the valid ones only lose the hierarchical
+    advantage, the attempts are the same set, and every fit test is harder. The model then skips
+    the searches of larger requests of the same queue, priority and age within a call."""
+    cohorts, cqs, admitted, p = case
+    tree = QuotaTree(cohorts, cqs)
+    for wl in admitted:
+        tree.add_workload(wl)
+    targets, doomed = classic_search(tree, p)
+    if not doomed:
+        return
+    bigger = Preemptor(p.name, p.cq, p.priority, {FR: p.requests[FR] + more}, p.frs_need, p.created_at, p.uid)
+    assert classic_search(tree, bigger) == ([], True)
+    P.ONE_FR = False
+    try:
+        assert classic_search(tree, bigger) == ([], True)
+    finally:
+        P.ONE_FR = True

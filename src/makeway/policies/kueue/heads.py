@@ -114,6 +114,7 @@ class HeadAdmission:
             self._no_targets.clear()
             self._targets_memo.clear()
             self._doomed.clear()
+            self._doomed_from.clear()
         cq = h.cq
         wl = state.workloads[h.wl]
         if not self._namespace_ok(state, cq.name, h.wl):
@@ -144,7 +145,16 @@ class HeadAdmission:
         root = cq.root().name
         stamp = (self._sig.get(root, 0), self._version.get(root, 0))
         flips = self._flips.get(root, 0)
-        if self._no_targets.get(key) == stamp or self._doomed.get(key) == flips:
+        # one flavor-resource asked for (and needed): a doomed classic search for no more of it
+        # in this call dooms this one too (``test_doomed_stays_doomed_for_a_larger_request``)
+        one = None
+        if not self.fair and len(p.requests) == 1 and len(p.frs_need) == 1:
+            fr, v = next(iter(p.requests.items()))
+            if fr in p.frs_need:
+                one = (cq.name, fr, key[2], key[3])
+        smallest = self._doomed_from.get(one) if one is not None else None
+        if self._no_targets.get(key) == stamp or self._doomed.get(key) == flips or (
+                smallest is not None and smallest[0] == flips and smallest[1] <= v):
             targets = []
         else:
             hit = self._targets_memo.get(key)
@@ -156,6 +166,8 @@ class HeadAdmission:
                 targets, doomed = classic_search(tree, p)
                 if doomed:
                     self._doomed[key] = flips
+                    if one is not None and (smallest is None or smallest[0] != flips or v < smallest[1]):
+                        self._doomed_from[one] = (flips, v)
             if targets:
                 self._targets_memo[key] = (stamp, targets)
         if not targets:

@@ -92,6 +92,9 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         # Per call: classic target searches found doomed (``preemption.classic_search``), valid
         # while the root's flip count (``_add_in_call``) is unchanged.
         self._doomed: dict[tuple, int] = {}
+        # Per call: (queue, fr, priority, age) -> (flip count, smallest request) of a doomed
+        # one-fr search; a request at least that large is doomed too while the count holds.
+        self._doomed_from: dict[tuple, tuple[int, int]] = {}
         self._flips: dict[str, int] = {}
         # per head key id, kept across calls (``TwinSkipping._carry_outcomes``)
         self._outcomes: dict[int, tuple[int, int | None, bool]] = {}
@@ -215,6 +218,7 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         gversion = self._gversion
         self._targets_memo = {}
         self._doomed = {}
+        self._doomed_from = {}
         decisions: list[Decision] = []
         promised: dict[str, Res] = {}
         victims: set[str] = set()
