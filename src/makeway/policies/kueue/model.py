@@ -111,6 +111,7 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         self._index = PendingIndex()
         self._parked = Parked(self._index)
         self._walked_unparked: dict[str, set[str]] = {}  # per call: walked heads left unparked
+        self._cursors: dict[tuple, tuple] = {}  # per call: ``TwinSkipping._first_unknown``'s places
         self._hid: dict[tuple, int] = {}
         self._alloc_seen: tuple[int, int] | None = None
         self._nodes_of: dict[frozenset, tuple[tuple, list[str]]] = {}
@@ -227,6 +228,7 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         ends: dict[str, list[int]] = {}
         order = sorted(queues)
         self._walked_unparked = {q: set() for q in queues}
+        self._cursors = {}
         while True:
             if self.caches:
                 self._skip_known(state, tree, queues, at, ends)

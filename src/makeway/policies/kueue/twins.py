@@ -108,6 +108,7 @@ class TwinSkipping:
         # ``_known_noop`` inlined (the caller runs with the caches on): no entry of a kind at or
         # after the head waits (they are current), and a kind's outcome is one per head id
         outcomes, root_v, global_v = self._outcomes, self._version.get(self._roots[cq.name], 0), self._gversion
+        cursors, q = self._cursors, cq.name
         for kind, ents in groups.items():
             if ents[-1] < head:
                 continue
@@ -116,15 +117,23 @@ class TwinSkipping:
                 if hit is not None and hit[0] == root_v and (hit[1] is None or hit[1] == global_v):
                     known_of[kind] = hit[2]
                     continue
-            k = bisect_left(ents, head)
-            end = min(len(ents), k + 8)
-            while k < end and ents[k][3] in parked:
-                k += 1
-            if k == end:
-                if end < len(ents):
-                    return None
-                continue  # every entry of this kind from the head on is parked
-            pos = bisect_left(lst, ents[k])
+            # the kind's first unparked entry from the head on and its place in ``lst`` stay
+            # the same while the head has not passed it (nothing after the head is parked or
+            # moved within a call): kept per call in ``cursors``
+            hit = cursors.get((q, kind))
+            if hit is not None and hit[0] >= head:
+                pos = hit[1]
+            else:
+                k = bisect_left(ents, head)
+                end = min(len(ents), k + 8)
+                while k < end and ents[k][3] in parked:
+                    k += 1
+                if k == end:
+                    if end < len(ents):
+                        return None
+                    continue  # every entry of this kind from the head on is parked
+                pos = bisect_left(lst, ents[k])
+                cursors[(q, kind)] = (ents[k], pos)
             if pos < first:
                 first = pos
         return first, known_of
