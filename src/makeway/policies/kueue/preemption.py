@@ -374,29 +374,33 @@ def _sources_one(f: Frame, u: list[int], ci: int, cq: QNode, p: Preemptor, v: in
     if cq.parent is None or cq.policy.reclaim_within_cohort in (NEVER, "", None):
         return out
     sub, lq, par, nodes = f.sub, f.lq, f.par, f.nodes
-    kid_cohorts, kid_cqs = f.kid_cohorts, f.kid_cqs
-
-    def walk(cur: int, lca: QNode, skip: int, advantage: bool) -> None:
-        for c in kid_cohorts[cur]:
-            if c != skip and u[c] > sub[c]:
-                walk(c, lca, skip, advantage)
-        for c in kid_cqs[cur]:
-            if c != ci and u[c] > sub[c]:
-                out.append(_Source(nodes[c], False, HIER if advantage else PRIO, advantage, lca))
-
     advantage = u[ci] + v <= sub[ci]
     remaining = v - (lq[ci] - u[ci] if lq[ci] > u[ci] else 0)
     remaining = remaining if remaining > 0 else 0
     prev = -1
     anc = par[ci]
     while anc >= 0:
-        walk(anc, nodes[anc], prev, advantage)
+        _walk_one(f, u, anc, nodes[anc], prev, ci, HIER if advantage else PRIO, advantage, out)
         fits = u[anc] + remaining <= sub[anc]
         remaining -= lq[anc] - u[anc] if lq[anc] > u[anc] else 0
         remaining = remaining if remaining > 0 else 0
         advantage = advantage or fits
         prev, anc = anc, par[anc]
     return out
+
+
+def _walk_one(f: Frame, u: list[int], cur: int, lca: QNode, skip: int, ci: int, kind: int, advantage: bool,
+              out: list[_Source]) -> None:
+    """The borrowing ClusterQueues below ``cur`` (child cohorts first, each wholly), but the
+    preemptor's own queue and the subtree it came up from."""
+    sub = f.sub
+    for c in f.kid_cohorts[cur]:
+        if c != skip and u[c] > sub[c]:
+            _walk_one(f, u, c, lca, skip, ci, kind, advantage, out)
+    nodes = f.nodes
+    for c in f.kid_cqs[cur]:
+        if c != ci and u[c] > sub[c]:
+            out.append(_Source(nodes[c], False, kind, advantage, lca))
 
 
 def _sums_one(p: Preemptor, cq: QNode, src: _Source, fr: FR) -> tuple[int, int, int]:
