@@ -100,7 +100,8 @@ class Checked(Recording):
     """The model with its kept snapshot checked against a fresh read after every update: each
     queue's entries (``build_tree`` re-reads only the running workloads that changed), the
     workloads a pending reason's snapshot is built from (``_running_ids``), the unparked
-    entries of each queue (``_pending_by_queue``) and each queue's order (``queue_order``)."""
+    entries of each queue (``_pending_by_queue``), each queue's order (``queue_order``) and
+    each pending reason (``pending_reason``)."""
 
     def build_tree(self, state):
         tree = super().build_tree(state)
@@ -127,6 +128,12 @@ class Checked(Recording):
         assert order == [k[-1] for k in sorted(self._order_key(wls[w]) for w in state.pending
                                                 if wls[w].queue == queue)]
         return order
+
+    def pending_reason(self, state, wl_id, now):
+        """An answer shared by twins at one allocation epoch is the one computed afresh."""
+        got = super().pending_reason(state, wl_id, now)
+        assert got == self._pending_reason(state, wl_id, state.workloads[wl_id], wl_id in self._waiting)
+        return got
 
     def _running_ids(self, state):
         ids = super()._running_ids(state)

@@ -145,6 +145,28 @@ class Explain:
         insufficient quota; Preempt: quota held by others, a preemptor waiting for its victims or
         without targets); a workload that fits its quota is left to the generic rules."""
         wl = state.workloads[wl_id]
+        waiting = wl_id in self._waiting
+        # Apart from a waiting preemptor's victims, the answer is read from the workload's queue
+        # and pod-set totals and from the admitted usage, the same at one allocation epoch:
+        # twins asked at one epoch (a reason round asks every queue's first 32) share one.
+        stamp = (id(state), state.alloc_epoch, state.config_epoch, id(self._specs))
+        memo = self._pending_memo
+        if memo[0] != stamp:
+            memo = self._pending_memo = (stamp, {})
+        shape = self._shapes.get(wl_id)
+        if shape is None:
+            shape = self._shapes[wl_id] = tuple(tuple(sorted(ps.items())) for ps in self._pod_sets(state, wl_id))
+        key = (wl.queue, shape)
+        if not waiting and self.caches and key in memo[1]:
+            hit = memo[1][key]
+            return hit if hit is None else (hit[0], hit[1], dict(hit[2]))
+        found = self._pending_reason(state, wl_id, wl, waiting)
+        if not waiting:
+            memo[1][key] = found
+            return found if found is None else (found[0], found[1], dict(found[2]))
+        return found
+
+    def _pending_reason(self, state: ClusterState, wl_id: str, wl, waiting: bool) -> tuple[str, str, dict] | None:
         tree = self._explain_tree(state)
         cq = None if tree is None else tree.cqs.get(wl.queue)
         if cq is None:
@@ -162,7 +184,7 @@ class Explain:
                     values)
         if a.mode == FIT:
             return None
-        if wl_id in self._waiting:
+        if waiting:
             victims = sorted(t for t, al in state.allocations.items() if al.preempting)
             if victims:
                 return ("preempting", f"preempting since {self._waiting[wl_id]:g}: waiting for "

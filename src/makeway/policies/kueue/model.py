@@ -118,6 +118,7 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         self._changed: set[str] = set()  # workloads whose queue entry may have moved off the journal
         self._explained: tuple[tuple, QuotaTree] | None = None  # pending_reason's snapshot
         self._reason_memo: tuple | None = None  # (specs, {key: Assignment}): Explain._reason_assignment
+        self._pending_memo: tuple = (None, {})  # (stamp, {(queue, shape): answer}): Explain.pending_reason
         self.priority_classes: dict[str, int] = {str(k): int(v) for k, v in
                                                  (self.settings.get("priorityClasses") or {}).items()}
         self.flavor_specs: dict[str, dict] = {str(k): dict(v or {}) for k, v in
