@@ -1,13 +1,13 @@
 """The parked workloads of BestEffortFIFO (found inadmissible, left out of the heads until quota
 is released), kept so that a call costs what changed, not the backlog.
 
-A call walks every ClusterQueue to its end (each unparked entry is evaluated, or skipped as a
-twin of one), so when it ends every entry it walked is parked except the few it left waiting (a
-preemptor for its victims, a twin of such a head, a head it started). Adding the whole backlog to a set at
-every call, and filtering every queue by that set at the next, cost two passes over the backlog
-per call. Instead, a call's end *marks* each queue it walked: every entry in the index then
-(``PendingIndex.born`` at most the index's clock) is parked, except the ones it names. A
-later call lists only the entries inserted since the mark (``PendingIndex.logging``) and those
+A call walks every ClusterQueue to its end: each unparked entry is evaluated, or skipped as a
+twin of one. So when it ends, every entry it walked is parked except the few it left unparked (a
+preemptor waiting for its victims, a twin of such a head, a head it started). Adding the whole
+backlog to a set at every call, and filtering every queue by that set at the next, cost two passes
+over the backlog per call. Instead, a call's end *marks* each queue it walked: every entry in the
+index then (``PendingIndex.born`` at most the index's clock) is parked, except the ones it names.
+A later call lists only the entries inserted since the mark (``PendingIndex.logging``) and those
 exceptions; an entry that changes is re-inserted with a new number, so it escapes the mark.
 Workloads parked one by one (a head's evaluation) are also kept in a set, as before: a waiting
 preemptor parked when its victims vanish changes its entry, and must stay parked.

@@ -115,7 +115,6 @@ class PendingIndex:
                 lst.append(new)
                 grp.append(new)
 
-
     def _log(self, wl: str, e: Entry) -> None:
         self.clock += 1
         self.born[wl] = self.clock
