@@ -21,6 +21,15 @@ def _sync(index, state):
     index.sync(state, lambda w: (True, -wls[w].priority, wls[w].submit, w, 0, False), ())
 
 
+def _four():
+    """A state with w0..w3 pending in queue ``a``, its synced index and an empty Parked."""
+    state, index = _state(), PendingIndex()
+    for i in range(4):
+        _submit(state, f"w{i}", "a", float(i))
+    _sync(index, state)
+    return state, index, Parked(index)
+
+
 def _filtered(index, parked, q):
     """What ``unparked`` must list: the queue's entries, filtered by membership."""
     return [e for e in index.order.get(q, []) if e[3] not in parked]
@@ -46,11 +55,7 @@ def test_a_mark_parks_what_the_index_holds_and_nothing_inserted_later():
 
 
 def test_marks_survive_an_index_rebuild_and_changed_entries_escape_them():
-    state, index = _state(), PendingIndex()
-    parked = Parked(index)
-    for i in range(4):
-        _submit(state, f"w{i}", "a", float(i))
-    _sync(index, state)
+    state, index, parked = _four()
     parked.mark("a", set())
     assert parked.unparked("a") == []
     index.reset()  # e.g. a start the model did not decide: the next sync rebuilds
@@ -63,11 +68,7 @@ def test_marks_survive_an_index_rebuild_and_changed_entries_escape_them():
 
 
 def test_one_by_one_parks_discards_withdrawals_and_clear():
-    state, index = _state(), PendingIndex()
-    parked = Parked(index)
-    for i in range(4):
-        _submit(state, f"w{i}", "a", float(i))
-    _sync(index, state)
+    state, index, parked = _four()
     parked.add("w2")
     parked.mark("a", {"w1", "w2"})
     assert "w2" in parked  # parked one by one wins over the exception
