@@ -188,6 +188,14 @@ def _snap_limit(lim: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return np.where((hi >= lim) & (hi <= lim + LIMIT_SNAP), hi, lim)
 
 
+def _limit_level(yr: np.ndarray, lp: np.ndarray) -> np.ndarray:
+    """``plf.limit_level`` per row: the highest knot value within ``LIMIT_SNAP`` above L', else L'."""
+    rows = np.arange(len(lp))
+    i = _count_below(yr, lp + LIMIT_SNAP, inclusive=True) - 1
+    top = yr[rows, np.maximum(i, 0)]
+    return np.where((i >= 0) & (top >= lp), top, lp)
+
+
 def _inv_right(xs: np.ndarray, yr: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Per row sup{f : F_r(f) <= w} of an ascending component (as ``plf._inv_right``)."""
     rows = np.arange(len(w))
@@ -283,7 +291,7 @@ def _fsbs(fx: np.ndarray, fy: np.ndarray, g: np.ndarray, lim: np.ndarray):
     lp = np.minimum(np.maximum(_snap_limit(lim, hi), lo), hi)
     gp = np.minimum(np.maximum(g, lo), lp)
     ok = np.all(lp - gp < 1.0, axis=1)
-    tails = np.stack([_inv_right(fx, yr[:, :, i], lp[:, i]) for i in range(dim)], axis=1)
+    tails = np.stack([_inv_right(fx, yr[:, :, i], _limit_level(yr[:, :, i], lp[:, i])) for i in range(dim)], axis=1)
     fstar = tails.min(axis=1)
     z = yr - gp[:, None, :]
     # the knots, each followed by the corner of the jump that may start there: the new rho with the

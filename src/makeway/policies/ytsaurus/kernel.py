@@ -32,7 +32,7 @@ from numba import njit
 from makeway.core.resources import EPS
 from makeway.policies.ytsaurus.kernel_closed import _closed_ok, _op_closed, _param_fsbs, _param_space
 from makeway.policies.ytsaurus.kernel_plf import (INF, _clean_into, _eval_left_at, _fsbs, _grow1, _grow2,
-                                                  _inv_left2, _inv_right2, _left, _op_curve, _snap_limit,
+                                                  _inv_left2, _inv_right2, _left, _limit_level2, _op_curve, _snap_limit,
                                                   _workspace)
 from makeway.policies.ytsaurus.kernel_sweep import _part, _sweep_space, _total_sum
 
@@ -264,7 +264,7 @@ def _fit_at(xs, ym, a, o, n, g, lim, s, tok):
         gp = min(max(g[r], lo), lp)
         span = lp - gp
         if span <= 0.0:
-            m = _inv_right2(xs, ym, a, o, n, r, lp)
+            m = _inv_right2(xs, ym, a, o, n, r, _limit_level2(ym, o, n, r, lp))
         elif s == 0.0:
             m = _inv_right2(xs, ym, a, o, n, r, gp)
         elif s < span:
@@ -272,7 +272,7 @@ def _fit_at(xs, ym, a, o, n, g, lim, s, tok):
         elif s == span:
             m = _inv_left2(xs, ym, a, o, n, r, lp)
         else:
-            m = _inv_right2(xs, ym, a, o, n, r, lp)
+            m = _inv_right2(xs, ym, a, o, n, r, _limit_level2(ym, o, n, r, lp))
         if m < best:
             best = m
     return best

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from makeway.policies.ytsaurus.kernel_plf import INF, _insert_sorted, _inv_right2, _left, _snap_limit
+from makeway.policies.ytsaurus.kernel_plf import (INF, _insert_sorted, _inv_right2, _left, _limit_level2,
+                                                  _snap_limit)
 
 
 @njit(cache=True, error_model="numpy", _nrt=False)
@@ -137,7 +138,7 @@ def _param_fsbs(cx, cy, nc, g, lim, pw, tok):
             return -1
     fstar = INF
     for r in range(dim):
-        t = _inv_right2(cx, yr, z0, z0, nc, r, lp[r])
+        t = _inv_right2(cx, yr, z0, z0, nc, r, _limit_level2(yr, z0, nc, r, lp[r]))
         if r == 0 or t < fstar:
             fstar = t
     for i in range(nc):

@@ -149,6 +149,38 @@ def _inv_right(xs, yr, n, w):
 
 
 @njit(cache=True, error_model="numpy", _nrt=False)
+def _last_at_most2(ym, o, n, r, w):
+    """The last i < n with ym[o + i, r] <= w, -1 if none (a monotone component)."""
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if w < ym[o + mid, r]:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo - 1
+
+
+@njit(cache=True, error_model="numpy", _nrt=False)
+def _limit_level2(ym, o, n, r, lp):
+    """``plf.limit_level`` over n rows of a monotone component (values from o): the highest value
+    within ``LIMIT_SNAP`` above L', else L'."""
+    i = _last_at_most2(ym, o, n, r, lp + LIMIT_SNAP)
+    if i >= 0 and ym[o + i, r] >= lp:
+        return ym[o + i, r]
+    return lp
+
+
+@njit(cache=True, error_model="numpy", _nrt=False)
+def _limit_level(yr, n, lp):
+    """``_limit_level2`` on a plain array of n values."""
+    i = _br2(yr, np.int64(0), n, lp + LIMIT_SNAP) - 1
+    if i >= 0 and yr[i] >= lp:
+        return yr[i]
+    return lp
+
+
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _inv_left2(xs, ym, a, o, n, r, w):
     """inf{f : F_r(f) >= w} over n rows of a monotone component (x from a, values from o)."""
     lo, hi = 0, n
@@ -169,14 +201,7 @@ def _inv_left2(xs, ym, a, o, n, r, w):
 @njit(cache=True, error_model="numpy", _nrt=False)
 def _inv_right2(xs, ym, a, o, n, r, w):
     """sup{f : F_r(f) <= w} over n rows of a monotone component (x from a, values from o)."""
-    lo, hi = 0, n
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if w < ym[o + mid, r]:
-            hi = mid
-        else:
-            lo = mid + 1
-    i = lo - 1
+    i = _last_at_most2(ym, o, n, r, w)
     if i < 0:
         return xs[a]
     if i >= n - 1:
@@ -193,7 +218,7 @@ def _mff(xs, yr, n, g, lim, out_s, out_v, q):
     lp = min(max(_snap_limit(lim, hi), lo), hi)
     gp = min(max(g, lo), lp)
     if lp - gp <= 0.0:
-        v = _inv_right(xs, yr, n, lp)
+        v = _inv_right(xs, yr, n, _limit_level(yr, n, lp))
         out_s[q, 0] = 0.0
         out_v[q, 0] = v
         out_s[q, 1] = 1.0
@@ -213,7 +238,7 @@ def _mff(xs, yr, n, g, lim, out_s, out_v, q):
     out_v[q, c] = _inv_left(xs, yr, n, lp)
     c += 1
     if span < 1.0:
-        tail = _inv_right(xs, yr, n, lp)
+        tail = _inv_right(xs, yr, n, _limit_level(yr, n, lp))
         out_s[q, c] = span
         out_v[q, c] = tail
         out_s[q, c + 1] = 1.0

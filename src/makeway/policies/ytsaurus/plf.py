@@ -147,6 +147,16 @@ def snap_limit(lim: float, hi: float) -> float:
     return hi if lim <= hi <= lim + LIMIT_SNAP else lim
 
 
+def limit_level(yr, lp: float) -> float:
+    """The level whose right inverse is the right end of the plateau at the limit L'
+    (``sup{f : F_r(f) <= L'}``): L' itself, or the highest knot value above it by no more than
+    ``LIMIT_SNAP``. A plateau that sums children already at their limits can sit a few ulps above
+    L' (0.05000000000000003 for 0.05); read exactly, it would not be at the limit at all and the
+    fit factor beyond the limit would stop at its left end instead of its right."""
+    i = bisect_right(yr, lp + LIMIT_SNAP) - 1
+    return float(yr[i]) if i >= 0 and yr[i] >= lp else lp
+
+
 def _inv_left(xs: list[float], yr: list[float], w: float) -> float:
     """inf{f : F_r(f) >= w}."""
     i = bisect_left(yr, w)
@@ -185,7 +195,7 @@ def mff_component(f: PLF, r: int, g: float, lim: float) -> tuple[list[float], li
     lp = min(max(snap_limit(lim, hi), lo), hi)
     gp = min(max(g, lo), lp)
     if lp - gp <= 0.0:
-        v = _inv_right(xs, yr, lp)
+        v = _inv_right(xs, yr, limit_level(yr, lp))
         return [0.0, 1.0], [v, v]
     ss = [0.0]
     vs = [_inv_right(xs, yr, gp)]
@@ -197,7 +207,7 @@ def mff_component(f: PLF, r: int, g: float, lim: float) -> tuple[list[float], li
     ss.append(span)
     vs.append(_inv_left(xs, yr, lp))
     if span < 1.0:
-        tail = _inv_right(xs, yr, lp)
+        tail = _inv_right(xs, yr, limit_level(yr, lp))
         ss.extend([span, 1.0])
         vs.extend([tail, tail])
     return ss, vs
@@ -496,14 +506,14 @@ def _np_mff(xs: np.ndarray, yr: np.ndarray, g: float, lim: float) -> tuple[list[
         return _lerp1(float(yr[i]), float(xs[i]), float(yr[i + 1]), float(xs[i + 1]), w)
 
     if lp - gp <= 0.0:
-        v = inv_right(lp)
+        v = inv_right(limit_level(yr, lp))
         return np.array([0.0, 1.0]), np.array([v, v])
     mask = (yr > gp) & (yr < lp)
     span = lp - gp
     head_s, head_v = [0.0], [inv_right(gp)]
     tail_s, tail_v = [span], [inv_left(lp)]
     if span < 1.0:
-        tail = inv_right(lp)
+        tail = inv_right(limit_level(yr, lp))
         tail_s += [span, 1.0]
         tail_v += [tail, tail]
     return (np.concatenate([head_s, yr[mask] - gp, tail_s]), np.concatenate([head_v, xs[mask], tail_v]))
