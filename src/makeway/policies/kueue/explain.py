@@ -153,10 +153,7 @@ class Explain:
         memo = self._pending_memo
         if memo[0] != stamp:
             memo = self._pending_memo = (stamp, {})
-        shape = self._shapes.get(wl_id)
-        if shape is None:
-            shape = self._shapes[wl_id] = tuple(tuple(sorted(ps.items())) for ps in self._pod_sets(state, wl_id))
-        key = (wl.queue, shape)
+        key = (wl.queue, self._shape(state, wl_id))
         if not waiting and self.caches and key in memo[1]:
             hit = memo[1][key]
             return hit if hit is None else (hit[0], hit[1], dict(hit[2]))

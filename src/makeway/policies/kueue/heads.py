@@ -48,6 +48,13 @@ class HeadAdmission:
         wl = state.workloads[wl_id]
         return [{r: units(r, v * g.count) for r, v in g.resources.items()} for g in wl.groups]
 
+    def _shape(self, state: ClusterState, wl_id: str) -> tuple:
+        """The workload's pod-set totals as a hashable key (quota reads totals), kept per workload."""
+        shape = self._shapes.get(wl_id)
+        if shape is None:
+            shape = self._shapes[wl_id] = tuple(tuple(sorted(ps.items())) for ps in self._pod_sets(state, wl_id))
+        return shape
+
     def _assign(self, state: ClusterState, cq: QNode, wl_id: str) -> Assignment:
         """``assign_flavors``, memoised by what it reads: the request shape, the excluded flavors
         and the usage of the queue and its ancestors on the queue's flavor-resources (quotas and
@@ -56,10 +63,7 @@ class HeadAdmission:
             self._assign_memo.clear()
         hit = self._akeys.get(wl_id)
         if hit is None or hit[0][0] != cq.name:
-            shape = self._shapes.get(wl_id)
-            if shape is None:
-                shape = tuple(tuple(sorted(ps.items())) for ps in self._pod_sets(state, wl_id))
-                self._shapes[wl_id] = shape
+            shape = self._shape(state, wl_id)
             excluded = self._excluded(state, wl_id)
             key = (cq.name, shape, tuple(sorted(excluded.items())) if excluded else ())
             # an int per distinct key: the look-up below hashes it, not the nested key

@@ -197,7 +197,7 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         waiting = wl_id in self._waiting
         cq = self._tree.cqs.get(wl.queue) if self._tree is not None else None
         hid = -1 if cq is None else self._head_id(state, cq, wl_id)
-        return (not (self.prioritize_preemptors and waiting), -self.priority(wl), wl.submit, wl_id, hid, waiting)
+        return (*self._order_key(wl), hid, waiting)
 
     def _pending_by_queue(self, state: ClusterState, tree: QuotaTree) -> dict[str, list[tuple]]:
         """Fully pending, unparked workloads per ClusterQueue, best first (BestEffortFIFO)."""

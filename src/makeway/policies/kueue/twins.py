@@ -25,10 +25,7 @@ class TwinSkipping:
         hit = self._hkeys.get(wl_id)
         if hit is not None and hit[0][0] == cq.name:
             return hit[0]
-        shape = self._shapes.get(wl_id)
-        if shape is None:
-            shape = tuple(tuple(sorted(ps.items())) for ps in self._pod_sets(state, wl_id))
-            self._shapes[wl_id] = shape
+        shape = self._shape(state, wl_id)
         wl = state.workloads[wl_id]
         # node placement reads pods, not totals: 2 pods of 1 cpu and 1 pod of 2 cpu are not twins
         pods = tuple((g.count, tuple(sorted(g.resources.items()))) for g in wl.groups)
