@@ -32,6 +32,7 @@ from makeway.core.objects import Workload
 from makeway.core.policy import PreemptionModel
 from makeway.core.state import ClusterState
 from makeway.errors import MakewayError
+from makeway.sim.collector import fewer_young_collections
 from makeway.sim.metrics import Recorder
 from makeway.core.periodic import Row, Skipped, advance
 from makeway.sim.progress import NoProgressWatch
@@ -237,6 +238,10 @@ class Simulation:
         return self._real_events == 0 and not self.state.allocations
 
     def run(self) -> Recorder:
+        with fewer_young_collections():
+            return self._run()
+
+    def _run(self) -> Recorder:
         state, model = self.state, self.model
         model.bind(state)
         self._seed_periodic()
