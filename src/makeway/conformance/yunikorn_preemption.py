@@ -138,9 +138,9 @@ def _project(expected: dict, full: dict, part: Partition, ask: YAsk) -> dict:
         elif key == "allocationLogContains":
             got[key] = [r for r in exp if r in ask.log] if all(r in ask.log for r in exp) else list(ask.log)
         elif key == "allocationLogExactly":
-            got[key] = sorted(set(ask.log), key=ask.log.index)
+            got[key] = list(ask.log)
         elif key == "allocationLogFirst":
-            got[key] = ask.log[0] if ask.log else None
+            got[key] = next(iter(ask.log), None)
         elif key == "events":
             got[key] = match_events(exp, part.events)
         else:
@@ -388,7 +388,7 @@ def _try_allocate_phases(inp: dict, exp: dict) -> dict:
             if k == "events":
                 got[k] = match_events(want[k], part.events)
             elif k == "allocationLogContains":
-                got[k] = [x for x in want[k] if x in ask.log] if all(x in ask.log for x in want[k]) else ask.log
+                got[k] = [x for x in want[k] if x in ask.log] if all(x in ask.log for x in want[k]) else list(ask.log)
             else:
                 got[k] = full.get(k, f"<unsupported {k}>")
         phases.append(got)

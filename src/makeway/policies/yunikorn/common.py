@@ -161,9 +161,18 @@ class YAsk:
     required_node: str = ""
     triggered_preemption: bool = False
     last_check_us: int | None = None
-    log: list[str] = field(default_factory=list)
-    # the fast pass's last failed attempt: (world it was made in, log entries it added)
+    # the allocation log: message -> times logged, in first-seen order (YuniKorn keeps one entry per
+    # message with a count, so a long wait does not grow it with every attempt)
+    log: dict[str, int] = field(default_factory=dict)
+    # the fast pass's last failed attempt: (world it was made in, log counts it added)
     failed: tuple | None = None
+
+
+def log_failure(ask: YAsk, *messages: str) -> None:
+    """Log ``messages`` on the ask, in order (``YAsk.log``)."""
+    log = ask.log
+    for m in messages:
+        log[m] = log.get(m, 0) + 1
 
 
 @dataclass(slots=True)
@@ -360,7 +369,7 @@ def go_slice_stable(items: Sequence[T], less: Callable[[T, T], bool]) -> list[T]
     return data
 
 
-__all__ = ["Partition", "YQueue", "YAlloc", "YAsk", "YNode", "QueueProps", "resolve_props", "exact", "free_of", "plus",
+__all__ = ["log_failure", "Partition", "YQueue", "YAlloc", "YAsk", "YNode", "QueueProps", "resolve_props", "exact", "free_of", "plus",
            "parse_go_duration_us", "go_slice_stable", "add"]
 
 

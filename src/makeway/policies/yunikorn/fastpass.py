@@ -195,9 +195,14 @@ class _FastPass:
         """Every candidate workload in pending order (a heap: streams push workloads as they go)."""
         state, m = self.state, self.m
         wls = state.workloads
+        pending = state.pending
         blocks = m.blocks
         blocked = blocks.blocked
+        block = blocks.block
         streams = self.streams
+        reservations, asks, nohead, nofit, budgets = m.reservations, m.asks, m._nohead, m._nofit, self.budgets
+        now_us, enabled = self.now_us, m.preemption_enabled
+        facts = m._walk_facts
         self.start_resv = m._resv_released
         heap = self.heap = [walk_key(wls[w]) for w in blocks.candidates(state)]
         heapq.heapify(heap)
@@ -207,70 +212,75 @@ class _FastPass:
             pos = self.pos = heapq.heappop(heap)
             wl_id = pos[2]
             wl = wls[wl_id]
-            s = wl.settings or {}
-            pinned = str(s.get("requiredNode", "") or "")
-            may_preempt = bool(s.get("allowPreemptOther", True))
-            props = m._props[wl.queue]
-            due0 = _us(wl.submit) + props.preemption_delay_us
-            one = wl.groups[0].resources if len(wl.groups) == 1 else None  # every task's request
-            one_key = tuple(one.items()) if one is not None else ()
+            f = facts.get(wl_id)
+            if f is None or f[0] is not wl:
+                f = facts[wl_id] = _facts(wl)
+            _, pinned, may_preempt, submit_us, one, one_key = f
+            queue = wl.queue
+            props = m._props[queue]
+            due0 = submit_us + props.preemption_delay_us
             advance: list[tuple] = []
-            for tid in list(state.pending.get(wl_id, ())):
+            for tid in list(pending.get(wl_id, ())):
                 if tid in blocked:
                     continue
                 res = one if one is not None else state.task_resources(tid)
-                if tid in m.reservations and not pinned:
-                    self.reserved(tid, wl.queue, res)
-                    self.check_release(wl_id, tid)
-                    continue
                 if pinned:
                     self.slow(tid, wl_id, props, pinned)
+                    self.check_release(wl_id, tid)
+                    continue
+                if tid in reservations:
+                    self.reserved(tid, queue, res)
                     self.check_release(wl_id, tid)
                     continue
                 if ver[2] != m._resv_released:  # the state's epochs stand still within a call
                     ver = self.version()
                 rkey = one_key if one is not None else tuple(res.items())
-                hkey = (wl.queue, rkey)
-                if m._nohead.get(hkey) != ver and m._nofit.get(rkey) != ver:
-                    if not fit_in_max_undef(self.headroom(wl.queue), res):
-                        m._nohead[hkey] = ver
+                hkey = (queue, rkey)
+                if nohead.get(hkey) != ver and nofit.get(rkey) != ver:
+                    if not fit_in_max_undef(self.headroom(queue), res):
+                        nohead[hkey] = ver
                     else:
                         node = self.first_fit(res)
                         if node is not None:
-                            self.started(tid, wl.queue, res, node)
+                            self.started(tid, queue, res, node)
                             if streams.get(hkey) == wl_id:
                                 advance.append(hkey)
                             continue
-                        m._nofit[rkey] = ver
+                        nofit[rkey] = ver
                 streams.pop(hkey, None)  # not placed: no later ask of this key can be in this call
-                ask = m.asks.get(tid)
+                ask = asks.get(tid)
                 if ask is not None:
                     triggered, last = ask.triggered_preemption, ask.last_check_us
                 else:
                     triggered, last = False, None
                 due: int | None = None
-                if m.preemption_enabled and may_preempt and not triggered:
+                if enabled and may_preempt and not triggered:
                     due = due0
-                    if last is not None:
-                        due = max(due, last + PREEMPT_ATTEMPT_FREQUENCY_US)
-                    budget = self.budgets.setdefault(wl.queue, [MAX_PREEMPTION_ATTEMPTS])
-                    if due <= self.now_us and budget[0] > 0:
-                        if self.doomed(wl.queue, res):
-                            self.doomed_attempt(tid, wl, props, budget, hkey)
+                    if last is not None and last + PREEMPT_ATTEMPT_FREQUENCY_US > due:
+                        due = last + PREEMPT_ATTEMPT_FREQUENCY_US
+                    budget = budgets.get(queue)
+                    if budget is None:
+                        budget = budgets[queue] = [MAX_PREEMPTION_ATTEMPTS]
+                    if due <= now_us and budget[0] > 0:
+                        if self.doomed(queue, res, rkey):
+                            self.doomed_attempt(tid, wl, props, budget, hkey, ask)
                         else:
                             self.slow(tid, wl_id, props, pinned)
-                        self.check_release(wl_id, tid)
+                        if m._resv_released != self.start_resv:
+                            self.check_release(wl_id, tid)
                         continue
-                if due is not None and due <= self.now_us:
+                if due is not None and due <= now_us:
                     # its leaf's attempts are spent: parked until the next call gives fresh ones
-                    self.due_min = min(self.due_min, self.now_us)
-                    blocks.block(tid, wl, PARKED, last is not None, hkey)
+                    if now_us < self.due_min:
+                        self.due_min = now_us
+                    block(tid, wl, PARKED, last is not None, hkey)
                     continue
                 if due is not None:
-                    self.due_min = min(self.due_min, due)
+                    if due < self.due_min:
+                        self.due_min = due
                     if last is None or self.running:
                         self.wake = _min(self.wake, due / 1_000_000)
-                blocks.block(tid, wl, due, last is not None, hkey)
+                block(tid, wl, due, last is not None, hkey)
             for key in advance:
                 if streams.get(key) == wl_id:
                     self.stream(key, pos)
@@ -398,19 +408,19 @@ class _FastPass:
                 if counts:
                     self.wake = _min(self.wake, heap[0][0] / 1_000_000)
 
-    def doomed(self, queue: str, res: Res) -> bool:
+    def doomed(self, queue: str, res: Res, rkey: tuple) -> bool:
         """Whether an unpinned ask without a reservation, due to try preemption, will be refused by
         its queue's guarantee (``gate``): decided on the queue path before any view is built.
-        Kept per queue and request until this call starts an ask or makes a real attempt (what
-        moves the usage or the preempting sums it reads)."""
-        state, part = self.state, self.part
+        Kept per queue and request (``rkey``: ``res`` as items) until this call starts an ask or
+        makes a real attempt (what moves the usage or the preempting sums it reads)."""
         if not self.dirty:  # the path as the call found it: the verdict of an earlier call in this world
-            wkey = (queue, tuple(res.items()))
-            hit = self.m._doom_cache.get(wkey)
+            wkey = (queue, rkey)
+            cache = self.m._doom_cache
+            hit = cache.get(wkey)
             if hit is None:
-                hit = self.m._doom_cache[wkey] = self._doomed(queue, res, (*wkey, self.doom_epoch, part is None))
+                hit = cache[wkey] = self._doomed(queue, res, (queue, rkey, self.doom_epoch, self.part is None))
             return hit
-        return self._doomed(queue, res, (queue, tuple(res.items()), self.doom_epoch, part is None))
+        return self._doomed(queue, res, (queue, rkey, self.doom_epoch, self.part is None))
 
     def _doomed(self, queue: str, res: Res, key: tuple) -> bool:
         state, part = self.state, self.part
@@ -440,16 +450,20 @@ class _FastPass:
             self.pre_sums = out
         return self.pre_sums
 
-    def doomed_attempt(self, tid: str, wl: Any, props: QueueProps, budget: list[int], hkey: tuple) -> None:
+    def doomed_attempt(self, tid: str, wl: Any, props: QueueProps, budget: list[int], hkey: tuple,
+                       ask: YAsk | None) -> None:
         """What ``try_allocate`` does for an ask ``doomed`` says no to: the attempt counts against
         the leaf's budget and sets the ask's check clock, then the guarantee check refuses it.
         Then ``settle`` for it, whose tests the walk has passed (may preempt, not triggered, not
         pinned, no reservation): its next check is 15 s on at the earliest, a wake while running."""
-        ask = self.m._ask(self.state, tid)
+        if ask is None:
+            ask = self.m._ask(self.state, tid)
         now = self.now_us
         ask.last_check_us = now
         budget[0] -= 1
-        ask.log += [DOES_NOT_GUARANTEE, DOES_NOT_HELP]
+        log = ask.log
+        log[DOES_NOT_GUARANTEE] = log.get(DOES_NOT_GUARANTEE, 0) + 1
+        log[DOES_NOT_HELP] = log.get(DOES_NOT_HELP, 0) + 1
         due = max(ask.create_us + props.preemption_delay_us, now + PREEMPT_ATTEMPT_FREQUENCY_US)
         if self.running:
             self.wake = _min(self.wake, due / 1_000_000)
@@ -470,7 +484,7 @@ class _FastPass:
         self.doom_epoch += 1
         part = self.ensure_part()
         before = set(m.reservations)
-        marks = (len(ask.log), budget[0], ask.last_check_us)
+        marks = (dict(ask.log), budget[0], ask.last_check_us)
         # an unpinned ask without a reservation within its headroom reaches here only after the
         # first-fit index (or its cached verdict for this version) found no unreserved node, the
         # scan try_allocate would redo; one beyond its headroom went by without it: ask the index
@@ -484,7 +498,9 @@ class _FastPass:
         if r.kind is not None or r.victims or before != set(m.reservations):
             self.dirty = True
         elif memo:
-            ask.failed = (self.world, ask.log[marks[0]:], marks[1] - budget[0], ask.last_check_us != marks[2])
+            before = marks[0]
+            added = {k: n - before.get(k, 0) for k, n in ask.log.items() if n != before.get(k, 0)}
+            ask.failed = (self.world, added, marks[1] - budget[0], ask.last_check_us != marks[2])
         self.rmap = {n: a for a, n in m.reservations.items()}
         if r.kind in ("Allocated", "AllocatedReserved") and r.node is not None:
             self.started(tid, ask.queue, state.task_resources(tid), r.node)
@@ -503,8 +519,10 @@ class _FastPass:
     def replay(self, ask: YAsk, budget: list[int], failed: tuple) -> None:
         """An attempt that failed in this world without moving it fails again the same way: it
         reads only the world, the ask and the preconditions the walk checked (``world``)."""
-        _, log, spent, clocked = failed
-        ask.log += log
+        _, added, spent, clocked = failed
+        log = ask.log
+        for k, n in added.items():
+            log[k] = log.get(k, 0) + n
         budget[0] -= spent
         if clocked:
             ask.last_check_us = self.now_us
@@ -524,6 +542,16 @@ class _FastPass:
         if not pinned and tid not in m.reservations and (due is None or due > self.now_us):
             m.blocks.block(tid, self.state.workloads[wl_id], due, ask.last_check_us is not None,
                      (ask.queue, tuple(self.state.task_resources(tid).items())))
+
+
+def _facts(wl: Any) -> tuple:
+    """What the walk reads of a workload at every visit, read once: (the workload, its pinned node,
+    whether it may preempt, its submit time in µs, and the request every task shares with its
+    items when it has one task group, else None and ())."""
+    s = wl.settings or {}
+    one = wl.groups[0].resources if len(wl.groups) == 1 else None
+    return (wl, str(s.get("requiredNode", "") or ""), bool(s.get("allowPreemptOther", True)), _us(wl.submit),
+            one, tuple(one.items()) if one is not None else ())
 
 
 def _min(a: float | None, b: float | None) -> float | None:

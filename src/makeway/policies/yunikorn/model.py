@@ -87,6 +87,7 @@ class YuniKornModel(PreemptionModel):
         self._marks = 0  # Preempt decisions seen: moves whenever an allocation may become preempting
         self._doom_world: tuple | None = None
         self._doom_cache: dict[tuple, bool] = {}
+        self._walk_facts: dict[str, tuple] = {}  # workload -> what the walk reads of it (``fastpass._facts``)
 
     def bind(self, state: ClusterState) -> None:
         if self.quota is not None:
@@ -244,6 +245,8 @@ class YuniKornModel(PreemptionModel):
         if len(self._nofit) + len(self._nohead) > 4096:  # entries of older versions are dead weight
             self._nofit.clear()
             self._nohead.clear()
+        if len(self._walk_facts) > 2 * len(state.pending) + 4096:  # mostly workloads no longer pending
+            self._walk_facts.clear()
         run = _FastPass(self, state, now_us, taken, decisions)
         self._unblock(state, now_us, run)
         try:

@@ -21,7 +21,7 @@ from makeway.core.resources import Res, add
 from makeway.policies.yunikorn.resources import (ask_queue_under, equals_or_empty, fit_in, fit_in_actual,
                                                  fit_in_max_undef, is_empty, strictly_greater_than_only_existing,
                                                  sub_eliminate_negative, victim_queue_over)
-from makeway.policies.yunikorn.common import (MAX_PREEMPTION_ATTEMPTS, PREEMPT_ATTEMPT_FREQUENCY_US, Partition, YAlloc,
+from makeway.policies.yunikorn.common import (MAX_PREEMPTION_ATTEMPTS, log_failure, PREEMPT_ATTEMPT_FREQUENCY_US, Partition, YAlloc,
                                               YAsk, go_slice_stable)
 from makeway.policies.yunikorn.search import Snap, VictimSearch, find_fence_root, find_victims
 from makeway.policies.yunikorn.node_candidates import NodeCandidates, NodeRejects
@@ -441,7 +441,7 @@ class Preemptor:
 
     def try_preemption(self) -> PreemptionResult:
         if not self.check_queue_guarantees():
-            self.ask.log.append(DOES_NOT_GUARANTEE)
+            log_failure(self.ask, DOES_NOT_GUARANTEE)
             return PreemptionResult(False)
         self.init_working_state()
         assert self.by_node is not None
@@ -483,14 +483,14 @@ class Preemptor:
                 final.append(v)
             total = add(total, v.resources)
         if strictly_greater_than_only_existing(ask, total):
-            self.ask.log.append(SHORTFALL)
+            log_failure(self.ask, SHORTFALL)
             return PreemptionResult(False)
         marked: list[YAlloc] = []
         for v in final:
             if v.released or v.released_during_preemption:
                 for m in marked:
                     m.preempted = False
-                self.ask.log.append(VICTIMS_RELEASED)
+                log_failure(self.ask, VICTIMS_RELEASED)
                 return PreemptionResult(False)
             v.preempted = True
             marked.append(v)
@@ -525,17 +525,17 @@ def attempt_preemption(part: Partition, ask: YAsk, now_us: int, budget: list[int
     search then does not look for one).
     """
     if budget[0] <= 0:
-        ask.log += [MAX_ATTEMPTS, DOES_NOT_HELP]
+        log_failure(ask, MAX_ATTEMPTS, DOES_NOT_HELP)
         return PreemptionResult(False)
     if not preconditions_hold(part, ask, now_us, delay_us):
-        ask.log += [PRECONDITIONS_FAILED, DOES_NOT_HELP]
+        log_failure(ask, PRECONDITIONS_FAILED, DOES_NOT_HELP)
         return PreemptionResult(False)
     p = Preemptor(part, ask, headroom, nodes_tried, oracle)
     p.no_node_fits = no_node_fits
     budget[0] -= 1
     result = p.try_preemption()
     if not result.ok:
-        ask.log.append(DOES_NOT_HELP)
+        log_failure(ask, DOES_NOT_HELP)
     return result
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from makeway.core.resources import Res, add
-from makeway.policies.yunikorn.common import Partition, YAlloc, YAsk, go_slice_stable
+from makeway.policies.yunikorn.common import Partition, YAlloc, YAsk, go_slice_stable, log_failure
 from makeway.policies.yunikorn import events
 from makeway.policies.yunikorn.resources import match_any, strictly_greater_than, strictly_greater_than_or_equals
 
@@ -83,7 +83,7 @@ def required_node_preemption(part: Partition, ask: YAsk) -> list[YAlloc] | None:
     cands = sort_required_node(required_node_filter(part, ask).candidates)
     victims = required_node_victims(ask, cands, part.nodes[ask.required_node].free)
     if not victims:
-        ask.log.append(NO_VICTIM_REQUIRED_NODE)
+        log_failure(ask, NO_VICTIM_REQUIRED_NODE)
         part.events.append(events.required_node_failed(ask.key, ask.app, ask.required_node, ask.resources))
         return None
     for v in victims:
