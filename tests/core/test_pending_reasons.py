@@ -155,3 +155,20 @@ def test_executor_record_of_victims_gives_preempting() -> None:
     got = explain_pending(d.state, d.model, d.now, preempting_for={wid: victims})[wid]
     assert got.code == "preempting" and got.values["victims"] == sorted(victims)
     assert explain_pending(d.state, d.model, d.now)[wid].code == "resources"
+
+
+@pytest.mark.parametrize("m", MODELS)
+def test_queue_orders_are_each_queues_own_order(m: str):
+    """One pass for every queue gives what ``queue_order`` gives queue by queue, in queue name order,
+    whether the model keeps the default order or has its own (Kueue)."""
+    from makeway.core.pending import queue_orders
+
+    d = Driver(m, [4, 4])
+    for i in range(12):
+        d.submit(f"q{i % 2}", 1 + i % 3, 4, i % 2)
+    d.step()
+    orders = queue_orders(d.model, d.state, d.now)
+    queues = sorted({d.state.workloads[w].queue for w in d.state.pending})
+    assert list(orders) == queues and queues
+    assert orders == {q: d.model.queue_order(d.state, q, d.now) for q in queues}
+    assert sum(map(len, orders.values())) == len(d.state.pending)

@@ -94,6 +94,23 @@ def default_queue_order(state: ClusterState, queue: str) -> list[str]:
                   key=lambda w: (-wls[w].priority, wls[w].submit, w))
 
 
+def queue_orders(model: Any, state: ClusterState, now: float) -> dict[str, list[str]]:
+    """The model's ``queue_order`` of every queue with pending work, by queue name in sorted order.
+    When the model keeps the default order, all of them come from one pass over the pending
+    workloads instead of one per queue."""
+    from makeway.core.policy import PreemptionModel
+
+    wls = state.workloads
+    if getattr(type(model), "queue_order", None) is not PreemptionModel.queue_order:
+        return {q: model.queue_order(state, q, now) for q in sorted({wls[w].queue for w in state.pending})}
+    out: dict[str, list[str]] = {}
+    for w in state.pending:
+        out.setdefault(wls[w].queue, []).append(w)
+    for ws in out.values():
+        ws.sort(key=lambda w: (-wls[w].priority, wls[w].submit, w))
+    return {q: out[q] for q in sorted(out)}
+
+
 def _free_fit(state: ClusterState, tasks: Iterable[str]) -> bool:
     """Whether all ``tasks`` fit the free room of schedulable nodes now (first fit, in order)."""
     promised: dict[str, Res] = {}
@@ -141,8 +158,8 @@ def explain_pending(state: ClusterState, model: "PreemptionModel", now: float,
     ``preempting``. Reads only: neither the state nor the model changes.
     """
     positions: dict[str, int] = {}
-    for queue in sorted({state.workloads[w].queue for w in state.pending}):
-        for i, w in enumerate(model.queue_order(state, queue, now), 1):
+    for order in queue_orders(model, state, now).values():
+        for i, w in enumerate(order, 1):
             positions[w] = i
     largest = state.largest_node_capacity()
     out: dict[str, PendingInfo] = {}
@@ -175,5 +192,5 @@ def explain_pending(state: ClusterState, model: "PreemptionModel", now: float,
 
 
 __all__ = ["CODES", "FITS_NOWHERE", "GANG", "PREEMPTING", "PRIORITY", "PendingInfo", "QUEUE_MAX", "QUOTA",
-           "RESOURCES", "blocking_max", "blocking_usage", "default_queue_order", "explain_pending",
+           "RESOURCES", "blocking_max", "blocking_usage", "default_queue_order", "queue_orders", "explain_pending",
            "fits_some_node", "generic_reason"]

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from makeway.core.objects import Workload
-from makeway.core.pending import FITS_NOWHERE, blocking_max, fits_some_node, generic_reason
+from makeway.core.pending import FITS_NOWHERE, blocking_max, fits_some_node, generic_reason, queue_orders
 from makeway.core.pending import QUEUE_MAX as QUEUE_MAX_CODE
 from makeway.core.state import ClusterState
 
@@ -236,8 +236,8 @@ class ReasonLog:
             q = wls[w].queue
             by_queue[q] = by_queue.get(q, 0) + 1
         seen: set[str] = set()
-        for queue in sorted(by_queue):
-            for i, wl_id in enumerate(model.queue_order(state, queue, now), 1):
+        for order in queue_orders(model, state, now).values():
+            for i, wl_id in enumerate(order, 1):
                 seen.add(wl_id)
                 self._set(wl_id, now, *self._classify(wl_id, now, i, i <= self.HEAD))
         for wl_id in list(self._current):
@@ -290,8 +290,7 @@ class ReasonLog:
         stale.update(self._victims)
         heads: set[str] = set()
         classify, put = self._classify, self._set
-        for queue in sorted(by_queue):
-            order = model.queue_order(state, queue, now)
+        for queue, order in queue_orders(model, state, now).items():
             for i, wl_id in enumerate(order[:head], 1):
                 heads.add(wl_id)
                 put(wl_id, now, *classify(wl_id, now, i, True))
