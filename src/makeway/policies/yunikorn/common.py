@@ -369,8 +369,8 @@ def go_slice_stable(items: Sequence[T], less: Callable[[T, T], bool]) -> list[T]
     return data
 
 
-__all__ = ["log_failure", "Partition", "YQueue", "YAlloc", "YAsk", "YNode", "QueueProps", "resolve_props", "exact", "free_of", "plus",
-           "parse_go_duration_us", "go_slice_stable", "add"]
+__all__ = ["Partition", "YQueue", "YAlloc", "YAsk", "YNode", "QueueProps", "resolve_props", "exact", "free_of", "plus",
+           "parse_go_duration_us", "go_slice_stable", "add", "log_failure"]
 
 
 def sort_allocations_based_on_ask(allocs: Sequence[YAlloc], total: Res | None, ask: Res | None) -> list[YAlloc]:

@@ -16,7 +16,7 @@ from makeway.core.resources import Res, add_into
 from makeway.core.state import ClusterState
 from makeway.policies.yunikorn.blocks import PARKED, WalkKey, walk_key
 from makeway.policies.yunikorn.common import (MAX_PREEMPTION_ATTEMPTS, PREEMPT_ATTEMPT_FREQUENCY_US, Partition,
-                                              QueueProps, YAsk, exact, free_of, plus)
+                                              QueueProps, YAsk, exact, free_of, log_failure, plus)
 from makeway.policies.yunikorn.gate import guarantee_doomed
 from makeway.policies.yunikorn.preemptor import DOES_NOT_GUARANTEE, DOES_NOT_HELP, try_allocate
 from makeway.policies.yunikorn.resources import component_wise_min, fit_in, fit_in_max_undef
@@ -461,9 +461,7 @@ class _FastPass:
         now = self.now_us
         ask.last_check_us = now
         budget[0] -= 1
-        log = ask.log
-        log[DOES_NOT_GUARANTEE] = log.get(DOES_NOT_GUARANTEE, 0) + 1
-        log[DOES_NOT_HELP] = log.get(DOES_NOT_HELP, 0) + 1
+        log_failure(ask, DOES_NOT_GUARANTEE, DOES_NOT_HELP)
         due = max(ask.create_us + props.preemption_delay_us, now + PREEMPT_ATTEMPT_FREQUENCY_US)
         if self.running:
             self.wake = _min(self.wake, due / 1_000_000)
@@ -498,8 +496,8 @@ class _FastPass:
         if r.kind is not None or r.victims or before != set(m.reservations):
             self.dirty = True
         elif memo:
-            before = marks[0]
-            added = {k: n - before.get(k, 0) for k, n in ask.log.items() if n != before.get(k, 0)}
+            logged = marks[0]
+            added = {k: n - logged.get(k, 0) for k, n in ask.log.items() if n != logged.get(k, 0)}
             ask.failed = (self.world, added, marks[1] - budget[0], ask.last_check_us != marks[2])
         self.rmap = {n: a for a, n in m.reservations.items()}
         if r.kind in ("Allocated", "AllocatedReserved") and r.node is not None:

@@ -21,8 +21,8 @@ from makeway.core.resources import Res, add
 from makeway.policies.yunikorn.resources import (ask_queue_under, equals_or_empty, fit_in, fit_in_actual,
                                                  fit_in_max_undef, is_empty, strictly_greater_than_only_existing,
                                                  sub_eliminate_negative, victim_queue_over)
-from makeway.policies.yunikorn.common import (MAX_PREEMPTION_ATTEMPTS, log_failure, PREEMPT_ATTEMPT_FREQUENCY_US, Partition, YAlloc,
-                                              YAsk, go_slice_stable)
+from makeway.policies.yunikorn.common import (MAX_PREEMPTION_ATTEMPTS, PREEMPT_ATTEMPT_FREQUENCY_US, Partition, YAlloc,
+                                              YAsk, go_slice_stable, log_failure)
 from makeway.policies.yunikorn.search import Snap, VictimSearch, find_fence_root, find_victims
 from makeway.policies.yunikorn.node_candidates import NodeCandidates, NodeRejects
 from makeway.policies.yunikorn.required_node import required_node_preemption
