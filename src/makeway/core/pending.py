@@ -90,8 +90,11 @@ def _blocking(state: ClusterState, queue: str, demand: Res, with_usage: bool) ->
 def default_queue_order(state: ClusterState, queue: str) -> list[str]:
     """Pending workloads of ``queue``: priority (high first), then submit time, then id."""
     wls = state.workloads
-    return sorted((w for w in state.pending if wls[w].queue == queue),
-                  key=lambda w: (-wls[w].priority, wls[w].submit, w))
+    return sorted((w for w in state.pending if wls[w].queue == queue), key=_default_key(wls))
+
+
+def _default_key(wls: Mapping[str, Any]) -> Any:
+    return lambda w: (-wls[w].priority, wls[w].submit, w)
 
 
 def queue_orders(model: Any, state: ClusterState, now: float) -> dict[str, list[str]]:
@@ -106,8 +109,9 @@ def queue_orders(model: Any, state: ClusterState, now: float) -> dict[str, list[
     out: dict[str, list[str]] = {}
     for w in state.pending:
         out.setdefault(wls[w].queue, []).append(w)
+    key = _default_key(wls)
     for ws in out.values():
-        ws.sort(key=lambda w: (-wls[w].priority, wls[w].submit, w))
+        ws.sort(key=key)
     return {q: out[q] for q in sorted(out)}
 
 
