@@ -92,14 +92,16 @@ def test_reclaim_gates_requeued_victims_and_decides_as_reference(monkeypatch):
 
     monkeypatch.setattr(ymodel, "guarantee_doomed", counting)
     monkeypatch.setattr(ymodel._FastPass, "doomed_attempt", attempt)
-    logs = []
+    logs, models = [], []
     for cls in (Recording, FullEvaluation):
         state, jobs = reclaim_case(6)
         model = cls({})
         simulate(state, model, jobs, options=SimOptions(check_invariants=True))
         logs.append(model.log)
-    # victims were requeued into root.a (over its guarantee) and retried there every 15 s
+        models.append(model)
+    # victims were requeued into root.a (over its guarantee) and retried there every 15 s, by the
+    # walk or, while nothing else moved, by their cohort's timer
     assert any(" P fill" in line for line in logs[0])
-    assert calls["doomed"] > 10
+    assert calls["doomed"] > 10 or models[0].cohort_refusals > 10
     assert 0 < calls["evaluated"] < calls["doomed"]  # verdicts are kept while the world stands still
     assert logs[0] == logs[1]

@@ -15,6 +15,12 @@ it in the walk can be (until a reservation goes mid-walk, which re-opens the key
 Parked asks (``PARKED``) are streamed per leaf at every call in the same way: the first in walk
 order, then the next only while the leaf still has attempts left after the one before. Once a
 leaf's budget is spent, the asks after that point could only find it spent.
+
+Asks refused by their queue's guarantee in a call that had moved nothing before them are blocked
+as one *cohort*: they share one timer (15 s on), and the world the call started from. When that
+timer comes and the world is still that one, with nothing else to walk, the call would refuse
+each of them again in the same way (``YuniKornModel._repeat_cohort``), so it is done without the
+walk. Otherwise the cohort's asks are released like any other timer.
 """
 
 from __future__ import annotations
@@ -29,6 +35,18 @@ WalkKey = tuple[float, float, str]
 # the timer of a *parked* ask: due to try preemption, but its leaf had no attempt left when the walk
 # reached it; it can do nothing else until its leaf gets a fresh budget (every call)
 PARKED = -2
+
+
+class Cohort:
+    """Asks refused together (see the module doc): their common timer, the world of the call that
+    refused them, and their ids (some may since have been released: ``Blocks.live``)."""
+
+    __slots__ = ("due", "world", "tids")
+
+    def __init__(self, due: int, world: tuple, tids: list[str]):
+        self.due = due
+        self.world = world
+        self.tids = tids
 
 
 def walk_key(wl: Any) -> WalkKey:
@@ -62,6 +80,8 @@ class Blocks:
         self.open_all = True
         self.open_pos = 0
         self.open_state: Any = None
+        self.cohorts: list[tuple[int, int, Cohort]] = []  # heap by timer
+        self._cseq = 0
 
     def clear(self) -> None:
         self.open_all = True
@@ -72,9 +92,11 @@ class Blocks:
         self.restream.clear()
         self.heap_fresh.clear()
         self.heap_checked.clear()
+        self.cohorts.clear()
 
-    def block(self, tid: str, wl: Any, due: int | None, checked: bool, key: tuple) -> None:
-        """Block an ask until ``due`` (None: never; ``PARKED``: see the module doc)."""
+    def block(self, tid: str, wl: Any, due: int | None, checked: bool, key: tuple, timer: bool = True) -> None:
+        """Block an ask until ``due`` (None: never; ``PARKED``: see the module doc). Without a
+        ``timer`` the caller puts it in a cohort (``add_cohort``), which holds the timer."""
         if tid in self.blocked:
             return
         self.blocked[tid] = -1 if due is None else due
@@ -97,8 +119,43 @@ class Blocks:
             members.add(wl.id)
             insort(self.by_key[key], walk_key(wl))
             self.entries += 1
-        if due is not None:
+        if due is not None and timer:
             heapq.heappush(self.heap_checked if checked else self.heap_fresh, (due, tid))
+
+    def add_cohort(self, due: int, world: tuple, tids: list[str]) -> None:
+        self._cseq += 1
+        heapq.heappush(self.cohorts, (due, self._cseq, Cohort(due, world, tids)))
+
+    def live(self, cohort: Cohort) -> list[str]:
+        """The cohort's asks still blocked on its timer."""
+        blocked, due = self.blocked, cohort.due
+        return [t for t in cohort.tids if blocked.get(t) == due]
+
+    def cohort_top(self) -> Cohort | None:
+        """The cohort with the earliest timer that still holds an ask (dead ones dropped)."""
+        heap, blocked = self.cohorts, self.blocked
+        while heap:
+            c = heap[0][2]
+            due = c.due
+            for t in c.tids:
+                if blocked.get(t) == due:
+                    return c
+            heapq.heappop(heap)
+        return None
+
+    def next_cohort_due(self) -> float:
+        """No later than the timer of any cohort but the top one (dead ones included)."""
+        heap = self.cohorts
+        return min((heap[i][0] for i in (1, 2) if i < len(heap)), default=float("inf"))
+
+    def repeat(self, cohort: Cohort, due: int, tids: list[str]) -> None:
+        """Move the top cohort's timer to ``due``, keeping ``tids`` (its live asks)."""
+        blocked = self.blocked
+        for t in tids:
+            blocked[t] = due
+        cohort.due, cohort.tids = due, tids
+        self._cseq += 1
+        heapq.heapreplace(self.cohorts, (due, self._cseq, cohort))
 
     def release(self, tid: str) -> None:
         due = self.blocked.pop(tid, None)
@@ -127,6 +184,10 @@ class Blocks:
                 due, tid = heapq.heappop(heap)
                 if self.blocked.get(tid) == due:
                     self.release(tid)
+        cohorts = self.cohorts
+        while cohorts and cohorts[0][0] <= now_us:
+            for tid in self.live(heapq.heappop(cohorts)[2]):
+                self.release(tid)
 
     def release_key(self, state: Any, wl_id: str, key: tuple) -> bool:
         """Release the tasks of a workload blocked under ``key``; whether there were any."""
@@ -213,4 +274,4 @@ class Blocks:
         return out
 
 
-__all__ = ["Blocks", "PARKED", "WalkKey", "walk_key"]
+__all__ = ["Blocks", "Cohort", "PARKED", "WalkKey", "walk_key"]

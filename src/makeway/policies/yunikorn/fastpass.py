@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from makeway.core.decisions import Decision, Preempt, Start
 from makeway.core.resources import Res, add_into
 from makeway.core.state import ClusterState
-from makeway.policies.yunikorn.blocks import PARKED, WalkKey, walk_key
+from makeway.policies.yunikorn.blocks import PARKED, Blocks, WalkKey, walk_key
 from makeway.policies.yunikorn.common import (MAX_PREEMPTION_ATTEMPTS, PREEMPT_ATTEMPT_FREQUENCY_US, Partition,
                                               QueueProps, YAsk, exact, free_of, log_failure, plus)
 from makeway.policies.yunikorn.gate import guarantee_doomed
@@ -66,6 +66,7 @@ class _FastPass:
         self.running = bool(state.allocations)
         # the world as the call found it (``YuniKornModel._world``); ``dirty`` once this call moved it
         self.world = model._world(state)
+        self.fit_world = model._fit_world(state)
         self.dirty = bool(decisions)
         if model._doom_world != self.world:
             model._doom_world = self.world
@@ -77,6 +78,7 @@ class _FastPass:
             model._sorted_names = sorted(state.nodes)
             model._ynodes.clear()
         self.names = model._names
+        self.cohort: list[str] = []  # asks refused before anything moved in this call (``Blocks``)
 
     def version(self) -> tuple:
         s = self.state
@@ -401,12 +403,9 @@ class _FastPass:
         walk must leave no wake-up behind, since an extra call can decide something (an ask
         holding a reservation is placed at the next call)."""
         blocks = self.m.blocks
-        for heap, counts in ((blocks.valid(blocks.heap_fresh), True),
-                             (blocks.valid(blocks.heap_checked), self.running)):
-            if heap:
-                self.due_min = min(self.due_min, heap[0][0])
-                if counts:
-                    self.wake = _min(self.wake, heap[0][0] / 1_000_000)
+        if self.cohort:
+            blocks.add_cohort(self.now_us + PREEMPT_ATTEMPT_FREQUENCY_US, self.fit_world, self.cohort)
+        self.due_min, self.wake = timers(blocks, self.due_min, self.wake, self.running)
 
     def doomed(self, queue: str, res: Res, rkey: tuple) -> bool:
         """Whether an unpinned ask without a reservation, due to try preemption, will be refused by
@@ -467,7 +466,10 @@ class _FastPass:
             self.wake = _min(self.wake, due / 1_000_000)
         if due < self.due_min:
             self.due_min = due
-        self.m.blocks.block(tid, wl, due, True, hkey)
+        alike = due == now + PREEMPT_ATTEMPT_FREQUENCY_US
+        if alike:
+            self.cohort.append(tid)
+        self.m.blocks.block(tid, wl, due, True, hkey, timer=not alike)
 
     def slow(self, tid: str, wl_id: str, props: QueueProps, pinned: str) -> None:
         """The reference step for one ask, on the partition view."""
@@ -552,6 +554,22 @@ def _facts(wl: Any) -> tuple:
             one, tuple(one.items()) if one is not None else ())
 
 
+def timers(blocks: Blocks, due_min: float, wake: float | None, running: bool) -> tuple[float, float | None]:
+    """``due_min`` and ``wake`` lowered by the earliest timer of the asks still blocked: a fresh
+    ask's always wakes the model, a checked ask's (or a cohort's) only while something runs."""
+    for heap, counts in ((blocks.valid(blocks.heap_fresh), True), (blocks.valid(blocks.heap_checked), running)):
+        if heap:
+            due_min = min(due_min, heap[0][0])
+            if counts:
+                wake = _min(wake, heap[0][0] / 1_000_000)
+    cohort = blocks.cohort_top()
+    if cohort is not None:
+        due_min = min(due_min, cohort.due)
+        if running:
+            wake = _min(wake, cohort.due / 1_000_000)
+    return due_min, wake
+
+
 def _min(a: float | None, b: float | None) -> float | None:
     if a is None:
         return b
@@ -560,4 +578,4 @@ def _min(a: float | None, b: float | None) -> float | None:
     return min(a, b)
 
 
-__all__ = ["RESERVATION_TIMEOUT_US", "_FastPass", "_min"]
+__all__ = ["RESERVATION_TIMEOUT_US", "_FastPass", "_min", "timers"]
