@@ -1,7 +1,7 @@
 """Asks refused together are refused again together (``Blocks`` cohorts, issue 20).
 
-A call whose only work is a cohort's timer is done without the walk
-(``YuniKornModel._repeat_cohort``). Against the same model with that shortcut off, every call
+A call whose only work is refusals (a cohort's timer, asks parked for want of their leaf's
+attempts) is done without the walk (``cohorts.repeat_refusals``). Against the same model with that shortcut off, every call
 must decide the same, ask for the same wake-up, and leave every ask with the same check clock and
 allocation log counts; against the reference pass (``caches: false``) the decisions and wake-ups
 must match too.
@@ -21,7 +21,7 @@ class AskStates(Recording):
     """Also logs, after every call, each ask's check clock and log counts."""
 
     most = 0  # the largest count any ask's log reached
-    repeats = 0  # calls ``_repeat_cohort`` made, in the latest run of this class
+    repeats = 0  # calls ``repeat_refusals`` made, in the latest run of this class
 
 
     def schedule(self, state, now):
@@ -33,20 +33,19 @@ class AskStates(Recording):
 
 
 class NoCohorts(AskStates):
-    def _repeat_cohort(self, state, now_us):
-        return False
+    closed_form_refusals = False
 
 
-def starved_case(gangs: int = 3) -> tuple[ClusterState, list[Workload]]:
+def starved_case(gangs: int = 6) -> tuple[ClusterState, list[Workload]]:
     """root.a runs over its guarantee for an hour; root.b's asks (under theirs) are refused by
     root.a's guarantee every 15 s, and some leaves have more asks due than attempts."""
     delay = {"properties": {"preemption.delay": "1s"}}
     queues = [Queue("root"), Queue("root.a", "root", {"cpu": 12}, settings=delay),
-              Queue("root.b", "root", {"cpu": 4}, settings=delay), Queue("root.c", "root", {"cpu": 4}, settings=delay)]
+              Queue("root.b", "root", {"cpu": 4}, settings=delay), Queue("root.c", "root", {"cpu": 0.5}, settings=delay)]
     nodes = [Node(f"n{i}", {"cpu": 4}) for i in range(4)]
     jobs = [Workload(f"fill{i}", "root.a", 0.0, 3600.0 + 60 * i, (TaskGroup(1, {"cpu": 1}),)) for i in range(16)]
     jobs += [Workload(f"ask{i}", "root.b", 2.0 + 7 * i, 60.0, (TaskGroup(1, {"cpu": 1 + i % 2}),)) for i in range(4)]
-    jobs += [Workload(f"gang{i}", "root.c", 30.0 + 11 * i, 60.0, (TaskGroup(7, {"cpu": 1}),)) for i in range(gangs)]
+    jobs += [Workload(f"gang{i}", "root.c", 30.0, 60.0, (TaskGroup(7, {"cpu": 1}),)) for i in range(gangs)]
     return ClusterState(["cpu"], queues, nodes), jobs
 
 
@@ -59,6 +58,7 @@ def test_cohort_repeats_decide_and_log_as_the_walk():
         logs.append(model.log)
         models.append(model)
     assert models[0].cohort_repeats > 20 and models[1].cohort_repeats == 0
+    assert models[0].parked_turns > 0  # root.c's gangs have more asks due than attempts
     assert models[0].most > 20  # asks were refused again and again
     assert logs[0] == logs[1]
     state, jobs = starved_case()

@@ -19,7 +19,7 @@ leaf's budget is spent, the asks after that point could only find it spent.
 Asks refused by their queue's guarantee in a call that had moved nothing before them are blocked
 as one *cohort*: they share one timer (15 s on), and the world the call started from. When that
 timer comes and the world is still that one, with nothing else to walk, the call would refuse
-each of them again in the same way (``YuniKornModel._repeat_cohort``), so it is done without the
+each of them again in the same way (``cohorts.repeat_refusals``), so it is done without the
 walk. Otherwise the cohort's asks are released like any other timer.
 """
 
@@ -101,12 +101,7 @@ class Blocks:
             return
         self.blocked[tid] = -1 if due is None else due
         if due == PARKED:
-            self.nparked += 1
-            members = self.in_leaf.setdefault(wl.queue, set())
-            if wl.id not in members:
-                members.add(wl.id)
-                insort(self.by_leaf.setdefault(wl.queue, []), walk_key(wl))
-                self.entries += 1
+            self.park(tid, wl)
             due = None
         self.count[wl.id] = self.count.get(wl.id, 0) + 1
         self.key_of[tid] = key
@@ -143,19 +138,20 @@ class Blocks:
             heapq.heappop(heap)
         return None
 
+    def park(self, tid: str, wl: Any) -> None:
+        """Park a blocked ask (``block``, or a cohort's whose leaf had no attempt left for it)."""
+        self.blocked[tid] = PARKED
+        self.nparked += 1
+        members = self.in_leaf.setdefault(wl.queue, set())
+        if wl.id not in members:
+            members.add(wl.id)
+            insort(self.by_leaf.setdefault(wl.queue, []), walk_key(wl))
+            self.entries += 1
+
     def next_cohort_due(self) -> float:
         """No later than the timer of any cohort but the top one (dead ones included)."""
         heap = self.cohorts
         return min((heap[i][0] for i in (1, 2) if i < len(heap)), default=float("inf"))
-
-    def repeat(self, cohort: Cohort, due: int, tids: list[str]) -> None:
-        """Move the top cohort's timer to ``due``, keeping ``tids`` (its live asks)."""
-        blocked = self.blocked
-        for t in tids:
-            blocked[t] = due
-        cohort.due, cohort.tids = due, tids
-        self._cseq += 1
-        heapq.heapreplace(self.cohorts, (due, self._cseq, cohort))
 
     def release(self, tid: str) -> None:
         due = self.blocked.pop(tid, None)

@@ -19,11 +19,11 @@ from makeway.core.policy import PreemptionModel
 from makeway.core.state import ClusterState
 from makeway.core.placement import pending_order
 from makeway.policies.yunikorn.common import (MAX_PREEMPTION_ATTEMPTS, PREEMPT_ATTEMPT_FREQUENCY_US, QueueProps,
-                                              YAlloc, YAsk, YNode, exact, log_failure, plus)
-from makeway.policies.yunikorn.preemptor import DOES_NOT_GUARANTEE, DOES_NOT_HELP
+                                              YAlloc, YAsk, YNode, exact, plus)
 from makeway.core.resources import Res
 from makeway.policies.yunikorn.blocks import Blocks
-from makeway.policies.yunikorn.fastpass import RESERVATION_TIMEOUT_US, _FastPass, _min, timers
+from makeway.policies.yunikorn.cohorts import repeat_refusals
+from makeway.policies.yunikorn.fastpass import RESERVATION_TIMEOUT_US, _FastPass, _min
 from makeway.policies.yunikorn.preemptor import try_allocate
 from makeway.policies.yunikorn.quota import QuotaPreemption
 from makeway.policies.yunikorn.resources import fit_in_max_undef
@@ -49,6 +49,9 @@ class YuniKornModel(PreemptionModel):
     name = "yunikorn"
     fixed_priority = ("YuniKorn takes an ask's priority from its pod at submission, and a pod's priority "
                       "cannot change in Kubernetes")
+
+    # False: every call walks, even one that only refuses (the reference ``cohorts`` is tested against)
+    closed_form_refusals = True
 
     def __init__(self, settings: Mapping[str, Any] | None = None):
         super().__init__(settings)
@@ -89,8 +92,10 @@ class YuniKornModel(PreemptionModel):
         self._doom_world: tuple | None = None
         self._doom_cache: dict[tuple, bool] = {}
         self._walk_facts: dict[str, tuple] = {}  # workload -> what the walk reads of it (``fastpass._facts``)
-        self.cohort_repeats = 0  # calls done by ``_repeat_cohort``
+        self.cohort_repeats = 0  # calls done by ``cohorts.repeat_refusals``
+        self._refusals: tuple[tuple | None, dict] = (None, {})  # its verdicts, for one ``_fit_world``
         self.cohort_refusals = 0  # and the refusals they made
+        self.parked_turns = 0  # those of them in which parked asks had their turn
 
     def bind(self, state: ClusterState) -> None:
         if self.quota is not None:
@@ -245,7 +250,7 @@ class YuniKornModel(PreemptionModel):
                state.topology_epoch, tuple(self.reservations.items()))
         if not decisions and self._quiet == key and now_us < self._due_min:
             return []
-        if not decisions and self._repeat_cohort(state, now_us):
+        if not decisions and self.closed_form_refusals and repeat_refusals(self, state, now_us):
             self._quiet, self._xmark = key, x
             return []
         if len(self._nofit) + len(self._nohead) > 4096:  # entries of older versions are dead weight
@@ -269,57 +274,6 @@ class YuniKornModel(PreemptionModel):
         self._quiet = key if not decisions else None
         self._xmark = x + sum(1 for d in decisions if isinstance(d, Start))
         return decisions
-
-    def _repeat_cohort(self, state: ClusterState, now_us: int) -> bool:
-        """A call whose only work is a cohort's timer (``Blocks``): each of its asks would be
-        walked, found due, placed nowhere, given one of its leaf's attempts (a leaf has no more
-        asks in a cohort than attempts) and refused by its queue's guarantee, since nothing is
-        started or attempted before it. So each gets what ``_FastPass.doomed_attempt`` gives, and
-        the cohort one timer 15 s on; ``_wake`` and ``_due_min`` are what the walk would leave.
-
-        In the world that refused the cohort (``_fit_world``: no start, release, mark or
-        reservation since the call that refused it, which therefore moved nothing before any of
-        them) the verdicts are known; in another, each (queue, request) of the cohort is asked
-        again. False, changing nothing, when anything else could be walked or decided."""
-        blocks = self.blocks
-        cohort = blocks.cohort_top()
-        if cohort is None or cohort.due > now_us:
-            return False
-        if blocks.nparked or blocks.restream or self._bver != (state.freed_epoch, state.config_epoch,
-                                                               self._resv_released, state.topology_epoch):
-            return False
-        for heap in (blocks.heap_fresh, blocks.heap_checked):
-            top = blocks.valid(heap)
-            if top and top[0][0] <= now_us:
-                return False
-        if blocks.next_cohort_due() <= now_us or blocks.candidates(state):
-            return False
-        tids = blocks.live(cohort)
-        world = self._fit_world(state)
-        if cohort.world != world:
-            run = _FastPass(self, state, now_us, set(), [])
-            key_of = blocks.key_of
-            for queue, rkey in {key_of[t] for t in tids}:
-                if run.placeable(queue, rkey) or not run.doomed(queue, dict(rkey), rkey):
-                    return False
-            cohort.world = world
-        due = now_us + PREEMPT_ATTEMPT_FREQUENCY_US
-        asks = self.asks
-        for tid in tids:
-            ask = asks.get(tid)
-            if ask is None:
-                ask = self._ask(state, tid)
-            ask.last_check_us = now_us
-            log_failure(ask, DOES_NOT_GUARANTEE, DOES_NOT_HELP)
-        blocks.repeat(cohort, due, tids)
-        due_min, wake = timers(blocks, float("inf"), None, bool(state.allocations))
-        for tid, at in self.reserved_at.items():
-            if tid in self.reservations:
-                due_min = min(due_min, at + RESERVATION_TIMEOUT_US + 1)
-        self._wake, self._due_min = wake, due_min
-        self.cohort_repeats += 1
-        self.cohort_refusals += len(tids)
-        return True
 
     def _unblock(self, state: ClusterState, now_us: int, run: "_FastPass") -> None:
         """Forget blocks when the version moved; release asks whose precondition time came.
@@ -367,9 +321,10 @@ class YuniKornModel(PreemptionModel):
         return due / 1_000_000 if due > now_us else None
 
     def _fit_world(self, state: ClusterState) -> tuple:
-        """``_world`` but for submissions, which move no placement and no guarantee verdict."""
+        """``_world`` but for submissions, which move no placement and no guarantee verdict
+        (withdrawals are counted: they take asks away)."""
         return (id(state), state.alloc_epoch, state.freed_epoch, state.config_epoch, state.topology_epoch,
-                self._marks, tuple(self.reservations.items()))
+                len(state.withdrawn), self._marks, tuple(self.reservations.items()))
 
     def _world(self, state: ClusterState) -> tuple:
         """What a preemption attempt or a guarantee verdict reads besides its own ask, at the start

@@ -1,0 +1,158 @@
+"""A call whose only work is refusals, done without the walk (issue 20).
+
+Most calls of a long YuniKorn run are the 15 s timers of asks refused by their queue's guarantee:
+the walk releases them, finds each placed nowhere and refused again, and blocks it 15 s on.
+``repeat_refusals`` does such a call in closed form when nothing else can be walked: no ask
+released by a key, no per-ask timer due, no workload with an unblocked ask. What is due is then a
+cohort's asks (``Blocks``: refused together, so due together) and the asks parked for want of
+their leaf's attempts. Per leaf, the walk gives the first ``MAX_PREEMPTION_ATTEMPTS`` of them in
+walk order an attempt and parks the rest; an attempt is refused when its (queue, request) is
+placed nowhere and doomed by the guarantee (``_FastPass.placeable``, ``_FastPass.doomed``), since
+nothing is started or attempted before it in the call. When every attempt would be refused, each
+refused ask gets what ``_FastPass.doomed_attempt`` gives, they form the next cohort, and
+``_wake`` and ``_due_min`` are what the walk would leave. Otherwise nothing is changed and the call
+walks.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import TYPE_CHECKING
+
+from makeway.core.state import ClusterState
+from makeway.policies.yunikorn.blocks import PARKED, walk_key
+from makeway.policies.yunikorn.common import MAX_PREEMPTION_ATTEMPTS, PREEMPT_ATTEMPT_FREQUENCY_US, log_failure
+from makeway.policies.yunikorn.fastpass import RESERVATION_TIMEOUT_US, _FastPass, timers
+from makeway.policies.yunikorn.preemptor import DOES_NOT_GUARANTEE, DOES_NOT_HELP
+
+if TYPE_CHECKING:
+    from makeway.policies.yunikorn.model import YuniKornModel
+
+
+def repeat_refusals(model: "YuniKornModel", state: ClusterState, now_us: int) -> bool:
+    """Do this call as the walk would if it only refuses (see the module doc); False, changing
+    nothing, when it may do anything else."""
+    blocks = model.blocks
+    cohort = blocks.cohort_top()
+    if cohort is not None and cohort.due > now_us:
+        cohort = None
+    if cohort is None and not blocks.nparked:
+        return False
+    if blocks.restream or model._bver != (state.freed_epoch, state.config_epoch, model._resv_released,
+                                          state.topology_epoch):
+        return False
+    for heap in (blocks.heap_fresh, blocks.heap_checked):
+        top = blocks.valid(heap)
+        if top and top[0][0] <= now_us:
+            return False
+    if (cohort is not None and blocks.next_cohort_due() <= now_us) or blocks.candidates(state):
+        return False
+    members = blocks.live(cohort) if cohort is not None else []
+    world = model._fit_world(state)
+    # refused in this very world: no start, release, withdrawal, mark or reservation since, so the
+    # call that refused them moved nothing before any of them, and nothing is parked in between
+    known = cohort is not None and cohort.world == world and not blocks.nparked
+    parked = blocks.nparked
+    if parked:
+        refuse, park = _turns(model, state, members)
+    elif known:
+        refuse, park = members, []  # a cohort has no more asks in a leaf than it has attempts
+    else:
+        pending = state.pending
+        refuse, park = [t for t in members if t in pending.get(t.rsplit("/", 2)[0], ())], []
+    if not known and not _all_refused(model, state, now_us, refuse, world):
+        return False
+    due = now_us + PREEMPT_ATTEMPT_FREQUENCY_US
+    asks, blocked = model.asks, blocks.blocked
+    for tid in refuse:
+        ask = asks.get(tid)
+        if ask is None:
+            ask = model._ask(state, tid)
+        ask.last_check_us = now_us
+        log_failure(ask, DOES_NOT_GUARANTEE, DOES_NOT_HELP)
+        if blocked[tid] == PARKED:
+            blocks.nparked -= 1
+        blocked[tid] = due
+    wls = state.workloads
+    for tid in park:
+        blocks.park(tid, wls[tid.rsplit("/", 2)[0]])
+    if cohort is not None:
+        heapq.heappop(blocks.cohorts)
+    if refuse:
+        blocks.add_cohort(due, world, refuse)
+    due_min, wake = timers(blocks, float("inf"), None, bool(state.allocations))
+    if blocks.nparked:
+        due_min = min(due_min, now_us)
+    for tid, at in model.reserved_at.items():
+        if tid in model.reservations:
+            due_min = min(due_min, at + RESERVATION_TIMEOUT_US + 1)
+    model._wake, model._due_min = wake, due_min
+    model.cohort_repeats += 1
+    model.cohort_refusals += len(refuse)
+    model.parked_turns += bool(parked)
+    return True
+
+
+def _turns(model: "YuniKornModel", state: ClusterState, members: list[str]) -> tuple[list[str], list[str]]:
+    """Per leaf, the due asks (the cohort's ``members`` and the parked) in walk order: those that
+    get an attempt, and the members that find their leaf's attempts spent (to be parked)."""
+    blocks, pending, wls = model.blocks, state.pending, state.workloads
+    blocked, key_of = blocks.blocked, blocks.key_of
+    mine: dict[str, list] = {}
+    member_set = set(members)
+    mine_ids: set[str] = set()
+    for tid in members:
+        w = tid.rsplit("/", 2)[0]
+        if w not in mine_ids:
+            mine_ids.add(w)
+            mine.setdefault(key_of[tid][0], []).append(walk_key(wls[w]))
+    refuse: list[str] = []
+    park: list[str] = []
+    for leaf in sorted(set(mine) | set(blocks.parked_leaves())):
+        budget = MAX_PREEMPTION_ATTEMPTS
+        keys = sorted(set(mine.get(leaf, ())))
+        left = len(keys)  # member workloads not reached yet
+        seen: set[str] = set()
+        for wk in heapq.merge(keys, blocks.by_leaf.get(leaf, ())):
+            if budget == 0 and left == 0:
+                break
+            w = wk[2]
+            if w in seen:
+                continue
+            seen.add(w)
+            for tid in pending.get(w, ()):
+                if tid in member_set:
+                    if budget > 0:
+                        budget -= 1
+                        refuse.append(tid)
+                    else:
+                        park.append(tid)
+                elif budget > 0 and blocked.get(tid) == PARKED:
+                    budget -= 1
+                    refuse.append(tid)
+            if w in mine_ids:
+                left -= 1
+    return refuse, park
+
+
+def _all_refused(model: "YuniKornModel", state: ClusterState, now_us: int, refuse: list[str], world: tuple) -> bool:
+    """Whether each ask in ``refuse`` would be placed nowhere and doomed, asked once per (queue,
+    request) and world."""
+    if model._refusals[0] != world:
+        model._refusals = (world, {})
+    verdicts = model._refusals[1]
+    run = None
+    key_of = model.blocks.key_of
+    for key in {key_of[t] for t in refuse}:
+        out = verdicts.get(key)
+        if out is None:
+            if run is None:
+                run = _FastPass(model, state, now_us, set(), [])
+            queue, rkey = key
+            out = verdicts[key] = not run.placeable(queue, rkey) and run.doomed(queue, dict(rkey), rkey)
+        if not out:
+            return False
+    return True
+
+
+__all__ = ["repeat_refusals"]
