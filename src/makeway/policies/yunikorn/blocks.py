@@ -151,7 +151,10 @@ class Blocks:
     def next_cohort_due(self) -> float:
         """No later than the timer of any cohort but the top one (dead ones included)."""
         heap = self.cohorts
-        return min((heap[i][0] for i in (1, 2) if i < len(heap)), default=float("inf"))
+        n = len(heap)
+        if n > 2:
+            return min(heap[1][0], heap[2][0])
+        return heap[1][0] if n == 2 else float("inf")
 
     def release(self, tid: str) -> None:
         due = self.blocked.pop(tid, None)
@@ -257,6 +260,8 @@ class Blocks:
         """The pending workloads with a task that is not blocked (what the walk visits), found from
         ``open`` instead of a scan of every pending workload; ``open`` is trimmed to them."""
         log = state.pending_log
+        if not self.open and self.open_state is state and self.open_pos == log.position and not self.open_all:
+            return []  # nothing released and nothing pending changed since the last call
         new = None if self.open_state is not state else log.since(self.open_pos)
         self.open_state, self.open_pos = state, log.position
         if new is None or self.open_all:

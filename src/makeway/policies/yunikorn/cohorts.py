@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from makeway.core.state import ClusterState
 from makeway.policies.yunikorn.blocks import PARKED, walk_key
-from makeway.policies.yunikorn.common import MAX_PREEMPTION_ATTEMPTS, PREEMPT_ATTEMPT_FREQUENCY_US, log_failure
+from makeway.policies.yunikorn.common import MAX_PREEMPTION_ATTEMPTS, PREEMPT_ATTEMPT_FREQUENCY_US
 from makeway.policies.yunikorn.fastpass import RESERVATION_TIMEOUT_US, _FastPass, timers
 from makeway.policies.yunikorn.preemptor import DOES_NOT_GUARANTEE, DOES_NOT_HELP
 
@@ -69,7 +69,9 @@ def repeat_refusals(model: "YuniKornModel", state: ClusterState, now_us: int) ->
         if ask is None:
             ask = model._ask(state, tid)
         ask.last_check_us = now_us
-        log_failure(ask, DOES_NOT_GUARANTEE, DOES_NOT_HELP)
+        log = ask.log  # ``log_failure``, inlined
+        log[DOES_NOT_GUARANTEE] = log.get(DOES_NOT_GUARANTEE, 0) + 1
+        log[DOES_NOT_HELP] = log.get(DOES_NOT_HELP, 0) + 1
         if blocked[tid] == PARKED:
             blocks.nparked -= 1
         blocked[tid] = due
@@ -100,12 +102,15 @@ def _turns(model: "YuniKornModel", state: ClusterState, members: list[str]) -> t
     blocked, key_of = blocks.blocked, blocks.key_of
     mine: dict[str, list] = {}
     member_set = set(members)
-    mine_ids: set[str] = set()
+    per_wl: dict[str, int] = {}  # members per workload
     for tid in members:
         w = tid.rsplit("/", 2)[0]
-        if w not in mine_ids:
-            mine_ids.add(w)
+        n = per_wl.get(w)
+        if n is None:
+            per_wl[w] = 1
             mine.setdefault(key_of[tid][0], []).append(walk_key(wls[w]))
+        else:
+            per_wl[w] = n + 1
     refuse: list[str] = []
     park: list[str] = []
     for leaf in sorted(set(mine) | set(blocks.parked_leaves())):
@@ -120,17 +125,22 @@ def _turns(model: "YuniKornModel", state: ClusterState, members: list[str]) -> t
             if w in seen:
                 continue
             seen.add(w)
+            here = per_wl.get(w, 0)  # members of this workload not reached yet
             for tid in pending.get(w, ()):
                 if tid in member_set:
+                    here -= 1
                     if budget > 0:
                         budget -= 1
                         refuse.append(tid)
                     else:
                         park.append(tid)
-                elif budget > 0 and blocked.get(tid) == PARKED:
-                    budget -= 1
-                    refuse.append(tid)
-            if w in mine_ids:
+                elif budget > 0:
+                    if blocked.get(tid) == PARKED:
+                        budget -= 1
+                        refuse.append(tid)
+                elif here == 0:
+                    break
+            if w in per_wl:
                 left -= 1
     return refuse, park
 
