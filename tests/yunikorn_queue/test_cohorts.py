@@ -1,5 +1,9 @@
 """Asks refused together are refused again together (``Blocks`` cohorts, issue 20).
 
+Stretches made only of such calls are run by the engine in one step (``skip_wakes``): against
+the engine running every instant, the results (every event, every pending reason with its
+time, the number of events) and every ask's clock and log must be the same.
+
 A call whose only work is refusals (a cohort's timer, asks parked for want of their leaf's
 attempts) is done without the walk (``cohorts.repeat_refusals``). Against the same model with that shortcut off, every call
 must decide the same, ask for the same wake-up, and leave every ask with the same check clock and
@@ -13,7 +17,8 @@ from hypothesis import HealthCheck, event, given, settings
 
 from makeway.core.objects import Node, Queue, TaskGroup, Workload
 from makeway.core.state import ClusterState
-from makeway.sim.engine import SimOptions, simulate
+from makeway.policies.yunikorn.model import YuniKornModel
+from makeway.sim.engine import SimOptions, Simulation, make_simulation, simulate
 from tests.yunikorn_queue.test_cache_equivalence import FullEvaluation, Recording, clusters, run
 
 
@@ -73,3 +78,42 @@ def test_cohort_repeats_change_nothing_on_random_clusters(case):
     log = run(AskStates, case)
     event("a cohort repeated" if AskStates.repeats else "no cohort repeated")
     assert log == run(NoCohorts, case)
+
+
+def run_skipping(case: dict | None, skip: bool) -> tuple:
+    """A whole run of the plain model, with the engine skipping stretches of wake-ups or not:
+    everything the results are made of, every ask's clock and log, and what was skipped."""
+    if case is None:
+        state, jobs, changes, settings = *starved_case(), [], {}
+    else:
+        queues = [Queue(name, parent, dict(g) if g else None, dict(m) if m else None,
+                        settings={"properties": dict(p)}) for name, parent, g, m, p in case["queues"]]
+        nodes = [Node(n, dict(cap)) for n, cap in case["nodes"]]
+        state = ClusterState(["cpu", "memory"], queues, nodes)
+        jobs, changes, settings = list(case["jobs"]), list(case["changes"]), dict(case["settings"])
+    model = YuniKornModel(settings)
+    sim = make_simulation(state, model, SimOptions(check_invariants=True, record_starts=True, skip_idle=skip),
+                          bool(changes))
+    assert isinstance(sim, Simulation)
+    sim.add_workloads(jobs)
+    sim.add_changes(changes)
+    rec = sim.run()
+    asks = sorted((t, a.last_check_us, sorted(a.log.items())) for t, a in model.asks.items())
+    kept = (rec.events, rec.reasons.trail, rec.reasons.rounds, sim.events_processed, sim.now, asks,
+            model.cohort_refusals)
+    return kept, sim.skipped_wakes
+
+
+def test_skipped_stretches_give_the_same_results():
+    skipped, n = run_skipping(None, True)
+    every, none = run_skipping(None, False)
+    assert n > 100 and none == 0
+    assert skipped == every
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters())
+def test_skipped_stretches_give_the_same_results_on_random_clusters(case):
+    skipped, n = run_skipping(case, True)
+    event("stretches skipped" if n else "nothing skipped")
+    assert skipped == run_skipping(case, False)[0]

@@ -81,6 +81,18 @@ class PreemptionModel:
         period and count, and exact look-ups of its times (the same floats the unskipped run would
         have used), so a model catches up without the times being listed."""
 
+    def skip_wakes(self, state: ClusterState, wakes: list[float], limit: float) -> tuple[int, float, float] | None:
+        """Run, in closed form, the instants before ``limit`` at which nothing but this model's
+        own wake-ups happen (the engine has no event and no reason round before ``limit``):
+        ``wakes`` are those already asked for, sorted; later ones come from its own calls. Only
+        when each such call would make no decision and change nothing but what the model catches
+        up on here (its own clocks and logs). The model may end the stretch earlier, at a clock
+        of its own. Returns the number of instants run, the last one's time and the end of the
+        stretch (wake-ups asked for before it were run), or None, changing nothing, to have the
+        engine run them one by one. Default None: a model opts in, and a test compares both
+        runs."""
+        return None
+
     def queue_order(self, state: ClusterState, queue: str, now: float) -> list[str]:
         """Pending workloads of leaf ``queue`` in the order this model serves them, for the
         position a user is shown (as Kueue's visibility API does). Default: priority, then

@@ -87,6 +87,7 @@ class Simulation:
     _watch: NoProgressWatch | None = None
     _preempted_now: bool = False
     skipped_calls: int = 0               # periodic events skipped over quiet stretches
+    skipped_wakes: int = 0               # instants of the model's own wake-ups run in closed form
 
     # A model whose victims leave at once is asked again in the same instant, so the preemptor can
     # use what was freed; bounded, so a model that keeps preempting cannot spin forever.
@@ -253,6 +254,9 @@ class Simulation:
             self._pull_feed(self._heap[0][0] if self._heap else None)
             if not self._heap:
                 break
+            if self.options.skip_idle and self._heap[0][1] == WAKE and self._skip_wakes():
+                idle_since = None
+                continue
             time = self._heap[0][0]
             if horizon is not None and time > horizon:
                 self.recorder.stopped_reason = "horizon"
@@ -304,6 +308,54 @@ class Simulation:
                 self._skip_quiet(time)
         self.recorder.close(self.now)
         return self.recorder
+
+    def _skip_wakes(self) -> bool:
+        """Run the instants made only of the model's own wake-ups in one step, when the model can
+        (``skip_wakes``): those before the next other event, the next streamed submission, the
+        next pending-reason round and the horizon (an instant there is run as usual). Each would
+        have cost one event, one ``schedule`` call that decides nothing and one reason
+        observation that records nothing; the engine counts them as run."""
+        heap = self._heap
+        if len(self._wakes) == 1:  # the only wake-up is the top: the next other event is a child
+            wakes = [heap[0][0]]
+            limit = min(heap[1][0] if len(heap) > 1 else math.inf, heap[2][0] if len(heap) > 2 else math.inf)
+        else:
+            wakes = sorted(t for t, kind, _, _ in heap if kind == WAKE)
+            limit = min((t for t, kind, _, _ in heap if kind != WAKE), default=math.inf)
+        if self._next is not None:
+            limit = min(limit, self._next.submit)
+        if self.options.horizon is not None:
+            limit = min(limit, self.options.horizon)
+        reasons = self.recorder.reasons
+        if reasons is not None:
+            limit = min(limit, reasons.clock.next)
+        wakes = [t for t in wakes if t < limit]
+        if not wakes or limit == math.inf:
+            return False
+        done = self.model.skip_wakes(self.state, wakes, limit)
+        if done is None:
+            return False
+        count, last, limit = done
+        run = [t for t in self._wakes if t < limit]
+        if len(run) == 1 and heap[0][1] == WAKE and heap[0][0] == run[0]:
+            heapq.heappop(heap)
+        elif run:
+            self._heap = [e for e in heap if e[1] != WAKE or e[0] >= limit]
+            heapq.heapify(self._heap)
+        for t in run:
+            self._wakes.discard(t)
+            self._real_events -= 1
+            self._inputs -= 1
+        self.events_processed += count
+        self.skipped_wakes += count
+        self.now = last
+        wake = self.model.next_wakeup(self.state, last)
+        if wake is not None and wake > last and wake not in self._wakes:
+            self._wakes.add(wake)
+            self._push(wake, WAKE, None)
+        if self.options.progress is not None:
+            self.options.progress(last, self.events_processed)
+        return True
 
     def _skip_quiet(self, now: float) -> None:
         """Move every tick and heartbeat past a stretch the model reports quiet (see the module doc).

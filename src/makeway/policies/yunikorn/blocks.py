@@ -118,8 +118,11 @@ class Blocks:
             heapq.heappush(self.heap_checked if checked else self.heap_fresh, (due, tid))
 
     def add_cohort(self, due: int, world: tuple, tids: list[str]) -> None:
+        self.push_cohort(Cohort(due, world, tids))
+
+    def push_cohort(self, cohort: Cohort) -> None:
         self._cseq += 1
-        heapq.heappush(self.cohorts, (due, self._cseq, Cohort(due, world, tids)))
+        heapq.heappush(self.cohorts, (cohort.due, self._cseq, cohort))
 
     def live(self, cohort: Cohort) -> list[str]:
         """The cohort's asks still blocked on its timer."""
