@@ -1,6 +1,6 @@
 """Asks refused together are refused again together (``Blocks`` cohorts, issue 20).
 
-Stretches made only of such calls are run by the engine in one step (``skip_wakes``): against
+Stretches made only of such calls are run by the engine in one step (``skip_wakes``, ``stretch``): against
 the engine running every instant, the results (every event, every pending reason with its
 time, the number of events) and every ask's clock and log must be the same.
 

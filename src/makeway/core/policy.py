@@ -81,16 +81,17 @@ class PreemptionModel:
         period and count, and exact look-ups of its times (the same floats the unskipped run would
         have used), so a model catches up without the times being listed."""
 
-    def skip_wakes(self, state: ClusterState, wakes: list[float], limit: float) -> tuple[int, float, float] | None:
-        """Run, in closed form, the instants before ``limit`` at which nothing but this model's
-        own wake-ups happen (the engine has no event and no reason round before ``limit``):
-        ``wakes`` are those already asked for, sorted; later ones come from its own calls. Only
-        when each such call would make no decision and change nothing but what the model catches
-        up on here (its own clocks and logs). The model may end the stretch earlier, at a clock
-        of its own. Returns the number of instants run, the last one's time and the end of the
-        stretch (wake-ups asked for before it were run), or None, changing nothing, to have the
-        engine run them one by one. Default None: a model opts in, and a test compares both
-        runs."""
+    def skip_wakes(self, state: ClusterState, wakes: list[float],
+                   limit: float) -> tuple[int, float, float, list[float]] | None:
+        """Run here, without the engine, instants before ``limit`` at which nothing but this
+        model's own wake-ups happen (the engine has no event and no reason round before
+        ``limit``): ``wakes`` are those asked for already, sorted; later ones are asked for by
+        the model's own calls, as ``next_wakeup`` after each. Only instants at which each call
+        would make no decision, in the engine's order; the stretch may end at any instant, which
+        the engine then runs as usual. Returns the number of instants run, the last one's time,
+        the end of the stretch (the wake-ups asked for before it were run) and the wake-ups asked
+        for during it at or after its end; or None, changing nothing. Default None: a model opts
+        in, and a test compares its runs with and without (``SimOptions.skip_idle``)."""
         return None
 
     def queue_order(self, state: ClusterState, queue: str, now: float) -> list[str]:

@@ -335,7 +335,7 @@ class Simulation:
         done = self.model.skip_wakes(self.state, wakes, limit)
         if done is None:
             return False
-        count, last, limit = done
+        count, last, limit, later = done
         run = [t for t in self._wakes if t < limit]
         if len(run) == 1 and heap[0][1] == WAKE and heap[0][0] == run[0]:
             heapq.heappop(heap)
@@ -349,10 +349,10 @@ class Simulation:
         self.events_processed += count
         self.skipped_wakes += count
         self.now = last
-        wake = self.model.next_wakeup(self.state, last)
-        if wake is not None and wake > last and wake not in self._wakes:
-            self._wakes.add(wake)
-            self._push(wake, WAKE, None)
+        for wake in (*later, self.model.next_wakeup(self.state, last)):
+            if wake is not None and wake > last and wake not in self._wakes:
+                self._wakes.add(wake)
+                self._push(wake, WAKE, None)
         if self.options.progress is not None:
             self.options.progress(last, self.events_processed)
         return True

@@ -17,7 +17,6 @@ walks.
 from __future__ import annotations
 
 import heapq
-import math
 from typing import TYPE_CHECKING
 
 from makeway.core.state import ClusterState
@@ -25,7 +24,6 @@ from makeway.policies.yunikorn.blocks import PARKED, walk_key
 from makeway.policies.yunikorn.common import MAX_PREEMPTION_ATTEMPTS, PREEMPT_ATTEMPT_FREQUENCY_US
 from makeway.policies.yunikorn.fastpass import RESERVATION_TIMEOUT_US, _FastPass, timers
 from makeway.policies.yunikorn.preemptor import DOES_NOT_GUARANTEE, DOES_NOT_HELP
-from makeway.policies.yunikorn.views import to_us
 
 if TYPE_CHECKING:
     from makeway.policies.yunikorn.model import YuniKornModel
@@ -169,95 +167,4 @@ def _all_refused(model: "YuniKornModel", state: ClusterState, now_us: int, refus
 
 
 
-def skip_repeats(model: "YuniKornModel", state: ClusterState, wakes: list[float],
-                 limit: float) -> tuple[int, float, float] | None:
-    """``skip_wakes`` for YuniKorn: the stretch before ``limit`` in which every call is a
-    cohort's known repeat (``repeat_refusals`` with the world that refused it: nothing parked,
-    released, reserved or due but cohorts) or, at an instant asked for earlier, no call at all
-    (the model is quiet then). Each live cohort due before ``limit`` repeats every 15 s, each
-    at instants of its own (none shares one with another cohort, dead ones included: there the
-    walk would run), and its asks get the check clock and log counts of its last repeat; the
-    instants are counted as the calls would have been. The stretch ends earlier at the model's
-    other clocks (a per-ask timer, the quota's) and at the first cohort refused in another world.
-    None, changing nothing, otherwise."""
-    blocks = model.blocks
-    if blocks.nparked or blocks.restream or model.reservations or not state.allocations:
-        return None
-    if (model._quiet != (state.freed_epoch, state.config_epoch, state.alloc_epoch, state.submit_epoch,
-                         state.topology_epoch, ())
-            or model._bver != (state.freed_epoch, state.config_epoch, model._resv_released, state.topology_epoch)):
-        return None
-    quota = model.quota.next_wakeup(state, wakes[0]) if model.quota is not None else None
-    if quota is not None:
-        limit = min(limit, quota)
-    for heap in (blocks.heap_fresh, blocks.heap_checked):
-        top = blocks.valid(heap)
-        if top:
-            limit = min(limit, top[0][0] / 1_000_000)
-    if blocks.candidates(state):
-        return None
-    world = model._fit_world(state)
-    cohorts = blocks.cohorts
-    due_now: list = []  # (cohort, live asks)
-    dead: list[int] = []
-    for _, _, c in sorted(e for e in cohorts if e[0] / 1_000_000 < limit):
-        tids = blocks.live(c)
-        if not tids:
-            dead.append(c.due)
-        elif c.world != world:  # to be asked again at its instant: the stretch ends there
-            limit = c.due / 1_000_000
-            break
-        else:
-            due_now.append((c, tids))
-    if not due_now:
-        return None
-    period = PREEMPT_ATTEMPT_FREQUENCY_US
-    firsts = [c.due for c, _ in due_now]
-    if len({d % period for d in firsts}) < len(firsts):
-        return None
-    for d in dead:
-        if any(d >= f and (d - f) % period == 0 for f in firsts):
-            return None
-    chains = []
-    instants = 0
-    last = -math.inf
-    seen: set[int] = set()
-    for c, tids in due_now:
-        t, n, at = c.due / 1_000_000, 0, c.due
-        while t < limit:
-            at = to_us(t)
-            seen.add(at)
-            n += 1
-            last = max(last, t)
-            t = (at + period) / 1_000_000
-        chains.append((c, tids, n, at))
-        instants += n
-    for w in wakes:
-        if w < limit and to_us(w) not in seen:
-            instants += 1  # asked for earlier, nothing due there: the model is quiet
-            last = max(last, w)
-    asks, blocked = model.asks, blocks.blocked
-    for c, tids, n, at in chains:
-        nxt = at + period
-        for tid in tids:
-            ask = asks.get(tid)
-            if ask is None:
-                ask = model._ask(state, tid)
-            ask.last_check_us = at
-            log = ask.log
-            log[DOES_NOT_GUARANTEE] = log.get(DOES_NOT_GUARANTEE, 0) + n
-            log[DOES_NOT_HELP] = log.get(DOES_NOT_HELP, 0) + n
-            blocked[tid] = nxt
-        c.due, c.tids = nxt, tids
-        model.cohort_repeats += n
-        model.cohort_refusals += n * len(tids)
-    blocks.cohorts = [e for e in cohorts if e[0] / 1_000_000 >= limit]
-    heapq.heapify(blocks.cohorts)
-    for c, _, _, _ in chains:
-        blocks.push_cohort(c)
-    due_min, wake = timers(blocks, float("inf"), None, True)
-    model._wake, model._due_min = wake, due_min
-    return instants, last, limit
-
-
-__all__ = ["repeat_refusals", "skip_repeats"]
+__all__ = ["repeat_refusals"]

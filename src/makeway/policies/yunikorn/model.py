@@ -22,10 +22,11 @@ from makeway.policies.yunikorn.common import (MAX_PREEMPTION_ATTEMPTS, PREEMPT_A
                                               YAlloc, YAsk, YNode, exact, plus)
 from makeway.core.resources import Res
 from makeway.policies.yunikorn.blocks import Blocks
-from makeway.policies.yunikorn.cohorts import repeat_refusals, skip_repeats
+from makeway.policies.yunikorn.cohorts import repeat_refusals
 from makeway.policies.yunikorn.fastpass import RESERVATION_TIMEOUT_US, _FastPass, _min
 from makeway.policies.yunikorn.preemptor import try_allocate
 from makeway.policies.yunikorn.quota import QuotaPreemption
+from makeway.policies.yunikorn.stretch import skip_stretch
 from makeway.policies.yunikorn.resources import fit_in_max_undef
 from makeway.policies.yunikorn.victim_index import VictimNodeIndex
 from makeway.policies.yunikorn.views import build_partition, queue_props, nonzero as _nonzero, to_us as _us
@@ -125,10 +126,11 @@ class YuniKornModel(PreemptionModel):
                 wakes.append(q)
         return min(wakes) if wakes else None
 
-    def skip_wakes(self, state: ClusterState, wakes: list[float], limit: float) -> tuple[int, float, float] | None:
+    def skip_wakes(self, state: ClusterState, wakes: list[float],
+                   limit: float) -> tuple[int, float, float, list[float]] | None:
         if not self.caches or not self.closed_form_refusals:
             return None
-        return skip_repeats(self, state, wakes, limit)
+        return skip_stretch(self, state, wakes, limit)
 
     def pending_reason(self, state: ClusterState, wl_id: str, now: float) -> tuple[str, str, dict[str, Any]] | None:
         """An ask holding a reservation waits for its victims; one beyond its queue's headroom

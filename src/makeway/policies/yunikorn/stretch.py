@@ -1,0 +1,167 @@
+"""YuniKorn's ``skip_wakes``: the engine's stretches of the model's own wake-ups, run inside the
+model (issue 20).
+
+Between two other events (a submission, a finish, a config change, a pending-reason round) a
+long YuniKorn run is mostly instants of its own timers, at which a call only refuses again
+(``cohorts.repeat_refusals``) or finds nothing due. ``skip_stretch`` runs those instants here, in
+the order the engine would, with what each call would do, and hands the engine the count, the
+last instant and the wake-ups still asked for. Where only known cohorts are due (nothing parked,
+every cohort refused in the world that stands) each repeats every 15 s on its own instants, so
+the rest of the stretch is done in closed form (``_chains``). The stretch stops before the first
+instant at which a call could do anything else; the engine runs that one as usual.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from typing import TYPE_CHECKING
+
+from makeway.core.state import ClusterState
+from makeway.policies.yunikorn.cohorts import repeat_refusals
+from makeway.policies.yunikorn.common import PREEMPT_ATTEMPT_FREQUENCY_US
+from makeway.policies.yunikorn.fastpass import timers
+from makeway.policies.yunikorn.preemptor import DOES_NOT_GUARANTEE, DOES_NOT_HELP
+from makeway.policies.yunikorn.views import to_us
+
+if TYPE_CHECKING:
+    from makeway.policies.yunikorn.model import YuniKornModel
+
+
+def skip_stretch(model: "YuniKornModel", state: ClusterState, wakes: list[float],
+                 limit: float) -> tuple[int, float, float, list[float]] | None:
+    """Run the instants before ``limit`` (``wakes``: those asked for already) while each call
+    would be quiet or only refuse; see the module doc. Returns (instants run, the last one, the
+    end of the stretch, the wake-ups asked for during it that fall at or after its end), or
+    None when not even the first instant could be run, changing nothing."""
+    blocks = model.blocks
+    if blocks.restream or model.reservations or not state.allocations:
+        return None
+    key = (state.freed_epoch, state.config_epoch, state.alloc_epoch, state.submit_epoch, state.topology_epoch, ())
+    if (model._quiet != key or model._xmark != state.alloc_epoch - state.freed_epoch
+            or model._bver != (state.freed_epoch, state.config_epoch, model._resv_released, state.topology_epoch)):
+        return None
+    quota = model.quota.next_wakeup(state, wakes[0]) if model.quota is not None else None
+    if quota is not None:
+        limit = min(limit, quota)  # the quota's trigger loop may decide there
+    if blocks.candidates(state):
+        return None
+    queue = [w for w in wakes if w < limit]
+    heapq.heapify(queue)
+    queued = set(queue)
+    asked: set[float] = set()  # wake-ups asked for during the stretch (the engine has the others)
+    count, last = 0, -math.inf
+    while queue:
+        if not blocks.nparked:
+            done = _chains(model, state, queue, limit)
+            if done is not None:
+                n, at, end = done
+                count, last = count + n, max(last, at)
+                queue = [w for w in queue if w >= end]
+                heapq.heapify(queue)
+                if end >= limit:
+                    break
+                wake = model.next_wakeup(state, last)
+                if wake is not None and wake > last and wake not in queued:
+                    queued.add(wake)
+                    asked.add(wake)
+                    heapq.heappush(queue, wake)
+                continue
+        t = queue[0]
+        now_us = to_us(t)
+        if not (now_us < model._due_min) and not repeat_refusals(model, state, now_us):
+            limit = t
+            break
+        heapq.heappop(queue)
+        count, last = count + 1, t
+        wake = model.next_wakeup(state, t)
+        if wake is not None and wake > t and wake not in queued:
+            queued.add(wake)
+            asked.add(wake)
+            if wake < limit:
+                heapq.heappush(queue, wake)
+    if count == 0:
+        return None
+    end = min(limit, queue[0]) if queue else limit
+    return count, last, end, sorted(w for w in asked if w >= end)
+
+
+def _chains(model: "YuniKornModel", state: ClusterState, wakes: list[float],
+            limit: float) -> tuple[int, float, float] | None:
+    """The stretch before ``limit`` in which every call is a cohort's known repeat (the world
+    that refused it stands, nothing parked or due but cohorts) or, at an instant in ``wakes``,
+    finds nothing due. Each live cohort due repeats every 15 s, at instants of its own (none
+    shares one with another cohort, dead ones included: there the walk would run), and its asks
+    get the check clock and log counts of its last repeat. Ends earlier at a per-ask timer and
+    at the first cohort refused in another world. Returns (instants, the last, the end), or None
+    when no cohort repeats, changing nothing."""
+    blocks = model.blocks
+    for heap in (blocks.heap_fresh, blocks.heap_checked):
+        top = blocks.valid(heap)
+        if top:
+            limit = min(limit, top[0][0] / 1_000_000)
+    world = model._fit_world(state)
+    cohorts = blocks.cohorts
+    due_now: list = []  # (cohort, live asks)
+    dead: list[int] = []
+    for _, _, c in sorted(e for e in cohorts if e[0] / 1_000_000 < limit):
+        tids = blocks.live(c)
+        if not tids:
+            dead.append(c.due)
+        elif c.world != world:  # to be asked again at its instant: the stretch ends there
+            limit = c.due / 1_000_000
+            break
+        else:
+            due_now.append((c, tids))
+    if not due_now:
+        return None
+    period = PREEMPT_ATTEMPT_FREQUENCY_US
+    firsts = [c.due for c, _ in due_now]
+    if len({d % period for d in firsts}) < len(firsts):
+        return None
+    for d in dead:
+        if any(d >= f and (d - f) % period == 0 for f in firsts):
+            return None
+    chains = []
+    instants = 0
+    last = -math.inf
+    seen: set[int] = set()
+    for c, tids in due_now:
+        t, n, at = c.due / 1_000_000, 0, c.due
+        while t < limit:
+            at = to_us(t)
+            seen.add(at)
+            n += 1
+            last = max(last, t)
+            t = (at + period) / 1_000_000
+        chains.append((c, tids, n, at))
+        instants += n
+    for w in wakes:
+        if w < limit and to_us(w) not in seen:
+            instants += 1  # asked for earlier, nothing due there: the model is quiet
+            last = max(last, w)
+    asks, blocked = model.asks, blocks.blocked
+    for c, tids, n, at in chains:
+        nxt = at + period
+        for tid in tids:
+            ask = asks.get(tid)
+            if ask is None:
+                ask = model._ask(state, tid)
+            ask.last_check_us = at
+            log = ask.log
+            log[DOES_NOT_GUARANTEE] = log.get(DOES_NOT_GUARANTEE, 0) + n
+            log[DOES_NOT_HELP] = log.get(DOES_NOT_HELP, 0) + n
+            blocked[tid] = nxt
+        c.due, c.tids = nxt, tids
+        model.cohort_repeats += n
+        model.cohort_refusals += n * len(tids)
+    blocks.cohorts = [e for e in cohorts if e[0] / 1_000_000 >= limit]
+    heapq.heapify(blocks.cohorts)
+    for c, _, _, _ in chains:
+        blocks.push_cohort(c)
+    due_min, wake = timers(blocks, float("inf"), None, True)
+    model._wake, model._due_min = wake, due_min
+    return instants, last, limit
+
+
+__all__ = ["skip_stretch"]
