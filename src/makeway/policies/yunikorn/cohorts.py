@@ -50,17 +50,18 @@ def repeat_refusals(model: "YuniKornModel", state: ClusterState, now_us: int) ->
     members = blocks.live(cohort) if cohort is not None else []
     world = model._fit_world(state)
     # refused in this very world: no start, release, withdrawal, mark or reservation since, so the
-    # call that refused them moved nothing before any of them, and nothing is parked in between
-    known = cohort is not None and cohort.world == world and not blocks.nparked
+    # call that refused them moved nothing before any of them
+    known = cohort is not None and cohort.world == world
     parked = blocks.nparked
     if parked:
-        refuse, park = _turns(model, state, members)
+        refuse, park, ask = _turns(model, state, members, known)
     elif known:
-        refuse, park = members, []  # a cohort has no more asks in a leaf than it has attempts
+        refuse, park, ask = members, [], []  # a cohort has no more asks in a leaf than attempts
     else:
         pending = state.pending
         refuse, park = [t for t in members if t in pending.get(t.rsplit("/", 2)[0], ())], []
-    if not known and not _all_refused(model, state, now_us, refuse, world):
+        ask = refuse
+    if ask and not _all_refused(model, state, now_us, ask, world):
         return False
     due = now_us + PREEMPT_ATTEMPT_FREQUENCY_US
     asks, blocked = model.asks, blocks.blocked
@@ -95,9 +96,11 @@ def repeat_refusals(model: "YuniKornModel", state: ClusterState, now_us: int) ->
     return True
 
 
-def _turns(model: "YuniKornModel", state: ClusterState, members: list[str]) -> tuple[list[str], list[str]]:
+def _turns(model: "YuniKornModel", state: ClusterState, members: list[str],
+           known: bool) -> tuple[list[str], list[str], list[str]]:
     """Per leaf, the due asks (the cohort's ``members`` and the parked) in walk order: those that
-    get an attempt, and the members that find their leaf's attempts spent (to be parked)."""
+    get an attempt, the members that find their leaf's attempts spent (to be parked), and those
+    of the attempts whose refusal is not ``known`` (all but the members of a known cohort)."""
     blocks, pending, wls = model.blocks, state.pending, state.workloads
     blocked, key_of = blocks.blocked, blocks.key_of
     mine: dict[str, list] = {}
@@ -113,12 +116,18 @@ def _turns(model: "YuniKornModel", state: ClusterState, members: list[str]) -> t
             per_wl[w] = n + 1
     refuse: list[str] = []
     park: list[str] = []
+    unknown: list[str] = []
     for leaf in sorted(set(mine) | set(blocks.parked_leaves())):
         budget = MAX_PREEMPTION_ATTEMPTS
-        keys = sorted(set(mine.get(leaf, ())))
-        left = len(keys)  # member workloads not reached yet
+        keys = mine.get(leaf)
+        left = 0  # member workloads not reached yet
+        listed = blocks.by_leaf.get(leaf, ())
+        if keys:
+            keys.sort()
+            left = len(keys)
+            listed = heapq.merge(keys, listed)
         seen: set[str] = set()
-        for wk in heapq.merge(keys, blocks.by_leaf.get(leaf, ())):
+        for wk in listed:
             if budget == 0 and left == 0:
                 break
             w = wk[2]
@@ -132,17 +141,20 @@ def _turns(model: "YuniKornModel", state: ClusterState, members: list[str]) -> t
                     if budget > 0:
                         budget -= 1
                         refuse.append(tid)
+                        if not known:
+                            unknown.append(tid)
                     else:
                         park.append(tid)
                 elif budget > 0:
                     if blocked.get(tid) == PARKED:
                         budget -= 1
                         refuse.append(tid)
+                        unknown.append(tid)
                 elif here == 0:
                     break
             if w in per_wl:
                 left -= 1
-    return refuse, park
+    return refuse, park, unknown
 
 
 def _all_refused(model: "YuniKornModel", state: ClusterState, now_us: int, refuse: list[str], world: tuple) -> bool:

@@ -68,8 +68,8 @@ class _FastPass:
         self.world = model._world(state)
         self.fit_world = model._fit_world(state)
         self.dirty = bool(decisions)
-        if model._doom_world != self.world:
-            model._doom_world = self.world
+        if model._doom_world != self.fit_world:  # submissions move no guarantee verdict
+            model._doom_world = self.fit_world
             model._doom_cache = {}
         self.index = state.free_index()
         if model._topology != state.topology_epoch:  # node order = index order; nodes joined or left
