@@ -22,6 +22,13 @@ from makeway.sim.engine import SimOptions, Simulation, make_simulation, simulate
 from tests.yunikorn_queue.test_cache_equivalence import FullEvaluation, Recording, clusters, run
 
 
+def timer_holes(blocks) -> list[str]:
+    """Blocked asks with a timer that neither a per-ask heap nor a cohort in the heap holds."""
+    held = {(due, t) for heap in (blocks.heap_fresh, blocks.heap_checked) for due, t in heap}
+    held |= {(c.due, t) for _, _, c in blocks.cohorts for t in c.tids}
+    return [t for t, due in blocks.blocked.items() if due >= 0 and (due, t) not in held]
+
+
 class AskStates(Recording):
     """Also logs, after every call, each ask's check clock and log counts."""
 
@@ -33,6 +40,7 @@ class AskStates(Recording):
         out = super().schedule(state, now)
         self.most = max([self.most, *(n for a in self.asks.values() for n in a.log.values())])
         AskStates.repeats = self.cohort_repeats
+        assert not timer_holes(self.blocks)
         self.log.append(f"{now!r} A {sorted((t, a.last_check_us, sorted(a.log.items())) for t, a in self.asks.items())!r}")
         return out
 
@@ -80,6 +88,20 @@ def test_cohort_repeats_change_nothing_on_random_clusters(case):
     assert log == run(NoCohorts, case)
 
 
+class Checked(YuniKornModel):
+    """Every call and every skipped stretch leaves each blocked ask's timer held."""
+
+    def schedule(self, state, now):
+        out = super().schedule(state, now)
+        assert not timer_holes(self.blocks)
+        return out
+
+    def skip_wakes(self, state, wakes, limit):
+        out = super().skip_wakes(state, wakes, limit)
+        assert not timer_holes(self.blocks)
+        return out
+
+
 def run_skipping(case: dict | None, skip: bool) -> tuple:
     """A whole run of the plain model, with the engine skipping stretches of wake-ups or not:
     everything the results are made of, every ask's clock and log, and what was skipped."""
@@ -91,7 +113,7 @@ def run_skipping(case: dict | None, skip: bool) -> tuple:
         nodes = [Node(n, dict(cap)) for n, cap in case["nodes"]]
         state = ClusterState(["cpu", "memory"], queues, nodes)
         jobs, changes, settings = list(case["jobs"]), list(case["changes"]), dict(case["settings"])
-    model = YuniKornModel(settings)
+    model = Checked(settings)
     sim = make_simulation(state, model, SimOptions(check_invariants=True, record_starts=True, skip_idle=skip),
                           bool(changes))
     assert isinstance(sim, Simulation)
