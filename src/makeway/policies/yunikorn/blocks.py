@@ -141,6 +141,20 @@ class Blocks:
             heapq.heappop(heap)
         return None
 
+    def cohorts_before(self, limit: float) -> list[tuple[int, int, Cohort]]:
+        """The heap's entries whose timer (in seconds) is before ``limit``, in order; the heap is
+        read from its top down, so the cost follows how many there are."""
+        heap, out, stack = self.cohorts, [], [0]
+        n = len(heap)
+        while stack:
+            i = stack.pop()
+            if i < n and heap[i][0] / 1_000_000 < limit:
+                out.append(heap[i])
+                stack.append(2 * i + 1)
+                stack.append(2 * i + 2)
+        out.sort()
+        return out
+
     def park(self, tid: str, wl: Any) -> None:
         """Park a blocked ask (``block``, or a cohort's whose leaf had no attempt left for it)."""
         self.blocked[tid] = PARKED

@@ -24,6 +24,7 @@ from makeway.policies.yunikorn.blocks import PARKED, walk_key
 from makeway.policies.yunikorn.common import MAX_PREEMPTION_ATTEMPTS, PREEMPT_ATTEMPT_FREQUENCY_US
 from makeway.policies.yunikorn.fastpass import RESERVATION_TIMEOUT_US, _FastPass, timers
 from makeway.policies.yunikorn.preemptor import DOES_NOT_GUARANTEE, DOES_NOT_HELP
+from makeway.policies.yunikorn.resources import fit_in_max_undef
 
 if TYPE_CHECKING:
     from makeway.policies.yunikorn.model import YuniKornModel
@@ -159,24 +160,39 @@ def _turns(model: "YuniKornModel", state: ClusterState, members: list[str],
 
 def _all_refused(model: "YuniKornModel", state: ClusterState, now_us: int, refuse: list[str], world: tuple) -> bool:
     """Whether each ask in ``refuse`` would be placed nowhere and doomed, asked once per (queue,
-    request) and world."""
+    request) and world, through the verdicts the walk keeps (no headroom or no node for this
+    version, the guarantee's for this world) and keeping those it finds."""
     if model._refusals[0] != world:
         model._refusals = (world, {})
     verdicts = model._refusals[1]
     run = None
     key_of = model.blocks.key_of
+    ver = (state.freed_epoch, state.config_epoch, model._resv_released, state.topology_epoch)
+    nohead, nofit = model._nohead, model._nofit
     for key in {key_of[t] for t in refuse}:
         out = verdicts.get(key)
         if out is None:
-            if run is None:
-                run = _FastPass(model, state, now_us, set(), [])
             queue, rkey = key
-            out = verdicts[key] = not run.placeable(queue, rkey) and run.doomed(queue, dict(rkey), rkey)
+            if nohead.get(key) != ver and nofit.get(rkey) != ver:
+                if run is None:
+                    run = _FastPass(model, state, now_us, set(), [])
+                res = dict(rkey)
+                if not fit_in_max_undef(run.headroom(queue), res):
+                    nohead[key] = ver
+                elif run.first_fit(res) is None:
+                    nofit[rkey] = ver
+                else:
+                    verdicts[key] = False
+                    return False
+            out = model._doom_cache.get(key) if model._doom_world == world else None
+            if out is None:
+                if run is None:
+                    run = _FastPass(model, state, now_us, set(), [])
+                out = run.doomed(queue, dict(rkey), rkey)
+            verdicts[key] = out
         if not out:
             return False
     return True
-
-
 
 
 __all__ = ["repeat_refusals"]

@@ -104,7 +104,7 @@ def _chains(model: "YuniKornModel", state: ClusterState, wakes: list[float],
     cohorts = blocks.cohorts
     due_now: list = []  # (cohort, live asks)
     dead: list[int] = []
-    for _, _, c in sorted(e for e in cohorts if e[0] / 1_000_000 < limit):
+    for _, _, c in blocks.cohorts_before(limit):
         tids = blocks.live(c)
         if not tids:
             dead.append(c.due)
@@ -155,8 +155,8 @@ def _chains(model: "YuniKornModel", state: ClusterState, wakes: list[float],
         c.due, c.tids = nxt, tids
         model.cohort_repeats += n
         model.cohort_refusals += n * len(tids)
-    blocks.cohorts = [e for e in cohorts if e[0] / 1_000_000 >= limit]
-    heapq.heapify(blocks.cohorts)
+    while cohorts and cohorts[0][0] / 1_000_000 < limit:
+        heapq.heappop(cohorts)
     for c, _, _, _ in chains:
         blocks.push_cohort(c)
     due_min, wake = timers(blocks, float("inf"), None, True)
