@@ -17,6 +17,7 @@ walks.
 from __future__ import annotations
 
 import heapq
+from itertools import chain
 from typing import TYPE_CHECKING
 
 from makeway.core.state import ClusterState
@@ -126,7 +127,8 @@ def _turns(model: "YuniKornModel", state: ClusterState, members: list[str],
         if keys:
             keys.sort()
             left = len(keys)
-            listed = heapq.merge(keys, listed)
+            # walk order: the members' workloads and the parked ones (usually all after them)
+            listed = chain(keys, listed) if not listed or keys[-1] < listed[0] else heapq.merge(keys, listed)
         seen: set[str] = set()
         for wk in listed:
             if budget == 0 and left == 0:
