@@ -10,7 +10,10 @@ events up to that next event are skipped in one step, and the model catches up o
 they would have moved (``skip_periodic``: e.g. the time of YTsaurus's last fair share update).
 Skipped periodic times are computed by the same repeated float additions as the unskipped run, so
 every later event falls on the same instant and the decisions are the same
-(``SimOptions.skip_idle=False`` pays for every call, as a check).
+(``SimOptions.skip_idle=False`` pays for every call, as a check). Likewise a stretch made only of
+the model's own wake-ups, before the next other event or pending-reason round, is handed to the
+model (``skip_wakes``), which runs those instants itself when each call there would decide
+nothing; the engine counts them as run.
 
 A zero-length task finishes at the instant it starts: its finish is a new event at the same time,
 so the instant is processed again (finish first, then ``schedule``) before the clock moves; the

@@ -56,14 +56,14 @@ def repeat_refusals(model: "YuniKornModel", state: ClusterState, now_us: int) ->
     known = cohort is not None and cohort.world == world
     parked = blocks.nparked
     if parked:
-        refuse, park, ask = _turns(model, state, members, known)
+        refuse, park, unsure = _turns(model, state, members, known)
     elif known:
-        refuse, park, ask = members, [], []  # a cohort has no more asks in a leaf than attempts
+        refuse, park, unsure = members, [], []  # a cohort has no more asks in a leaf than attempts
     else:
         pending = state.pending
         refuse, park = [t for t in members if t in pending.get(t.rsplit("/", 2)[0], ())], []
-        ask = refuse
-    if ask and not _all_refused(model, state, now_us, ask, world):
+        unsure = refuse
+    if unsure and not _all_refused(model, state, now_us, unsure, world):
         return False
     due = now_us + PREEMPT_ATTEMPT_FREQUENCY_US
     asks, blocked = model.asks, blocks.blocked
@@ -83,6 +83,9 @@ def repeat_refusals(model: "YuniKornModel", state: ClusterState, now_us: int) ->
         blocks.park(tid, wls[tid.rsplit("/", 2)[0]])
     if cohort is not None:
         heapq.heappop(blocks.cohorts)
+        for tid in members:
+            if blocked.get(tid) == cohort.due:
+                blocks.release(tid)  # no longer pending: released, as its timer would have
     if refuse:
         blocks.add_cohort(due, world, refuse)
     due_min, wake = timers(blocks, float("inf"), None, bool(state.allocations))
