@@ -1,14 +1,14 @@
 """Asks refused together are refused again together (``Blocks`` cohorts, issue 20).
 
-Stretches made only of such calls are run by the engine in one step (``skip_wakes``, ``stretch``): against
-the engine running every instant, the results (every event, every pending reason with its
-time, the number of events) and every ask's clock and log must be the same.
-
 A call whose only work is refusals (a cohort's timer, asks parked for want of their leaf's
-attempts) is done without the walk (``cohorts.repeat_refusals``). Against the same model with that shortcut off, every call
-must decide the same, ask for the same wake-up, and leave every ask with the same check clock and
-allocation log counts; against the reference pass (``caches: false``) the decisions and wake-ups
-must match too.
+attempts) is done without the walk (``cohorts.repeat_refusals``). Against the same model with
+that shortcut off, every call must decide the same, ask for the same wake-up, and leave every ask
+with the same check clock and allocation log counts; against the reference pass (``caches:
+false``) the decisions and wake-ups must match too.
+
+Stretches made only of the model's own wake-ups are run inside the model (``skip_wakes``,
+``stretch``): against the engine running every instant, the results (every event, every pending
+reason with its time, the number of events) and every ask's clock and log must be the same.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ class AskStates(Recording):
 
     most = 0  # the largest count any ask's log reached
     repeats = 0  # calls ``repeat_refusals`` made, in the latest run of this class
-
 
     def schedule(self, state, now):
         out = super().schedule(state, now)

@@ -90,7 +90,7 @@ class Simulation:
     _watch: NoProgressWatch | None = None
     _preempted_now: bool = False
     skipped_calls: int = 0               # periodic events skipped over quiet stretches
-    skipped_wakes: int = 0               # instants of the model's own wake-ups run in closed form
+    skipped_wakes: int = 0               # instants of the model's own wake-ups run by the model
 
     # A model whose victims leave at once is asked again in the same instant, so the preemptor can
     # use what was freed; bounded, so a model that keeps preempting cannot spin forever.

@@ -78,7 +78,7 @@ class _FastPass:
             model._sorted_names = sorted(state.nodes)
             model._ynodes.clear()
         self.names = model._names
-        self.cohort: list[str] = []  # asks refused before anything moved in this call (``Blocks``)
+        self.cohort: list[str] = []  # asks refused by their guarantee in this call: one cohort (``Blocks``)
 
     def version(self) -> tuple:
         s = self.state

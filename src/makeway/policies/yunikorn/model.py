@@ -93,10 +93,10 @@ class YuniKornModel(PreemptionModel):
         self._doom_world: tuple | None = None
         self._doom_cache: dict[tuple, bool] = {}
         self._walk_facts: dict[str, tuple] = {}  # workload -> what the walk reads of it (``fastpass._facts``)
-        self.cohort_repeats = 0  # calls done by ``cohorts.repeat_refusals``
-        self._refusals: tuple[tuple | None, dict] = (None, {})  # its verdicts, for one ``_fit_world``
-        self.cohort_refusals = 0  # and the refusals they made
-        self.parked_turns = 0  # those of them in which parked asks had their turn
+        self._refusals: tuple[tuple | None, dict] = (None, {})  # ``cohorts`` verdicts, for one ``_fit_world``
+        self.cohort_repeats = 0  # calls done by ``cohorts.repeat_refusals`` (or as it would)
+        self.cohort_refusals = 0  # the refusals they made
+        self.parked_turns = 0  # those calls in which parked asks had their turn
 
     def bind(self, state: ClusterState) -> None:
         if self.quota is not None:
