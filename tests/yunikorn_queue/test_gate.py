@@ -79,10 +79,10 @@ def reclaim_case(asks: int) -> tuple[ClusterState, list[Workload]]:
 
 def test_reclaim_gates_requeued_victims_and_decides_as_reference(monkeypatch):
     calls = {"doomed": 0, "evaluated": 0}
-    real, real_attempt = ymodel.guarantee_doomed, ymodel._FastPass.doomed_attempt
+    real, real_attempt = ymodel.doomed_by, ymodel._FastPass.doomed_attempt
 
-    def counting(path, res):
-        out = real(path, res)
+    def counting(margin, res):
+        out = real(margin, res)
         calls["evaluated"] += out
         return out
 
@@ -90,7 +90,7 @@ def test_reclaim_gates_requeued_victims_and_decides_as_reference(monkeypatch):
         calls["doomed"] += 1
         return real_attempt(self, *args)
 
-    monkeypatch.setattr(ymodel, "guarantee_doomed", counting)
+    monkeypatch.setattr(ymodel, "doomed_by", counting)
     monkeypatch.setattr(ymodel._FastPass, "doomed_attempt", attempt)
     logs, models = [], []
     for cls in (Recording, FullEvaluation):

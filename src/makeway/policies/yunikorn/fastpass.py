@@ -17,7 +17,7 @@ from makeway.core.state import ClusterState
 from makeway.policies.yunikorn.blocks import PARKED, Blocks, WalkKey, walk_key
 from makeway.policies.yunikorn.common import (MAX_PREEMPTION_ATTEMPTS, PREEMPT_ATTEMPT_FREQUENCY_US, Partition,
                                               QueueProps, YAsk, exact, free_of, log_failure, plus)
-from makeway.policies.yunikorn.gate import guarantee_doomed
+from makeway.policies.yunikorn.gate import doomed_by, path_margin
 from makeway.policies.yunikorn.preemptor import DOES_NOT_GUARANTEE, DOES_NOT_HELP, try_allocate
 from makeway.policies.yunikorn.resources import component_wise_min, fit_in, fit_in_max_undef
 from makeway.policies.yunikorn.views import build_state_partition, preempting_allocs, to_us as _us
@@ -52,6 +52,7 @@ class _FastPass:
         self.fit_memo: dict[tuple, bool] = {}
         self.room_memo: dict[str, tuple] = {}
         self.doom_memo: dict[tuple, bool] = {}
+        self.margins: dict[tuple, tuple] = {}  # (queue, doom epoch, no view yet) -> ``gate.path_margin``
         self.doom_epoch = 0  # moved by every start and real attempt of this call
         self.rmap: dict[str, str] = {n: a for a, n in model.reservations.items()}
         self.budgets: dict[str, list[int]] = {}
@@ -71,6 +72,7 @@ class _FastPass:
         if model._doom_world != self.fit_world:  # submissions move no guarantee verdict
             model._doom_world = self.fit_world
             model._doom_cache = {}
+            model._doom_margins = {}
         self.index = state.free_index()
         if model._topology != state.topology_epoch:  # node order = index order; nodes joined or left
             model._topology = state.topology_epoch
@@ -422,10 +424,20 @@ class _FastPass:
         return self._doomed(queue, res, (queue, rkey, self.doom_epoch, self.part is None))
 
     def _doomed(self, queue: str, res: Res, key: tuple) -> bool:
-        state, part = self.state, self.part
         hit = self.doom_memo.get(key)
         if hit is not None:
             return hit
+        # the path as the call found it (see ``doomed``) is the world's; a moved one is this call's
+        margins, mkey = (self.m._doom_margins, queue) if not self.dirty else (self.margins, (queue, key[2], key[3]))
+        margin = margins.get(mkey)
+        if margin is None:
+            margin = margins[mkey] = path_margin(self._path(queue))
+        out = self.doom_memo[key] = doomed_by(margin, res)
+        return out
+
+    def _path(self, queue: str) -> list:
+        """The queue path ``gate`` reads, root first, as this point of the call sees it."""
+        state, part = self.state, self.part
         path = []
         for q in reversed(state.path_to_root(queue)):
             if part is not None:
@@ -434,8 +446,7 @@ class _FastPass:
             else:
                 a = self.pq[q] if q in self.pq else state.queue_usage[q]
                 path.append((q, a, self.preempting_sums().get(q, {}), self.m._maxes[q], self.m._guars[q]))
-        out = self.doom_memo[key] = guarantee_doomed(path, res)
-        return out
+        return path
 
     def preempting_sums(self) -> dict[str, Res]:
         """Per queue, the resources of its subtree's allocations being preempted (as the view's

@@ -20,11 +20,19 @@ from makeway.policies.yunikorn.resources import fit_in_actual, is_empty, sub_onl
 
 # one queue on the path, root first: (path, allocated, preempting, max, guaranteed)
 PathQueue = tuple[str, Res, Res, "Res | None", "Res | None"]
+# (remaining guarantee before the ask, guaranteed, allocated, preempting) of the ask's queue
+Margin = tuple["Res | None", "Res | None", "Res | None", "Res | None"]
 
 
 def guarantee_doomed(path: Sequence[PathQueue], ask: Res) -> bool:
     """True when ``check_queue_guarantees`` for an ask of ``ask`` in the last queue of ``path``
     answers False whatever the victims; False when it may pass (the full attempt decides)."""
+    return doomed_by(path_margin(path), ask)
+
+
+def path_margin(path: Sequence[PathQueue]) -> Margin:
+    """What ``doomed_by`` reads of a path, the same for every ask of its last queue: the
+    remaining guarantee before the ask, and the queue's guarantee, usage and preempting."""
     snap: Snap | None = None
     for name, allocated, preempting, mx, guaranteed in path:
         # leaf-ness plays no part in the remaining guarantee
@@ -34,14 +42,19 @@ def guarantee_doomed(path: Sequence[PathQueue], ask: Res) -> bool:
     while s is not None:
         s.ask_queue = snap
         s = s.parent
-    r0 = snap.remaining_guaranteed()
+    return snap.remaining_guaranteed(), snap.guaranteed, snap.allocated, snap.preempting
+
+
+def doomed_by(margin: Margin, ask: Res) -> bool:
+    """``guarantee_doomed`` from the path's ``path_margin``."""
+    r0, guaranteed, allocated, preempting = margin
     if r0 is not None and fit_in_actual(r0, ask):
         return False
-    if is_empty(snap.guaranteed):
+    if is_empty(guaranteed):
         return False
-    used = sub_only_existing(add(snap.allocated, ask), snap.preempting)
-    own = sub_only_existing(snap.guaranteed, used) or {}
+    used = sub_only_existing(add(allocated, ask), preempting)
+    own = sub_only_existing(guaranteed, used) or {}
     return any(k in own and own[k] < 0 for k in ask)
 
 
-__all__ = ["guarantee_doomed"]
+__all__ = ["Margin", "doomed_by", "guarantee_doomed", "path_margin"]

@@ -92,6 +92,7 @@ class YuniKornModel(PreemptionModel):
         self._marks = 0  # Preempt decisions seen: moves whenever an allocation may become preempting
         self._doom_world: tuple | None = None
         self._doom_cache: dict[tuple, bool] = {}
+        self._doom_margins: dict[str, tuple] = {}  # queue -> ``gate.path_margin``, for ``_doom_world``
         self._walk_facts: dict[str, tuple] = {}  # workload -> what the walk reads of it (``fastpass._facts``)
         self._refusals: tuple[tuple | None, dict] = (None, {})  # ``cohorts`` verdicts, for one ``_fit_world``
         self.cohort_repeats = 0  # calls done by ``cohorts.repeat_refusals`` (or as it would)
