@@ -66,15 +66,9 @@ def repeat_refusals(model: "YuniKornModel", state: ClusterState, now_us: int) ->
     if unsure and not _all_refused(model, state, now_us, unsure, world):
         return False
     due = now_us + PREEMPT_ATTEMPT_FREQUENCY_US
-    asks, blocked = model.asks, blocks.blocked
+    refused(model, state, refuse, now_us, 1)
+    blocked = blocks.blocked
     for tid in refuse:
-        ask = asks.get(tid)
-        if ask is None:
-            ask = model._ask(state, tid)
-        ask.last_check_us = now_us
-        log = ask.log  # ``log_failure``, inlined
-        log[DOES_NOT_GUARANTEE] = log.get(DOES_NOT_GUARANTEE, 0) + 1
-        log[DOES_NOT_HELP] = log.get(DOES_NOT_HELP, 0) + 1
         if blocked[tid] == PARKED:
             blocks.nparked -= 1
         blocked[tid] = due
@@ -99,6 +93,20 @@ def repeat_refusals(model: "YuniKornModel", state: ClusterState, now_us: int) ->
     model.cohort_refusals += len(refuse)
     model.parked_turns += bool(parked)
     return True
+
+
+def refused(model: "YuniKornModel", state: ClusterState, tids: list[str], last_us: int, times: int) -> None:
+    """What ``times`` refusals by the guarantee, the last at ``last_us``, leave on each ask: its
+    check clock, and its log counts (``log_failure``, inlined)."""
+    asks = model.asks
+    for tid in tids:
+        ask = asks.get(tid)
+        if ask is None:
+            ask = model._ask(state, tid)
+        ask.last_check_us = last_us
+        log = ask.log
+        log[DOES_NOT_GUARANTEE] = log.get(DOES_NOT_GUARANTEE, 0) + times
+        log[DOES_NOT_HELP] = log.get(DOES_NOT_HELP, 0) + times
 
 
 def _turns(model: "YuniKornModel", state: ClusterState, members: list[str],
@@ -200,4 +208,4 @@ def _all_refused(model: "YuniKornModel", state: ClusterState, now_us: int, refus
     return True
 
 
-__all__ = ["repeat_refusals"]
+__all__ = ["refused", "repeat_refusals"]

@@ -18,10 +18,9 @@ import math
 from typing import TYPE_CHECKING
 
 from makeway.core.state import ClusterState
-from makeway.policies.yunikorn.cohorts import repeat_refusals
+from makeway.policies.yunikorn.cohorts import refused, repeat_refusals
 from makeway.policies.yunikorn.common import PREEMPT_ATTEMPT_FREQUENCY_US
 from makeway.policies.yunikorn.fastpass import timers
-from makeway.policies.yunikorn.preemptor import DOES_NOT_GUARANTEE, DOES_NOT_HELP
 from makeway.policies.yunikorn.views import to_us
 
 if TYPE_CHECKING:
@@ -140,17 +139,11 @@ def _chains(model: "YuniKornModel", state: ClusterState, wakes: list[float],
         if w < limit and to_us(w) not in seen:
             instants += 1  # asked for earlier, nothing due there: the model is quiet
             last = max(last, w)
-    asks, blocked = model.asks, blocks.blocked
+    blocked = blocks.blocked
     for c, tids, n, at in chains:
         nxt = at + period
+        refused(model, state, tids, at, n)
         for tid in tids:
-            ask = asks.get(tid)
-            if ask is None:
-                ask = model._ask(state, tid)
-            ask.last_check_us = at
-            log = ask.log
-            log[DOES_NOT_GUARANTEE] = log.get(DOES_NOT_GUARANTEE, 0) + n
-            log[DOES_NOT_HELP] = log.get(DOES_NOT_HELP, 0) + n
             blocked[tid] = nxt
         c.due, c.tids = nxt, tids
         model.cohort_repeats += n
