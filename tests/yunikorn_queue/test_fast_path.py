@@ -83,3 +83,23 @@ def _run(queues, nodes, jobs, changes, model_settings, reference):
 @given(clusters())
 def test_fast_pass_equals_reference_pass(c):
     assert _run(*c, reference=False) == _run(*c, reference=True)
+
+
+def test_quota_run_due_at_a_skipped_wake_up_still_runs():
+    """Found by ``test_fast_pass_equals_reference_pass``: a stretch of the model's own wake-ups
+    (``skip_wakes``) ran the instant at which q0's lowered max came due (13 s + 3 s) as a quiet
+    one, because the quota's next wake-up from that instant on was the one after it. The
+    stretch now ends at the quota's earliest timer, due or not."""
+    queues = [Queue("root"), Queue("q0", "root", max={"cpu": 6},
+                                   settings={"properties": {"preemption.delay": "0s", "quota.preemption.delay": "3s"}}),
+              Queue("q1", "root", settings={"properties": {"preemption.delay": "0s"}})]
+    nodes = [Node("n0", {"cpu": 2})]
+    fixed = {"allowPreemption": False, "allowPreemptOther": False}
+    jobs = [Workload("w0", "q0", 0.0, 17, (TaskGroup(1, {"cpu": 1.5}),), settings=fixed)]
+    jobs += [Workload(f"w{i}", "q0", 15.5 if i == 7 else 0.0, 1, (TaskGroup(1, {"cpu": 0.5}),), settings=fixed)
+             for i in range(1, 9)]
+    case = (queues, nodes, jobs, [ConfigChange(13, "q0", {"max": {"cpu": 1}})],
+            {"quotaPreemptionEnabled": True, "preemptionEnabled": False})
+    fast = _run(*case, reference=False)
+    assert any(e["kind"] == "note" and e["time"] == 16.0 for e in fast)
+    assert fast == _run(*case, reference=True)

@@ -40,9 +40,10 @@ def skip_stretch(model: "YuniKornModel", state: ClusterState, wakes: list[float]
     if (model._quiet != key or model._xmark != state.alloc_epoch - state.freed_epoch
             or model._bver != (state.freed_epoch, state.config_epoch, model._resv_released, state.topology_epoch)):
         return None
-    quota = model.quota.next_wakeup(state, wakes[0]) if model.quota is not None else None
+    # the quota's trigger loop runs at any call from its earliest timer on (already due ones too)
+    quota = model.quota.next_wakeup(state, -math.inf) if model.quota is not None else None
     if quota is not None:
-        limit = min(limit, quota)  # the quota's trigger loop may decide there
+        limit = min(limit, quota)
     if blocks.candidates(state):
         return None
     queue = [w for w in wakes if w < limit]
