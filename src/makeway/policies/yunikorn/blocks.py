@@ -16,11 +16,11 @@ Parked asks (``PARKED``) are streamed per leaf at every call in the same way: th
 order, then the next only while the leaf still has attempts left after the one before. Once a
 leaf's budget is spent, the asks after that point could only find it spent.
 
-Asks refused by their queue's guarantee in a call that had moved nothing before them are blocked
-as one *cohort*: they share one timer (15 s on), and the world the call started from. When that
-timer comes and the world is still that one, with nothing else to walk, the call would refuse
-each of them again in the same way (``cohorts.repeat_refusals``), so it is done without the
-walk. Otherwise the cohort's asks are released like any other timer.
+Asks refused by their queue's guarantee in one call are blocked as one *cohort*: they share one
+timer (15 s on) and keep the world the call started from (``_fit_world``). When that timer comes
+with nothing else to walk, each is refused again without the walk if its refusal is known (the
+world still that one) or asked and found so (``cohorts.repeat_refusals``); otherwise the
+cohort's asks are released like any other timer.
 """
 
 from __future__ import annotations

@@ -40,8 +40,7 @@ def repeat_refusals(model: "YuniKornModel", state: ClusterState, now_us: int) ->
         cohort = None
     if cohort is None and not blocks.nparked:
         return False
-    if blocks.restream or model._bver != (state.freed_epoch, state.config_epoch, model._resv_released,
-                                          state.topology_epoch):
+    if blocks.restream or model._bver != model._version(state):
         return False
     for heap in (blocks.heap_fresh, blocks.heap_checked):
         top = blocks.valid(heap)
@@ -180,7 +179,7 @@ def _all_refused(model: "YuniKornModel", state: ClusterState, now_us: int, refus
     verdicts = model._refusals[1]
     run = None
     key_of = model.blocks.key_of
-    ver = (state.freed_epoch, state.config_epoch, model._resv_released, state.topology_epoch)
+    ver = model._version(state)
     nohead, nofit = model._nohead, model._nofit
     for key in {key_of[t] for t in refuse}:
         out = verdicts.get(key)

@@ -83,8 +83,7 @@ class _FastPass:
         self.cohort: list[str] = []  # asks refused by their guarantee in this call: one cohort (``Blocks``)
 
     def version(self) -> tuple:
-        s = self.state
-        return (s.freed_epoch, s.config_epoch, self.m._resv_released, s.topology_epoch)
+        return self.m._version(self.state)
 
     # -- views -------------------------------------------------------------------------------------
 

@@ -254,8 +254,7 @@ class YuniKornModel(PreemptionModel):
         x = state.alloc_epoch - state.freed_epoch
         self._drop_stale(state, now_us, asks=self._xmark is None or x != self._xmark)
         self._refresh_config(state)
-        key = (state.freed_epoch, state.config_epoch, state.alloc_epoch, state.submit_epoch,
-               state.topology_epoch, tuple(self.reservations.items()))
+        key = self._quiet_key(state)
         if not decisions and self._quiet == key and now_us < self._due_min:
             return []
         if not decisions and self.closed_form_refusals and repeat_refusals(self, state, now_us):
@@ -292,7 +291,7 @@ class YuniKornModel(PreemptionModel):
         so nothing the walk does before reaching them can make them fit. Heap entries of asks no
         longer blocked with that timer are skipped (``Blocks.valid``)."""
         blocks = self.blocks
-        ver = (state.freed_epoch, state.config_epoch, self._resv_released, state.topology_epoch)
+        ver = self._version(state)
         if self._bver != ver:
             if self._bver is None or self._bver[1] != ver[1] or self._bver[3] != ver[3]:
                 blocks.clear()
@@ -327,6 +326,16 @@ class YuniKornModel(PreemptionModel):
                 return None
             due = max(due, ask.last_check_us + PREEMPT_ATTEMPT_FREQUENCY_US)
         return due / 1_000_000 if due > now_us else None
+
+    def _version(self, state: ClusterState) -> tuple:
+        """What the walk's blocks and "no headroom" / "no node" verdicts hold for: only releases,
+        config, reservations going and nodes moving can make an ask placeable again."""
+        return (state.freed_epoch, state.config_epoch, self._resv_released, state.topology_epoch)
+
+    def _quiet_key(self, state: ClusterState) -> tuple:
+        """A call that decided nothing in this key, before any timer is due, decides nothing again."""
+        return (state.freed_epoch, state.config_epoch, state.alloc_epoch, state.submit_epoch,
+                state.topology_epoch, tuple(self.reservations.items()))
 
     def _fit_world(self, state: ClusterState) -> tuple:
         """``_world`` but for submissions, which move no placement and no guarantee verdict

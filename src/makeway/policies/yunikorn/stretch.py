@@ -36,9 +36,8 @@ def skip_stretch(model: "YuniKornModel", state: ClusterState, wakes: list[float]
     blocks = model.blocks
     if blocks.restream or model.reservations or not state.allocations:
         return None
-    key = (state.freed_epoch, state.config_epoch, state.alloc_epoch, state.submit_epoch, state.topology_epoch, ())
-    if (model._quiet != key or model._xmark != state.alloc_epoch - state.freed_epoch
-            or model._bver != (state.freed_epoch, state.config_epoch, model._resv_released, state.topology_epoch)):
+    if (model._quiet != model._quiet_key(state) or model._xmark != state.alloc_epoch - state.freed_epoch
+            or model._bver != model._version(state)):
         return None
     # the quota's trigger loop runs at any call from its earliest timer on (already due ones too)
     quota = model.quota.next_wakeup(state, -math.inf) if model.quota is not None else None
@@ -52,30 +51,24 @@ def skip_stretch(model: "YuniKornModel", state: ClusterState, wakes: list[float]
     asked: set[float] = set()  # wake-ups asked for during the stretch (the engine has the others)
     count, last = 0, -math.inf
     while queue:
-        if not blocks.nparked:
-            done = _chains(model, state, queue, limit)
-            if done is not None:
-                n, at, end = done
-                count, last = count + n, max(last, at)
-                queue = [w for w in queue if w >= end]
-                heapq.heapify(queue)
-                if end >= limit:
-                    break
-                wake = model.next_wakeup(state, last)
-                if wake is not None and wake > last and wake not in queued:
-                    queued.add(wake)
-                    asked.add(wake)
-                    heapq.heappush(queue, wake)
-                continue
-        t = queue[0]
-        now_us = to_us(t)
-        if not (now_us < model._due_min) and not repeat_refusals(model, state, now_us):
-            limit = t
-            break
-        heapq.heappop(queue)
-        count, last = count + 1, t
-        wake = model.next_wakeup(state, t)
-        if wake is not None and wake > t and wake not in queued:
+        done = None if blocks.nparked else _chains(model, state, queue, limit)
+        if done is not None:
+            n, at, end = done
+            count, last = count + n, max(last, at)
+            queue = [w for w in queue if w >= end]
+            heapq.heapify(queue)
+            if end >= limit:
+                break
+        else:
+            t = queue[0]
+            now_us = to_us(t)
+            if not (now_us < model._due_min) and not repeat_refusals(model, state, now_us):
+                limit = t
+                break
+            heapq.heappop(queue)
+            count, last = count + 1, t
+        wake = model.next_wakeup(state, last)  # what the engine asks after the instant
+        if wake is not None and wake > last and wake not in queued:
             queued.add(wake)
             asked.add(wake)
             if wake < limit:
