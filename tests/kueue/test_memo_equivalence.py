@@ -22,14 +22,17 @@ def clusters(draw):
     within = draw(st.sampled_from(["LowerPriority", "LowerOrNewerEqualPriority", "Never"]))
     reclaim = draw(st.sampled_from(["Any", "LowerPriority", "Never"]))
     borrow = draw(st.sampled_from(["Never", "LowerPriority"])) if reclaim != "Never" else "Never"
-    queues = [Queue("org", settings={"kind": "Cohort"}), Queue("sub", "org", settings={"kind": "Cohort"})]
+    # "other" is a second cohort tree on the same nodes: an admission there moves what a head of
+    # the first tree can place, never its quota (``TwinSkipping``'s node version)
+    queues = [Queue("org", settings={"kind": "Cohort"}), Queue("sub", "org", settings={"kind": "Cohort"}),
+              Queue("other", settings={"kind": "Cohort"})]
     for i in range(draw(st.integers(2, 5))):
         quota = {"name": "cpu", "nominalQuota": draw(st.integers(0, 6))}
         if draw(st.booleans()):
             quota["borrowingLimit"] = draw(st.integers(0, 6))
         if draw(st.booleans()):
             quota["lendingLimit"] = draw(st.integers(0, 6))
-        queues.append(Queue(f"q{i}", draw(st.sampled_from(["org", "sub"])), weight=draw(st.sampled_from([0.5, 1.0, 2.0])),
+        queues.append(Queue(f"q{i}", draw(st.sampled_from(["org", "sub", "other"])), weight=draw(st.sampled_from([0.5, 1.0, 2.0])),
                             settings={"kind": "ClusterQueue",
                                       "resourceGroups": [{"coveredResources": ["cpu"],
                                                           "flavors": [{"name": "f", "resources": [quota]}]}],

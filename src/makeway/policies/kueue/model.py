@@ -89,6 +89,7 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         self._assign_last: dict[int, tuple[QNode, int, Assignment]] = {}  # per key id: (queue, root version, result)
         self._akey_ids: dict[tuple, int] = {}
         self._gversion = 0  # bumped with every per-root version: node promises and victims changed
+        self._nversion = 0  # bumped when the nodes changed between calls (``TwinSkipping._carry_outcomes``)
         # Per call: classic target searches found doomed (``preemption.classic_search``), valid
         # while the root's flip count (``_add_in_call``) is unchanged.
         self._doomed: dict[tuple, int] = {}
@@ -97,7 +98,7 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         self._doomed_from: dict[tuple, tuple[int, int]] = {}
         self._flips: dict[str, int] = {}
         # per head key id, kept across calls (``TwinSkipping._carry_outcomes``)
-        self._outcomes: dict[int, tuple[int, int | None, bool]] = {}
+        self._outcomes: dict[int, tuple[int, int | None, int | None, bool]] = {}
         self._nodes_seen: tuple | None = None
         self._probed_nodes = False
         # BestEffortFIFO: a workload found inadmissible is parked until quota is released (a
@@ -112,6 +113,7 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         self._parked = Parked(self._index)
         self._walked_unparked: dict[str, set[str]] = {}  # per call: walked heads left unparked
         self._cursors: dict[tuple, tuple] = {}  # per call: ``TwinSkipping._first_unknown``'s places
+        self._strict_of: dict[str, bool] = {}  # per call: ``_strict`` by queue
         self._hid: dict[tuple, int] = {}
         self._alloc_seen: tuple[int, int] | None = None
         self._nodes_of: dict[frozenset, tuple[tuple, list[str]]] = {}
@@ -189,7 +191,11 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
     # -- scheduling ---------------------------------------------------------------------------
 
     def _strict(self, state: ClusterState, cq: str) -> bool:
-        return (state.queues[cq].settings or {}).get("queueingStrategy") == STRICT_FIFO
+        """Whether the queue is StrictFIFO, read once per call (settings change only between calls)."""
+        hit = self._strict_of.get(cq)
+        if hit is None:
+            hit = self._strict_of[cq] = (state.queues[cq].settings or {}).get("queueingStrategy") == STRICT_FIFO
+        return hit
 
     def _entry(self, state: ClusterState, wl_id: str) -> tuple:
         """A pending workload's place in its queue (``pending.PendingIndex``) and its head id."""
@@ -215,6 +221,7 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
             self._idle = None
         if self._idle is not None and self._idle == self._epochs(state):
             return []  # nothing moved since a call that decided nothing: it would decide nothing again
+        self._strict_of = {}
         tree = self.build_tree(state)
         self._carry_outcomes(state)
         gversion = self._gversion

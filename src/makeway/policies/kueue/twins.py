@@ -54,10 +54,10 @@ class TwinSkipping:
         hit = self._outcomes.get(self._head_id(state, cq, wl_id) if hid is None else hid)
         if hit is None:
             return None
-        root_v, global_v, parked = hit
+        root_v, nodes_v, global_v, parked = hit
         if root_v != self._version.get(self._roots[cq.name], 0):
             return None
-        if global_v is not None and global_v != self._gversion:
+        if nodes_v is not None and nodes_v != self._nversion or global_v is not None and global_v != self._gversion:
             return None
         return parked
 
@@ -66,11 +66,12 @@ class TwinSkipping:
         its cohort tree (quotas, usage, admitted workloads), whose root version moves with every
         change of it, in-call usage taken back included; a call starts with no node promises and
         no victims (victims come with in-call usage, so their root's version moved). One that
-        placed pods also read the nodes: the global version is bumped when they changed."""
+        placed pods also read the nodes: the node and global versions are bumped when they changed."""
         nodes = (id(state), state.alloc_epoch, state.topology_epoch)
         if nodes != self._nodes_seen:
             self._nodes_seen = nodes
             self._gversion += 1
+            self._nversion += 1
 
     def _process(self, state: ClusterState, tree: QuotaTree, h: _Head, now: float, decisions: list[Decision],
                  promised: dict[str, Res], victims: set[str]) -> None:
@@ -86,8 +87,14 @@ class TwinSkipping:
         self._probed_nodes = False
         self._process_head(state, tree, h, now, decisions, promised, victims)
         if not before[3] and before[:3] == (len(decisions), self._version.get(root, 0), self._gversion):
-            self._outcomes[self._head_id(state, h.cq, h.wl)] = (
-                before[1], before[2] if self._probed_nodes else None, h.wl in self._parked)
+            nodes_v = global_v = None
+            if self._probed_nodes:
+                groups = state.workloads[h.wl].groups
+                if len(groups) == 1 and groups[0].count == 1:
+                    nodes_v = self._nversion
+                else:
+                    global_v = before[2]
+            self._outcomes[self._head_id(state, h.cq, h.wl)] = (before[1], nodes_v, global_v, h.wl in self._parked)
 
     def _first_unknown(self, state: ClusterState, cq: QNode, lst: list[tuple], i: int,
                        groups: dict[tuple, list[tuple]]) -> tuple[int, dict[tuple, bool]] | None:
@@ -104,15 +111,17 @@ class TwinSkipping:
         parked = self._parked
         # ``_known_noop`` inlined (the caller runs with the caches on): no entry of a kind at or
         # after the head waits (they are current), and a kind's outcome is one per head id
-        outcomes, root_v, global_v = self._outcomes, self._version.get(self._roots[cq.name], 0), self._gversion
+        outcomes, root_v = self._outcomes, self._version.get(self._roots[cq.name], 0)
+        nodes_v, global_v = self._nversion, self._gversion
         cursors, q = self._cursors, cq.name
         for kind, ents in groups.items():
             if ents[-1] < head:
                 continue
             if not kind[1]:
                 hit = outcomes.get(kind[0])
-                if hit is not None and hit[0] == root_v and (hit[1] is None or hit[1] == global_v):
-                    known_of[kind] = hit[2]
+                if hit is not None and hit[0] == root_v and (hit[1] is None or hit[1] == nodes_v) \
+                        and (hit[2] is None or hit[2] == global_v):
+                    known_of[kind] = hit[3]
                     continue
             # the kind's first unparked entry from the head on and its place in ``lst`` stay
             # the same while the head has not passed it (nothing after the head is parked or

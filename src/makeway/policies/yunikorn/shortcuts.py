@@ -93,15 +93,14 @@ def one_may_do(p: "Preemptor", node_id: str, candidates: list[YAlloc] | None) ->
 
 def extras_irrelevant(p: "Preemptor", node_id: str, node_victims: list[YAlloc]) -> bool:
     """True when ``additional_victims`` cannot change the attempt's outcome, so its walk over every
-    candidate (as long as the ask queue's guarantee has room) can be skipped:
+    candidate (as long as the ask queue's guarantee has room) can be skipped. The ask must not fit
+    the node as it is (so the final list keeps only victims on the node, while their total is short
+    of the ask), the check must only be able to answer ok (``_extras_always_ok``), and either:
 
-    - the ask does not fit the node as it is and its own victims cover the ask, so the final list
-      is a prefix of them (queue-level victims elsewhere are dropped, later ones on the node are
-      not needed);
-    - and the check can only answer ok: no ancestor of the ask queue has a guarantee, so its
-      remaining guarantee is its own remainder, None (the walk stops at its first victim) or, in
-      whole numbers, never negative (a victim is only added where it fits that remainder, and
-      every type starts at or above zero)."""
+    - the node's own victims cover the ask, so the final list is a prefix of them (queue-level
+      victims elsewhere are dropped, later ones on the node are not needed);
+    - or every candidate on the node together does not cover it, so whichever of them the walk
+      would add, the attempt ends short of resources as it does with the node's victims alone."""
     if not p.part.shortcuts or p.oracle is not None or not node_victims:
         return False
     ask = p.ask.resources
@@ -110,8 +109,37 @@ def extras_irrelevant(p: "Preemptor", node_id: str, node_victims: list[YAlloc]) 
     total: Res = {}
     for v in node_victims:
         total = add(total, v.resources)
-    if strictly_greater_than_only_existing(ask, total) or not flat_ask_path(p):
+    if strictly_greater_than_only_existing(ask, total) and not _node_short(p, node_id, node_victims, total):
         return False
+    return _extras_always_ok(p)
+
+
+def _node_short(p: "Preemptor", node_id: str, node_victims: list[YAlloc], total: Res) -> bool:
+    """Whether the node's victims and every other candidate on the node, all together, are still
+    short of the ask. It bounds every list the final selection could make there only where "short"
+    is monotone: each candidate holds every type the ask names, in whole non-negative numbers (then
+    short means at most the ask in each type and not equal to it, which a smaller sum keeps)."""
+    ask = p.ask.resources
+    seen = {v.key for v in node_victims}
+    assert p.by_node is not None
+    on_node = [a for a in p.by_node.get(node_id, []) if a.key not in seen]  # type: ignore[union-attr]
+    for a in (*node_victims, *on_node):
+        r = a.resources
+        if any(k not in r or type(r[k]) is not int or r[k] < 0 for k in ask):
+            return False
+    for a in on_node:
+        total = add(total, a.resources)
+    return strictly_greater_than_only_existing(ask, total)
+
+
+def _extras_always_ok(p: "Preemptor") -> bool:
+    """Whether ``additional_victims``' check can only answer ok: no ancestor of the ask queue has a
+    guarantee, so its remaining guarantee is its own remainder, None (the walk stops at its first
+    victim) or, in whole numbers, never negative (a victim is only added where it fits that
+    remainder, and every type starts at or above zero)."""
+    if not flat_ask_path(p):
+        return False
+    ask = p.ask.resources
     aq = p.search.snapshots[p.ask.queue]
     if is_empty(aq.guaranteed):
         return True
