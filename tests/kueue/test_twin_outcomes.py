@@ -63,3 +63,48 @@ def test_no_room_outcome_outlives_other_trees_admissions_for_one_pod(pods, evalu
     # the twin is parked unevaluated for a single pod; a gang is evaluated again
     assert model.evaluated.get("big-2", 0) == evaluations - 1
     assert model.log == run(FullEvaluation, pods).log
+
+
+class Visits(Recording):
+    """Counts the heads taken per workload (``_process``, evaluated or skipped as a twin)."""
+
+    def __init__(self, settings=None):
+        super().__init__(settings)
+        self.visits: dict[str, int] = {}
+
+    def _process(self, state, tree, h, *args):
+        self.visits[h.wl] = self.visits.get(h.wl, 0) + 1
+        return super()._process(state, tree, h, *args)
+
+
+def run_two_trees(cls: type, strict: bool = False) -> KueueModel:
+    """At t=1 cohort a's queue starts five 1-cpu workloads, one per round; cohort b's queue is
+    full (2 of 2 cpu held) and gets five 1-cpu twins that cannot be admitted."""
+    qb = cq("qb", "b", 2)
+    # reclaiming within the cohort, a head without targets holds no quota back (no in-call usage)
+    qb.settings["preemption"] = {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}
+    if strict:
+        qb.settings["queueingStrategy"] = "StrictFIFO"
+    queues = [Queue("a", settings={"kind": "Cohort"}), Queue("b", settings={"kind": "Cohort"}), cq("qa", "a", 10), qb]
+    state = ClusterState(["cpu"], queues, [Node("n0", {"cpu": 16}, {"flavor": "f"})])
+    jobs = [Workload("hold", "qb", 0.0, 100.0, (TaskGroup(2, {"cpu": 1}),))]
+    jobs += [Workload(f"a{i}", "qa", 1.0, 10.0, (TaskGroup(1, {"cpu": 1}),)) for i in range(5)]
+    jobs += [Workload(f"b{i}", "qb", 1.0, 10.0, (TaskGroup(1, {"cpu": 1}),)) for i in range(5)]
+    model = cls({})
+    simulate(state, model, jobs, options=SimOptions(horizon=1.0))
+    return model
+
+
+def test_a_tree_of_known_twins_takes_its_rounds_at_once_while_another_tree_evaluates():
+    model = run_two_trees(Visits)
+    assert sum(" S a" in line for line in model.log) == 5
+    # round 1 evaluates b0; from round 2 every head of qb is b0's twin and tree b is done at once,
+    # while qa's heads are evaluated one round at a time
+    assert sum(model.visits.get(f"b{i}", 0) for i in range(5)) == 1
+    assert model.log == run_two_trees(FullEvaluation).log
+
+
+def test_a_strict_fifo_queue_is_not_skipped_by_tree():
+    model = run_two_trees(Visits, strict=True)
+    assert sum(model.visits.get(f"b{i}", 0) for i in range(5)) == 1  # its head blocks the rest
+    assert model.log == run_two_trees(FullEvaluation, strict=True).log

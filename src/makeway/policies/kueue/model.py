@@ -237,13 +237,29 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         order = sorted(queues)
         self._walked_unparked = {q: set() for q in queues}
         self._cursors = {}
+        by_tree = self.caches and not self.fair
+        trees: dict[str, list[str]] = {}
+        if by_tree:
+            for q in order:
+                trees.setdefault(self._roots[q], []).append(q)
+        resume: dict[str, int] = {}  # per cohort tree sitting rounds out: the round it takes heads again
+        rnd = 0
         while True:
             if self.caches:
-                self._skip_known(state, tree, queues, at, ends)
+                # with a tree sitting rounds out, the rounds of the others are not aligned with its
+                if not resume or all(r <= rnd for r in resume.values()):
+                    self._skip_known(state, tree, queues, at, ends)
+                if by_tree:
+                    self._skip_known_trees(state, tree, queues, at, trees, rnd, resume)
             heads = []
+            held = None
             for q in order:
                 i = at[q]
                 if i >= len(queues[q]):
+                    continue
+                if resume and resume.get(self._roots[q], 0) > rnd:
+                    r = resume[self._roots[q]]
+                    held = r if held is None or r < held else held
                     continue
                 at[q] = i + 1
                 wl_id = queues[q][i][3]
@@ -252,7 +268,11 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
                 a = self._assign(state, cq, wl_id)
                 heads.append(_Head(wl_id, cq, a, self.priority(wl), wl.submit, self._version.get(self._roots[q], 0)))
             if not heads:
-                break
+                if held is None:
+                    break
+                rnd = held  # every tree with heads left sits rounds out: the first to come back
+                continue
+            rnd += 1
             if self.fair:
                 while heads:
                     h = self._tournament(tree, heads)

@@ -1,6 +1,7 @@
 """Heads whose twin decided nothing: a head with the same key (everything ``_process`` reads
 of it besides the tree, node promises and victims) processed since the last change that could
-matter is parked as its twin was, without evaluation; whole rounds of such heads are taken at once.
+matter is parked as its twin was, without evaluation; whole rounds of such heads are taken at once,
+for every queue together or, in classic order, for one cohort tree while the others are evaluated.
 """
 
 from __future__ import annotations
@@ -45,10 +46,12 @@ class TwinSkipping:
             hit = self._hkeys[wl_id]
         return hit[1]
 
-    def _known_noop(self, state: ClusterState, cq: QNode | None, wl_id: str, hid: int | None = None) -> bool | None:
+    def _known_noop(self, state: ClusterState, cq: QNode | None, wl_id: str, hid: int | None = None,
+                    local: bool = False) -> bool | None:
         """For a head whose twin (same key) was processed since the last change that could matter
         and changed nothing: whether it was parked. None when the outcome is not known. ``hid``:
-        the head's key id when the caller has it (a pending entry carries it)."""
+        the head's key id when the caller has it (a pending entry carries it). ``local``: an
+        outcome stamped with the global version counts as not known (``_skip_known_trees``)."""
         if cq is None or wl_id in self._waiting or not self.caches:
             return None
         hit = self._outcomes.get(self._head_id(state, cq, wl_id) if hid is None else hid)
@@ -57,7 +60,8 @@ class TwinSkipping:
         root_v, nodes_v, global_v, parked = hit
         if root_v != self._version.get(self._roots[cq.name], 0):
             return None
-        if nodes_v is not None and nodes_v != self._nversion or global_v is not None and global_v != self._gversion:
+        if nodes_v is not None and nodes_v != self._nversion or global_v is not None and (
+                local or global_v != self._gversion):
             return None
         return parked
 
@@ -97,14 +101,15 @@ class TwinSkipping:
             self._outcomes[self._head_id(state, h.cq, h.wl)] = (before[1], nodes_v, global_v, h.wl in self._parked)
 
     def _first_unknown(self, state: ClusterState, cq: QNode, lst: list[tuple], i: int,
-                       groups: dict[tuple, list[tuple]]) -> tuple[int, dict[tuple, bool]] | None:
+                       groups: dict[tuple, list[tuple]], local: bool = False) -> tuple[int, dict[tuple, bool]] | None:
         """The position of the first entry from ``i`` on whose outcome is not known (``len(lst)``
         if none), and the known outcome of every kind of entry before it, read once per kind
         (head id, waiting mark) instead of once per run: the entries of a kind are twins. Entries
         from ``i`` on were not processed in this call, so their waiting marks are current, and
         they are in ``lst`` (the queue's entries less those parked when the call began) exactly
         when they are not parked now. None when an unknown kind's first such entry is not
-        found within a few steps (the caller then walks the runs)."""
+        found within a few steps (the caller then walks the runs). ``local``: outcomes stamped
+        with the global version count as unknown (``_skip_known_trees``)."""
         first = len(lst)
         known_of: dict[tuple, bool] = {}
         head = lst[i]
@@ -120,7 +125,7 @@ class TwinSkipping:
             if not kind[1]:
                 hit = outcomes.get(kind[0])
                 if hit is not None and hit[0] == root_v and (hit[1] is None or hit[1] == nodes_v) \
-                        and (hit[2] is None or hit[2] == global_v):
+                        and (hit[2] is None or hit[2] == global_v and not local):
                     known_of[kind] = hit[3]
                     continue
             # the kind's first unparked entry from the head on and its place in ``lst`` stay
@@ -188,17 +193,59 @@ class TwinSkipping:
                 j = e
             if j < limit:
                 step = j - i if step is None else min(step, j - i)
-        # The runs taken are parked by the queue's mark at the call's end (``Parked``): only
-        # the ones left unparked are named.
         unparked = self._walked_unparked
         for q, j, e, known in plan:
             stop = e if step is None else min(e, at[q] + step)
             if not known and j < stop:
                 unparked[q].update(x[3] for x in queues[q][j:stop])
         for q, known_of in kinds.items():
-            lst = queues[q]
-            stop = len(lst) if step is None else min(len(lst), at[q] + step)
-            if not all(known_of.values()):
-                unparked[q].update(x[3] for x in lst[at[q]:stop] if not known_of[x[4], x[5]])
+            self._take_known(queues[q], q, at[q], step, known_of)
         for q, lst in queues.items():
             at[q] = len(lst) if step is None else min(len(lst), at[q] + step)
+
+    def _take_known(self, lst: list[tuple], q: str, i: int, step: int | None, known_of: dict[tuple, bool]) -> int:
+        """Take ``step`` rounds (None: all) of a queue's known twins from ``i`` on; where its
+        next entry is. The runs taken are parked by the queue's mark at the call's end
+        (``Parked``): only the ones left unparked are named."""
+        stop = len(lst) if step is None else min(len(lst), i + step)
+        if not all(known_of.values()):
+            self._walked_unparked[q].update(x[3] for x in lst[i:stop] if not known_of[x[4], x[5]])
+        return stop
+
+    def _skip_known_trees(self, state: ClusterState, tree: QuotaTree, queues: dict[str, list[tuple]],
+                          at: dict[str, int], trees: dict[str, list[str]], rnd: int, resume: dict[str, int]) -> None:
+        """``_skip_known`` per cohort tree, in classic order: a tree whose heads are all known
+        twins for the next ``s`` rounds takes those rounds at once and sits them out (``resume``:
+        the round its queues take heads again), while other trees go on round by round.
+
+        Nothing processed in another tree moves this tree's root version, and node promises only
+        grow within a call, so a no-room outcome holds (node version); only outcomes stamped
+        with the global version, which another tree's admission moves, are not skipped this way.
+        A no-op's place in a round then does not matter: the classic order is total, so the
+        other heads keep their order, and each tree's first head that must be evaluated is still
+        taken in its own round. StrictFIFO queues and waiting preemptors are never skipped."""
+        for root, qs in trees.items():
+            if resume.get(root, 0) > rnd:
+                continue
+            live = [q for q in qs if at[q] < len(queues[q])]
+            # heads first: one that must be evaluated ends it cheaply
+            if not live or any(self._strict(state, q) or self._known_noop(
+                    state, tree.cqs[q], queues[q][at[q]][3], queues[q][at[q]][4], local=True) is None for q in live):
+                continue
+            ok = True
+            step = None
+            kinds: dict[str, dict[tuple, bool]] = {}
+            for q in live:
+                found = self._first_unknown(state, tree.cqs[q], queues[q], at[q], self._index.groups[q], local=True)
+                if found is None:
+                    ok = False
+                    break
+                u, kinds[q] = found
+                if u < len(queues[q]):
+                    step = u - at[q] if step is None else min(step, u - at[q])
+            if not ok or step == 0:
+                continue
+            for q in live:
+                at[q] = self._take_known(queues[q], q, at[q], step, kinds[q])
+            if step is not None:
+                resume[root] = rnd + step
