@@ -237,11 +237,11 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         order = sorted(queues)
         self._walked_unparked = {q: set() for q in queues}
         self._cursors = {}
-        by_tree = self.caches and not self.fair
         trees: dict[str, list[str]] = {}
-        if by_tree:
+        if self.caches and not self.fair:
             for q in order:
                 trees.setdefault(self._roots[q], []).append(q)
+        by_tree = len(trees) > 1  # one tree: the skip of every queue together is the same
         resume: dict[str, int] = {}  # per cohort tree sitting rounds out: the round it takes heads again
         rnd = 0
         while True:
