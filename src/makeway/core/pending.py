@@ -97,14 +97,20 @@ def _default_key(wls: Mapping[str, Any]) -> Any:
     return lambda w: (-wls[w].priority, wls[w].submit, w)
 
 
-def queue_orders(model: Any, state: ClusterState, now: float) -> dict[str, list[str]]:
+def queue_orders(model: Any, state: ClusterState, now: float,
+                 counts: dict[str, int] | None = None) -> dict[str, list[str]]:
     """The model's ``queue_order`` of every queue with pending work, by queue name in sorted order.
     When the model keeps the default order, all of them come from one pass over the pending
-    workloads instead of one per queue."""
+    workloads instead of one per queue. ``counts``, when given, gets the number of pending
+    workloads per queue (from that pass when there is one)."""
     from makeway.core.policy import PreemptionModel
 
     wls = state.workloads
     if getattr(type(model), "queue_order", None) is not PreemptionModel.queue_order:
+        if counts is not None:
+            for w in state.pending:
+                q = wls[w].queue
+                counts[q] = counts.get(q, 0) + 1
         return {q: model.queue_order(state, q, now) for q in sorted({wls[w].queue for w in state.pending})}
     out: dict[str, list[str]] = {}
     for w in state.pending:
@@ -112,6 +118,8 @@ def queue_orders(model: Any, state: ClusterState, now: float) -> dict[str, list[
     key = _default_key(wls)
     for ws in out.values():
         ws.sort(key=key)
+    if counts is not None:
+        counts.update((q, len(ws)) for q, ws in out.items())
     return {q: out[q] for q in sorted(out)}
 
 

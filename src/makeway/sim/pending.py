@@ -258,11 +258,9 @@ class ReasonLog:
         a head or got a first reason since, it has victims, or a limited queue on its path changed
         usage (then its whole queue is). A config change or a trimmed log re-classifies all."""
         state, model, head = self.state, self.model, self.HEAD
-        wls, pending, current = state.workloads, state.pending, self._current
+        pending, current = state.pending, self._current
         by_queue: dict[str, int] = {}
-        for w in pending:
-            q = wls[w].queue
-            by_queue[q] = by_queue.get(q, 0) + 1
+        orders = queue_orders(model, state, now, by_queue)
         stale = self._stale
         log = state.pending_log
         back = log.since(self._log_pos)
@@ -290,7 +288,7 @@ class ReasonLog:
         stale.update(self._victims)
         heads: set[str] = set()
         classify, put = self._classify, self._set
-        for queue, order in queue_orders(model, state, now).items():
+        for queue, order in orders.items():
             for i, wl_id in enumerate(order[:head], 1):
                 heads.add(wl_id)
                 put(wl_id, now, *classify(wl_id, now, i, True))

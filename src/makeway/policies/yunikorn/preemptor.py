@@ -27,7 +27,7 @@ from makeway.policies.yunikorn.search import Snap, VictimSearch, find_fence_root
 from makeway.policies.yunikorn.node_candidates import NodeCandidates, NodeRejects
 from makeway.policies.yunikorn.required_node import required_node_preemption
 from makeway.policies.yunikorn import events
-from makeway.policies.yunikorn.shortcuts import extras_irrelevant, one_may_do
+from makeway.policies.yunikorn.shortcuts import extras_irrelevant, one_may_do, reversible
 from makeway.policies.yunikorn.victim_index import first_index0
 
 # ask log reasons (symbolic names of YuniKorn's log texts)
@@ -411,14 +411,24 @@ class Preemptor:
                                    if _additional_score(l) == _additional_score(r)
                                    else _additional_score(l) < _additional_score(r))
         out: list[YAlloc] = []
+        # Queues that refused a victim since the last one kept: with nothing moved since, they
+        # refuse again (``reversible``: the refusal's remove and add gave the same numbers back).
+        refused: set[str] | None = set() if self.part.shortcuts else None
         for v in rest:
             qs = work.get(v.queue)
             if qs is None:
+                continue
+            same = refused is not None and reversible(qs, v.resources)
+            if same and v.queue in refused:  # type: ignore[operator]
                 continue
             r = qs.remaining_guaranteed()
             qs.remove_allocation(v.resources)
             if not (r is None or victim_queue_over(ask, r)):
                 qs.add_allocation(v.resources)
+                if same:
+                    refused.add(v.queue)  # type: ignore[union-attr]
+                elif refused:
+                    refused.clear()
                 continue
             before = aq.remaining_guaranteed()
             if before is None or not fit_in_actual(before, v.resources):
@@ -426,6 +436,8 @@ class Preemptor:
                 break
             aq.add_allocation(v.resources)
             after = aq.remaining_guaranteed()
+            if refused:
+                refused.clear()
             if after == before:
                 aq.remove_allocation(v.resources)
                 qs.add_allocation(v.resources)

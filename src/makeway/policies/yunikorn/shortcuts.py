@@ -156,4 +156,19 @@ def _extras_always_ok(p: "Preemptor") -> bool:
     return before is None or all(v >= 0 for v in before.values())
 
 
-__all__ = ["extras_irrelevant", "flat_ask_path", "one_may_do"]
+def reversible(qs: "Snap", res: Res) -> bool:
+    """Whether removing ``res`` along the queue's path and adding it back gives every snapshot the
+    same numbers it had: whole numbers, and every type of ``res`` already there (a missing one
+    would come back as a 0, a None usage as a dict)."""
+    if any(type(x) is not int for x in res.values()):
+        return False
+    s: Snap | None = qs
+    while s is not None:
+        a = s.allocated
+        if a is None or any(type(a.get(k)) is not int for k in res):
+            return False
+        s = s.parent
+    return True
+
+
+__all__ = ["extras_irrelevant", "flat_ask_path", "one_may_do", "reversible"]
