@@ -26,11 +26,17 @@ def cq(name: str, cohort: str, nominal: int) -> Queue:
 
 
 class Counting(Recording):
-    """Counts the real evaluations (``_process_head``) per workload."""
+    """Counts per workload the heads taken (``_process``, evaluated or skipped as a twin) and the
+    real evaluations (``_process_head``)."""
 
     def __init__(self, settings=None):
         super().__init__(settings)
+        self.visits: dict[str, int] = {}
         self.evaluated: dict[str, int] = {}
+
+    def _process(self, state, tree, h, *args):
+        self.visits[h.wl] = self.visits.get(h.wl, 0) + 1
+        return super()._process(state, tree, h, *args)
 
     def _process_head(self, state, tree, h, *args):
         self.evaluated[h.wl] = self.evaluated.get(h.wl, 0) + 1
@@ -65,18 +71,6 @@ def test_no_room_outcome_outlives_other_trees_admissions_for_one_pod(pods, evalu
     assert model.log == run(FullEvaluation, pods).log
 
 
-class Visits(Recording):
-    """Counts the heads taken per workload (``_process``, evaluated or skipped as a twin)."""
-
-    def __init__(self, settings=None):
-        super().__init__(settings)
-        self.visits: dict[str, int] = {}
-
-    def _process(self, state, tree, h, *args):
-        self.visits[h.wl] = self.visits.get(h.wl, 0) + 1
-        return super()._process(state, tree, h, *args)
-
-
 def run_two_trees(cls: type, strict: bool = False) -> KueueModel:
     """At t=1 cohort a's queue starts five 1-cpu workloads, one per round; cohort b's queue is
     full (2 of 2 cpu held) and gets five 1-cpu twins that cannot be admitted."""
@@ -96,7 +90,7 @@ def run_two_trees(cls: type, strict: bool = False) -> KueueModel:
 
 
 def test_a_tree_of_known_twins_takes_its_rounds_at_once_while_another_tree_evaluates():
-    model = run_two_trees(Visits)
+    model = run_two_trees(Counting)
     assert sum(" S a" in line for line in model.log) == 5
     # round 1 evaluates b0; from round 2 every head of qb is b0's twin and tree b is done at once,
     # while qa's heads are evaluated one round at a time
@@ -105,6 +99,6 @@ def test_a_tree_of_known_twins_takes_its_rounds_at_once_while_another_tree_evalu
 
 
 def test_a_strict_fifo_queue_is_not_skipped_by_tree():
-    model = run_two_trees(Visits, strict=True)
+    model = run_two_trees(Counting, strict=True)
     assert sum(model.visits.get(f"b{i}", 0) for i in range(5)) == 1  # its head blocks the rest
     assert model.log == run_two_trees(FullEvaluation, strict=True).log

@@ -227,12 +227,18 @@ class TwinSkipping:
         for root, qs in trees.items():
             if resume.get(root, 0) > rnd:
                 continue
-            live = [q for q in qs if at[q] < len(queues[q])]
-            # heads first: one that must be evaluated ends it cheaply
-            if not live or any(self._strict(state, q) or self._known_noop(
-                    state, tree.cqs[q], queues[q][at[q]][3], queues[q][at[q]][4], local=True) is None for q in live):
-                continue
+            live = []
             ok = True
+            for q in qs:  # heads first: one that must be evaluated ends it cheaply
+                i, lst = at[q], queues[q]
+                if i >= len(lst):
+                    continue
+                if self._strict(state, q) or self._known_noop(state, tree.cqs[q], lst[i][3], lst[i][4], local=True) is None:
+                    ok = False
+                    break
+                live.append(q)
+            if not ok or not live:
+                continue
             step = None
             kinds: dict[str, dict[tuple, bool]] = {}
             for q in live:
