@@ -257,9 +257,9 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
                 i = at[q]
                 if i >= len(queues[q]):
                     continue
-                if resume and resume.get(self._roots[q], 0) > rnd:
-                    r = resume[self._roots[q]]
-                    held = r if held is None or r < held else held
+                back = resume.get(self._roots[q], 0) if resume else 0
+                if back > rnd:
+                    held = back if held is None or back < held else held
                     continue
                 at[q] = i + 1
                 wl_id = queues[q][i][3]

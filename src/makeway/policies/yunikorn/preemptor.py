@@ -413,20 +413,21 @@ class Preemptor:
         out: list[YAlloc] = []
         # Queues that refused a victim since the last one kept: with nothing moved since, they
         # refuse again (``reversible``: the refusal's remove and add gave the same numbers back).
-        refused: set[str] | None = set() if self.part.shortcuts else None
+        memo = self.part.shortcuts
+        refused: set[str] = set()
         for v in rest:
             qs = work.get(v.queue)
             if qs is None:
                 continue
-            same = refused is not None and reversible(qs, v.resources)
-            if same and v.queue in refused:  # type: ignore[operator]
+            same = memo and reversible(qs, v.resources)
+            if same and v.queue in refused:
                 continue
             r = qs.remaining_guaranteed()
             qs.remove_allocation(v.resources)
             if not (r is None or victim_queue_over(ask, r)):
                 qs.add_allocation(v.resources)
                 if same:
-                    refused.add(v.queue)  # type: ignore[union-attr]
+                    refused.add(v.queue)
                 elif refused:
                     refused.clear()
                 continue
