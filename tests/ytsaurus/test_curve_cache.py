@@ -113,3 +113,30 @@ def test_cache_hits_do_not_change_the_path(before, after):
     assert cache.hits > 0
     for name, a in fresh.attrs.items():
         assert warm.attrs[name].fair_share == a.fair_share, name
+
+
+def test_a_shape_seen_updates_ago_is_reused():
+    """A backlog that returns to an earlier shape finds its curves still cached (generations, not
+    one update); with ``generation=1`` (only the previous update's entries) it computes them
+    again. Either way the shares are bit for bit a fresh computation's."""
+    misses = {}
+    for generation in (1, 1024):
+        cache = fairshare.CurveCache(generation)
+        fairshare.compute(_pools_tree(), cache=cache)
+        fairshare.compute(_pools_tree(moved=4), cache=cache)
+        before = cache.misses
+        back = fairshare.compute(_pools_tree(), cache=cache)
+        misses[generation] = cache.misses - before
+        fresh = fairshare.compute(_pools_tree())
+        for name, a in fresh.attrs.items():
+            assert back.attrs[name].fair_share == a.fair_share, (generation, name)
+    assert misses[1024] == 0
+    assert misses[1] > 0
+
+
+def test_generations_bound_the_cache():
+    cache = fairshare.CurveCache(generation=8)
+    for k in range(30):
+        fairshare.compute(_pools_tree(moved=k), cache=cache)
+        # a generation fills within one update, which puts at most its 11 pools (root included)
+        assert len(cache.old) + len(cache.new) <= 2 * (8 + 11)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 _HALF_MANTISSA = 2.0 ** 53
+_NEAR = 4  # periods before ``end`` within which ``advance`` adds one period at a time
 
 
 def _jump(t: float, period: float, end: float) -> tuple[int, float]:
@@ -45,7 +46,13 @@ def advance(t: float, period: float, end: float, inclusive: bool = False,
     including it when ``inclusive``), at most ``limit`` of them: (how many, the last of them or
     None, the first time not taken)."""
     count, last = 0, None
+    near = end - _NEAR * period  # from here on a jump would save next to nothing
     while (t <= end if inclusive else t < end) and (limit is None or count < limit):
+        if t >= near:  # the last few additions, one by one (what a jump stands for, exactly)
+            last = t
+            t = t + period
+            count += 1
+            continue
         k, d = _jump(t, period, end)
         if limit is not None:
             k = min(k, limit - count)

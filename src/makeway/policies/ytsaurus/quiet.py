@@ -165,10 +165,12 @@ def quiet_until(model: YTsaurusModel, state: ClusterState, snap: Snapshot) -> fl
     cands: dict[str, list] = {}  # each node's candidates, read once for both stages
     for priority, stage in (("aggressive", "preemptive_aggressive"), ("normal", "preemptive_normal")):
         if needy[priority] and stage == "preemptive_normal" and model.caches:
-            may: dict = {}  # no pending task fits any ``free``: only nodes with a P allocation may
-            rooms = [r for r in (_normal_room(model, state, n, free[n], may) for n in nodes) if r is not None]
-            if rooms and _fits_somewhere(needy[priority], rooms):
-                return False
+            may: dict = {}  # no pending task fits any ``free``: only nodes with a P allocation may;
+            # node by node, so the first node with room for a needy task ends the scan
+            for n in nodes:
+                room = _normal_room(model, state, n, free[n], may)
+                if room is not None and _fits_somewhere(needy[priority], [room]):
+                    return False
         elif needy[priority]:
             # the stage's own candidates, blocked ones included (more room: errs on "not quiet");
             # node by node, so the first node with room for a needy task ends the search
