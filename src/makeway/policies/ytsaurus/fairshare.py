@@ -342,7 +342,7 @@ def fifo_order(tree: Tree, pool: str) -> list[str]:
 # -- the update --------------------------------------------------------------------------------
 
 class CurveCache:
-    """Curves of subtrees whose inputs did not change since the previous update, reused as they are.
+    """Curves of subtrees whose inputs are as they were at an earlier update, reused as they are.
 
     An element's curve, fit factor and fair share by suggestion are a pure function of its key: its
     own shares, guarantee and limits, mode, and its children's weights and keys in order, so an
@@ -352,7 +352,7 @@ class CurveCache:
     ``generation`` entries. A backlog moves back and forth between a few shapes (a job of a class
     starts where one of the same class finished), so a pool's children recur some updates later:
     on the Philly trace, keeping entries for 1,024 puts instead of one update cuts misses by a
-    third (``generation=1`` is the old rule: the previous update's entries only).
+    third (``generation=1`` comes close to keeping the previous update's entries only).
     """
 
     __slots__ = ("old", "new", "hits", "misses", "_next", "generation")
