@@ -150,17 +150,40 @@ def markers(tmp: Path) -> list[list[str]]:
     return [line.split() for line in path.read_text().splitlines()] if path.exists() else []
 
 
+def supervisor_ends(tmp: Path) -> dict[tuple[str, str], float]:
+    """(task, attempt) -> when its supervisor recorded the exit (``exit.json``), for every attempt
+    directory of every agent under ``tmp``. The supervisor writes it only once the task's group is
+    dead, so it ends an attempt whose task died before it could write its own end line."""
+    out: dict[tuple[str, str], float] = {}
+    for path in tmp.glob("**/attempts/*/exit.json"):
+        try:
+            spec = json.loads((path.parent / "spec.json").read_text())
+            ended = json.loads(path.read_text()).get("ended")
+        except (OSError, ValueError):
+            continue
+        task, _, no = str(spec.get("attempt", "")).rpartition("#")
+        if task and isinstance(ended, (int, float)):
+            out[(task, no)] = float(ended)
+    return out
+
+
 def overlapping_runs(tmp: Path) -> list[str]:
-    """Tasks with two attempts alive at once, from the start/end marker lines (the oracle)."""
-    alive: dict[str, str] = {}
+    """Tasks with two attempts alive at once, from the start/end marker lines (the oracle).
+
+    An attempt with no end line before the next attempt's start still counts as over when its
+    supervisor recorded its exit before that start (a stop signal can land before the task has set
+    up its handler, or SIGKILL leaves no line)."""
+    ends = supervisor_ends(tmp)
+    alive: dict[str, tuple[str, float]] = {}
     bad = []
     for m in markers(tmp):
         kind, task, attempt = m[0], m[1], m[2]
         if kind == "start":
-            if task in alive:
-                bad.append(f"{task}: attempt {attempt} started while {alive[task]} ran")
-            alive[task] = attempt
-        elif kind == "end" and alive.get(task) == attempt:
+            prev = alive.get(task)
+            if prev is not None and not ends.get((task, prev[0]), float("inf")) <= float(m[3]):
+                bad.append(f"{task}: attempt {attempt} started while {prev[0]} ran")
+            alive[task] = (attempt, float(m[3]))
+        elif kind == "end" and alive.get(task, ("",))[0] == attempt:
             del alive[task]
     return bad
 

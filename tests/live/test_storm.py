@@ -31,11 +31,12 @@ from tests.live.harness import (Launcher, Served, duplicate_starts, kill_leftove
 SEED = 20150915
 CFG = two_queue_kueue("storm", {"n1": 2, "n2": 2})
 # start and end lines with task, attempt, time and pid, appended (O_APPEND) by the task itself; a stop
-# signal ends it with an end line too, so a missing end line means it was killed
+# signal ends it with an end line too (the trap is set before the start line is written: a stop that
+# lands in between must not leave a start without an end), so a missing end line means it was killed
 TASK = """#!/bin/sh
 m="$1"
-echo "start $MAKEWAY_TASK_ID $MAKEWAY_ATTEMPT $(date +%s.%N) $$" >> "$m"
 trap 'echo "end $MAKEWAY_TASK_ID $MAKEWAY_ATTEMPT $(date +%s.%N) stopped" >> "$m"; exit 143' TERM INT USR1
+echo "start $MAKEWAY_TASK_ID $MAKEWAY_ATTEMPT $(date +%s.%N) $$" >> "$m"
 sleep "$2" &
 wait $!
 echo "end $MAKEWAY_TASK_ID $MAKEWAY_ATTEMPT $(date +%s.%N) finished" >> "$m"
