@@ -174,16 +174,16 @@ def overlapping_runs(tmp: Path) -> list[str]:
     supervisor recorded its exit before that start (a stop signal can land before the task has set
     up its handler, or SIGKILL leaves no line)."""
     ends = supervisor_ends(tmp)
-    alive: dict[str, tuple[str, float]] = {}
+    alive: dict[str, str] = {}
     bad = []
     for m in markers(tmp):
         kind, task, attempt = m[0], m[1], m[2]
         if kind == "start":
             prev = alive.get(task)
-            if prev is not None and not ends.get((task, prev[0]), float("inf")) <= float(m[3]):
-                bad.append(f"{task}: attempt {attempt} started while {prev[0]} ran")
-            alive[task] = (attempt, float(m[3]))
-        elif kind == "end" and alive.get(task, ("",))[0] == attempt:
+            if prev is not None and ends.get((task, prev), float("inf")) > float(m[3]):
+                bad.append(f"{task}: attempt {attempt} started while {prev} ran")
+            alive[task] = attempt
+        elif kind == "end" and alive.get(task) == attempt:
             del alive[task]
     return bad
 

@@ -54,14 +54,13 @@ def main(argv: list[str] | None = None) -> int:
     # the handlers come before the start line: a stop landing in between would leave a start without an end
     if args.ignore_stop:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        subprocess.Popen([sys.executable, "-c", "import signal,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                          "time.sleep(3600)"])
     else:
         for s in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT):
             signal.signal(s, on_stop)
     _append(markers, f"start {task} {attempt} {time.time():.6f} {os.getpid()}")
     print(f"{task} attempt {attempt}: resuming at {done:.1f}/{args.seconds:.1f} s", flush=True)
-    if args.ignore_stop:
-        subprocess.Popen([sys.executable, "-c", "import signal,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-                          "time.sleep(3600)"])
     step = 0.05
     held = 0.0
     hold = args.hold if attempt == "1" else 0.0
