@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from makeway.benchmarks import kueue_baseline, preemption_jobs, synthetic_cluster
+from makeway.benchmarks import kueue_baseline, preemption_scenario
 from makeway.core.state import ClusterState
 from makeway.core.objects import Workload
 from makeway.registry import load_model
@@ -52,14 +52,7 @@ def kueue_scenario(scale: float) -> Callable[[], tuple[ClusterState, list[Worklo
 
 
 def yunikorn_scenario(scale: float) -> Callable[[], tuple[ClusterState, list[Workload]]]:
-    def build() -> tuple[ClusterState, list[Workload]]:
-        nodes = int(1000 * scale)
-        state = synthetic_cluster(nodes, 10)
-        for q in state.queues.values():
-            if q.parent:
-                q.settings = {"properties": {"preemption.delay": "1s"}}
-        return state, preemption_jobs(int(3_000 * scale), nodes, 10)
-    return build
+    return lambda: preemption_scenario(int(3_000 * scale), int(1000 * scale))
 
 
 def floor(name: str, build, model: str, target: str, target_cpu: Callable[[dict], float]) -> dict:

@@ -158,6 +158,17 @@ def preemption_jobs(n: int, nodes: int, queues: int, seed: int = 13, fill: float
     return out
 
 
+def preemption_scenario(n: int, nodes: int) -> tuple[ClusterState, list[Workload]]:
+    """``nodes`` nodes made full at t=0, then ``n`` asks below guarantee (``preemption_jobs``), on
+    ten queues whose asks preempt after waiting a second."""
+    state = synthetic_cluster(nodes, 10)
+    for q in state.queues.values():
+        if q.parent:
+            # "0s" is not a delay to YuniKorn: values of 0 or less fall back to its 30 s default
+            q.settings = {"properties": {"preemption.delay": "1s"}}
+    return state, preemption_jobs(n, nodes, 10)
+
+
 def bench_throughput_preemption(quick: bool, scale: float = 1.0) -> list[Figure]:
     """YuniKorn on 1,000 nodes made full at t=0; every later job is served by inter-queue preemption.
     All jobs run to the end, victims included; the figure is finished jobs per second of CPU (one
@@ -165,13 +176,7 @@ def bench_throughput_preemption(quick: bool, scale: float = 1.0) -> list[Figure]
     nodes together (0.25: 750 asks on 250 nodes) for the growth exponent."""
     n = int((300 if quick else 3_000) * scale)
     nodes = int(1000 * scale)
-    state = synthetic_cluster(nodes, 10)
-    for q in state.queues.values():
-        if q.parent:
-            # an ask preempts after waiting a second ("0s" is not a delay to YuniKorn: values of 0 or
-            # less fall back to its 30 s default)
-            q.settings = {"properties": {"preemption.delay": "1s"}}
-    jobs = preemption_jobs(n, nodes, 10)
+    state, jobs = preemption_scenario(n, nodes)
     model = load_model("yunikorn", {})
     gc.collect()
     t0, c0 = time.perf_counter(), time.process_time()
