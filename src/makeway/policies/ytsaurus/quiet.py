@@ -125,6 +125,16 @@ def _normal_room(model: YTsaurusModel, state: ClusterState, node: str, free: lis
     return None if disc is None else [f + d for f, d in zip(free, disc)]
 
 
+def _stage_room(model: YTsaurusModel, state: ClusterState, node: str, free: list[float], stage: str,
+                cands: dict[str, list]) -> list[float]:
+    """``free`` plus what ``stage`` may preempt on ``node``, from the stage's own candidates, blocked
+    ones included (more room: errs on "not quiet"); each node's candidates read once (``cands``)."""
+    mine = cands.get(node)
+    if mine is None:
+        mine = cands[node] = model._cands(state, node)
+    return [f + d for f, d in zip(free, heartbeat.discount(heartbeat.stage_candidates(mine, stage), len(free)))]
+
+
 def quiet_until(model: YTsaurusModel, state: ClusterState, snap: Snapshot) -> float | bool:
     """False, or the time before which every periodic call decides nothing (``math.inf``: until
     the next other event). The snapshot must already reflect the state (the caller checks)."""
@@ -164,23 +174,16 @@ def quiet_until(model: YTsaurusModel, state: ClusterState, snap: Snapshot) -> fl
         return False
     cands: dict[str, list] = {}  # each node's candidates, read once for both stages
     for priority, stage in (("aggressive", "preemptive_aggressive"), ("normal", "preemptive_normal")):
-        if needy[priority] and stage == "preemptive_normal" and model.caches:
-            may: dict = {}  # no pending task fits any ``free``: only nodes with a P allocation may;
-            # node by node, so the first node with room for a needy task ends the scan
-            for n in nodes:
+        if not needy[priority]:
+            continue
+        may: dict = {}
+        for n in nodes:  # node by node, so the first node with room for a needy task ends the scan
+            if stage == "preemptive_normal" and model.caches:
+                # no pending task fits any ``free``: only nodes with a P allocation may
                 room = _normal_room(model, state, n, free[n], may)
-                if room is not None and _fits_somewhere(needy[priority], [room]):
-                    return False
-        elif needy[priority]:
-            # the stage's own candidates, blocked ones included (more room: errs on "not quiet");
-            # node by node, so the first node with room for a needy task ends the search
-            for n in nodes:
-                mine = cands.get(n)
-                if mine is None:
-                    mine = cands[n] = model._cands(state, n)
-                room = [f + d for f, d in zip(free[n], heartbeat.discount(
-                    heartbeat.stage_candidates(mine, stage), len(free[n])))]
-                if _fits_somewhere(needy[priority], [room]):
-                    return False
+            else:
+                room = _stage_room(model, state, n, free[n], stage, cands)
+            if room is not None and _fits_somewhere(needy[priority], [room]):
+                return False
     bound = model._clock_next if model.caches else clock_bound(snap)  # the same, kept per update
     return True if bound == math.inf else False if bound == -math.inf else bound
