@@ -66,7 +66,12 @@ def run_random(fair: bool, seed: int = 3, n: int = 100, grace: float = 0.0, cls=
 GOLDEN = {
     "example": "0fb3afe0cb5d2b2d",
     "baseline": "7d70c8ce1159475f",
-    "baseline_05": "1a96b23eea36e6d6",
+    # Re-recorded (2026-11-29): a parked workload is requeued by a release of quota in its own cohort
+    # tree only (Kueue's requeueWorkloadsCQ), or by any end when it waited for room on the nodes
+    # (tests/kueue/test_requeue_scope.py). First change, t=1.3: cohort-3's parked heads are no
+    # longer requeued by cohort-4's preemption at t=1.2, so cq-0-1-cohort-3/small-13 preempts in the
+    # instant's first call, before cohort-4's starts.
+    "baseline_05": "61a3193fe59170ed",
     "random_fair": "351195845e3643a1",
     # Re-recorded (issue 19): classic head order compares the borrowing *level* (height of the cohort
     # subtree the request borrows from), as Kueue's makeClassicalIterator does (Assignment.Borrows()

@@ -80,3 +80,35 @@ def test_one_by_one_parks_discards_withdrawals_and_clear():
     assert [e[3] for e in parked.unparked("a")] == ["w0"] == [e[3] for e in _filtered(index, parked, "a")]
     parked.clear()
     assert parked.unparked("a") == index.order["a"] and "w3" not in parked
+
+
+def test_release_queues_requeues_only_those_queues_marks_and_members():
+    state, index = _state(), PendingIndex()
+    parked = Parked(index)
+    for i in range(3):
+        _submit(state, f"w{i}", "a", float(i))
+        _submit(state, f"x{i}", "b", float(i))
+    _sync(index, state)
+    parked.add("w0")
+    parked.add("x0")
+    parked.mark("a", set())
+    parked.mark("b", set())
+    parked.release_queues({"a"})
+    assert [e[3] for e in parked.unparked("a")] == ["w0", "w1", "w2"]
+    assert parked.unparked("b") == [] and "x0" in parked and "x2" in parked
+    assert parked.unparked("a") == _filtered(index, parked, "a")
+
+
+def test_release_nodes_requeues_only_what_waited_for_room_even_under_a_mark():
+    state, index, parked = _four()
+    parked.add("w1", node=True)
+    parked.add("w2")
+    parked.mark("a", set())  # the call walked the queue: everything in it is parked
+    assert [parked.kind(w) for w in ("w0", "w1", "w2")] == [1, 2, 1]
+    parked.release_nodes()
+    assert [e[3] for e in parked.unparked("a")] == ["w1"]
+    assert parked.kind("w1") == 0 and "w0" in parked and "w2" in parked
+    parked.add("w2", node=True)
+    parked.add("w2")  # parked again for quota: no longer waiting for room
+    parked.release_nodes()
+    assert "w2" in parked

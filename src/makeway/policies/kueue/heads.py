@@ -133,7 +133,7 @@ class HeadAdmission:
         if a.mode == FIT:
             starts = self._place(state, h.wl, a, promised)
             if starts is None:
-                self._parked.add(h.wl)
+                self._parked.add(h.wl, node=True)
                 return
             for s in starts:
                 add_into(promised.setdefault(s.node, {}), state.task_resources(s.task))
@@ -189,7 +189,7 @@ class HeadAdmission:
         if self._place(state, h.wl, a, self._without(state, targets, promised)) is None:
             # Kueue decides on quota only; the simulator also needs the pods to fit on the nodes
             # the victims free, otherwise the eviction would be wasted and the victim retake it.
-            self._parked.add(h.wl)
+            self._parked.add(h.wl, node=True)
             return
         self._waiting[h.wl] = now
         self._changed.add(h.wl)

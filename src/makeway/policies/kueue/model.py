@@ -98,12 +98,14 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         self._doomed_from: dict[tuple, tuple[int, int]] = {}
         self._flips: dict[str, int] = {}
         # per head key id, kept across calls (``TwinSkipping._carry_outcomes``)
-        self._outcomes: dict[int, tuple[int, int | None, int | None, bool]] = {}
+        self._outcomes: dict[int, tuple[int, int | None, int | None, int]] = {}
         self._nodes_seen: tuple | None = None
         self._probed_nodes = False
-        # BestEffortFIFO: a workload found inadmissible is parked until quota is released (a
-        # workload ends or is evicted) or the configuration changes, as Kueue requeues them.
+        # BestEffortFIFO: a workload found inadmissible is parked until quota is released in its
+        # cohort tree (a workload there ends or is evicted) or the configuration changes, as Kueue
+        # requeues them; one that found no room on the nodes, until any allocation ends (``Parked``).
         self._freed_seen: tuple[int, int] | None = None  # (id(state), freed_epoch) at the last snapshot
+        self._root_freed: dict[str, int | None] = {}  # per root of the cohort forest: its freed epoch then
         self._running: dict[str, tuple[int, bool]] = {}
         # Preemptors waiting for their victims go first (Kueue's PrioritizePreemptorWorkloads): the
         # simulator frees quota at once, and without it a victim would retake its own quota.

@@ -14,20 +14,31 @@ preemptor parked when its victims vanish changes its entry, and must stay parked
 
 StrictFIFO queues are never marked (a call stops at their head and leaves the rest unparked),
 nor is anything in the reference path (``caches: false``): there the set alone holds them.
+
+What requeues a parked workload depends on why it was parked. Kueue requeues the inadmissible
+workloads of a cohort tree when quota is released in that tree (a workload of one of its
+ClusterQueues ends or is evicted: ``QueueAssociatedInadmissibleWorkloadsAfter``), not the whole
+cluster's: ``release_queues``. A workload parked because its pods found no room on the nodes
+(the simulator's own check, which Kueue does not make) waits for room, which any allocation's end
+may give: those are also kept one by one (``add(.., node=True)``) and ``release_nodes`` requeues
+them, whatever tree they are in.
 """
 
 from __future__ import annotations
 
 from makeway.policies.kueue.pending import Entry, PendingIndex
 
+QUOTA, NODE = 1, 2  # why a workload is parked (``Parked.kind``)
+
 
 class Parked:
     """``in``, ``add``, ``discard``, ``clear`` of a set of workload ids, plus the marks."""
 
-    __slots__ = ("_set", "_marks", "_except", "_index")
+    __slots__ = ("_set", "_node", "_marks", "_except", "_index")
 
     def __init__(self, index: PendingIndex):
         self._set: set[str] = set()
+        self._node: set[str] = set()  # parked for want of room on the nodes (also in ``_set``)
         self._marks: dict[str, int] = {}  # queue -> the index clock its mark was made at
         self._except: dict[str, set[str]] = {}  # queue -> its walked, unparked workloads at the mark
         self._index = index
@@ -42,20 +53,47 @@ class Parked:
         mark = self._marks.get(q) if q is not None else None
         return mark is not None and index.born[wl] <= mark and wl not in self._except[q]
 
-    def add(self, wl: str) -> None:
+    def add(self, wl: str, node: bool = False) -> None:
         self._set.add(wl)
+        if node:
+            self._node.add(wl)
+        else:
+            self._node.discard(wl)
+
+    def kind(self, wl: str) -> int:
+        """0: not parked; 1: parked until quota is released in its tree; 2: parked for room."""
+        return NODE if wl in self._node else QUOTA if wl in self else 0
 
     def discard(self, wl: str) -> None:
         self._set.discard(wl)
+        self._node.discard(wl)
         q = self._index.queue.get(wl)
         if q in self._marks:
             self._except[q].add(wl)
 
     def clear(self) -> None:
         self._set.clear()
+        self._node.clear()
         self._marks.clear()
         self._except.clear()
         self._index.logging.clear()
+
+    def release_queues(self, queues: set[str]) -> None:
+        """Quota was released in the trees of these queues: every workload parked in them is
+        requeued (their marks go, and the workloads parked one by one)."""
+        queue_of = self._index.queue.get
+        for s in (self._set, self._node):
+            gone = [w for w in s if queue_of(w) in queues or queue_of(w) is None]  # None: no longer pending
+            s.difference_update(gone)
+        for q in queues:
+            if self._marks.pop(q, None) is not None:
+                del self._except[q]
+                self._index.logging.pop(q, None)
+
+    def release_nodes(self) -> None:
+        """Room was freed on the nodes: the workloads parked for want of it are requeued."""
+        for wl in list(self._node):
+            self.discard(wl)
 
     def unparked(self, queue: str) -> list[Entry]:
         """The queue's entries that are not parked, in the index's order."""

@@ -61,10 +61,22 @@ class Snapshot:
                 dirty = [q for q in tree.cqs
                          if q in self._touched or len(allocs_by_q.get(q, ())) != self._counts.get(q, 0)]
         self._alloc_seen = (id(state), state.alloc_epoch)
-        # Any allocation that ended since the last snapshot released quota, even one admitted and
-        # finished between two calls (it never appeared in the entries diffed below).
+        # Any allocation that ended since the last snapshot released quota in its cohort tree and
+        # room on its node, even one admitted and finished between two calls (it never appeared
+        # in the entries diffed below): the state's per-queue freed epochs say which trees.
         freed = (id(state), state.freed_epoch)
-        released = self._freed_seen is not None and freed != self._freed_seen
+        nodes_freed = self._freed_seen is not None and freed != self._freed_seen
+        everything = nodes_freed and self._freed_seen[0] != freed[0]  # another state
+        released: set[str] = set()  # roots whose quota was released
+        if nodes_freed and not everything:
+            epochs = state.queue_freed_epoch
+            for root, seen in self._root_freed.items():
+                e = epochs.get(root)
+                if e is None:  # a root the state does not know of: every tree, to be safe
+                    everything = True
+                elif e != seen:
+                    released.add(root)
+        self._root_freed = {r: state.queue_freed_epoch.get(r) for r in set(self._roots.values())}
         self._freed_seen = freed
         running = state.running
         moved = self._moved
@@ -93,7 +105,7 @@ class Snapshot:
                 if prev is not None:
                     adm, n = prev
                     if cur is None or cur[1] < n or (cur[0].evicted and not adm.evicted):
-                        released = True  # quota was released: inadmissible workloads are requeued
+                        released.add(self._roots[q])  # quota was released: the tree's inadmissible workloads are requeued
                     # An equal entry would leave the tree as it is (candidate order and iteration
                     # are by total keys), so the one already registered is kept.
                     if cur is not None and cur == prev:
@@ -113,8 +125,14 @@ class Snapshot:
             if changed:
                 self._bump(tree.cqs[q])
             self._counts[q] = len(state.queue_allocs.get(q, ()))
-        if released:
+        if everything:
             self._parked.clear()
+        else:
+            if released:
+                roots = self._roots
+                self._parked.release_queues({q for q in tree.cqs if roots[q] in released})
+            if nodes_freed:
+                self._parked.release_nodes()
         self._touched = set()
         self._watch = []
         return tree

@@ -12,6 +12,7 @@ from makeway.core.decisions import Decision
 from makeway.core.resources import Res
 from makeway.core.state import ClusterState
 from makeway.policies.kueue.heads import _Head
+from makeway.policies.kueue.parked import NODE
 from makeway.policies.kueue.pending import runs
 from makeway.policies.kueue.quota import QNode, QuotaTree
 
@@ -47,9 +48,9 @@ class TwinSkipping:
         return hit[1]
 
     def _known_noop(self, state: ClusterState, cq: QNode | None, wl_id: str, hid: int | None = None,
-                    local: bool = False) -> bool | None:
+                    local: bool = False) -> int | None:
         """For a head whose twin (same key) was processed since the last change that could matter
-        and changed nothing: whether it was parked. None when the outcome is not known. ``hid``:
+        and changed nothing: whether it was parked and why (``Parked.kind``). None when the outcome is not known. ``hid``:
         the head's key id when the caller has it (a pending entry carries it). ``local``: an
         outcome stamped with the global version counts as not known (``_skip_known_trees``)."""
         if cq is None or wl_id in self._waiting or not self.caches:
@@ -84,7 +85,7 @@ class TwinSkipping:
         known = self._known_noop(state, h.cq, h.wl)
         if known is not None:
             if known:
-                self._parked.add(h.wl)
+                self._parked.add(h.wl, known == NODE)
             return
         root = self._roots[h.cq.name]
         before = (len(decisions), self._version.get(root, 0), self._gversion, h.wl in self._waiting)
@@ -98,7 +99,7 @@ class TwinSkipping:
                     nodes_v = self._nversion
                 else:
                     global_v = before[2]
-            self._outcomes[self._head_id(state, h.cq, h.wl)] = (before[1], nodes_v, global_v, h.wl in self._parked)
+            self._outcomes[self._head_id(state, h.cq, h.wl)] = (before[1], nodes_v, global_v, self._parked.kind(h.wl))
 
     def _first_unknown(self, state: ClusterState, cq: QNode, lst: list[tuple], i: int,
                        groups: dict[tuple, list[tuple]], local: bool = False) -> tuple[int, dict[tuple, bool]] | None:
@@ -198,6 +199,9 @@ class TwinSkipping:
             stop = e if step is None else min(e, at[q] + step)
             if not known and j < stop:
                 unparked[q].update(x[3] for x in queues[q][j:stop])
+            elif known == NODE:
+                for x in queues[q][j:stop]:
+                    self._parked.add(x[3], True)
         for q, known_of in kinds.items():
             self._take_known(queues[q], q, at[q], step, known_of)
         for q, lst in queues.items():
@@ -210,6 +214,11 @@ class TwinSkipping:
         stop = len(lst) if step is None else min(len(lst), i + step)
         if not all(known_of.values()):
             self._walked_unparked[q].update(x[3] for x in lst[i:stop] if not known_of[x[4], x[5]])
+        if NODE in known_of.values():
+            park = self._parked.add
+            for x in lst[i:stop]:
+                if known_of[x[4], x[5]] == NODE:
+                    park(x[3], True)
         return stop
 
     def _skip_known_trees(self, state: ClusterState, tree: QuotaTree, queues: dict[str, list[tuple]],
