@@ -34,10 +34,11 @@ QUOTA, NODE = 1, 2  # why a workload is parked (``Parked.kind``)
 class Parked:
     """``in``, ``add``, ``discard``, ``clear`` of a set of workload ids, plus the marks."""
 
-    __slots__ = ("_set", "_node", "_marks", "_except", "_index")
+    __slots__ = ("_set", "_in", "_node", "_marks", "_except", "_index")
 
     def __init__(self, index: PendingIndex):
         self._set: set[str] = set()
+        self._in: dict[str | None, set[str]] = {}  # ``_set`` by queue, so a tree's release reads only its own
         self._node: set[str] = set()  # parked for want of room on the nodes (also in ``_set``)
         self._marks: dict[str, int] = {}  # queue -> the index clock its mark was made at
         self._except: dict[str, set[str]] = {}  # queue -> its walked, unparked workloads at the mark
@@ -55,6 +56,11 @@ class Parked:
 
     def add(self, wl: str, node: bool = False) -> None:
         self._set.add(wl)
+        q = self._index.queue.get(wl)
+        members = self._in.get(q)
+        if members is None:
+            members = self._in[q] = set()
+        members.add(wl)
         if node:
             self._node.add(wl)
         else:
@@ -68,11 +74,15 @@ class Parked:
         self._set.discard(wl)
         self._node.discard(wl)
         q = self._index.queue.get(wl)
+        members = self._in.get(q)
+        if members is not None:
+            members.discard(wl)
         if q in self._marks:
             self._except[q].add(wl)
 
     def clear(self) -> None:
         self._set.clear()
+        self._in.clear()
         self._node.clear()
         self._marks.clear()
         self._except.clear()
@@ -81,10 +91,11 @@ class Parked:
     def release_queues(self, queues: set[str]) -> None:
         """Quota was released in the trees of these queues: every workload parked in them is
         requeued (their marks go, and the workloads parked one by one)."""
-        queue_of = self._index.queue.get
-        for s in (self._set, self._node):
-            gone = [w for w in s if queue_of(w) in queues or queue_of(w) is None]  # None: no longer pending
-            s.difference_update(gone)
+        for q in queues:
+            members = self._in.pop(q, None)
+            if members:
+                self._set.difference_update(members)
+                self._node.difference_update(members)
         for q in queues:
             if self._marks.pop(q, None) is not None:
                 del self._except[q]
@@ -102,7 +113,7 @@ class Parked:
         mark = self._marks.get(queue)
         if mark is None:
             lst = index.order[queue]
-            return [e for e in lst if e[3] not in s] if s else lst
+            return [e for e in lst if e[3] not in s] if self._in.get(queue) else lst
         born, entry = index.born, index.entry
         out = {e[3]: e for b, e in index.logging[queue] if born.get(e[3]) == b and e[3] not in s}
         for wl in self._except[queue]:
