@@ -20,8 +20,8 @@ workloads of a cohort tree when quota is released in that tree (a workload of on
 ClusterQueues ends or is evicted: ``QueueAssociatedInadmissibleWorkloadsAfter``), not the whole
 cluster's: ``release_queues``. A workload parked because its pods found no room on the nodes
 (the simulator's own check, which Kueue does not make) waits for room, which any allocation's end
-may give: those are also kept one by one (``add(.., node=True)``) and ``release_nodes`` requeues
-them, whatever tree they are in.
+may give: those are also kept by queue (``add(.., node=True)``, or ``add_node`` for twins that the
+queue's mark parks) and ``release_nodes`` requeues them, whatever tree they are in.
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ class Parked:
     def __init__(self, index: PendingIndex):
         self._set: set[str] = set()
         self._in: dict[str | None, set[str]] = {}  # ``_set`` by queue, so a tree's release reads only its own
-        self._node: set[str] = set()  # parked for want of room on the nodes (also in ``_set``)
+        # by queue: parked for want of room on the nodes (one by one, or under a mark as twins)
+        self._node: dict[str | None, set[str]] = {}
         self._marks: dict[str, int] = {}  # queue -> the index clock its mark was made at
         self._except: dict[str, set[str]] = {}  # queue -> its walked, unparked workloads at the mark
         self._index = index
@@ -62,21 +63,36 @@ class Parked:
             members = self._in[q] = set()
         members.add(wl)
         if node:
-            self._node.add(wl)
+            self.add_node(wl)
         else:
-            self._node.discard(wl)
+            waiting = self._node.get(q)
+            if waiting is not None:
+                waiting.discard(wl)
+
+    def add_node(self, wl: str) -> None:
+        """``wl`` waits for room on the nodes; the caller parks it (``add``, or the queue's mark at
+        the call's end for twins taken in bulk)."""
+        q = self._index.queue.get(wl)
+        waiting = self._node.get(q)
+        if waiting is None:
+            waiting = self._node[q] = set()
+        waiting.add(wl)
 
     def kind(self, wl: str) -> int:
         """0: not parked; 1: parked until quota is released in its tree; 2: parked for room."""
-        return NODE if wl in self._node else QUOTA if wl in self else 0
+        if wl not in self:
+            return 0
+        return NODE if wl in self._node.get(self._index.queue.get(wl), ()) else QUOTA
 
     def discard(self, wl: str) -> None:
         self._set.discard(wl)
-        self._node.discard(wl)
         q = self._index.queue.get(wl)
         members = self._in.get(q)
         if members is not None:
             members.discard(wl)
+        waiting = self._node.get(q)
+        if waiting is not None:
+            waiting.discard(wl)
         if q in self._marks:
             self._except[q].add(wl)
 
@@ -95,7 +111,7 @@ class Parked:
             members = self._in.pop(q, None)
             if members:
                 self._set.difference_update(members)
-                self._node.difference_update(members)
+            self._node.pop(q, None)
         for q in queues:
             if self._marks.pop(q, None) is not None:
                 del self._except[q]
@@ -103,8 +119,15 @@ class Parked:
 
     def release_nodes(self) -> None:
         """Room was freed on the nodes: the workloads parked for want of it are requeued."""
-        for wl in list(self._node):
-            self.discard(wl)
+        waiting, self._node = self._node, {}
+        marks, excepts, in_, s = self._marks, self._except, self._in, self._set
+        for q, wls in waiting.items():
+            s.difference_update(wls)
+            members = in_.get(q)
+            if members:
+                members.difference_update(wls)
+            if q in marks:
+                excepts[q].update(wls)
 
     def unparked(self, queue: str) -> list[Entry]:
         """The queue's entries that are not parked, in the index's order."""

@@ -201,7 +201,7 @@ class TwinSkipping:
                 unparked[q].update(x[3] for x in queues[q][j:stop])
             elif known == NODE:
                 for x in queues[q][j:stop]:
-                    self._parked.add(x[3], True)
+                    self._parked.add_node(x[3])
         for q, known_of in kinds.items():
             self._take_known(queues[q], q, at[q], step, known_of)
         for q, lst in queues.items():
@@ -215,10 +215,10 @@ class TwinSkipping:
         if not all(known_of.values()):
             self._walked_unparked[q].update(x[3] for x in lst[i:stop] if not known_of[x[4], x[5]])
         if NODE in known_of.values():
-            park = self._parked.add
+            wait = self._parked.add_node
             for x in lst[i:stop]:
                 if known_of[x[4], x[5]] == NODE:
-                    park(x[3], True)
+                    wait(x[3])
         return stop
 
     def _skip_known_trees(self, state: ClusterState, tree: QuotaTree, queues: dict[str, list[tuple]],
