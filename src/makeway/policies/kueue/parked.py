@@ -26,6 +26,8 @@ queue's mark parks) and ``release_nodes`` requeues them, whatever tree they are 
 
 from __future__ import annotations
 
+from typing import Iterable
+
 from makeway.policies.kueue.pending import Entry, PendingIndex
 
 QUOTA, NODE = 1, 2  # why a workload is parked (``Parked.kind``)
@@ -71,12 +73,15 @@ class Parked:
 
     def add_node(self, wl: str) -> None:
         """``wl`` waits for room on the nodes; the caller parks it (``add``, or the queue's mark at
-        the call's end for twins taken in bulk)."""
-        q = self._index.queue.get(wl)
-        waiting = self._node.get(q)
+        the call's end for twins taken in bulk: ``add_nodes``)."""
+        self.add_nodes(self._index.queue.get(wl), (wl,))
+
+    def add_nodes(self, queue: str | None, wls: Iterable[str]) -> None:
+        """``add_node`` of workloads of one queue."""
+        waiting = self._node.get(queue)
         if waiting is None:
-            waiting = self._node[q] = set()
-        waiting.add(wl)
+            waiting = self._node[queue] = set()
+        waiting.update(wls)
 
     def kind(self, wl: str) -> int:
         """0: not parked; 1: parked until quota is released in its tree; 2: parked for room."""

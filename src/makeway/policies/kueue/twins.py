@@ -200,8 +200,7 @@ class TwinSkipping:
             if not known and j < stop:
                 unparked[q].update(x[3] for x in queues[q][j:stop])
             elif known == NODE:
-                for x in queues[q][j:stop]:
-                    self._parked.add_node(x[3])
+                self._parked.add_nodes(q, [x[3] for x in queues[q][j:stop]])
         for q, known_of in kinds.items():
             self._take_known(queues[q], q, at[q], step, known_of)
         for q, lst in queues.items():
@@ -215,10 +214,7 @@ class TwinSkipping:
         if not all(known_of.values()):
             self._walked_unparked[q].update(x[3] for x in lst[i:stop] if not known_of[x[4], x[5]])
         if NODE in known_of.values():
-            wait = self._parked.add_node
-            for x in lst[i:stop]:
-                if known_of[x[4], x[5]] == NODE:
-                    wait(x[3])
+            self._parked.add_nodes(q, [x[3] for x in lst[i:stop] if known_of[x[4], x[5]] == NODE])
         return stop
 
     def _skip_known_trees(self, state: ClusterState, tree: QuotaTree, queues: dict[str, list[tuple]],
