@@ -20,8 +20,8 @@ workloads of a cohort tree when quota is released in that tree (a workload of on
 ClusterQueues ends or is evicted: ``QueueAssociatedInadmissibleWorkloadsAfter``), not the whole
 cluster's: ``release_queues``. A workload parked because its pods found no room on the nodes
 (the simulator's own check, which Kueue does not make) waits for room, which any allocation's end
-may give: those are also kept by queue (``add(.., node=True)``, or ``add_node`` for twins that the
-queue's mark parks) and ``release_nodes`` requeues them, whatever tree they are in.
+may give: those are also kept by queue (``add(.., node=True)``, or ``add_nodes`` for twins that
+the queue's mark parks) and ``release_nodes`` requeues them, whatever tree they are in.
 """
 
 from __future__ import annotations
@@ -65,19 +65,15 @@ class Parked:
             members = self._in[q] = set()
         members.add(wl)
         if node:
-            self.add_node(wl)
+            self.add_nodes(q, (wl,))
         else:
             waiting = self._node.get(q)
             if waiting is not None:
                 waiting.discard(wl)
 
-    def add_node(self, wl: str) -> None:
-        """``wl`` waits for room on the nodes; the caller parks it (``add``, or the queue's mark at
-        the call's end for twins taken in bulk: ``add_nodes``)."""
-        self.add_nodes(self._index.queue.get(wl), (wl,))
-
     def add_nodes(self, queue: str | None, wls: Iterable[str]) -> None:
-        """``add_node`` of workloads of one queue."""
+        """These workloads of ``queue`` wait for room on the nodes; the caller parks them (``add``,
+        or the queue's mark at the call's end for twins taken in bulk)."""
         waiting = self._node.get(queue)
         if waiting is None:
             waiting = self._node[queue] = set()
@@ -117,7 +113,6 @@ class Parked:
             if members:
                 self._set.difference_update(members)
             self._node.pop(q, None)
-        for q in queues:
             if self._marks.pop(q, None) is not None:
                 del self._except[q]
                 self._index.logging.pop(q, None)

@@ -50,9 +50,10 @@ class TwinSkipping:
     def _known_noop(self, state: ClusterState, cq: QNode | None, wl_id: str, hid: int | None = None,
                     local: bool = False) -> int | None:
         """For a head whose twin (same key) was processed since the last change that could matter
-        and changed nothing: whether it was parked and why (``Parked.kind``). None when the outcome is not known. ``hid``:
-        the head's key id when the caller has it (a pending entry carries it). ``local``: an
-        outcome stamped with the global version counts as not known (``_skip_known_trees``)."""
+        and changed nothing: whether it was parked and why (``Parked.kind``). None when the
+        outcome is not known. ``hid``: the head's key id when the caller has it (a pending entry
+        carries it). ``local``: an outcome stamped with the global version counts as not known
+        (``_skip_known_trees``)."""
         if cq is None or wl_id in self._waiting or not self.caches:
             return None
         hit = self._outcomes.get(self._head_id(state, cq, wl_id) if hid is None else hid)
@@ -102,7 +103,7 @@ class TwinSkipping:
             self._outcomes[self._head_id(state, h.cq, h.wl)] = (before[1], nodes_v, global_v, self._parked.kind(h.wl))
 
     def _first_unknown(self, state: ClusterState, cq: QNode, lst: list[tuple], i: int,
-                       groups: dict[tuple, list[tuple]], local: bool = False) -> tuple[int, dict[tuple, bool]] | None:
+                       groups: dict[tuple, list[tuple]], local: bool = False) -> tuple[int, dict[tuple, int]] | None:
         """The position of the first entry from ``i`` on whose outcome is not known (``len(lst)``
         if none), and the known outcome of every kind of entry before it, read once per kind
         (head id, waiting mark) instead of once per run: the entries of a kind are twins. Entries
@@ -112,7 +113,7 @@ class TwinSkipping:
         found within a few steps (the caller then walks the runs). ``local``: outcomes stamped
         with the global version count as unknown (``_skip_known_trees``)."""
         first = len(lst)
-        known_of: dict[tuple, bool] = {}
+        known_of: dict[tuple, int] = {}
         head = lst[i]
         parked = self._parked
         # ``_known_noop`` inlined (the caller runs with the caches on): no entry of a kind at or
@@ -168,7 +169,7 @@ class TwinSkipping:
             live.append(q)
         plan = []
         step = None
-        kinds: dict[str, dict[tuple, bool]] = {}
+        kinds: dict[str, dict[tuple, int]] = {}
         for q in live:
             lst = queues[q]
             i, n = at[q], len(lst)
@@ -206,7 +207,7 @@ class TwinSkipping:
         for q, lst in queues.items():
             at[q] = len(lst) if step is None else min(len(lst), at[q] + step)
 
-    def _take_known(self, lst: list[tuple], q: str, i: int, step: int | None, known_of: dict[tuple, bool]) -> int:
+    def _take_known(self, lst: list[tuple], q: str, i: int, step: int | None, known_of: dict[tuple, int]) -> int:
         """Take ``step`` rounds (None: all) of a queue's known twins from ``i`` on; where its
         next entry is. The runs taken are parked by the queue's mark at the call's end
         (``Parked``): only the ones left unparked are named."""
@@ -245,7 +246,7 @@ class TwinSkipping:
             if not ok or not live:
                 continue
             step = None
-            kinds: dict[str, dict[tuple, bool]] = {}
+            kinds: dict[str, dict[tuple, int]] = {}
             for q in live:
                 found = self._first_unknown(state, tree.cqs[q], queues[q], at[q], self._index.groups[q], local=True)
                 if found is None:
