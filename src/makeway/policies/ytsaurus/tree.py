@@ -149,8 +149,18 @@ class Tree:
 
 def _running_sum(vecs: list[list[float]], dim: int) -> list[float]:
     """Element-wise sum, added left to right from 0.0 (plain float additions: ``sum`` rounds
-    differently from Python 3.12 on, and the result must not depend on the interpreter)."""
+    differently from Python 3.12 on, and the result must not depend on the interpreter). Summed
+    one component at a time (the same additions in the same order, without a list per vector);
+    a vector shorter than ``dim`` truncates the sum, as adding vector by vector did."""
     acc = [0.0] * dim
-    for v in vecs:
-        acc = list(map(add, acc, v))
+    try:
+        for k in range(dim):
+            total = 0.0
+            for v in vecs:
+                total += v[k]
+            acc[k] = total
+    except IndexError:
+        acc = [0.0] * dim
+        for v in vecs:
+            acc = list(map(add, acc, v))
     return acc
