@@ -298,17 +298,20 @@ class YTsaurusModel(PreemptionModel):
         if self._els_topology != state.topology_epoch:
             els.clear()  # sanity is re-checked against the new nodes
             self._els_topology = state.topology_epoch
+        runs, pends, caches, elements = state.running.get, state.pending.get, self.caches, tree.elements
         for wid, i in walk:
             wl = workloads[wid]
-            running = state.running.get(wid) or {}
-            pend = state.pending.get(wid) or {}
+            running = runs(wid) or {}
+            pend = pends(wid) or {}
             if not running and not pend:
                 continue
-            if self.caches:
+            if caches:
                 sig = (len(running), allocations[next(reversed(running))].seq if running else 0, len(pend))
                 hit = els.get(wid)
                 if hit is not None and hit[0] is wl and hit[1] == i and hit[2] == sig:
-                    tree.add(hit[3])  # the very element an unchanged operation made last time
+                    # the very element an unchanged operation made last time (``Tree.add`` without
+                    # clearing the orders of a tree that has none yet)
+                    elements[wid] = hit[3]
                     continue
             if not running and not self._sanity(state, wid):
                 continue
