@@ -70,8 +70,7 @@ def test_room_freed_by_another_tree_requeues_a_workload_parked_for_room(caches):
 @pytest.mark.parametrize("caches", [True, False])
 def test_quota_released_in_the_same_tree_requeues(caches):
     # as the first case, but a-run is in b's tree: its end at t=5 requeues b-wait, which then fits
-    state = _cluster(node_cpu=10, nominal=1)
-    state.queues["b1"].settings["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = 2
+    state = _cluster(node_cpu=10, nominal=2)
     workloads = [Workload("a-run", "b1", 0.0, 5.0, (TaskGroup(1, {"cpu": 1}),)),
                  Workload("b-run", "b1", 0.0, 20.0, (TaskGroup(1, {"cpu": 1}),)),
                  Workload("b-wait", "b1", 1.0, 1.0, (TaskGroup(1, {"cpu": 1}),))]
