@@ -277,9 +277,10 @@ def _kernel() -> bool:
 
 # -- SWF trace under FIFO and EASY backfilling --------------------------------------------------------------
 
-def _shared() -> Path | None:
+def _shared(rel: str = "traces/swf/KTH-SP2-1996-2.1-cln.swf.gz") -> Path | None:
+    """A file of ``../shared`` (beside the clone, or beside the working directory), or None."""
     for base in (Path.cwd(), Path(__file__).resolve().parents[2]):
-        p = (base / ".." / "shared" / "traces" / "swf" / "KTH-SP2-1996-2.1-cln.swf.gz").resolve()
+        p = (base / ".." / "shared" / rel).resolve()
         if p.is_file():
             return p
     return None
@@ -348,6 +349,51 @@ def bench_ytsaurus_cluster(quick: bool) -> list[Figure]:
                    preemptions=rec.preemptions, wall_s=round(wall, 2))]
 
 
+# -- the whole Philly trace under every preemption model ---------------------------------------------
+
+PHILLY_MODELS = ("kueue", "yunikorn", "symphony", "ytsaurus")
+PHILLY_SCALE = 2.2  # 88 servers, 704 GPUs: the trace's own cluster x 0.25, where every model preempts
+PHILLY_QUICK_HORIZON = 21 * 86_400.0  # to day 21: the first 2,303 jobs, the day-20 burst among them
+
+
+def philly_config(model: str):
+    """The study's Philly cluster (``examples/studies/philly``) scaled to 704 GPUs, under ``model``:
+    what ``makeway simulate examples/studies/philly/cluster.yaml --scale-cluster 2.2 --model MODEL``
+    runs."""
+    from makeway.config import load_config, parse_config
+    from makeway.sim.scale import scale_cluster
+
+    study = Path(__file__).resolve().parents[2] / "examples" / "studies" / "philly"
+    data = scale_cluster(load_config(study / "cluster.yaml").model_dump(), PHILLY_SCALE, quotas=False)
+    data["preemption"] = {**data["preemption"], "model": model}
+    return parse_config(data, f"philly study x {PHILLY_SCALE} under {model}"), study / "queue-map.yaml"
+
+
+def bench_philly(quick: bool) -> list[Figure]:
+    """Issue 20's Philly target: CPU for the whole trace (82,247 jobs; quick: to day 21)
+    under each preemption model, against 60 s each. Needs ``../shared/traces/gpu/philly/philly.csv``
+    (nothing is reported without it); not part of a bare ``makeway bench`` (the whole trace takes
+    tens of minutes under ytsaurus), so named with ``--only philly``."""
+    trace = _shared("traces/gpu/philly/philly.csv")
+    if trace is None:
+        return []
+    from makeway.sim.queue_map import load as load_queue_map
+    from makeway.sim.run import run
+
+    out = []
+    for model in PHILLY_MODELS:
+        cfg, qmap_path = philly_config(model)
+        gc.collect()
+        c0 = time.process_time()
+        rec = run(cfg, trace, "philly", horizon=PHILLY_QUICK_HORIZON if quick else None,
+                  queue_map=load_queue_map(str(qmap_path)))
+        cpu = time.process_time() - c0
+        gpus = sum(n.count * n.capacity.get("gpu", 0) for n in cfg.nodes)
+        out.append(figure(f"philly_{model}_cpu_s", cpu, "s", None if quick else 60.0, gpus=gpus,
+                          finished=len(rec.finish_t), preemptions=rec.preemptions, simulated_s=round(rec.last_t, 1)))
+    return out
+
+
 SCENARIOS: dict[str, Callable[[bool], list[Figure]]] = {
     "kueue-baseline": bench_kueue_baseline,
     "throughput": bench_throughput_no_preemption,
@@ -357,4 +403,11 @@ SCENARIOS: dict[str, Callable[[bool], list[Figure]]] = {
     "ytsaurus-fair-share": bench_ytsaurus_fair_share,
     "swf-fifo-easy": bench_swf,
     "ytsaurus-cluster": bench_ytsaurus_cluster,
+    "philly": bench_philly,
 }
+OPT_IN = ("philly",)  # run only when named (``--only``): long, and it needs ../shared
+
+
+def selected(only: list[str] | None) -> list[str]:
+    """The scenarios ``makeway bench`` runs: the ones named, else every one but the opt-in ones."""
+    return list(only or [n for n in SCENARIOS if n not in OPT_IN])

@@ -549,10 +549,10 @@ def bench(
     from rich.console import Console
     from rich.table import Table
 
-    from makeway.benchmarks import SCENARIOS
+    from makeway.benchmarks import SCENARIOS, selected
 
     check_output(out, "--out")
-    names = list(only or SCENARIOS)
+    names = selected(only)
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
         raise fail(f"--only: unknown scenario {unknown[0]!r} (known: {', '.join(SCENARIOS)})")
