@@ -8,7 +8,9 @@ really skip (asserted) and the bursts really preempt (asserted).
 
 from __future__ import annotations
 
+import heapq
 import json
+import math
 import random
 
 import pytest
@@ -21,7 +23,7 @@ from makeway.core.periodic import Row, Skipped, advance
 from makeway.core.resources import EPS
 from makeway.policies.ytsaurus import catchup
 from makeway.policies.ytsaurus.heartbeat import Backoff
-from makeway.sim.engine import HEARTBEAT, TICK, SimOptions, Simulation
+from makeway.sim.engine import HEARTBEAT, TICK, WAKE, SimOptions, Simulation, first_other_than
 from makeway.sim.trace import workload_from_record
 
 
@@ -196,3 +198,14 @@ def test_catch_up_matches_replaying_every_skipped_call(update, beat, splay, node
             ref.should_run(r.payload, h)
         catchup.catch_up_backoff(b, r.payload, r)
         assert b.last == ref.last
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 20), st.sampled_from(range(7))), max_size=60))
+def test_first_other_than_a_kind_reads_the_heap_as_a_scan_does(entries):
+    """``_skip_wakes`` finds the next event that is not a wake-up by walking only the wake-ups at
+    the heap's top; on any heap it must give the earliest time a scan of every entry gives."""
+    heap = [(float(t), kind, i, None) for i, (t, kind) in enumerate(entries)]
+    heapq.heapify(heap)
+    want = min((t for t, kind, _, _ in heap if kind != WAKE), default=math.inf)
+    assert first_other_than(heap, WAKE) == want

@@ -52,6 +52,27 @@ class SimulationError(MakewayError):
     """A model asked for something impossible (a Start that does not fit, an unknown victim)."""
 
 
+def first_other_than(heap: list[tuple], kind: int) -> float:
+    """The earliest time of an entry of the heap not of ``kind`` (inf if none), visiting only the
+    entries of ``kind`` at its top and their children: below an entry of another kind every entry
+    comes later, so the walk need not go there. Costs the number of ``kind`` entries, not the heap."""
+    best = math.inf
+    stack = [0] if heap else []
+    n = len(heap)
+    while stack:
+        i = stack.pop()
+        t, k = heap[i][0], heap[i][1]
+        if t >= best:
+            continue
+        if k != kind:
+            best = t
+            continue
+        for c in (2 * i + 1, 2 * i + 2):
+            if c < n:
+                stack.append(c)
+    return best
+
+
 @dataclass(slots=True)
 class SimOptions:
     horizon: float | None = None
@@ -323,8 +344,8 @@ class Simulation:
             wakes = [heap[0][0]]
             limit = min(heap[1][0] if len(heap) > 1 else math.inf, heap[2][0] if len(heap) > 2 else math.inf)
         else:
-            wakes = sorted(t for t, kind, _, _ in heap if kind == WAKE)
-            limit = min((t for t, kind, _, _ in heap if kind != WAKE), default=math.inf)
+            wakes = sorted(self._wakes)  # every wake-up in the heap, each once
+            limit = first_other_than(heap, WAKE)
         if self._next is not None:
             limit = min(limit, self._next.submit)
         if self.options.horizon is not None:
