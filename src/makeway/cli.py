@@ -541,6 +541,8 @@ def bench(
     out: Path = typer.Option(Path("bench-results.json"), "--out", help="where to write the figures"),
     growth: bool = typer.Option(False, "--growth", help="also run each scalable scenario at 1/4 and full size "
                                 "(1/16 and 1/4 with --quick) and report the exponent k of cost ~ n^k"),
+    repeat: int = typer.Option(1, "--repeat", min=1, help="with --growth: run each size this many times and "
+                               "take the exponent between the smallest costs"),
 ) -> None:
     """Run the named benchmark scenarios; print a table of figures and write bench-results.json."""
     import json
@@ -552,6 +554,8 @@ def bench(
     from makeway.benchmarks import SCENARIOS, selected
 
     check_output(out, "--out")
+    if repeat > 1 and not growth:
+        raise fail("--repeat: only with --growth (it repeats the runs the exponent is taken from)")
     names = selected(only)
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
@@ -572,7 +576,7 @@ def bench(
         for name in grow.for_bench(names, bool(only)):
             t0 = time.perf_counter()
             with console.status(f"growth {name}..."):
-                figures.append({**grow.growth(name, quick), "scenario": name})
+                figures.append({**grow.growth(name, quick, repeat), "scenario": name})
             console.log(f"growth {name}: {time.perf_counter() - t0:.1f} s")
     table = Table(title=f"makeway bench{' --quick' if quick else ''}", title_justify="left")
     for col in ("metric", "value", "unit", "target", "met"):

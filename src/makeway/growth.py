@@ -96,13 +96,26 @@ def exponent(small: float, big: float, ratio: float = 4.0) -> float:
     return math.log(max(big, tiny) / max(small, tiny)) / math.log(ratio)
 
 
-def growth(name: str, quick: bool) -> Figure:
-    """Cost at 1/4 and full size (quick: 1/16 and 1/4) and the exponent between them."""
+def growth(name: str, quick: bool, repeat: int = 1) -> Figure:
+    """Cost at 1/4 and full size (quick: 1/16 and 1/4) and the exponent between them. With
+    ``repeat`` > 1 each size runs that many times, small and big in turn so that both meet the
+    same spells of a busy machine, and the exponent is taken between the smallest costs (the
+    runs least slowed by anything else); every run's cost is reported."""
+    if repeat < 1:
+        raise ValueError(f"repeat: {repeat} is not a count of runs (1 or more)")
     big = 0.25 if quick else 1.0
-    c_small, n_small = SCENARIOS[name](big / 4)
-    c_big, n_big = SCENARIOS[name](big)
+    small_runs, big_runs = [], []
+    for _ in range(repeat):
+        small_runs.append(SCENARIOS[name](big / 4))
+        big_runs.append(SCENARIOS[name](big))
+    n_small, n_big = small_runs[0][1], big_runs[0][1]
+    c_small, c_big = min(c for c, _ in small_runs), min(c for c, _ in big_runs)
     unit = UNITS.get(name)
-    costs = {"small_cpu_s": round(c_small, 3), "big_cpu_s": round(c_big, 3)} if unit is None else \
-        {f"small_{unit}": round(c_small), f"big_{unit}": round(c_big)}
+    digits = 3 if unit is None else None
+    label = "cpu_s" if unit is None else unit
+    costs = {f"small_{label}": round(c_small, digits), f"big_{label}": round(c_big, digits)}
+    if repeat > 1:
+        costs.update({"repeat": repeat, f"small_{label}_runs": [round(c, digits) for c, _ in small_runs],
+                      f"big_{label}_runs": [round(c, digits) for c, _ in big_runs]})
     return figure(f"growth_exponent_{name.replace('-', '_')}", exponent(c_small, c_big, n_big / max(n_small, 1)),
                   "exponent", TARGET, small_n=n_small, big_n=n_big, **costs)

@@ -34,3 +34,32 @@ def test_every_bench_scenario_it_scales_is_reached_from_its_bench_name():
 def test_memory_growth_reads_bytes():
     cost, n = growth.memory_cost(0.005)
     assert n == 100 and cost > 1000
+
+
+def test_repeated_runs_take_the_exponent_between_the_smallest_costs(monkeypatch):
+    """Runs alternate small and big; the slowest of each size (a busy spell) does not count."""
+    costs = iter([2.0, 9.0, 1.0, 4.5, 1.5, 4.0])  # small, big, small, big, ...
+    calls = []
+
+    def scenario(scale):
+        calls.append(scale)
+        return next(costs), int(100 * scale)
+
+    monkeypatch.setitem(growth.SCENARIOS, "fake", scenario)
+    fig = growth.growth("fake", False, repeat=3)
+    assert calls == [0.25, 1.0] * 3
+    assert fig["small_cpu_s"] == 1.0 and fig["big_cpu_s"] == 4.0 and math.isclose(fig["value"], 1.0)
+    assert fig["repeat"] == 3 and fig["small_cpu_s_runs"] == [2.0, 1.0, 1.5] and fig["big_cpu_s_runs"] == [9.0, 4.5, 4.0]
+    with pytest.raises(ValueError, match="repeat: 0"):
+        growth.growth("fake", False, repeat=0)
+
+
+@pytest.mark.parametrize("args,message", [(["--repeat", "0"], "--repeat"), (["--repeat", "2"], "only with --growth")])
+def test_bench_refuses_a_repeat_it_cannot_use(tmp_path, args, message):
+    from typer.testing import CliRunner
+
+    from makeway.cli import app
+
+    res = CliRunner().invoke(app, ["bench", "--quick", "--only", "memory", "--out", str(tmp_path / "b.json"), *args])
+    assert res.exit_code == 2 and message in res.output
+    assert not (tmp_path / "b.json").exists()
