@@ -203,3 +203,41 @@ def test_a_reason_read_after_a_call_that_decided_nothing_takes_the_current_snaps
     assert got == _trails(FullEvaluation, queues, nodes, workloads, fair)
     assert got[1] == {"w1": [[1.0, "quota", "q0"]], "w2": [[2.0, "quota", "q1"]]}
     assert CountsCurrent.hits > hits
+
+
+class CountsSettled(Checked):
+    """Counts the heads taken as known twins that were evaluated all the same, because a head
+    before them in the round moved their root (``TwinSkipping._settle_known``)."""
+
+    evaluated = 0
+
+    def _settle_known(self, state, tree, taken):
+        h = super()._settle_known(state, tree, taken)
+        type(self).evaluated += h is not None
+        return h
+
+
+@pytest.mark.parametrize("backlog", [8, 30])
+def test_a_known_twin_is_evaluated_when_an_earlier_head_of_its_round_moves_its_tree(backlog):
+    """q0 can never admit (no quota, no borrowing, nothing of lower priority): its heads are known
+    twins when taken. q2's admission of w33, earlier in the same round (within nominal quota),
+    moves the tree: q0's head of that round, which borrows and so comes after it, must be
+    evaluated, not parked as its twin was (found by hypothesis; the caches must decide as
+    ``caches: false``)."""
+    def cq(name, nominal, **limits):
+        return Queue(name, "org", weight=0.5, settings={
+            "kind": "ClusterQueue",
+            "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+                {"name": "f", "resources": [{"name": "cpu", "nominalQuota": nominal, **limits}]}]}],
+            "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any",
+                           "borrowWithinCohort": {"policy": "Never"}}})
+    queues = [Queue("org", settings={"kind": "Cohort"}), cq("q0", 0, borrowingLimit=0), cq("q2", 1)]
+    nodes = [Node("n0", {"cpu": 2}, {"flavor": "f"}), Node("n1", {"cpu": 2}, {"flavor": "f"})]
+    workloads = [Workload(f"w{i}", "q0", 0.0, 2.0, (TaskGroup(1, {"cpu": 1}),), 0) for i in range(backlog)]
+    workloads += [Workload("w90", "q2", 0.0, 2.0, (TaskGroup(1, {"cpu": 2}),), 1),
+                  Workload("w91", "q0", 0.0, 2.0, (TaskGroup(1, {"cpu": 1}),), 1),
+                  Workload("w92", "q2", 0.0, 2.0, (TaskGroup(1, {"cpu": 1}),), 1),
+                  Workload("w93", "q0", 0.0, 2.0, (TaskGroup(1, {"cpu": 1}),), 1)]
+    before = CountsSettled.evaluated
+    assert _run(CountsSettled, queues, nodes, workloads, False) == _run(FullEvaluation, queues, nodes, workloads, False)
+    assert CountsSettled.evaluated > before
