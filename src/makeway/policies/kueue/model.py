@@ -12,7 +12,6 @@ once its victims have released their quota, as in Kueue.
 
 from __future__ import annotations
 
-from operator import itemgetter
 from typing import Any, Mapping
 
 from makeway.core.decisions import Decision, Start
@@ -99,7 +98,7 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         self._doomed_from: dict[tuple, tuple[int, int]] = {}
         self._flips: dict[str, int] = {}
         # per head key id, kept across calls (``TwinSkipping._carry_outcomes``)
-        self._outcomes: dict[int, tuple[int, int | None, int | None, int, int]] = {}
+        self._outcomes: dict[int, tuple[int, int | None, int | None, int]] = {}
         self._nodes_seen: tuple | None = None
         self._probed_nodes = False
         # BestEffortFIFO: a workload found inadmissible is parked until quota is released in its
@@ -246,7 +245,6 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
                 trees.setdefault(self._roots[q], []).append(q)
         by_tree = len(trees) > 1  # one tree: the skip of every queue together is the same
         resume: dict[str, int] = {}  # per cohort tree sitting rounds out: the round it takes heads again
-        quick = self.caches and not self.fair  # known twins taken without a visit (``_known_head``)
         rnd = 0
         while True:
             if self.caches:
@@ -256,7 +254,6 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
                 if by_tree:
                     self._skip_known_trees(state, tree, queues, at, trees, rnd, resume)
             heads = []
-            known = []  # (order key, head) of heads known to decide nothing when taken (classic order)
             held = None
             for q in order:
                 i = at[q]
@@ -267,18 +264,12 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
                     held = back if held is None or back < held else held
                     continue
                 at[q] = i + 1
-                entry = queues[q][i]
-                if quick:
-                    k = self._known_head(state, q, entry)
-                    if k is not None:
-                        known.append(k)
-                        continue
-                wl_id = entry[3]
+                wl_id = queues[q][i][3]
                 cq = tree.cqs[q]
                 wl = state.workloads[wl_id]
                 a = self._assign(state, cq, wl_id)
                 heads.append(_Head(wl_id, cq, a, self.priority(wl), wl.submit, self._version.get(self._roots[q], 0)))
-            if not heads and not known:
+            if not heads:
                 if held is None:
                     break
                 rnd = held  # every tree with heads left sits rounds out: the first to come back
@@ -290,13 +281,8 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
                     heads.remove(h)
                     self._process_strict(state, tree, h, now, decisions, promised, victims, queues, at)
             else:
-                items = [(self._classic_key(h), h) for h in heads] + known
-                items.sort(key=itemgetter(0))
-                for _, h in items:
-                    if type(h) is tuple:
-                        h = self._settle_known(state, tree, h)
-                        if h is None:
-                            continue
+                heads.sort(key=lambda h: (not self._is_waiting(h), h.assignment.borrowing, -h.priority, h.submit, h.wl))
+                for h in heads:
                     self._process_strict(state, tree, h, now, decisions, promised, victims, queues, at)
         if self.caches:
             self._mark_walked(state, tree)
@@ -341,11 +327,6 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         """Kueue's fair-sharing iterator (``cycle.tournament_winner``, shared with the whole-cycle
         conformance runs), with preemptors waiting for their victims first."""
         return tournament_winner(tree, heads, self._is_waiting)
-
-    def _classic_key(self, h: _Head) -> tuple:
-        """A head's place in a round in classic order: waiting preemptors first, then the lower
-        borrowing level, the higher priority, the earlier submission; the id breaks ties."""
-        return not self._is_waiting(h), h.assignment.borrowing, -h.priority, h.submit, h.wl
 
     def _is_waiting(self, h: _Head) -> bool:
         return self.prioritize_preemptors and h.wl in self._waiting

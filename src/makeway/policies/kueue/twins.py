@@ -59,7 +59,7 @@ class TwinSkipping:
         hit = self._outcomes.get(self._head_id(state, cq, wl_id) if hid is None else hid)
         if hit is None:
             return None
-        root_v, nodes_v, global_v, parked, _ = hit
+        root_v, nodes_v, global_v, parked = hit
         if root_v != self._version.get(self._roots[cq.name], 0):
             return None
         if nodes_v is not None and nodes_v != self._nversion or global_v is not None and (
@@ -100,46 +100,7 @@ class TwinSkipping:
                     nodes_v = self._nversion
                 else:
                     global_v = before[2]
-            # the borrowing level orders a twin in its round without an assignment (``_known_head``):
-            # the same key under the same root version gets the same assignment
-            a = h.assignment if h.version == before[1] else self._assign(state, h.cq, h.wl)
-            self._outcomes[self._head_id(state, h.cq, h.wl)] = (before[1], nodes_v, global_v, self._parked.kind(h.wl),
-                                                                a.borrowing)
-
-    def _known_head(self, state: ClusterState, q: str, entry: tuple) -> tuple | None:
-        """A head of a BestEffortFIFO queue whose twin's no-op outcome holds when it is taken, in
-        classic order: (its order key, what ``_settle_known`` needs), or None. It is taken with no
-        flavor assignment (its twin's borrowing level orders it, the same under the same root
-        version) and settled in its place in the round without a visit."""
-        wl_id = entry[3]
-        if entry[5] or wl_id in self._waiting or self._strict(state, q):
-            return None
-        hit = self._outcomes.get(entry[4])
-        if hit is None:
-            return None
-        root = self._roots[q]
-        root_v = self._version.get(root, 0)
-        if hit[0] != root_v or hit[1] is not None and hit[1] != self._nversion or \
-                hit[2] is not None and hit[2] != self._gversion:
-            return None
-        wl = state.workloads[wl_id]
-        prio = self.priority(wl)
-        return (True, hit[4], -prio, wl.submit, wl_id), (wl_id, q, root, root_v, hit, prio, wl.submit)
-
-    def _settle_known(self, state: ClusterState, tree: QuotaTree, taken: tuple) -> _Head | None:
-        """A head ``_known_head`` took, in its place in the round: parked (or left unparked) as its
-        twin was when the outcome still holds (nothing processed before it in the round moved its
-        root or, for an outcome that reads the global version, that version); else the head to
-        evaluate, with the assignment it would get now."""
-        wl_id, q, root, root_v, hit, prio, submit = taken
-        if self._version.get(root, 0) == root_v and (hit[2] is None or hit[2] == self._gversion):
-            if hit[3]:
-                self._parked.add(wl_id, hit[3] == NODE)
-            else:
-                self._walked_unparked[q].add(wl_id)
-            return None
-        cq = tree.cqs[q]
-        return _Head(wl_id, cq, self._assign(state, cq, wl_id), prio, submit, self._version.get(root, 0))
+            self._outcomes[self._head_id(state, h.cq, h.wl)] = (before[1], nodes_v, global_v, self._parked.kind(h.wl))
 
     def _first_unknown(self, state: ClusterState, cq: QNode, lst: list[tuple], i: int,
                        groups: dict[tuple, list[tuple]], local: bool = False) -> tuple[int, dict[tuple, int]] | None:
