@@ -277,7 +277,11 @@ def _kernel() -> bool:
 
 # -- SWF trace under FIFO and EASY backfilling --------------------------------------------------------------
 
-def _shared(rel: str = "traces/swf/KTH-SP2-1996-2.1-cln.swf.gz") -> Path | None:
+KTH_LOG = "traces/swf/KTH-SP2-1996-2.1-cln.swf.gz"
+PHILLY_TRACE = "traces/gpu/philly/philly.csv"
+
+
+def _shared(rel: str) -> Path | None:
     """A file of ``../shared`` (beside the clone, or beside the working directory), or None."""
     for base in (Path.cwd(), Path(__file__).resolve().parents[2]):
         p = (base / ".." / "shared" / rel).resolve()
@@ -292,7 +296,7 @@ def kth(limit: int) -> tuple[ClusterState, list[Workload]]:
     from makeway.sim.importers import cluster_from_trace, read_trace
     from makeway.sim.trace import workload_from_record
 
-    path = _shared()
+    path = _shared(KTH_LOG)
     if path is None:
         raise FileNotFoundError("../shared/traces/swf/KTH-SP2-1996-2.1-cln.swf.gz")
     state = build_state(parse_config(cluster_from_trace(path, "swf"), "swf"))
@@ -305,7 +309,7 @@ def kth(limit: int) -> tuple[ClusterState, list[Workload]]:
 
 
 def bench_swf(quick: bool) -> list[Figure]:
-    if _shared() is None:
+    if _shared(KTH_LOG) is None:
         return []
     from makeway.sim.fast.compiled import warm
 
@@ -357,9 +361,9 @@ PHILLY_QUICK_HORIZON = 21 * 86_400.0  # to day 21: the first 2,303 jobs, the day
 
 
 def philly_config(model: str):
-    """The study's Philly cluster (``examples/studies/philly``) scaled to 704 GPUs, under ``model``:
-    what ``makeway simulate examples/studies/philly/cluster.yaml --scale-cluster 2.2 --model MODEL``
-    runs."""
+    """The study's Philly cluster (``examples/studies/philly``) scaled to 704 GPUs, under ``model``,
+    and the path of the study's queue map: what ``makeway simulate examples/studies/philly/cluster.yaml
+    --queue-map examples/studies/philly/queue-map.yaml --scale-cluster 2.2 --model MODEL`` runs."""
     from makeway.config import load_config, parse_config
     from makeway.sim.scale import scale_cluster
 
@@ -374,19 +378,20 @@ def bench_philly(quick: bool) -> list[Figure]:
     under each preemption model, against 60 s each. Needs ``../shared/traces/gpu/philly/philly.csv``
     (nothing is reported without it); not part of a bare ``makeway bench`` (the whole trace takes
     tens of minutes under ytsaurus), so named with ``--only philly``."""
-    trace = _shared("traces/gpu/philly/philly.csv")
+    trace = _shared(PHILLY_TRACE)
     if trace is None:
         return []
     from makeway.sim.queue_map import load as load_queue_map
     from makeway.sim.run import run
 
     out = []
+    qmap = None
     for model in PHILLY_MODELS:
         cfg, qmap_path = philly_config(model)
+        qmap = qmap or load_queue_map(str(qmap_path))
         gc.collect()
         c0 = time.process_time()
-        rec = run(cfg, trace, "philly", horizon=PHILLY_QUICK_HORIZON if quick else None,
-                  queue_map=load_queue_map(str(qmap_path)))
+        rec = run(cfg, trace, "philly", horizon=PHILLY_QUICK_HORIZON if quick else None, queue_map=qmap)
         cpu = time.process_time() - c0
         gpus = sum(n.count * n.capacity.get("gpu", 0) for n in cfg.nodes)
         out.append(figure(f"philly_{model}_cpu_s", cpu, "s", None if quick else 60.0, gpus=gpus,

@@ -21,7 +21,7 @@ def test_the_study_cluster_is_scaled_to_704_gpus_under_the_model(model):
 
 
 def test_every_model_replays_the_trace_against_the_60_s_target(monkeypatch):
-    monkeypatch.setattr(benchmarks, "_shared", lambda rel="": EXCERPT)
+    monkeypatch.setattr(benchmarks, "_shared", lambda rel: EXCERPT)
     figures = bench_philly(False)
     assert [f["metric"] for f in figures] == [f"philly_{m}_cpu_s" for m in PHILLY_MODELS]
     for f in figures:
@@ -31,7 +31,7 @@ def test_every_model_replays_the_trace_against_the_60_s_target(monkeypatch):
 
 
 def test_without_the_trace_nothing_is_reported(monkeypatch):
-    monkeypatch.setattr(benchmarks, "_shared", lambda rel="": None)
+    monkeypatch.setattr(benchmarks, "_shared", lambda rel: None)
     assert bench_philly(True) == []
 
 
