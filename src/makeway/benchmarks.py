@@ -281,13 +281,19 @@ KTH_LOG = "traces/swf/KTH-SP2-1996-2.1-cln.swf.gz"
 PHILLY_TRACE = "traces/gpu/philly/philly.csv"
 
 
-def _shared(rel: str) -> Path | None:
-    """A file of ``../shared`` (beside the clone, or beside the working directory), or None."""
+def _beside(rel: str) -> Path | None:
+    """A file named relative to the clone's root, looked for from the working directory and from
+    the clone this module was loaded from (an installed package has none), or None."""
     for base in (Path.cwd(), Path(__file__).resolve().parents[2]):
-        p = (base / ".." / "shared" / rel).resolve()
+        p = (base / rel).resolve()
         if p.is_file():
             return p
     return None
+
+
+def _shared(rel: str) -> Path | None:
+    """A file of ``../shared`` (beside the clone), or None."""
+    return _beside(f"../shared/{rel}")
 
 
 def kth(limit: int) -> tuple[ClusterState, list[Workload]]:
@@ -361,25 +367,29 @@ PHILLY_QUICK_HORIZON = 21 * 86_400.0  # to day 21: the first 2,303 jobs, the day
 
 
 def philly_config(model: str):
-    """The study's Philly cluster (``examples/studies/philly``) scaled to 704 GPUs, under ``model``,
-    and the path of the study's queue map: what ``makeway simulate examples/studies/philly/cluster.yaml
-    --queue-map examples/studies/philly/queue-map.yaml --scale-cluster 2.2 --model MODEL`` runs."""
+    """The study's Philly cluster (``examples/studies/philly`` of the clone) scaled to 704 GPUs,
+    under ``model``, and the path of the study's queue map: what ``makeway simulate
+    examples/studies/philly/cluster.yaml --queue-map examples/studies/philly/queue-map.yaml
+    --scale-cluster 2.2 --model MODEL`` runs. None outside a clone."""
     from makeway.config import load_config, parse_config
     from makeway.sim.scale import scale_cluster
 
-    study = Path(__file__).resolve().parents[2] / "examples" / "studies" / "philly"
-    data = scale_cluster(load_config(study / "cluster.yaml").model_dump(), PHILLY_SCALE, quotas=False)
+    cluster = _beside("examples/studies/philly/cluster.yaml")
+    if cluster is None:
+        return None
+    data = scale_cluster(load_config(cluster).model_dump(), PHILLY_SCALE, quotas=False)
     data["preemption"] = {**data["preemption"], "model": model}
-    return parse_config(data, f"philly study x {PHILLY_SCALE} under {model}"), study / "queue-map.yaml"
+    return parse_config(data, f"philly study x {PHILLY_SCALE} under {model}"), cluster.parent / "queue-map.yaml"
 
 
 def bench_philly(quick: bool) -> list[Figure]:
-    """Issue 20's Philly target: CPU for the whole trace (82,247 jobs; quick: to day 21)
-    under each preemption model, against 60 s each. Needs ``../shared/traces/gpu/philly/philly.csv``
-    (nothing is reported without it); not part of a bare ``makeway bench`` (the whole trace takes
-    tens of minutes under ytsaurus), so named with ``--only philly``."""
+    """Issue 20's Philly target: CPU for the whole trace (82,247 jobs; quick: to day 21) under
+    each preemption model, against 60 s each. Needs ``../shared/traces/gpu/philly/philly.csv`` and
+    the study's config in the clone (nothing is reported without them); not part of a bare
+    ``makeway bench`` (the whole trace takes tens of minutes under ytsaurus), so named with
+    ``--only philly``."""
     trace = _shared(PHILLY_TRACE)
-    if trace is None:
+    if trace is None or philly_config(PHILLY_MODELS[0]) is None:
         return []
     from makeway.sim.queue_map import load as load_queue_map
     from makeway.sim.run import run

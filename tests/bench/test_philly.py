@@ -35,6 +35,14 @@ def test_without_the_trace_nothing_is_reported(monkeypatch):
     assert bench_philly(True) == []
 
 
+def test_outside_a_clone_nothing_is_reported(monkeypatch):
+    """An installed package has no examples/: the study's config is not found, nothing is run."""
+    monkeypatch.setattr(benchmarks, "_shared", lambda rel: EXCERPT)
+    monkeypatch.setattr(benchmarks, "_beside", lambda rel: None)
+    assert philly_config("kueue") is None
+    assert bench_philly(False) == []
+
+
 def test_the_philly_scenario_runs_only_when_named():
     assert "philly" not in selected(None)
     assert selected(["philly"]) == ["philly"]
