@@ -279,6 +279,7 @@ def _kernel() -> bool:
 
 KTH_LOG = "traces/swf/KTH-SP2-1996-2.1-cln.swf.gz"
 PHILLY_TRACE = "traces/gpu/philly/philly.csv"
+PHILLY_STUDY = "examples/studies/philly/cluster.yaml"
 
 
 def _beside(rel: str) -> Path | None:
@@ -374,7 +375,7 @@ def philly_config(model: str):
     from makeway.config import load_config, parse_config
     from makeway.sim.scale import scale_cluster
 
-    cluster = _beside("examples/studies/philly/cluster.yaml")
+    cluster = _beside(PHILLY_STUDY)
     if cluster is None:
         return None
     data = scale_cluster(load_config(cluster).model_dump(), PHILLY_SCALE, quotas=False)
@@ -389,7 +390,7 @@ def bench_philly(quick: bool) -> list[Figure]:
     ``makeway bench`` (the whole trace takes tens of minutes under ytsaurus), so named with
     ``--only philly``."""
     trace = _shared(PHILLY_TRACE)
-    if trace is None or philly_config(PHILLY_MODELS[0]) is None:
+    if trace is None or _beside(PHILLY_STUDY) is None:
         return []
     from makeway.sim.queue_map import load as load_queue_map
     from makeway.sim.run import run

@@ -7,7 +7,6 @@ plain lists in the order of ``Tree.resources``; a limit missing for a resource m
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from operator import add
 from typing import Any
 
 ROOT = "<Root>"
@@ -150,17 +149,13 @@ class Tree:
 def _running_sum(vecs: list[list[float]], dim: int) -> list[float]:
     """Element-wise sum, added left to right from 0.0 (plain float additions: ``sum`` rounds
     differently from Python 3.12 on, and the result must not depend on the interpreter). Summed
-    one component at a time (the same additions in the same order, without a list per vector);
-    a vector shorter than ``dim`` truncates the sum, as adding vector by vector did."""
-    acc = [0.0] * dim
-    try:
-        for k in range(dim):
-            total = 0.0
-            for v in vecs:
-                total += v[k]
-            acc[k] = total
-    except IndexError:
-        acc = [0.0] * dim
+    one component at a time (the same additions in the same order as vector by vector, without a
+    list per vector); a vector shorter than ``dim`` truncates the sum, as adding vector by vector
+    did."""
+    acc = []
+    for k in range(min([dim, *map(len, vecs)])):
+        total = 0.0
         for v in vecs:
-            acc = list(map(add, acc, v))
+            total += v[k]
+        acc.append(total)
     return acc
