@@ -29,7 +29,7 @@ class ClusterState:
                  "node_allocs", "queue_usage", "queue_allocs", "running", "finished_tasks",
                  "_seq", "_ancestors", "roots", "used_total", "freed_epoch", "config_epoch",
                  "_capacity", "pending_res", "node_order", "alloc_epoch", "submit_epoch",
-                 "_free_index", "freed_log", "pending_log", "node_names", "node_freed_epoch",
+                 "_free_index", "freed_log", "pending_log", "run_log", "node_names", "node_freed_epoch",
                  "queue_freed_epoch", "topology_epoch", "withdrawn")
 
     def __init__(self, resources: Iterable[str], queues: Iterable[Queue], nodes: Iterable[Node]):
@@ -91,9 +91,11 @@ class ClusterState:
         # Cancelled workloads: kept in ``workloads`` for reports, never pending again.
         self.withdrawn: set[str] = set()
         # What changed, not only that it did: (node, queue) for every release (queue None when a
-        # node became schedulable), and the workload id of every submission or requeue.
+        # node became schedulable), the workload id of every submission or requeue, and that of
+        # every start or end (a change of its running set).
         self.freed_log: Journal[tuple[str, str | None]] = Journal()
         self.pending_log: Journal[str] = Journal()
+        self.run_log: Journal[str] = Journal()
         # The same by node and by queue (the freed epoch of the latest release), for a reader whose
         # journal position was trimmed away: one scan instead of starting over.
         self.node_freed_epoch: list[int] = [0] * len(self.nodes)
@@ -301,6 +303,7 @@ class ClusterState:
             add_into(self.queue_usage[q], res)
         self.queue_allocs[wl.queue][tid] = None
         self.running[wl_id][tid] = None
+        self.run_log.append(wl_id)
         return alloc
 
     def end(self, tid: str) -> Allocation:
@@ -321,6 +324,7 @@ class ClusterState:
             self.queue_freed_epoch[q] = self.freed_epoch
         del self.queue_allocs[alloc.queue][tid]
         del self.running[alloc.workload][tid]
+        self.run_log.append(alloc.workload)
         return alloc
 
     def finish(self, tid: str) -> Allocation:

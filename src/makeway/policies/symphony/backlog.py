@@ -8,10 +8,9 @@ differ from each other only by their (priority, demand) class and their request 
 A *waiting* session (pending tasks, nothing running) is kept as a ``Rec``; each consumer groups
 them by (priority, demand) class, by priority in name order (who gets a remainder slot) and, for a
 session whose pending tasks all come from one task group, by request shape in serving order
-(who takes leftover slots). The table is synced at each call from what can change a waiting
-session: ``state.pending_log`` (submissions, requeues, withdrawals, priority changes), the sessions
-holding allocations now and at the last sync, and the sessions the model started tasks of. A new
-state object, a config change or a trimmed log rebuilds it.
+(who takes leftover slots). The table is synced at each call from what can change a session:
+``state.pending_log`` (submissions, requeues, withdrawals, priority changes) and ``state.run_log``
+(starts and ends). A new state object, a config change or a trimmed log rebuilds it.
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from makeway.core.state import ClusterState
+from makeway.policies.symphony.holders import HolderTable
 
 
 @dataclass(slots=True)
@@ -76,16 +76,17 @@ def _discard(index: dict, key: Any, item: Any) -> None:
 
 
 class Backlog:
-    """Waiting sessions of every consumer, kept in step with one state (see the module doc)."""
+    """Waiting sessions of every consumer, and the holding ones (``table``), kept in step with one
+    state (see the module doc)."""
 
-    __slots__ = ("consumers", "holders", "started", "_key", "_pos", "_where")
+    __slots__ = ("consumers", "table", "_key", "_pos", "_run_pos", "_where")
 
     def __init__(self) -> None:
         self.consumers: dict[str, ConsumerBacklog] = {}
-        self.holders: dict[str, str] = {}   # session holding an allocation -> its consumer, at the last sync
-        self.started: set[str] = set()       # sessions the model started tasks of since the last sync
+        self.table = HolderTable()
         self._key: tuple | None = None
         self._pos = 0
+        self._run_pos = 0
         self._where: dict[str, str] = {}     # waiting session -> its consumer
 
     def sync(self, state: ClusterState, resource: str, settings_of: Callable[[Any], Any],
@@ -93,19 +94,18 @@ class Backlog:
         """``settings_of(workload)``: its session settings (priority, rank, preemptive), which stay
         while the workload object and the config do (a priority change is logged)."""
         key = (id(state), state.config_epoch, resource)
-        log = state.pending_log
-        back = log.since(self._pos) if self._key == key else None
-        allocs = state.allocations
-        holders = {a.workload: a.queue for a in allocs.values()} if allocs else {}
-        if back is None:
+        back = state.pending_log.since(self._pos) if self._key == key else None
+        ran = state.run_log.since(self._run_pos) if back is not None else None
+        self._pos, self._run_pos = state.pending_log.position, state.run_log.position
+        if ran is None:
             self.consumers, self._where, self._key = {}, {}, key
-            touched: Any = state.pending
+            self.table.clear()
+            touched: Any = set(state.pending)
+            touched.update(a.workload for a in state.allocations.values())
         else:
             touched = set(back)
-            touched.update(self.holders, holders, self.started)
-        self._pos = log.position
-        self.holders = holders
-        self.started = set()
+            touched.update(ran)
+        self.table.refresh(state, touched, settings_of, slots_of)
         pending, running, wls = state.pending, state.running, state.workloads
         for name in touched:
             where = self._where.pop(name, None)
@@ -116,6 +116,12 @@ class Backlog:
                 self.consumers.setdefault(wl.queue, ConsumerBacklog()).add(
                     _rec(wl, pending[name], settings_of(wl), slots_of))
                 self._where[name] = wl.queue
+
+    def open_consumers(self) -> list[str]:
+        """Consumers with a holding or a waiting session, in name order."""
+        names = set(self.table.of)
+        names.update(q for q, cb in self.consumers.items() if cb.recs)
+        return sorted(names)
 
 
 def _rec(wl: Any, tasks: Any, ss: Any, slots_of: Callable[[Any], int]) -> Rec:

@@ -33,9 +33,11 @@ from makeway.core.state import ClusterState
 from makeway.core.objects import Workload
 from makeway.errors import ConfigError
 from makeway.policies.symphony.backlog import Backlog
-from makeway.policies.symphony.sparse import Consumer, consumer_cycle, holder_view, pending_slots, place_in_order, waiting_view
+from makeway.policies.symphony.holders import pending_slots
+from makeway.policies.symphony.sparse import (Consumer, class_counts, consumer_cycle, deserved_total, place_in_order,
+                                              waiting_view)
 from makeway.policies.symphony.rules import (
-    DEFAULT_PRIORITY, DEFAULT_RANK, SessionView, TaskView, may_preempt, normalize_criteria, normalize_scope,
+    DEFAULT_PRIORITY, DEFAULT_RANK, SessionView, TaskView, class_deserved, may_preempt, normalize_criteria, normalize_scope,
     need_of, preemptors, proportional_deserved, select_victims,
 )
 
@@ -113,13 +115,14 @@ class _Plan:
     __slots__ = ("state", "extra", "used_slots", "total_slots", "resource", "slots_of", "no_fit",
                  "consumer_allocated")
 
-    def __init__(self, state: ClusterState, slots_of: _SlotCache):
+    def __init__(self, state: ClusterState, slots_of: _SlotCache, total_slots: int, used_slots: int):
+        """``used_slots``: 0 for a plan read only for its capacity (``consumer_capacity``)."""
         self.state = state
         self.extra: dict[str, Res] = {}
         self.resource = slots_of.resource
         self.slots_of = slots_of
-        self.total_slots = sum(node_slots(n.capacity, self.resource) for n in state.nodes.values() if n.schedulable)
-        self.used_slots = sum(slots_of(a.resources) for a in state.allocations.values())
+        self.total_slots = total_slots
+        self.used_slots = used_slots
         self.no_fit: set[tuple] = set()  # requests no node holds in the plan as it stands (``take`` only)
         self.consumer_allocated = 0      # slots the consumer being scheduled holds in the plan
 
@@ -157,6 +160,22 @@ class SymphonyModel(PreemptionModel):
         self._session_cache: dict[str, tuple[tuple, SessionSettings]] = {}
         self._shares: tuple[tuple | None, dict[str, dict[str, Any]]] = (None, {})  # ``queue_shares`` and its key
         self._backlog = Backlog()  # waiting sessions kept between calls (caches on; ``sparse``)
+        self._total: tuple[tuple | None, int] = (None, 0)  # schedulable slots and their key (``_plan``)
+
+    def _slot_counter(self, state: ClusterState) -> _SlotCache:
+        """Slots per request of the slot resource: the cycle's counter when it counts that one."""
+        resource = self.slot_resource(state)
+        if self._slots is not None and self._slots.resource == resource:
+            return self._slots
+        return _SlotCache(resource)
+
+    def _plan(self, state: ClusterState, slots_of: _SlotCache, used_slots: int = 0) -> _Plan:
+        """A plan over the schedulable nodes' slots, counted once per topology while caches are on."""
+        key = (id(state), state.topology_epoch, slots_of.resource)
+        if not self.caches or self._total[0] != key:
+            total = sum(node_slots(n.capacity, slots_of.resource) for n in state.nodes.values() if n.schedulable)
+            self._total = (key, total)
+        return _Plan(state, slots_of, self._total[1], used_slots)
 
     def _session_settings(self, state: ClusterState, wl: Workload) -> SessionSettings:
         """``session_settings`` kept per session while its priority and the consumers' settings
@@ -242,19 +261,21 @@ class SymphonyModel(PreemptionModel):
     def queue_shares(self, state: ClusterState, now: float) -> dict[str, dict[str, Any]]:
         """Per consumer with open sessions, the slots its sessions deserve together (each session's
         ``R_Proportion`` share, capped by its demand) and hold. Read-only."""
-        resource = self.slot_resource(state)
-        slots_of = self._slots if self._slots is not None and self._slots.resource == resource \
-            else _SlotCache(resource)
+        slots_of = self._slot_counter(state)
+        resource = slots_of.resource
         key = (id(state), state.alloc_epoch, state.submit_epoch, state.config_epoch, state.topology_epoch, resource)
         if self.caches and self._shares[0] == key:  # deserved and allocated slots do not depend on ``now``
             return {q: dict(v) for q, v in self._shares[1].items()}
-        plan = _Plan(state, slots_of)
+        plan = self._plan(state, slots_of)
         out: dict[str, dict[str, Any]] = {}
-        if self.caches:
-            for queue, cons in self._consumers(state, plan, slots_of, now, False):
-                out[queue] = {"deserved_slots": cons.deserved_sum(),
-                              "allocated_slots": sum(v.allocated for v in cons.holders.values()),
-                              "slot_resource": resource}
+        if self.caches:  # from the class counts alone: no session is looked at
+            bl = self._sync(state, slots_of)
+            for queue in bl.open_consumers():
+                held = bl.table.counts.get(queue, {})
+                counts = class_counts(bl.consumers.get(queue), held)
+                cs = class_deserved(self.consumer_capacity(state, queue, plan), counts)
+                out[queue] = {"deserved_slots": deserved_total(cs, counts),
+                              "allocated_slots": bl.table.allocated.get(queue, 0), "slot_resource": resource}
             self._shares = (key, {q: dict(v) for q, v in out.items()})
             return out
         consumers: dict[str, list[str]] = {}
@@ -278,10 +299,9 @@ class SymphonyModel(PreemptionModel):
             self._explained = (stamp, {})
         cons = self._explained[1].get(queue)
         if cons is None:
-            resource = self.slot_resource(state)
-            slots_of = self._slots if self._slots is not None and self._slots.resource == resource \
-                else _SlotCache(resource)
-            cons = self._explained[1][queue] = self._consumers(state, _Plan(state, slots_of), slots_of, now, False,
+            slots_of = self._slot_counter(state)
+            bl = self._sync(state, slots_of)
+            cons = self._explained[1][queue] = self._consumers(bl, state, self._plan(state, slots_of), now, False,
                                                                queue)[0][1]
         s = cons.holders.get(wl_id)
         if s is None:
@@ -289,31 +309,26 @@ class SymphonyModel(PreemptionModel):
             s = waiting_view(self, state, r, cons.deserved(wl_id, r.w, r.d))
         return cons.capacity, s
 
-    def _consumers(self, state: ClusterState, plan: _Plan, slots_of: _SlotCache, now: float,
+    def _consumers(self, bl: Backlog, state: ClusterState, plan: _Plan, now: float,
                    waiting_only: bool, only: str | None = None) -> list[tuple[str, Consumer]]:
         """Each consumer with open sessions (with a pending one, if ``waiting_only``; just ``only``
-        if given), in name order, with its shares over the backlog table (``sparse``); task views
-        only for a cycle (``waiting_only``)."""
-        bl = self._backlog
-        bl.sync(state, slots_of.resource, lambda wl: self._session_settings(state, wl), slots_of)
-        by_queue: dict[str, list[str]] = {}
-        for wl_id, q in bl.holders.items():
-            by_queue.setdefault(q, []).append(wl_id)
-        if only is not None:
-            names = {only}
-        else:
-            names = set(by_queue)
-            names.update(q for q, cb in bl.consumers.items() if cb.recs)
+        if given), in name order, with its shares over the backlog and holder tables (``sparse``,
+        ``holders``)."""
+        of, slots_of = bl.table.of, plan.slots_of
         out = []
-        for queue in sorted(names):
+        for queue in ([only] if only is not None else bl.open_consumers()):
             cb = bl.consumers.get(queue)
-            mine = by_queue.get(queue, ())
-            if waiting_only and not (cb is not None and cb.recs) and not any(w in state.pending for w in mine):
+            if waiting_only and not (cb is not None and cb.recs) and not any(h.waits for h in of.get(queue, {}).values()):
                 continue
             sharing = self.consumer_settings(state, queue)[2]
-            holders = [holder_view(self, state, w, slots_of, now, sharing, waiting_only) for w in mine]
-            out.append((queue, Consumer(self.consumer_capacity(state, queue, plan), holders, cb)))
+            holders = bl.table.views(queue, (state, now, sharing, slots_of))
+            out.append((queue, Consumer(self.consumer_capacity(state, queue, plan), holders, cb,
+                                        bl.table.counts.get(queue, {}))))
         return out
+
+    def _sync(self, state: ClusterState, slots_of: _SlotCache) -> Backlog:
+        self._backlog.sync(state, slots_of.resource, lambda wl: self._session_settings(state, wl), slots_of)
+        return self._backlog
 
     def _explain_views(self, state: ClusterState, queue: str, now: float) -> tuple[int, dict[str, SessionView]]:
         """A consumer's capacity and session views for ``pending_reason``, built once per consumer
@@ -323,13 +338,11 @@ class SymphonyModel(PreemptionModel):
             self._explained = (stamp, {})
         hit = self._explained[1].get(queue)
         if hit is None:
-            resource = self.slot_resource(state)
-            slots_of = self._slots if self._slots is not None and self._slots.resource == resource \
-                else _SlotCache(resource)
-            plan = _Plan(state, slots_of)
+            slots_of = self._slot_counter(state)
             mine = [w for w in _open_sessions(state) if state.workloads[w].queue == queue]
-            capacity = self.consumer_capacity(state, queue, plan)
-            hit = self._explained[1][queue] = (capacity, self.sessions(state, queue, mine, resource, now, capacity))
+            capacity = self.consumer_capacity(state, queue, self._plan(state, slots_of))
+            hit = self._explained[1][queue] = (capacity, self.sessions(state, queue, mine, slots_of.resource, now,
+                                                                       capacity))
         return hit
 
     # -- one cycle -------------------------------------------------------------------------------
@@ -340,13 +353,15 @@ class SymphonyModel(PreemptionModel):
         resource = self.slot_resource(state)
         if self._slots is None or self._slots.resource != resource or not self.caches:
             self._slots = _SlotCache(resource)  # without caches: slots per request counted afresh
-        plan = _Plan(state, self._slots)
+        slots_of = self._slots
         if self.caches:
+            bl = self._sync(state, slots_of)
+            plan = self._plan(state, slots_of, sum(bl.table.allocated.values()))  # every allocation is a holder's
             decisions: list[Decision] = []
-            for queue, cons in self._consumers(state, plan, self._slots, now, True):
+            for queue, cons in self._consumers(bl, state, plan, now, True):
                 decisions.extend(consumer_cycle(self, state, queue, cons, plan, now))
-            self._backlog.started.update(d.task.rsplit("/", 2)[0] for d in decisions if isinstance(d, Start))
             return decisions
+        plan = self._plan(state, slots_of, sum(slots_of(a.resources) for a in state.allocations.values()))
         consumers: dict[str, list[str]] = {}
         for wl_id in _open_sessions(state):
             consumers.setdefault(state.workloads[wl_id].queue, []).append(wl_id)
@@ -428,14 +443,15 @@ class SymphonyModel(PreemptionModel):
     def _preempt(self, state: ClusterState, queue: str, p: SessionView, views: dict[str, SessionView],
                  pending: dict[str, list[str]], plan: _Plan, free: int, scope: str, criteria: str,
                  place: Any, holders: list[SessionView] | None = None,
-                 barren: set[int] | None = None, memo: dict | None = None) -> list[Decision]:
+                 barren: set[int] | None = None, memo: dict | None = None, shared_slots: bool = True) -> list[Decision]:
         """``memo``: selections by (rank, need, may preempt), valid while the views stand as they
         are (the caller clears it when a preemption or a start moves them): the selection reads the
-        preemptor only through those."""
+        preemptor only through those. ``shared_slots``: as ``select_victims`` takes it."""
         key = (p.rank, need_of(p, free), may_preempt(p)) if memo is not None else None
         sel = memo.get(key) if memo is not None else None
         if sel is None:
-            sel = select_victims(p, views.values() if holders is None else holders, free, scope, criteria)
+            sel = select_victims(p, views.values() if holders is None else holders, free, scope, criteria,
+                                 shared_slots)
             if memo is not None:
                 memo[key] = sel
         if not sel.victims:

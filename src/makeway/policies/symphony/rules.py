@@ -260,14 +260,17 @@ def _task_order(t: TaskView) -> tuple:
 
 
 def select_victims(preemptor: SessionView, sessions: Iterable[SessionView], free: int,
-                   scope: str = LOWER_OR_EQUAL, criteria: str = MOST_OVER_ALLOCATED) -> Selection:
-    """Tasks ``preemptor`` takes, in selection order (rules of SEMANTICS §2 / README rules 2-10)."""
+                   scope: str = LOWER_OR_EQUAL, criteria: str = MOST_OVER_ALLOCATED,
+                   shared_slots: bool = True) -> Selection:
+    """Tasks ``preemptor`` takes, in selection order (rules of SEMANTICS §2 / README rules 2-10).
+    ``shared_slots``: False where no task has a shared slot (``slotSharing: none``), so that only
+    the candidate victims' tasks are read."""
     sessions = list(sessions)
     need = need_of(preemptor, free)
     sel = Selection(preemptor.name, need, shortfall=need)
     if need <= 0 or not may_preempt(preemptor):
         return sel
-    tenants = slot_tenants(sessions)
+    tenants = slot_tenants(sessions) if shared_slots else {}
     candidates: list[tuple[tuple, SessionView, list[TaskView]]] = []
     for s in sessions:
         if s.name == preemptor.name or not s.over_allocated:

@@ -18,39 +18,33 @@ from __future__ import annotations
 
 import heapq
 from itertools import islice
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from makeway.core.decisions import Decision, Start
 from makeway.core.state import ClusterState
 from makeway.policies.symphony.backlog import ConsumerBacklog, Rec
-from makeway.policies.symphony.rules import ClassShares, SessionView, TaskView, class_deserved, may_preempt
+from makeway.policies.symphony.holders import HolderView
+from makeway.policies.symphony.rules import ClassShares, SessionView, class_deserved, may_preempt
 
 _EMPTY = ConsumerBacklog()
 
 
-def holder_view(model: Any, state: ClusterState, wl_id: str, slots_of: Callable, now: float,
-                sharing: str, with_tasks: bool = True) -> SessionView:
-    """The view ``SymphonyModel.sessions`` builds for one session (deserved left at 0); without
-    its task views where only the shares are read."""
-    wl = state.workloads[wl_id]
-    ss = model._session_settings(state, wl)
-    tasks = []
-    allocs = state.allocations
-    if with_tasks:
-        for tid in state.running.get(wl_id, ()):
-            a = allocs[tid]
-            tasks.append(TaskView(tid, wl_id, a.start, now - a.start, slots_of(a.resources),
-                                  a.node if sharing == "host" else None, a.preemptible and not a.preempting))
-        allocated = sum(t.slots for t in tasks)
-    else:
-        allocated = sum(slots_of(allocs[tid].resources) for tid in state.running.get(wl_id, ()))
-    pending = pending_slots(state, wl, wl_id, slots_of)
-    return SessionView(wl_id, ss.rank, ss.preemptive, 0, allocated, allocated + pending, ss.priority,
-                       (wl.submit,), tasks)
-
-
 def waiting_view(model: Any, state: ClusterState, r: Rec, deserved: int) -> SessionView:
     return SessionView(r.name, r.rank, r.preemptive, deserved, 0, r.d, r.w, (r.okey[1],), [])
+
+
+def class_counts(cb: ConsumerBacklog | None, held: Mapping[tuple[int, int], int]) -> dict[tuple[int, int], int]:
+    """Sessions per (priority, demand) class: the waiting ones and the holders (``held``)."""
+    counts = {c: len(m) for c, m in cb.classes.items()} if cb is not None else {}
+    for c, n in held.items():
+        counts[c] = counts.get(c, 0) + n
+    return counts
+
+
+def deserved_total(cs: ClassShares, counts: Mapping[tuple[int, int], int]) -> int:
+    """Slots the consumer's sessions deserve together: each class's share times its members, plus
+    the remainder slots (a priority's k never exceeds its members in the final split)."""
+    return sum(cs.per.get(c, 0) * n for c, n in counts.items()) + sum(k for _, k in cs.extra)
 
 
 class Consumer:
@@ -58,15 +52,13 @@ class Consumer:
 
     __slots__ = ("capacity", "holders", "cb", "cs", "chosen")
 
-    def __init__(self, capacity: int, holders: list[SessionView], cb: ConsumerBacklog | None):
+    def __init__(self, capacity: int, holders: list[SessionView], cb: ConsumerBacklog | None,
+                 held: Mapping[tuple[int, int], int]):
+        """``held``: the holders' class counts (``HolderTable.counts``)."""
         self.capacity = capacity
         self.holders = {s.name: s for s in holders}
         self.cb = cb = cb if cb is not None else _EMPTY
-        counts = {c: len(m) for c, m in cb.classes.items()}
-        for s in holders:
-            c = (s.priority, s.demand)
-            counts[c] = counts.get(c, 0) + 1
-        self.cs: ClassShares = class_deserved(capacity, counts)
+        self.cs: ClassShares = class_deserved(capacity, class_counts(cb, held))
         self.chosen: set[str] = set()
         active = self.cs.active
         for w, k in self.cs.extra:
@@ -75,17 +67,12 @@ class Consumer:
             theirs = list(islice((n for n in cb.by_w.get(w, ()) if (w, recs[n].d) in active), k))
             # the first k of both (holders and waiting sessions are apart) are among these
             self.chosen.update(sorted(mine + theirs)[:k])
+        per, chosen = self.cs.per, self.chosen
         for s in holders:
-            s.deserved = self.deserved(s.name, s.priority, s.demand)
+            s.deserved = per.get((s.priority, s.demand), 0) + (s.name in chosen)
 
     def deserved(self, name: str, w: int, d: int) -> int:
         return self.cs.per.get((w, d), 0) + (name in self.chosen)
-
-    def deserved_sum(self) -> int:
-        per, counts = self.cs.per, {c: len(m) for c, m in self.cb.classes.items()}
-        for s in self.holders.values():
-            counts[(s.priority, s.demand)] = counts.get((s.priority, s.demand), 0) + 1
-        return sum(per.get(c, 0) * n for c, n in counts.items()) + len(self.chosen)
 
     def views(self, model: Any, state: ClusterState) -> tuple[dict[str, SessionView], dict[str, tuple[Rec, int]]]:
         """Views of the holders and of the waiting multi-group sessions, in (submit, name) order;
@@ -107,17 +94,6 @@ class Consumer:
                     lazy[n] = (r, self.deserved(n, r.w, r.d))
         out.sort(key=lambda s: (s.order, s.name))
         return {s.name: s for s in out}, lazy
-
-
-def pending_slots(state: ClusterState, wl: Any, wl_id: str, slots_of: Callable[[Any], int]) -> int:
-    """Slots the session's pending tasks ask for, counted per task group."""
-    if not state.pending.get(wl_id):
-        return 0
-    groups: dict[int, int] = {}
-    for t in state.pending[wl_id]:
-        g = int(t.rsplit("/", 2)[1])
-        groups[g] = groups.get(g, 0) + 1
-    return sum(slots_of(wl.groups[g].resources) * n for g, n in groups.items())
 
 
 def place_in_order(state: ClusterState, plan: Any, s: SessionView, tasks: list[str], room: int, budget: int | None,
@@ -154,7 +130,7 @@ def place_in_order(state: ClusterState, plan: Any, s: SessionView, tasks: list[s
 def consumer_cycle(model: Any, state: ClusterState, queue: str, cons: Consumer, plan: Any,
                    now: float) -> list[Decision]:
     """``SymphonyModel._consumer`` (caches on) over ``cons``: the same decisions in the same order."""
-    scope, criteria, _ = model.consumer_settings(state, queue)
+    scope, criteria, sharing = model.consumer_settings(state, queue)
     capacity = cons.capacity
     views, lazy = cons.views(model, state)
     pending = _Pending(state.pending)
@@ -201,7 +177,7 @@ def consumer_cycle(model: Any, state: ClusterState, queue: str, cons: Consumer, 
             out.extend(place(s, s.deserved - s.allocated)[0])
     out.extend(_second_pass(model, state, cons.cb, views, lazy, view, order, place, free, no_fit))
 
-    holders = [s for s in views.values() if s.tasks]
+    holders = [s for s in views.values() if isinstance(s, HolderView)]  # without building their task views
     cands = [((-s.rank, -(s.deserved - s.allocated), -s.priority, s.order, s.name), s.name)
              for s in views.values() if may_preempt(s)]
     cands.extend(((-r.rank, -d, -r.w, (r.okey[1],), n), n) for n, (r, d) in lazy.items()
@@ -218,7 +194,7 @@ def consumer_cycle(model: Any, state: ClusterState, queue: str, cons: Consumer, 
         if not p.under_allocated or p.rank in barren or not pending.any(p.name):
             continue
         got = model._preempt(state, queue, p, views, pending, plan, free(), scope, criteria, place, holders,
-                             barren, memo)
+                             barren, memo, sharing == "host")
         if got:
             memo.clear()
             out.extend(got)
@@ -293,4 +269,4 @@ def _second_pass(model: Any, state: ClusterState, cb: ConsumerBacklog, views: di
     return out
 
 
-__all__ = ["Consumer", "consumer_cycle", "holder_view", "waiting_view"]
+__all__ = ["Consumer", "class_counts", "consumer_cycle", "deserved_total", "waiting_view"]
