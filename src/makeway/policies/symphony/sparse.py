@@ -161,43 +161,48 @@ def consumer_cycle(model: Any, state: ClusterState, queue: str, cons: Consumer, 
             got = views[name] = waiting_view(model, state, r, d)
         return got
 
-    # serving order of the sessions that can take slots in the first pass; a one-shape waiting
-    # session without a view is one whose place() would return at once until its task fits
-    order = [((-s.priority, s.order[0], s.name), s.name) for s in views.values()]
-    order.extend((r.okey, n) for n, (r, _) in lazy.items())
-    order.sort()
-    for _, name in order:  # up to the deserved share first
-        s = views.get(name)
-        if s is None:
-            r, d = lazy[name]
-            if r.slots > min(free(), d):
-                continue
-            s = view(name)
-        if s.deserved > s.allocated:
-            out.extend(place(s, s.deserved - s.allocated)[0])
-    out.extend(_second_pass(model, state, cons.cb, views, lazy, view, order, place, free, no_fit))
+    if free() > 0:  # else neither pass can place a task (placing only takes slots)
+        # serving order of the sessions that can take slots in the first pass; a one-shape waiting
+        # session without a view is one whose place() would return at once until its task fits
+        order = [((-s.priority, s.order[0], s.name), s.name) for s in views.values()]
+        order.extend((r.okey, n) for n, (r, _) in lazy.items())
+        order.sort()
+        for _, name in order:  # up to the deserved share first
+            s = views.get(name)
+            if s is None:
+                r, d = lazy[name]
+                if r.slots > min(free(), d):
+                    continue
+                s = view(name)
+            if s.deserved > s.allocated:
+                out.extend(place(s, s.deserved - s.allocated)[0])
+        out.extend(_second_pass(model, state, cons.cb, views, lazy, view, order, place, free, no_fit))
 
-    holders = [s for s in views.values() if isinstance(s, HolderView)]  # without building their task views
-    cands = [((-s.rank, -(s.deserved - s.allocated), -s.priority, s.order, s.name), s.name)
-             for s in views.values() if may_preempt(s)]
-    cands.extend(((-r.rank, -d, -r.w, (r.okey[1],), n), n) for n, (r, d) in lazy.items()
-                 if n not in views and r.preemptive and 0 < d and 0 < r.d)
-    cands.sort()  # ``preemptors`` of every view, had each been made
+    # ``preemptors`` of every view, had each been made, by rank: the order's first key, and a rank
+    # whose search came back barren stays so until a preemption, so the rest of its group is skipped
+    by_rank: dict[int, list[tuple[tuple, str]]] = {}
+    for s in views.values():
+        if may_preempt(s):
+            by_rank.setdefault(s.rank, []).append(((-(s.deserved - s.allocated), -s.priority, s.order, s.name), s.name))
+    for n, (r, d) in lazy.items():
+        if n not in views and r.preemptive and 0 < d and 0 < r.d:
+            by_rank.setdefault(r.rank, []).append(((-d, -r.w, (r.okey[1],), n), n))
+    holders = [s for s in views.values() if isinstance(s, HolderView)] if by_rank else []  # task views not built
     barren: set[int] = set()
     memo: dict = {}
-    for _, name in cands:
-        p = views.get(name)
-        if p is None:
-            if lazy[name][0].rank in barren:
+    for rank in sorted(by_rank, reverse=True):
+        group = by_rank[rank]
+        heapq.heapify(group)
+        while group and rank not in barren:
+            name = heapq.heappop(group)[1]
+            p = views.get(name) or view(name)
+            if not p.under_allocated or not pending.any(p.name):
                 continue
-            p = view(name)
-        if not p.under_allocated or p.rank in barren or not pending.any(p.name):
-            continue
-        got = model._preempt(state, queue, p, views, pending, plan, free(), scope, criteria, place, holders,
-                             barren, memo, sharing == "host")
-        if got:
-            memo.clear()
-            out.extend(got)
+            got = model._preempt(state, queue, p, views, pending, plan, free(), scope, criteria, place, holders,
+                                 barren, memo, sharing == "host")
+            if got:
+                memo.clear()
+                out.extend(got)
     return out
 
 
