@@ -75,9 +75,10 @@ class Consumer:
         return self.cs.per.get((w, d), 0) + (name in self.chosen)
 
     def views(self, model: Any, state: ClusterState) -> tuple[dict[str, SessionView], dict[str, tuple[Rec, int]]]:
-        """Views of the holders and of the waiting multi-group sessions, in (submit, name) order;
-        and the waiting one-shape sessions that deserve a slot, as (row, deserved): a cycle makes
-        their views only when one can do something (``consumer_cycle``)."""
+        """Views of the holders and of the waiting multi-group sessions, in no particular order (a
+        cycle sorts whom it serves, and a search its candidates, by keys that end in the name); and
+        the waiting one-shape sessions that deserve a slot, as (row, deserved): a cycle makes their
+        views only when one can do something (``consumer_cycle``)."""
         cb, per = self.cb, self.cs.per
         names = set(cb.multi) | self.chosen
         for c, members in cb.classes.items():
@@ -92,7 +93,6 @@ class Consumer:
                     out.append(waiting_view(model, state, r, self.deserved(n, r.w, r.d)))
                 else:
                     lazy[n] = (r, self.deserved(n, r.w, r.d))
-        out.sort(key=lambda s: (s.order, s.name))
         return {s.name: s for s in out}, lazy
 
 
@@ -167,15 +167,19 @@ def consumer_cycle(model: Any, state: ClusterState, queue: str, cons: Consumer, 
         order = [((-s.priority, s.order[0], s.name), s.name) for s in views.values()]
         order.extend((r.okey, n) for n, (r, _) in lazy.items())
         order.sort()
+        room = free()
         for _, name in order:  # up to the deserved share first
+            if room <= 0:
+                break  # place() would return at once, and a waiting session's task takes a slot at least
             s = views.get(name)
             if s is None:
                 r, d = lazy[name]
-                if r.slots > min(free(), d):
+                if r.slots > min(room, d):
                     continue
                 s = view(name)
             if s.deserved > s.allocated:
                 out.extend(place(s, s.deserved - s.allocated)[0])
+                room = free()
         out.extend(_second_pass(model, state, cons.cb, views, lazy, view, order, place, free, no_fit))
 
     # ``preemptors`` of every view, had each been made, by rank: the order's first key, and a rank
