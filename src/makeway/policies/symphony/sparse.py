@@ -162,9 +162,11 @@ def consumer_cycle(model: Any, state: ClusterState, queue: str, cons: Consumer, 
         return got
 
     if free() > 0:  # else neither pass can place a task (placing only takes slots)
-        # serving order of the sessions that can take slots in the first pass; a one-shape waiting
-        # session without a view is one whose place() would return at once until its task fits
-        order = [((-s.priority, s.order[0], s.name), s.name) for s in views.values()]
+        # serving order of the sessions that can take slots: those with pending tasks (a cycle adds
+        # none); a one-shape waiting session without a view is one whose place() would return at
+        # once until its task fits
+        waiting = state.pending
+        order = [((-s.priority, s.order[0], s.name), s.name) for s in views.values() if s.name in waiting]
         order.extend((r.okey, n) for n, (r, _) in lazy.items())
         order.sort()
         room = free()
