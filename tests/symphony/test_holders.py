@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from makeway.core.objects import Node, Queue, TaskGroup, Workload
 from makeway.core.state import ClusterState
 from makeway.policies.symphony.backlog import Backlog
-from makeway.policies.symphony.holders import HolderTable, HolderView
+from makeway.policies.symphony.holders import HolderView
 from makeway.policies.symphony.model import _SlotCache, session_settings
 from makeway.policies.symphony.rules import TaskView, class_deserved, proportional_deserved
 from makeway.policies.symphony.sparse import class_counts, deserved_total
@@ -94,7 +94,7 @@ def test_holder_view_builds_its_tasks_when_read():
     b = _synced(state, Backlog())
     slots_of = _SlotCache("slots")
     for sharing, label in (("none", lambda n: None), ("host", lambda n: n)):
-        (view,) = b.table.views("a", (state, 5.0, sharing, slots_of))
+        view = HolderView(b.table.held["w1"], "w1", (state, 5.0, sharing, slots_of))
         assert isinstance(view, HolderView) and (view.allocated, view.demand) == (4, 6)
         assert view.tasks == [TaskView("w1/0/0", "w1", 1.0, 4.0, 2, label("h0"), True),
                               TaskView("w1/0/1", "w1", 2.0, 3.0, 2, label("h1"), False)]
@@ -102,7 +102,6 @@ def test_holder_view_builds_its_tasks_when_read():
         assert view.tasks == []
         with pytest.raises(AttributeError):
             view.no_such_field  # noqa: B018
-    assert HolderTable().views("a", (state, 0.0, "none", slots_of)) == []
 
 
 @settings(max_examples=100, deadline=None)

@@ -114,11 +114,6 @@ class HolderTable:
         if not mine:
             del self.of[h.queue], self.counts[h.queue], self.allocated[h.queue]
 
-    def views(self, queue: str, src: tuple) -> list[HolderView]:
-        """Views of the consumer's holders, their tasks read on demand at ``src`` = (state, now,
-        slot sharing, slots_of)."""
-        return [HolderView(h, name, src) for name, h in self.of.get(queue, {}).items()]
-
     @staticmethod
     def _fill(state: ClusterState, name: str, settings_of: Callable, slots_of: Callable) -> Held:
         wl = state.workloads[name]

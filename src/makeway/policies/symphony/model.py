@@ -311,9 +311,9 @@ class SymphonyModel(PreemptionModel):
 
     def _consumers(self, bl: Backlog, state: ClusterState, plan: _Plan, now: float,
                    waiting_only: bool, only: str | None = None) -> list[tuple[str, Consumer]]:
-        """Each consumer with open sessions (with a pending one, if ``waiting_only``; just ``only``
-        if given), in name order, with its shares over the backlog and holder tables (``sparse``,
-        ``holders``)."""
+        """Each consumer with open sessions (with a pending one, if ``waiting_only``: a cycle's; just
+        ``only`` if given), in name order, with its shares over the backlog and holder tables
+        (``sparse``, ``holders``); views of every holder unless for a cycle without shared slots."""
         of, slots_of = bl.table.of, plan.slots_of
         out = []
         for queue in ([only] if only is not None else bl.open_consumers()):
@@ -321,9 +321,9 @@ class SymphonyModel(PreemptionModel):
             if waiting_only and not (cb is not None and cb.recs) and not any(h.waits for h in of.get(queue, {}).values()):
                 continue
             sharing = self.consumer_settings(state, queue)[2]
-            holders = bl.table.views(queue, (state, now, sharing, slots_of))
-            out.append((queue, Consumer(self.consumer_capacity(state, queue, plan), holders, cb,
-                                        bl.table.counts.get(queue, {}))))
+            out.append((queue, Consumer(self.consumer_capacity(state, queue, plan), of.get(queue, {}), cb,
+                                        bl.table.counts.get(queue, {}), (state, now, sharing, slots_of),
+                                        sharing == "host" or not waiting_only)))
         return out
 
     def _sync(self, state: ClusterState, slots_of: _SlotCache) -> Backlog:

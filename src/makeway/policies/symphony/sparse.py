@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping
 from makeway.core.decisions import Decision, Start
 from makeway.core.state import ClusterState
 from makeway.policies.symphony.backlog import ConsumerBacklog, Rec
-from makeway.policies.symphony.holders import HolderView
+from makeway.policies.symphony.holders import Held, HolderView
 from makeway.policies.symphony.rules import ClassShares, SessionView, class_deserved, may_preempt
 
 _EMPTY = ConsumerBacklog()
@@ -48,28 +48,38 @@ def deserved_total(cs: ClassShares, counts: Mapping[tuple[int, int], int]) -> in
 
 
 class Consumer:
-    """One consumer's shares: its holders' views, its waiting sessions' classes, the remainder slots."""
+    """One consumer's shares: views of the holders a cycle can move, its waiting sessions' classes,
+    the remainder slots."""
 
-    __slots__ = ("capacity", "holders", "cb", "cs", "chosen")
+    __slots__ = ("capacity", "holders", "allocated", "cb", "cs", "chosen")
 
-    def __init__(self, capacity: int, holders: list[SessionView], cb: ConsumerBacklog | None,
-                 held: Mapping[tuple[int, int], int]):
-        """``held``: the holders' class counts (``HolderTable.counts``)."""
+    def __init__(self, capacity: int, held: Mapping[str, Held], cb: ConsumerBacklog | None,
+                 counts: Mapping[tuple[int, int], int], src: tuple, every: bool):
+        """``held``: the consumer's holding sessions and ``counts`` their class counts (a
+        ``HolderTable``'s); ``src``: what their views read their tasks from (``HolderView``).
+        A view is made of a holder with a pending task (it may be served or preempt) or above its
+        share (it may be preempted); the others' figures stay as they are through the cycle.
+        ``every``: of every holder (a shared slot's co-tenants are read too)."""
         self.capacity = capacity
-        self.holders = {s.name: s for s in holders}
         self.cb = cb = cb if cb is not None else _EMPTY
-        self.cs: ClassShares = class_deserved(capacity, class_counts(cb, held))
+        self.cs: ClassShares = class_deserved(capacity, class_counts(cb, counts))
         self.chosen: set[str] = set()
         active = self.cs.active
         for w, k in self.cs.extra:
-            mine = [s.name for s in holders if s.priority == w and (w, s.demand) in active]
+            mine = [n for n, h in held.items() if h.priority == w and (w, h.demand) in active]
             recs = cb.recs
             theirs = list(islice((n for n in cb.by_w.get(w, ()) if (w, recs[n].d) in active), k))
             # the first k of both (holders and waiting sessions are apart) are among these
             self.chosen.update(sorted(mine + theirs)[:k])
         per, chosen = self.cs.per, self.chosen
-        for s in holders:
-            s.deserved = per.get((s.priority, s.demand), 0) + (s.name in chosen)
+        self.holders: dict[str, SessionView] = {}
+        self.allocated = 0  # slots every holder holds
+        for name, h in held.items():
+            self.allocated += h.allocated
+            d = per.get((h.priority, h.demand), 0) + (name in chosen)
+            if every or h.demand > h.allocated or h.allocated > d:
+                v = self.holders[name] = HolderView(h, name, src)
+                v.deserved = d
 
     def deserved(self, name: str, w: int, d: int) -> int:
         return self.cs.per.get((w, d), 0) + (name in self.chosen)
@@ -86,13 +96,15 @@ class Consumer:
                 names.update(members)
         out = list(self.holders.values())
         lazy: dict[str, tuple[Rec, int]] = {}
+        recs = cb.recs
         for n in names:
-            if n not in self.holders:
-                r = cb.recs[n]
-                if r.shape is None:
-                    out.append(waiting_view(model, state, r, self.deserved(n, r.w, r.d)))
-                else:
-                    lazy[n] = (r, self.deserved(n, r.w, r.d))
+            r = recs.get(n)  # None: a holder (chosen for a remainder slot)
+            if r is None:
+                continue
+            if r.shape is None:
+                out.append(waiting_view(model, state, r, self.deserved(n, r.w, r.d)))
+            else:
+                lazy[n] = (r, self.deserved(n, r.w, r.d))
         return {s.name: s for s in out}, lazy
 
 
@@ -135,7 +147,7 @@ def consumer_cycle(model: Any, state: ClusterState, queue: str, cons: Consumer, 
     views, lazy = cons.views(model, state)
     pending = _Pending(state.pending)
     out: list[Decision] = []
-    plan.consumer_allocated = sum(s.allocated for s in views.values())
+    plan.consumer_allocated = cons.allocated  # the waiting sessions' views hold nothing yet
     plan.no_fit = set()
     no_fit = plan.no_fit
 
