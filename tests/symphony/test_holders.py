@@ -65,7 +65,9 @@ def _synced(state: ClusterState, backlog: Backlog) -> Backlog:
 
 def _picture(b: Backlog) -> tuple:
     t = b.table
-    return (dict(sorted(t.held.items())), {q: sorted(m) for q, m in t.of.items() if m}, t.counts, t.allocated,
+    return (dict(sorted(t.held.items())),
+            {q: (sorted(ch.held), {c: sorted(m) for c, m in ch.classes.items()}, sorted(ch.waiting), ch.allocated)
+             for q, ch in t.of.items()},
             {q: sorted(cb.recs.items()) for q, cb in b.consumers.items() if cb.recs})
 
 
@@ -81,7 +83,7 @@ def test_table_kept_from_the_logs_equals_a_fresh_one(ops, limit):
         if k % 3 == 0:  # the model is not called after every change
             continue
         assert _picture(_synced(state, kept)) == _picture(_synced(state, Backlog()))
-    assert sum(_synced(state, kept).table.allocated.values()) == sum(
+    assert sum(ch.allocated for ch in _synced(state, kept).table.of.values()) == sum(
         _SlotCache("slots")(a.resources) for a in state.allocations.values())
 
 

@@ -13,7 +13,7 @@ and it holds each task's elapsed time at ``now``, which no cache may keep.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from makeway.core.state import ClusterState
@@ -73,19 +73,31 @@ class HolderView(SessionView):
         return tasks
 
 
-class HolderTable:
-    """``Held`` per holding session, grouped by consumer with its (priority, demand) class counts."""
+@dataclass(slots=True)
+class ConsumerHolders:
+    """One consumer's holding sessions: by name, by (priority, demand) class, those with a pending
+    task, and the slots they hold together."""
 
-    __slots__ = ("held", "of", "counts", "allocated")
+    held: dict[str, Held] = field(default_factory=dict)
+    classes: dict[tuple[int, int], dict[str, None]] = field(default_factory=dict)
+    waiting: dict[str, None] = field(default_factory=dict)
+    allocated: int = 0
+
+    def counts(self) -> dict[tuple[int, int], int]:
+        return {c: len(m) for c, m in self.classes.items()}
+
+
+class HolderTable:
+    """``Held`` per holding session, grouped by consumer (``ConsumerHolders``)."""
+
+    __slots__ = ("held", "of")
 
     def __init__(self) -> None:
         self.held: dict[str, Held] = {}
-        self.of: dict[str, dict[str, Held]] = {}                    # consumer -> its holders
-        self.counts: dict[str, dict[tuple[int, int], int]] = {}     # consumer -> class -> holders
-        self.allocated: dict[str, int] = {}                         # consumer -> slots its holders hold
+        self.of: dict[str, ConsumerHolders] = {}  # consumers with a holder
 
     def clear(self) -> None:
-        self.held, self.of, self.counts, self.allocated = {}, {}, {}, {}
+        self.held, self.of = {}, {}
 
     def refresh(self, state: ClusterState, names: Iterable[str], settings_of: Callable[[Any], Any],
                 slots_of: Callable[[Any], int]) -> None:
@@ -98,21 +110,26 @@ class HolderTable:
                 self._drop(name, old)
             if running.get(name):
                 h = held[name] = self._fill(state, name, settings_of, slots_of)
-                self.of.setdefault(h.queue, {})[name] = h
-                counts = self.counts.setdefault(h.queue, {})
-                c = (h.priority, h.demand)
-                counts[c] = counts.get(c, 0) + 1
-                self.allocated[h.queue] = self.allocated.get(h.queue, 0) + h.allocated
+                ch = self.of.get(h.queue)
+                if ch is None:
+                    ch = self.of[h.queue] = ConsumerHolders()
+                ch.held[name] = h
+                ch.classes.setdefault((h.priority, h.demand), {})[name] = None
+                if h.waits:
+                    ch.waiting[name] = None
+                ch.allocated += h.allocated
 
     def _drop(self, name: str, h: Held) -> None:
-        mine, counts, c = self.of[h.queue], self.counts[h.queue], (h.priority, h.demand)
-        del mine[name]
-        counts[c] -= 1
-        if not counts[c]:
-            del counts[c]
-        self.allocated[h.queue] -= h.allocated
-        if not mine:
-            del self.of[h.queue], self.counts[h.queue], self.allocated[h.queue]
+        ch, c = self.of[h.queue], (h.priority, h.demand)
+        del ch.held[name]
+        members = ch.classes[c]
+        del members[name]
+        if not members:
+            del ch.classes[c]
+        ch.waiting.pop(name, None)
+        ch.allocated -= h.allocated
+        if not ch.held:
+            del self.of[h.queue]
 
     @staticmethod
     def _fill(state: ClusterState, name: str, settings_of: Callable, slots_of: Callable) -> Held:
@@ -124,4 +141,4 @@ class HolderTable:
         return Held(wl.queue, allocated, allocated + pending, ss.rank, ss.preemptive, ss.priority, (wl.submit,))
 
 
-__all__ = ["Held", "HolderTable", "HolderView", "pending_slots"]
+__all__ = ["ConsumerHolders", "Held", "HolderTable", "HolderView", "pending_slots"]

@@ -33,7 +33,7 @@ from makeway.core.state import ClusterState
 from makeway.core.objects import Workload
 from makeway.errors import ConfigError
 from makeway.policies.symphony.backlog import Backlog
-from makeway.policies.symphony.holders import pending_slots
+from makeway.policies.symphony.holders import ConsumerHolders, pending_slots
 from makeway.policies.symphony.sparse import (Consumer, class_counts, consumer_cycle, deserved_total, place_in_order,
                                               waiting_view)
 from makeway.policies.symphony.rules import (
@@ -42,6 +42,7 @@ from makeway.policies.symphony.rules import (
 )
 
 MODEL = "symphony"
+_NO_HOLDERS = ConsumerHolders()
 RULE = "rank-preemption"
 
 
@@ -271,11 +272,11 @@ class SymphonyModel(PreemptionModel):
         if self.caches:  # from the class counts alone: no session is looked at
             bl = self._sync(state, slots_of)
             for queue in bl.open_consumers():
-                held = bl.table.counts.get(queue, {})
-                counts = class_counts(bl.consumers.get(queue), held)
+                ch = bl.table.of.get(queue) or _NO_HOLDERS
+                counts = class_counts(bl.consumers.get(queue), ch.counts())
                 cs = class_deserved(self.consumer_capacity(state, queue, plan), counts)
-                out[queue] = {"deserved_slots": deserved_total(cs, counts),
-                              "allocated_slots": bl.table.allocated.get(queue, 0), "slot_resource": resource}
+                out[queue] = {"deserved_slots": deserved_total(cs, counts), "allocated_slots": ch.allocated,
+                              "slot_resource": resource}
             self._shares = (key, {q: dict(v) for q, v in out.items()})
             return out
         consumers: dict[str, list[str]] = {}
@@ -314,16 +315,15 @@ class SymphonyModel(PreemptionModel):
         """Each consumer with open sessions (with a pending one, if ``waiting_only``: a cycle's; just
         ``only`` if given), in name order, with its shares over the backlog and holder tables
         (``sparse``, ``holders``); views of every holder unless for a cycle without shared slots."""
-        of, slots_of = bl.table.of, plan.slots_of
         out = []
         for queue in ([only] if only is not None else bl.open_consumers()):
             cb = bl.consumers.get(queue)
-            if waiting_only and not (cb is not None and cb.recs) and not any(h.waits for h in of.get(queue, {}).values()):
+            ch = bl.table.of.get(queue) or _NO_HOLDERS
+            if waiting_only and not (cb is not None and cb.recs) and not ch.waiting:
                 continue
             sharing = self.consumer_settings(state, queue)[2]
-            out.append((queue, Consumer(self.consumer_capacity(state, queue, plan), of.get(queue, {}), cb,
-                                        bl.table.counts.get(queue, {}), (state, now, sharing, slots_of),
-                                        sharing == "host" or not waiting_only)))
+            out.append((queue, Consumer(self.consumer_capacity(state, queue, plan), ch, cb,
+                                        (state, now, sharing, plan.slots_of), sharing == "host" or not waiting_only)))
         return out
 
     def _sync(self, state: ClusterState, slots_of: _SlotCache) -> Backlog:
@@ -356,7 +356,7 @@ class SymphonyModel(PreemptionModel):
         slots_of = self._slots
         if self.caches:
             bl = self._sync(state, slots_of)
-            plan = self._plan(state, slots_of, sum(bl.table.allocated.values()))  # every allocation is a holder's
+            plan = self._plan(state, slots_of, sum(ch.allocated for ch in bl.table.of.values()))  # every allocation is a holder's
             decisions: list[Decision] = []
             for queue, cons in self._consumers(bl, state, plan, now, True):
                 decisions.extend(consumer_cycle(self, state, queue, cons, plan, now))

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import heapq
 from itertools import islice
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from makeway.core.decisions import Decision, Start
 from makeway.core.state import ClusterState
 from makeway.policies.symphony.backlog import ConsumerBacklog, Rec
-from makeway.policies.symphony.holders import Held, HolderView
+from makeway.policies.symphony.holders import ConsumerHolders, HolderView
 from makeway.policies.symphony.rules import ClassShares, SessionView, class_deserved, may_preempt
 
 _EMPTY = ConsumerBacklog()
@@ -53,33 +53,40 @@ class Consumer:
 
     __slots__ = ("capacity", "holders", "allocated", "cb", "cs", "chosen")
 
-    def __init__(self, capacity: int, held: Mapping[str, Held], cb: ConsumerBacklog | None,
-                 counts: Mapping[tuple[int, int], int], src: tuple, every: bool):
-        """``held``: the consumer's holding sessions and ``counts`` their class counts (a
-        ``HolderTable``'s); ``src``: what their views read their tasks from (``HolderView``).
-        A view is made of a holder with a pending task (it may be served or preempt) or above its
-        share (it may be preempted); the others' figures stay as they are through the cycle.
-        ``every``: of every holder (a shared slot's co-tenants are read too)."""
+    def __init__(self, capacity: int, ch: ConsumerHolders, cb: ConsumerBacklog | None, src: tuple, every: bool):
+        """``ch``: the consumer's holding sessions; ``src``: what their views read their tasks from
+        (``HolderView``). A view is made of a holder with a pending task (it may be served or
+        preempt) or above its share (it may be preempted): one with nothing pending holds its
+        class's demand, so that is a class's question; the others' figures stay as they are
+        through the cycle. ``every``: of every holder (a shared slot's co-tenants are read too)."""
         self.capacity = capacity
+        self.allocated = ch.allocated  # slots every holder holds
         self.cb = cb = cb if cb is not None else _EMPTY
-        self.cs: ClassShares = class_deserved(capacity, class_counts(cb, counts))
+        self.cs: ClassShares = class_deserved(capacity, class_counts(cb, ch.counts()))
         self.chosen: set[str] = set()
         active = self.cs.active
         for w, k in self.cs.extra:
-            mine = [n for n, h in held.items() if h.priority == w and (w, h.demand) in active]
+            mine = [n for c, m in ch.classes.items() if c[0] == w and c in active for n in m]
             recs = cb.recs
             theirs = list(islice((n for n in cb.by_w.get(w, ()) if (w, recs[n].d) in active), k))
             # the first k of both (holders and waiting sessions are apart) are among these
             self.chosen.update(sorted(mine + theirs)[:k])
         per, chosen = self.cs.per, self.chosen
+        if every:
+            names: Iterable[str] = ch.held
+        else:
+            names = set(ch.waiting)
+            for c, members in ch.classes.items():
+                share = per.get(c, 0)
+                if share + 1 < c[1]:
+                    names.update(members)
+                elif share + 1 == c[1]:
+                    names.update(n for n in members if n not in chosen)
         self.holders: dict[str, SessionView] = {}
-        self.allocated = 0  # slots every holder holds
-        for name, h in held.items():
-            self.allocated += h.allocated
-            d = per.get((h.priority, h.demand), 0) + (name in chosen)
-            if every or h.demand > h.allocated or h.allocated > d:
-                v = self.holders[name] = HolderView(h, name, src)
-                v.deserved = d
+        for name in names:
+            h = ch.held[name]
+            v = self.holders[name] = HolderView(h, name, src)
+            v.deserved = per.get((h.priority, h.demand), 0) + (name in chosen)
 
     def deserved(self, name: str, w: int, d: int) -> int:
         return self.cs.per.get((w, d), 0) + (name in self.chosen)
@@ -144,15 +151,19 @@ def consumer_cycle(model: Any, state: ClusterState, queue: str, cons: Consumer, 
     """``SymphonyModel._consumer`` (caches on) over ``cons``: the same decisions in the same order."""
     scope, criteria, sharing = model.consumer_settings(state, queue)
     capacity = cons.capacity
-    views, lazy = cons.views(model, state)
-    pending = _Pending(state.pending)
-    out: list[Decision] = []
     plan.consumer_allocated = cons.allocated  # the waiting sessions' views hold nothing yet
     plan.no_fit = set()
     no_fit = plan.no_fit
 
     def free() -> int:
         return min(capacity - plan.consumer_allocated, plan.total_slots - plan.used_slots)
+
+    # only a holder above its share can be preempted, and only a placement can put one there
+    if free() <= 0 and not any(s.over_allocated for s in cons.holders.values()):
+        return []
+    views, lazy = cons.views(model, state)
+    pending = _Pending(state.pending)
+    out: list[Decision] = []
 
     recs = cons.cb.recs
 
@@ -196,6 +207,9 @@ def consumer_cycle(model: Any, state: ClusterState, queue: str, cons: Consumer, 
                 room = free()
         out.extend(_second_pass(model, state, cons.cb, views, lazy, view, order, place, free, no_fit))
 
+    holders = [s for s in views.values() if isinstance(s, HolderView)]  # task views not built
+    if not any(s.over_allocated for s in holders):
+        return out  # no victim for anyone: a search takes from holders above their share only
     # ``preemptors`` of every view, had each been made, by rank: the order's first key, and a rank
     # whose search came back barren stays so until a preemption, so the rest of its group is skipped
     by_rank: dict[int, list[tuple[tuple, str]]] = {}
@@ -205,7 +219,6 @@ def consumer_cycle(model: Any, state: ClusterState, queue: str, cons: Consumer, 
     for n, (r, d) in lazy.items():
         if n not in views and r.preemptive and 0 < d and 0 < r.d:
             by_rank.setdefault(r.rank, []).append(((-d, -r.w, (r.okey[1],), n), n))
-    holders = [s for s in views.values() if isinstance(s, HolderView)] if by_rank else []  # task views not built
     barren: set[int] = set()
     memo: dict = {}
     for rank in sorted(by_rank, reverse=True):
