@@ -114,10 +114,12 @@ class _Plan:
     """Virtual node usage for one cycle: starts promised and victims released, not yet applied."""
 
     __slots__ = ("state", "extra", "used_slots", "total_slots", "resource", "slots_of", "no_fit",
-                 "consumer_allocated")
+                 "consumer_allocated", "first")
 
-    def __init__(self, state: ClusterState, slots_of: _SlotCache, total_slots: int, used_slots: int):
-        """``used_slots``: 0 for a plan read only for its capacity (``consumer_capacity``)."""
+    def __init__(self, state: ClusterState, slots_of: _SlotCache, total_slots: int, used_slots: int,
+                 cursors: bool = True):
+        """``used_slots``: 0 for a plan read only for its capacity (``consumer_capacity``).
+        ``cursors``: remember where each request's first-fit scan may start (``fit``)."""
         self.state = state
         self.extra: dict[str, Res] = {}
         self.resource = slots_of.resource
@@ -126,18 +128,33 @@ class _Plan:
         self.used_slots = used_slots
         self.no_fit: set[tuple] = set()  # requests no node holds in the plan as it stands (``take`` only)
         self.consumer_allocated = 0      # slots the consumer being scheduled holds in the plan
+        # per request (sorted items): the position in node order before which no node holds it;
+        # the plan's usage only grows between releases, so a node that did not hold it still does not
+        self.first: dict[tuple, int] | None = {} if cursors else None
 
-    def fit(self, req: Res) -> str | None:
-        for name, node in self.state.nodes.items():
-            if not node.schedulable:
-                continue
-            if fits_on(req, self.state.node_used[name], node.capacity, self.extra.get(name)):
+    def fit(self, req: Res, key: tuple | None = None) -> str | None:
+        """The first schedulable node in node order that holds ``req`` in the plan; ``key``, the
+        request's sorted items, lets the scan start where the last one for it ended."""
+        state = self.state
+        names, nodes, used, extra = state.node_names, state.nodes, state.node_used, self.extra
+        first = self.first if key is not None else None
+        i = first.get(key, 0) if first is not None else 0
+        for i in range(i, len(names)):
+            name = names[i]
+            node = nodes[name]
+            if node.schedulable and fits_on(req, used[name], node.capacity, extra.get(name)):
+                if first is not None:
+                    first[key] = i
                 return name
+        if first is not None:
+            first[key] = len(names)
         return None
 
     def take(self, node: str, req: Res, sign: int = 1) -> None:
         if sign < 0:
             self.no_fit.clear()  # a release may make room for any request
+            if self.first is not None:
+                self.first.clear()
         extra = self.extra.setdefault(node, {})
         for k, v in req.items():
             extra[k] = extra.get(k, 0) + sign * v
@@ -176,7 +193,7 @@ class SymphonyModel(PreemptionModel):
         if not self.caches or self._total[0] != key:
             total = sum(node_slots(n.capacity, slots_of.resource) for n in state.nodes.values() if n.schedulable)
             self._total = (key, total)
-        return _Plan(state, slots_of, self._total[1], used_slots)
+        return _Plan(state, slots_of, self._total[1], used_slots, self.caches)
 
     def _session_settings(self, state: ClusterState, wl: Workload) -> SessionSettings:
         """``session_settings`` kept per session while its priority and the consumers' settings
@@ -314,7 +331,7 @@ class SymphonyModel(PreemptionModel):
                    waiting_only: bool, only: str | None = None) -> list[tuple[str, Consumer]]:
         """Each consumer with open sessions (with a pending one, if ``waiting_only``: a cycle's; just
         ``only`` if given), in name order, with its shares over the backlog and holder tables
-        (``sparse``, ``holders``); views of every holder unless for a cycle without shared slots."""
+        (``sparse``, ``holders``). A pending session to explain has a view or a backlog row."""
         out = []
         for queue in ([only] if only is not None else bl.open_consumers()):
             cb = bl.consumers.get(queue)
@@ -323,7 +340,7 @@ class SymphonyModel(PreemptionModel):
                 continue
             sharing = self.consumer_settings(state, queue)[2]
             out.append((queue, Consumer(self.consumer_capacity(state, queue, plan), ch, cb,
-                                        (state, now, sharing, plan.slots_of), sharing == "host" or not waiting_only)))
+                                        (state, now, sharing, plan.slots_of), sharing == "host")))
         return out
 
     def _sync(self, state: ClusterState, slots_of: _SlotCache) -> Backlog:

@@ -131,7 +131,7 @@ def place_in_order(state: ClusterState, plan: Any, s: SessionView, tasks: list[s
         key = tuple(sorted(req.items()))
         node = None
         if ts <= room and (budget is None or used + ts <= budget) and key not in no_fit:
-            node = plan.fit(req)
+            node = plan.fit(req, key)
             if node is None:
                 no_fit.add(key)
         if node is None:
