@@ -177,6 +177,7 @@ class SymphonyModel(PreemptionModel):
         self._explained: tuple[tuple | None, dict[str, tuple[int, dict[str, SessionView]]]] = (None, {})
         self._session_cache: dict[str, tuple[tuple, SessionSettings]] = {}
         self._shares: tuple[tuple | None, dict[str, dict[str, Any]]] = (None, {})  # ``queue_shares`` and its key
+        self._settings_of: tuple[tuple | None, dict[str, tuple[str, str, str]]] = (None, {})  # ``consumer_settings``
         self._backlog = Backlog()  # waiting sessions kept between calls (caches on; ``sparse``)
         self._total: tuple[tuple | None, int] = (None, 0)  # schedulable slots and their key (``_plan``)
 
@@ -241,6 +242,19 @@ class SymphonyModel(PreemptionModel):
         return "slots" if "slots" in state.resources else "cpu"
 
     def consumer_settings(self, state: ClusterState, queue: str) -> tuple[str, str, str]:
+        """(scope, criteria, slot sharing) of a consumer: its own settings over its ancestors' over
+        the model's; read twice per consumer and cycle, so kept per config while caches are on."""
+        key = (id(state), state.config_epoch)
+        if self.caches:
+            if self._settings_of[0] != key:
+                self._settings_of = (key, {})
+            hit = self._settings_of[1].get(queue)
+            if hit is None:
+                hit = self._settings_of[1][queue] = self._merged_settings(state, queue)
+            return hit
+        return self._merged_settings(state, queue)
+
+    def _merged_settings(self, state: ClusterState, queue: str) -> tuple[str, str, str]:
         merged: dict[str, Any] = dict(self.settings)
         for q in reversed(state.path_to_root(queue)):
             merged.update({k: v for k, v in state.queues[q].settings.items()

@@ -122,13 +122,14 @@ def place_in_order(state: ClusterState, plan: Any, s: SessionView, tasks: list[s
     goes into ``no_fit`` and is not searched again."""
     starts: list[Start] = []
     used, rest = 0, []
+    last: Any = None  # the tasks of a group share one request object: its slots and key are read once
     for k, tid in enumerate(tasks):
         if room <= 0 or (budget is not None and used >= budget):
             rest.extend(tasks[k:])
             break
         req = state.task_resources(tid)
-        ts = plan.slots_of(req)
-        key = tuple(sorted(req.items()))
+        if req is not last:
+            last, ts, key = req, plan.slots_of(req), tuple(sorted(req.items()))
         node = None
         if ts <= room and (budget is None or used + ts <= budget) and key not in no_fit:
             node = plan.fit(req, key)
@@ -199,8 +200,8 @@ def consumer_cycle(model: Any, state: ClusterState, queue: str, cons: Consumer, 
             s = views.get(name)
             if s is None:
                 r, d = lazy[name]
-                if r.slots > min(room, d):
-                    continue
+                if r.slots > min(room, d) or r.shape in no_fit:
+                    continue  # place() would start nothing: no view needed
                 s = view(name)
             if s.deserved > s.allocated:
                 out.extend(place(s, s.deserved - s.allocated)[0])
