@@ -34,10 +34,11 @@ from makeway.core.objects import Workload
 from makeway.errors import ConfigError
 from makeway.policies.symphony.backlog import Backlog
 from makeway.policies.symphony.holders import ConsumerHolders, pending_slots
-from makeway.policies.symphony.sparse import (Consumer, class_counts, consumer_cycle, deserved_total, place_in_order,
-                                              waiting_view)
+from makeway.policies.symphony.sparse import (
+    Consumer, class_counts, class_shares, consumer_cycle, deserved_total, place_in_order, waiting_view,
+)
 from makeway.policies.symphony.rules import (
-    DEFAULT_PRIORITY, DEFAULT_RANK, SessionView, TaskView, class_deserved, may_preempt, normalize_criteria, normalize_scope,
+    DEFAULT_PRIORITY, DEFAULT_RANK, SessionView, TaskView, may_preempt, normalize_criteria, normalize_scope,
     need_of, preemptors, proportional_deserved, select_victims,
 )
 
@@ -305,7 +306,7 @@ class SymphonyModel(PreemptionModel):
             for queue in bl.open_consumers():
                 ch = bl.table.of.get(queue) or _NO_HOLDERS
                 counts = class_counts(bl.consumers.get(queue), ch.counts())
-                cs = class_deserved(self.consumer_capacity(state, queue, plan), counts)
+                cs = class_shares(self.consumer_capacity(state, queue, plan), counts)
                 out[queue] = {"deserved_slots": deserved_total(cs, counts), "allocated_slots": ch.allocated,
                               "slot_resource": resource}
             self._shares = (key, {q: dict(v) for q, v in out.items()})

@@ -17,7 +17,8 @@ path; ``tests/symphony/test_cache_equivalence.py`` compares them).
 from __future__ import annotations
 
 import heapq
-from itertools import islice
+from functools import lru_cache
+from itertools import chain, islice
 from typing import Any, Callable, Iterable, Mapping
 
 from makeway.core.decisions import Decision, Start
@@ -41,6 +42,18 @@ def class_counts(cb: ConsumerBacklog | None, held: Mapping[tuple[int, int], int]
     return counts
 
 
+def class_shares(capacity: int, counts: Mapping[tuple[int, int], int]) -> ClassShares:
+    """``class_deserved``, remembered for the last (capacity, counts) seen: a consumer's cycles and
+    share samples mostly see the same few classes with the same members again. The result is
+    shared: read it, never change it."""
+    return _class_shares(capacity, tuple(sorted(counts.items())))
+
+
+@lru_cache(maxsize=256)
+def _class_shares(capacity: int, items: tuple) -> ClassShares:
+    return class_deserved(capacity, dict(items))
+
+
 def deserved_total(cs: ClassShares, counts: Mapping[tuple[int, int], int]) -> int:
     """Slots the consumer's sessions deserve together: each class's share times its members, plus
     the remainder slots (a priority's k never exceeds its members in the final split)."""
@@ -62,7 +75,7 @@ class Consumer:
         self.capacity = capacity
         self.allocated = ch.allocated  # slots every holder holds
         self.cb = cb = cb if cb is not None else _EMPTY
-        self.cs: ClassShares = class_deserved(capacity, class_counts(cb, ch.counts()))
+        self.cs: ClassShares = class_shares(capacity, class_counts(cb, ch.counts()))
         self.chosen: set[str] = set()
         active = self.cs.active
         for w, k in self.cs.extra:
@@ -96,23 +109,29 @@ class Consumer:
         cycle sorts whom it serves, and a search its candidates, by keys that end in the name); and
         the waiting one-shape sessions that deserve a slot, as (row, deserved): a cycle makes their
         views only when one can do something (``consumer_cycle``)."""
-        cb, per = self.cb, self.cs.per
-        names = set(cb.multi) | self.chosen
-        for c, members in cb.classes.items():
-            if per.get(c, 0) > 0:
-                names.update(members)
-        out = list(self.holders.values())
+        cb, per, chosen = self.cb, self.cs.per, self.chosen
+        views = dict(self.holders)
         lazy: dict[str, tuple[Rec, int]] = {}
         recs = cb.recs
-        for n in names:
+        for c, members in cb.classes.items():  # the classes that deserve a slot, whole
+            share = per.get(c, 0)
+            if share > 0:
+                for n in members:
+                    r = recs[n]
+                    if r.shape is None:
+                        views[n] = waiting_view(model, state, r, share + (n in chosen))
+                    else:
+                        lazy[n] = (r, share + (n in chosen))
+        for n in chain(cb.multi, chosen):  # and, outside those, the multi-group and remainder ones
             r = recs.get(n)  # None: a holder (chosen for a remainder slot)
-            if r is None:
+            if r is None or n in views or n in lazy:
                 continue
+            d = per.get((r.w, r.d), 0) + (n in chosen)
             if r.shape is None:
-                out.append(waiting_view(model, state, r, self.deserved(n, r.w, r.d)))
+                views[n] = waiting_view(model, state, r, d)
             else:
-                lazy[n] = (r, self.deserved(n, r.w, r.d))
-        return {s.name: s for s in out}, lazy
+                lazy[n] = (r, d)
+        return views, lazy
 
 
 def place_in_order(state: ClusterState, plan: Any, s: SessionView, tasks: list[str], room: int, budget: int | None,
@@ -306,4 +325,4 @@ def _second_pass(model: Any, state: ClusterState, cb: ConsumerBacklog, views: di
     return out
 
 
-__all__ = ["Consumer", "class_counts", "consumer_cycle", "deserved_total", "waiting_view"]
+__all__ = ["Consumer", "class_counts", "class_shares", "consumer_cycle", "deserved_total", "waiting_view"]
