@@ -209,13 +209,14 @@ def consumer_cycle(model: Any, state: ClusterState, queue: str, cons: Consumer, 
         # none); a one-shape waiting session without a view is one whose place() would return at
         # once until its task fits
         waiting = state.pending
-        order = [((-s.priority, s.order[0], s.name), s.name) for s in views.values() if s.name in waiting]
-        order.extend((r.okey, n) for n, (r, _) in lazy.items())
-        order.sort()
+        order = [(-s.priority, s.order[0], s.name) for s in views.values() if s.name in waiting]
+        order.extend(r.okey for r, _ in lazy.values())
+        order.sort()  # serving keys (-priority, submit, name), as a waiting session's ``okey``
         room = free()
-        for _, name in order:  # up to the deserved share first
+        for key in order:  # up to the deserved share first
             if room <= 0:
                 break  # place() would return at once, and a waiting session's task takes a slot at least
+            name = key[2]
             s = views.get(name)
             if s is None:
                 r, d = lazy[name]
@@ -277,13 +278,13 @@ class _Pending(dict):
 
 
 def _second_pass(model: Any, state: ClusterState, cb: ConsumerBacklog, views: dict[str, SessionView],
-                 lazy: dict[str, tuple[Rec, int]], view: Callable, order: list[tuple[tuple, str]],
+                 lazy: dict[str, tuple[Rec, int]], view: Callable, order: list[tuple],
                  place: Callable, free: Callable, no_fit: set) -> list[Start]:
     """Every session in serving order takes what still fits: the first pass's sessions one by one,
     the other waiting sessions through one sorted stream per request shape (see the module doc)."""
     out: list[Start] = []
     streams: list[tuple[list[tuple], int | None, tuple | None]] = []  # (keys, slots, shape)
-    streams.append(([k for k, _ in order], None, None))
+    streams.append((order, None, None))
     for shape, keys in cb.by_shape.items():
         streams.append((keys, cb.recs[keys[0][2]].slots, shape))
     heap: list[tuple[tuple, int, int]] = []
