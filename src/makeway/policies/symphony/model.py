@@ -43,7 +43,7 @@ from makeway.policies.symphony.rules import (
 )
 
 MODEL = "symphony"
-_NO_HOLDERS = ConsumerHolders()
+_NO_HOLDERS = ConsumerHolders()  # a consumer without holders (read only)
 RULE = "rank-preemption"
 
 
@@ -388,7 +388,8 @@ class SymphonyModel(PreemptionModel):
         slots_of = self._slots
         if self.caches:
             bl = self._sync(state, slots_of)
-            plan = self._plan(state, slots_of, sum(ch.allocated for ch in bl.table.of.values()))  # every allocation is a holder's
+            used = sum(ch.allocated for ch in bl.table.of.values())  # every allocation is a holder's
+            plan = self._plan(state, slots_of, used)
             decisions: list[Decision] = []
             for queue, cons in self._consumers(bl, state, plan, now, True):
                 decisions.extend(consumer_cycle(self, state, queue, cons, plan, now))

@@ -4,11 +4,13 @@ Why: a session with nothing running and no deserved slot can do nothing in the f
 pass (its budget is 0), cannot preempt (it is not under-allocated) and cannot be preempted (it holds
 nothing); the second pass ("whatever still fits") serves sessions in order while the consumer has
 free slots, and a waiting session whose one request shape no longer fits, or needs more slots than
-are free, can take nothing for the rest of that pass, nor can any session of that shape. So a cycle
-builds views only of the sessions that hold tasks, wait in a multi-group session, or deserve a slot
-(at most the consumer's slots, plus its holders), computes the deserved shares per (priority,
-demand) class (``rules.class_deserved``), and serves the rest of the backlog in the second pass
-shape by shape, merged in serving order, dropping a shape once it can take nothing.
+are free, can take nothing for the rest of that pass, nor can any session of that shape. A
+session that holds tasks but has none pending and is not above its share is never served, never
+preempts and is never preempted. So a cycle computes the deserved shares per (priority, demand)
+class (``rules.class_deserved``), builds views only of the holders with a pending task or above
+their share (``holders``) and of the waiting sessions that are multi-group or deserve a slot (at
+most the consumer's slots), and serves the rest of the backlog in the second pass shape by shape,
+merged in serving order, dropping a shape once it can take nothing.
 
 Decisions are those of ``SymphonyModel._consumer`` over every session (``caches: false`` is that
 path; ``tests/symphony/test_cache_equivalence.py`` compares them).
