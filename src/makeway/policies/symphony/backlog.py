@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from makeway.core.state import ClusterState
-from makeway.policies.symphony.holders import HolderTable
+from makeway.policies.symphony.holders import HolderTable, tasks_slots
 
 
 @dataclass(slots=True)
@@ -131,12 +131,7 @@ def _rec(wl: Any, tasks: Any, ss: Any, slots_of: Callable[[Any], int]) -> Rec:
         req = wl.groups[live[0]].resources
         ts = slots_of(req)
         return Rec(wl.id, ss.priority, ts * len(tasks), okey, tuple(sorted(req.items())), ts, ss.rank, ss.preemptive)
-    counts: dict[int, int] = {}
-    for t in tasks:
-        g = int(t.rsplit("/", 2)[1])
-        counts[g] = counts.get(g, 0) + 1
-    return Rec(wl.id, ss.priority, sum(slots_of(wl.groups[g].resources) * n for g, n in counts.items()), okey, None,
-               0, ss.rank, ss.preemptive)
+    return Rec(wl.id, ss.priority, tasks_slots(wl, tasks, slots_of), okey, None, 0, ss.rank, ss.preemptive)
 
 
 __all__ = ["Backlog", "ConsumerBacklog", "Rec"]

@@ -20,15 +20,18 @@ from makeway.core.state import ClusterState
 from makeway.policies.symphony.rules import SessionView, TaskView
 
 
-def pending_slots(state: ClusterState, wl: Any, wl_id: str, slots_of: Callable[[Any], int]) -> int:
-    """Slots the session's pending tasks ask for, counted per task group."""
-    if not state.pending.get(wl_id):
-        return 0
+def tasks_slots(wl: Any, tasks: Iterable[str], slots_of: Callable[[Any], int]) -> int:
+    """Slots ``tasks`` of ``wl`` ask for, counted per task group."""
     groups: dict[int, int] = {}
-    for t in state.pending[wl_id]:
+    for t in tasks:
         g = int(t.rsplit("/", 2)[1])
         groups[g] = groups.get(g, 0) + 1
     return sum(slots_of(wl.groups[g].resources) * n for g, n in groups.items())
+
+
+def pending_slots(state: ClusterState, wl: Any, wl_id: str, slots_of: Callable[[Any], int]) -> int:
+    """Slots the session's pending tasks ask for."""
+    return tasks_slots(wl, state.pending.get(wl_id, ()), slots_of)
 
 
 @dataclass(slots=True)
@@ -141,4 +144,4 @@ class HolderTable:
         return Held(wl.queue, allocated, allocated + pending, ss.rank, ss.preemptive, ss.priority, (wl.submit,))
 
 
-__all__ = ["ConsumerHolders", "Held", "HolderTable", "HolderView", "pending_slots"]
+__all__ = ["ConsumerHolders", "Held", "HolderTable", "HolderView", "pending_slots", "tasks_slots"]
