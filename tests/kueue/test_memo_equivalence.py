@@ -153,6 +153,23 @@ def test_caches_decide_as_evaluating_every_head(case):
     assert _run(Checked, queues, nodes, workloads, fair) == _run(FullEvaluation, queues, nodes, workloads, fair)
 
 
+class TrimmedLogs(Checked):
+    """``Checked`` on a state whose run and pending journals keep a handful of entries, so the
+    snapshot and the pending index often find the log trimmed past their last read and fall back
+    to a full look at every entry of a changed queue."""
+
+    def bind(self, state):
+        state.run_log.limit = state.pending_log.limit = 3
+        super().bind(state)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters())
+def test_trimmed_logs_decide_as_evaluating_every_head(case):
+    queues, nodes, workloads, fair = case
+    assert _run(TrimmedLogs, queues, nodes, workloads, fair) == _run(FullEvaluation, queues, nodes, workloads, fair)
+
+
 class CountsCurrent(Checked):
     """Counts the lookups where pending reasons read the model's own snapshot (``_current``)."""
 

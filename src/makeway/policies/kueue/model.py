@@ -118,6 +118,7 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         self._strict_of: dict[str, bool] = {}  # per call: ``_strict`` by queue
         self._hid: dict[tuple, int] = {}
         self._alloc_seen: tuple[int, int] | None = None
+        self._run_pos = 0  # where ``state.run_log`` was read up to at the last snapshot
         self._nodes_of: dict[frozenset, tuple[tuple, list[str]]] = {}
         self._changed: set[str] = set()  # workloads whose queue entry may have moved off the journal
         self._explained: tuple[tuple, QuotaTree] | None = None  # pending_reason's snapshot

@@ -61,6 +61,21 @@ class Snapshot:
                 dirty = [q for q in tree.cqs
                          if q in self._touched or len(allocs_by_q.get(q, ())) != self._counts.get(q, 0)]
         self._alloc_seen = (id(state), state.alloc_epoch)
+        # the workloads that started or ended a task since the last snapshot, by queue (None: the
+        # log was trimmed past the last read, so every entry of a dirty queue is looked at)
+        logged = state.run_log.since(self._run_pos) if not full else None
+        self._run_pos = state.run_log.position
+        ran: dict[str, dict[str, None]] | None = None
+        if logged is not None and dirty:
+            ran = {}
+            wls = state.workloads
+            for w in logged:
+                q = wls[w].queue
+                got = ran.get(q)
+                if got is None:
+                    ran[q] = {w: None}
+                else:
+                    got[w] = None
         # Any allocation that ended since the last snapshot released quota in its cohort tree and
         # room on its node, even one admitted and finished between two calls (it never appeared
         # in the entries diffed below): the state's per-queue freed epochs say which trees.
@@ -91,7 +106,10 @@ class Snapshot:
                 # Between two calls of a kept tree a queue's running workloads change only by this
                 # model's starts and marks (``_moved``), ends (the running count drops) and
                 # priority changes (``_stale``); every other entry would be read back equal.
-                ids = [w for w, (_, n) in old.items() if len(running.get(w, ())) != n]
+                if ran is None:
+                    ids = [w for w, (_, n) in old.items() if len(running.get(w, ())) != n]
+                else:
+                    ids = [w for w in ran.get(q, ()) if w in old and len(running.get(w, ())) != old[w][1]]
                 ids.extend(moved_q)
                 if self._stale:
                     ids.extend(w for w in self._stale if w in old)
