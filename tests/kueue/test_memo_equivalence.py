@@ -174,11 +174,17 @@ class CountsCurrent(Checked):
     """Counts the lookups where pending reasons read the model's own snapshot (``_current``)."""
 
     hits = 0
+    refreshed = 0
 
     def _current(self, state):
         current = super()._current(state)
         type(self).hits += bool(current)
         return current
+
+    def _refresh(self, state):
+        done = super()._refresh(state)
+        type(self).refreshed += bool(done)
+        return done
 
 
 def _trails(cls, queues, nodes, workloads, fair):
@@ -220,3 +226,19 @@ def test_a_reason_read_after_a_call_that_decided_nothing_takes_the_current_snaps
     assert got == _trails(FullEvaluation, queues, nodes, workloads, fair)
     assert got[1] == {"w1": [[1.0, "quota", "q0"]], "w2": [[2.0, "quota", "q1"]]}
     assert CountsCurrent.hits > hits
+
+
+@pytest.mark.parametrize("fair", [False, True])
+def test_a_reason_read_after_a_call_that_started_work_updates_the_models_snapshot(fair):
+    """w0 starts at 0 and w1, submitted with it, does not fit beside it: its first reason is read
+    after the start, from the model's own snapshot brought up to date (not a second snapshot of
+    every admitted workload), and says what a fresh build says."""
+    queues = [Queue("org", settings={"kind": "Cohort"}), _cq("q0", 2), _cq("q1", 0)]
+    nodes = [Node("n0", {"cpu": 4}, {"flavor": "f"})]
+    workloads = [Workload("w0", "q0", 0.0, 10.0, (TaskGroup(1, {"cpu": 2}),), 0),
+                 Workload("w1", "q0", 0.0, 10.0, (TaskGroup(1, {"cpu": 1}),), 0)]
+    refreshed = CountsCurrent.refreshed
+    got = _trails(CountsCurrent, queues, nodes, workloads, fair)
+    assert got == _trails(FullEvaluation, queues, nodes, workloads, fair)
+    assert got[1] == {"w1": [[0.0, "quota", "q0"]]}
+    assert CountsCurrent.refreshed > refreshed

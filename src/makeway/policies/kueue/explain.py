@@ -50,7 +50,7 @@ class Explain:
         shares; no target search), so counting the marks at every call would buy nothing."""
         if self._specs is None:
             return None
-        if self._current(state):
+        if self._current(state) or self._refresh(state):
             return self._tree
         stamp = (id(state), state.alloc_epoch, state.config_epoch, id(self._specs))
         hit = self._explained
@@ -88,6 +88,22 @@ class Explain:
                 and not self._touched and not self._watch
                 and self._alloc_seen == (id(state), state.alloc_epoch)
                 and getattr(state, "_seq", None) == self._seq_expect)
+
+    def _refresh(self, state: ClusterState) -> bool:
+        """Bring the model's own snapshot up to date for a read, as the next call's first step
+        (``build_tree``) would, instead of building a second snapshot of every admitted workload:
+        a reason round after each instant that started something would otherwise cost the whole
+        running set. Only when every decision of the last call is applied (its starts moved the
+        state's start sequence as expected, each preemption ended or marked its allocation), so
+        the update reads what that call left to be read; whether it then is current."""
+        if not (self.caches and self._tree is not None and self._bound is state and not self._incall
+                and getattr(state, "_seq", None) == self._seq_expect):
+            return False
+        allocs = state.allocations
+        if any(tid in allocs and not allocs[tid].preempting for _, tid in self._watch):
+            return False
+        self.build_tree(state)
+        return self._current(state)
 
     def nominal_quotas(self, state: ClusterState) -> dict[str, dict[str, float]]:
         """Each ClusterQueue's and cohort's nominal quota per resource (summed over flavors, in
