@@ -13,11 +13,15 @@ reason with its time, the number of events) and every ask's clock and log must b
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 
 from makeway.core.objects import Node, Queue, TaskGroup, Workload
 from makeway.core.state import ClusterState
+from makeway.policies.yunikorn import stretch
 from makeway.policies.yunikorn.model import YuniKornModel
+from makeway.policies.yunikorn.preemptor import DOES_NOT_GUARANTEE
+from makeway.policies.yunikorn.views import to_us
 from makeway.sim.engine import SimOptions, Simulation, make_simulation, simulate
 from tests.yunikorn_queue.test_cache_equivalence import FullEvaluation, Recording, clusters, run
 
@@ -101,11 +105,28 @@ class Checked(YuniKornModel):
         return out
 
 
-def run_skipping(case: dict | None, skip: bool) -> tuple:
+def parked_case(gangs: tuple[tuple[str, float, int], ...]) -> tuple[ClusterState, list[Workload]]:
+    """Gangs ((leaf, submit, tasks)) in root.c and root.d, under guarantees of half a cpu, are
+    refused by them every 15 s for eleven hours while root.a holds every node. Each call gives a
+    leaf's ten attempts to its first asks in walk order and parks the rest, so the refusals
+    repeat with asks parked; at another leaf's instant, the parked asks get their turn."""
+    delay = {"properties": {"preemption.delay": "1s"}}
+    queues = [Queue("root"), Queue("root.a", "root", {"cpu": 12}, settings=delay),
+              Queue("root.c", "root", {"cpu": 0.5}, settings=delay), Queue("root.d", "root", {"cpu": 0.5}, settings=delay)]
+    nodes = [Node(f"n{i}", {"cpu": 4}) for i in range(4)]
+    jobs = [Workload(f"fill{i}", "root.a", 0.0, 40000.0 + 60 * i, (TaskGroup(1, {"cpu": 1}),)) for i in range(16)]
+    jobs += [Workload(f"gang{i}", f"root.{leaf}", submit, 60.0, (TaskGroup(n, {"cpu": 1}),))
+             for i, (leaf, submit, n) in enumerate(gangs)]
+    return ClusterState(["cpu"], queues, nodes), jobs
+
+
+def run_skipping(case: dict | tuple | None, skip: bool, horizon: float | None = None) -> tuple:
     """A whole run of the plain model, with the engine skipping stretches of wake-ups or not:
-    everything the results are made of, every ask's clock and log, and what was skipped."""
-    if case is None:
-        state, jobs, changes, settings = *starved_case(), [], {}
+    everything the results are made of, every ask's clock and log, and what was skipped.
+    ``case``: a random cluster, a (state, jobs) pair, or None for ``starved_case``; ``horizon``:
+    where the run stops (asks still pending then keep their clocks and logs to compare)."""
+    if case is None or isinstance(case, tuple):
+        state, jobs, changes, settings = *(case or starved_case()), [], {}
     else:
         queues = [Queue(name, parent, dict(g) if g else None, dict(m) if m else None,
                         settings={"properties": dict(p)}) for name, parent, g, m, p in case["queues"]]
@@ -113,8 +134,8 @@ def run_skipping(case: dict | None, skip: bool) -> tuple:
         state = ClusterState(["cpu", "memory"], queues, nodes)
         jobs, changes, settings = list(case["jobs"]), list(case["changes"]), dict(case["settings"])
     model = Checked(settings)
-    sim = make_simulation(state, model, SimOptions(check_invariants=True, record_starts=True, skip_idle=skip),
-                          bool(changes))
+    sim = make_simulation(state, model, SimOptions(check_invariants=True, record_starts=True, skip_idle=skip,
+                                                   horizon=horizon), bool(changes))
     assert isinstance(sim, Simulation)
     sim.add_workloads(jobs)
     sim.add_changes(changes)
@@ -138,3 +159,47 @@ def test_skipped_stretches_give_the_same_results_on_random_clusters(case):
     skipped, n = run_skipping(case, True)
     event("stretches skipped" if n else "nothing skipped")
     assert skipped == run_skipping(case, False)[0]
+
+
+@pytest.mark.parametrize("gangs", [
+    (("c", 30, 15),),
+    (("c", 30, 25), ("c", 5030, 12)),
+    (("c", 30, 4), ("c", 5030, 9), ("c", 10030, 30)),
+    (("c", 30, 80), ("d", 37, 3), ("d", 12000, 14)),  # d's instants give c's parked asks turns
+])
+def test_stretches_with_parked_asks_give_the_same_results(gangs, monkeypatch):
+    """Refusals repeated while asks stay parked are run in closed form (``_parked_chains``):
+    the same results, clocks and logs as the engine running every instant."""
+    chained = []
+
+    def counting(*args):
+        out = stretch_parked(*args)
+        chained.append(out is not None)
+        return out
+
+    stretch_parked = stretch._parked_chains
+    monkeypatch.setattr(stretch, "_parked_chains", counting)
+    for horizon in (None, 20000.0):  # to the end, and stopped while the asks are refused
+        skipped, n = run_skipping(parked_case(gangs), True, horizon)
+        every, none = run_skipping(parked_case(gangs), False, horizon)
+        assert sum(chained) > 100 and n > 100 and none == 0
+        assert skipped == every
+    assert skipped[5] and all(dict(log)[DOES_NOT_GUARANTEE] > 100 for _, _, log in skipped[5][:10])
+
+
+def test_a_parked_chain_ends_before_a_wake_up_with_no_cohort_due():
+    """At a wake-up where no live cohort is due, a call would give the parked asks their turn:
+    the closed form stops before it, and leaves the model due at once (as a call with asks
+    parked leaves it), so that instant is then run as a call."""
+    state, jobs = parked_case((("c", 30, 15),))
+    model = YuniKornModel({})
+    sim = make_simulation(state, model, SimOptions(horizon=20000.0, skip_idle=False), False)
+    sim.add_workloads(jobs)
+    sim.run()
+    assert model.blocks.nparked == 5
+    first = model.blocks.cohort_top().due / 1_000_000
+    odd = first + 22.0  # between the cohort's second and third repeats
+    got = stretch._parked_chains(model, sim.state, [first, first + 15.0, odd], odd + 100.0)
+    assert got == (2, first + 15.0, odd)
+    assert model._due_min == to_us(first + 15.0)
+    assert model.blocks.cohort_top().due == to_us(first + 30.0)

@@ -5,10 +5,13 @@ Between two other events (a submission, a finish, a config change, a pending-rea
 long YuniKorn run is mostly instants of its own timers, at which a call only refuses again
 (``cohorts.repeat_refusals``) or finds nothing due. ``skip_stretch`` runs those instants here, in
 the order the engine would, with what each call would do, and hands the engine the count, the
-last instant and the wake-ups still asked for. Where only known cohorts are due (nothing parked,
-every cohort refused in the world that stands) each repeats every 15 s on its own instants, so
-the rest of the stretch is done in closed form (``_chains``). The stretch stops before the first
-instant at which a call could do anything else; the engine runs that one as usual.
+last instant and the wake-ups still asked for. Where only known cohorts are due (every cohort
+refused in the world that stands) each repeats every 15 s on its own instants, so the rest of the
+stretch is done in closed form (``_chains``). With asks parked, that holds while each repeat's
+attempts all go to the cohort's own asks (``_parked_chains``): a long Philly run spends most of
+its refusals there, one leaf holding hundreds of parked asks behind its cohorts. The stretch
+stops before the first instant at which a call could do anything else; the engine runs that one
+as usual.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import math
 from typing import TYPE_CHECKING
 
 from makeway.core.state import ClusterState
-from makeway.policies.yunikorn.cohorts import refused, repeat_refusals
+from makeway.policies.yunikorn.cohorts import _turns, refused, repeat_refusals
 from makeway.policies.yunikorn.common import PREEMPT_ATTEMPT_FREQUENCY_US
 from makeway.policies.yunikorn.fastpass import timers
 from makeway.policies.yunikorn.views import to_us
@@ -51,7 +54,7 @@ def skip_stretch(model: "YuniKornModel", state: ClusterState, wakes: list[float]
     asked: set[float] = set()  # wake-ups asked for during the stretch (the engine has the others)
     count, last = 0, -math.inf
     while queue:
-        done = None if blocks.nparked else _chains(model, state, queue, limit)
+        done = _chains(model, state, queue, limit)
         if done is not None:
             n, at, end = done
             count, last = count + n, max(last, at)
@@ -82,19 +85,23 @@ def skip_stretch(model: "YuniKornModel", state: ClusterState, wakes: list[float]
 def _chains(model: "YuniKornModel", state: ClusterState, wakes: list[float],
             limit: float) -> tuple[int, float, float] | None:
     """The stretch before ``limit`` in which every call is a cohort's known repeat (the world
-    that refused it stands, nothing parked or due but cohorts) or, at an instant in ``wakes``,
-    finds nothing due. Each live cohort due repeats every 15 s, at instants of its own (none
-    shares one with another cohort, dead ones included: there the walk would run), and its asks
-    get the check clock and log counts of its last repeat. Ends earlier at a per-ask timer and
-    at the first cohort refused in another world. Returns (instants, the last, the end), or None
-    when no cohort repeats, changing nothing."""
+    that refused it stands, nothing due but cohorts) or, at an instant in ``wakes``, finds
+    nothing due. Each live cohort due repeats every 15 s, at instants of its own (none shares one
+    with another cohort, dead ones included: there the walk would run), and its asks get the
+    check clock and log counts of its last repeat. Ends earlier at a per-ask timer and at the
+    first cohort refused in another world. Returns (instants, the last, the end), or None when
+    no cohort repeats, changing nothing.
+
+    With asks parked (``_parked_chains``) a repeat gives each leaf's attempts in walk order, so
+    it is the same call every time only when none of them reaches a parked ask."""
     blocks = model.blocks
+    if blocks.nparked:
+        return _parked_chains(model, state, wakes, limit)
     for heap in (blocks.heap_fresh, blocks.heap_checked):
         top = blocks.valid(heap)
         if top:
             limit = min(limit, top[0][0] / 1_000_000)
     world = model._fit_world(state)
-    cohorts = blocks.cohorts
     due_now: list = []  # (cohort, live asks)
     dead: list[int] = []
     for _, _, c in blocks.cohorts_before(limit):
@@ -133,22 +140,102 @@ def _chains(model: "YuniKornModel", state: ClusterState, wakes: list[float],
         if w < limit and to_us(w) not in seen:
             instants += 1  # asked for earlier, nothing due there: the model is quiet
             last = max(last, w)
-    blocked = blocks.blocked
-    for c, tids, n, at in chains:
-        nxt = at + period
+    model._wake, model._due_min = _repeat(model, state, chains, limit, False)
+    return instants, last, limit
+
+
+def _parked_chains(model: "YuniKornModel", state: ClusterState, wakes: list[float],
+                   limit: float) -> tuple[int, float, float] | None:
+    """``_chains`` with asks parked. Every call then gives each leaf that has parked asks its
+    attempts (``cohorts._turns``): at an instant where no live cohort is due, parked asks get
+    them, so the stretch ends before any such instant (a wake-up asked for earlier, a dead
+    cohort's timer). At a cohort's instant the call is the same one every time when its attempts
+    all go to the cohort's own asks, each refused again, and none is parked: nothing parked or
+    blocked changes but the cohort's timer, and another cohort's repeat changes only the timers
+    of its own asks, which no turn reads (only ``PARKED`` marks are read). That is checked once
+    per cohort; then each repeats in closed form, its asks refused in walk order, as the call
+    lists them. Returns as ``_chains``, or None, changing nothing."""
+    blocks = model.blocks
+    for heap in (blocks.heap_fresh, blocks.heap_checked):
+        top = blocks.valid(heap)
+        if top:
+            limit = min(limit, top[0][0] / 1_000_000)
+    world = model._fit_world(state)
+    due_now: list = []  # (cohort, asks in the order the call refuses them)
+    firsts: list[int] = []
+    for _, _, c in blocks.cohorts_before(limit):
+        tids = blocks.live(c)
+        if not tids:  # a dead cohort's instant: parked asks would have their turn there
+            limit = c.due / 1_000_000
+            break
+        if c.world != world:
+            limit = c.due / 1_000_000
+            break
+        firsts.append(c.due)
+        due_now.append((c, tids))
+    if not due_now:
+        return None
+    period = PREEMPT_ATTEMPT_FREQUENCY_US
+    if len({d % period for d in firsts}) < len(firsts):
+        return None
+    for w in sorted(wakes):
+        if w >= limit:
+            break
+        w_us = to_us(w)
+        if not any(w_us >= f and (w_us - f) % period == 0 for f in firsts):
+            limit = w  # a wake-up with no cohort due: the parked asks' turn
+            break
+    chains = []
+    for c, tids in due_now:
+        if c.due / 1_000_000 >= limit:
+            continue
+        refuse, park, unknown = _turns(model, state, tids, True)
+        if park or unknown or len(refuse) != len(tids) or set(refuse) != set(tids):
+            return None
+        chains.append((c, refuse))
+    if not chains:
+        return None
+    runs = []
+    instants = 0
+    last, last_us = -math.inf, -1
+    for c, refuse in chains:
+        t, n, at = c.due / 1_000_000, 0, c.due
+        while t < limit:
+            at = to_us(t)
+            n += 1
+            last = max(last, t)
+            t = (at + period) / 1_000_000
+        runs.append((c, refuse, n, at))
+        instants += n
+        last_us = max(last_us, at)
+    wake, due_min = _repeat(model, state, runs, limit, True)
+    model._wake, model._due_min = wake, min(due_min, last_us)  # asks parked: due at every call
+    return instants, last, limit
+
+
+def _repeat(model: "YuniKornModel", state: ClusterState, runs: list, limit: float,
+            parked: bool) -> tuple[float | None, float]:
+    """Apply each (cohort, its asks in refusal order, repeats, the last one's instant in µs):
+    the asks' clocks and log counts, their timers and the cohort's one period after its last
+    repeat, the cohorts heap without the timers passed; the wake-up and ``due_min`` the blocked
+    asks' timers then give."""
+    blocks = model.blocks
+    blocked, cohorts = blocks.blocked, blocks.cohorts
+    for c, tids, n, at in runs:
+        nxt = at + PREEMPT_ATTEMPT_FREQUENCY_US
         refused(model, state, tids, at, n)
         for tid in tids:
             blocked[tid] = nxt
         c.due, c.tids = nxt, tids
         model.cohort_repeats += n
         model.cohort_refusals += n * len(tids)
+        model.parked_turns += n if parked else 0
     while cohorts and cohorts[0][0] / 1_000_000 < limit:
         heapq.heappop(cohorts)
-    for c, _, _, _ in chains:
+    for c, _, _, _ in runs:
         blocks.push_cohort(c)
     due_min, wake = timers(blocks, float("inf"), None, True)
-    model._wake, model._due_min = wake, due_min
-    return instants, last, limit
+    return wake, due_min
 
 
 __all__ = ["skip_stretch"]
