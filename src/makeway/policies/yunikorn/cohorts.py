@@ -55,7 +55,7 @@ def repeat_refusals(model: "YuniKornModel", state: ClusterState, now_us: int) ->
     known = cohort is not None and cohort.world == world
     parked = blocks.nparked
     if parked:
-        refuse, park, unsure = _turns(model, state, members, known)
+        refuse, park, unsure = turns(model, state, members, known)
     elif known:
         refuse, park, unsure = members, [], []  # a cohort has no more asks in a leaf than attempts
     else:
@@ -108,7 +108,7 @@ def refused(model: "YuniKornModel", state: ClusterState, tids: list[str], last_u
         log[DOES_NOT_HELP] = log.get(DOES_NOT_HELP, 0) + times
 
 
-def _turns(model: "YuniKornModel", state: ClusterState, members: list[str],
+def turns(model: "YuniKornModel", state: ClusterState, members: list[str],
            known: bool) -> tuple[list[str], list[str], list[str]]:
     """Per leaf, the due asks (the cohort's ``members`` and the parked) in walk order: those that
     get an attempt, the members that find their leaf's attempts spent (to be parked), and those
@@ -207,4 +207,4 @@ def _all_refused(model: "YuniKornModel", state: ClusterState, now_us: int, refus
     return True
 
 
-__all__ = ["refused", "repeat_refusals"]
+__all__ = ["refused", "repeat_refusals", "turns"]

@@ -21,7 +21,7 @@ import math
 from typing import TYPE_CHECKING
 
 from makeway.core.state import ClusterState
-from makeway.policies.yunikorn.cohorts import _turns, refused, repeat_refusals
+from makeway.policies.yunikorn.cohorts import refused, repeat_refusals, turns
 from makeway.policies.yunikorn.common import PREEMPT_ATTEMPT_FREQUENCY_US
 from makeway.policies.yunikorn.fastpass import timers
 from makeway.policies.yunikorn.views import to_us
@@ -147,7 +147,7 @@ def _chains(model: "YuniKornModel", state: ClusterState, wakes: list[float],
 def _parked_chains(model: "YuniKornModel", state: ClusterState, wakes: list[float],
                    limit: float) -> tuple[int, float, float] | None:
     """``_chains`` with asks parked. Every call then gives each leaf that has parked asks its
-    attempts (``cohorts._turns``): at an instant where no live cohort is due, parked asks get
+    attempts (``cohorts.turns``): at an instant where no live cohort is due, parked asks get
     them, so the stretch ends before any such instant (a wake-up asked for earlier, a dead
     cohort's timer). At a cohort's instant the call is the same one every time when its attempts
     all go to the cohort's own asks, each refused again, and none is parked: nothing parked or
@@ -189,7 +189,7 @@ def _parked_chains(model: "YuniKornModel", state: ClusterState, wakes: list[floa
     for c, tids in due_now:
         if c.due / 1_000_000 >= limit:
             continue
-        refuse, park, unknown = _turns(model, state, tids, True)
+        refuse, park, unknown = turns(model, state, tids, True)
         if park or unknown or len(refuse) != len(tids) or set(refuse) != set(tids):
             return None
         chains.append((c, refuse))
