@@ -97,10 +97,7 @@ def _chains(model: "YuniKornModel", state: ClusterState, wakes: list[float],
     blocks = model.blocks
     if blocks.nparked:
         return _parked_chains(model, state, wakes, limit)
-    for heap in (blocks.heap_fresh, blocks.heap_checked):
-        top = blocks.valid(heap)
-        if top:
-            limit = min(limit, top[0][0] / 1_000_000)
+    limit = _before_ask_timers(blocks, limit)
     world = model._fit_world(state)
     due_now: list = []  # (cohort, live asks)
     dead: list[int] = []
@@ -156,10 +153,7 @@ def _parked_chains(model: "YuniKornModel", state: ClusterState, wakes: list[floa
     per cohort; then each repeats in closed form, its asks refused in walk order, as the call
     lists them. Returns as ``_chains``, or None, changing nothing."""
     blocks = model.blocks
-    for heap in (blocks.heap_fresh, blocks.heap_checked):
-        top = blocks.valid(heap)
-        if top:
-            limit = min(limit, top[0][0] / 1_000_000)
+    limit = _before_ask_timers(blocks, limit)
     world = model._fit_world(state)
     due_now: list = []  # (cohort, asks in the order the call refuses them)
     firsts: list[int] = []
@@ -211,6 +205,15 @@ def _parked_chains(model: "YuniKornModel", state: ClusterState, wakes: list[floa
     wake, due_min = _repeat(model, state, runs, limit, True)
     model._wake, model._due_min = wake, min(due_min, last_us)  # asks parked: due at every call
     return instants, last, limit
+
+
+def _before_ask_timers(blocks, limit: float) -> float:
+    """``limit``, or the earliest per-ask timer if sooner: a stretch ends before it."""
+    for heap in (blocks.heap_fresh, blocks.heap_checked):
+        top = blocks.valid(heap)
+        if top:
+            limit = min(limit, top[0][0] / 1_000_000)
+    return limit
 
 
 def _repeat(model: "YuniKornModel", state: ClusterState, runs: list, limit: float,
