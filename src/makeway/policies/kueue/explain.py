@@ -21,8 +21,7 @@ class Explain:
         """BestEffortFIFO as admission walks it: preemptors waiting for victims first, then
         priority (priority classes included), then creation time."""
         # the index is exact while every start since the snapshot was this model's own
-        if (self.caches and self._tree is not None and self._bound is state
-                and getattr(state, "_seq", None) == self._seq_expect):
+        if self.caches and self._kept(state):
             return self._indexed_order(state, queue)
         wls = state.workloads
         keys = [self._order_key(wls[w]) for w in state.pending if wls[w].queue == queue]
@@ -70,7 +69,7 @@ class Explain:
         ran (``state.running`` keeps them): while every start since the model's snapshot was
         its own, the snapshot's entries and the workloads it started since; else the owners of
         the current allocations. Usage sums do not depend on the order they are added in."""
-        if self._tree is not None and self._bound is state and getattr(state, "_seq", None) == self._seq_expect:
+        if self._kept(state):
             ids: dict[str, None] = {}
             for entries in self._entries.values():
                 ids.update(dict.fromkeys(entries))
@@ -84,10 +83,8 @@ class Explain:
         call that decided nothing, the last one of an instant): it was built at this allocation
         epoch, no usage of a call is in it and nothing waits to be re-read. Its usage then equals
         a fresh build's, and it is only read here."""
-        return (self.caches and self._tree is not None and self._bound is state and not self._incall
-                and not self._touched and not self._watch
-                and self._alloc_seen == (id(state), state.alloc_epoch)
-                and getattr(state, "_seq", None) == self._seq_expect)
+        return (self.caches and self._kept(state) and not self._incall and not self._touched and not self._watch
+                and self._alloc_seen == (id(state), state.alloc_epoch))
 
     def _refresh(self, state: ClusterState) -> bool:
         """Bring the model's own snapshot up to date for a read, as the next call's first step
@@ -96,8 +93,7 @@ class Explain:
         running set. Only when every decision of the last call is applied (its starts moved the
         state's start sequence as expected, each preemption ended or marked its allocation), so
         the update reads what that call left to be read; whether it then is current."""
-        if not (self.caches and self._tree is not None and self._bound is state and not self._incall
-                and getattr(state, "_seq", None) == self._seq_expect):
+        if not (self.caches and self._kept(state) and not self._incall):
             return False
         allocs = state.allocations
         if any(tid in allocs and not allocs[tid].preempting for _, tid in self._watch):

@@ -16,6 +16,12 @@ class Snapshot:
     def _flavor(self, state: ClusterState, node: str) -> str:
         return state.nodes[node].labels.get(self.flavor_label, self.default_flavor)
 
+    def _kept(self, state: ClusterState) -> bool:
+        """Whether the kept snapshot is this state's and every start since it was read was this
+        model's own (the state's start sequence is where the model expects it): what it and the
+        pending index say is then exact, once brought up to date."""
+        return self._tree is not None and self._bound is state and getattr(state, "_seq", None) == self._seq_expect
+
     def build_tree(self, state: ClusterState) -> QuotaTree:
         """Kueue's snapshot: the quota tree with the usage of every admitted (running) workload.
 
@@ -28,7 +34,7 @@ class Snapshot:
         if self._specs is None:
             self._load_specs(state)
         tree = self._tree
-        full = tree is None or state is not self._bound or getattr(state, "_seq", None) != self._seq_expect
+        full = not self._kept(state)
         if full:
             cohorts, cqs = self._specs  # type: ignore[misc]
             tree = QuotaTree(cohorts, cqs)

@@ -128,7 +128,7 @@ class Consumer:
             r = recs.get(n)  # None: a holder (chosen for a remainder slot)
             if r is None or n in views or n in lazy:
                 continue
-            d = per.get((r.w, r.d), 0) + (n in chosen)
+            d = self.deserved(n, r.w, r.d)
             if r.shape is None:
                 views[n] = waiting_view(model, state, r, d)
             else:
