@@ -24,7 +24,9 @@ model's order (``PreemptionModel.queue_order``).
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from makeway.core.resources import Res, add_into, fits_limit, fits_on
@@ -97,6 +99,9 @@ def _default_key(wls: Mapping[str, Any]) -> Any:
     return lambda w: (-wls[w].priority, wls[w].submit, w)
 
 
+_QUEUE = attrgetter("queue")
+
+
 def queue_orders(model: Any, state: ClusterState, now: float,
                  counts: dict[str, int] | None = None) -> dict[str, list[str]]:
     """The model's ``queue_order`` of every queue with pending work, by queue name in sorted order.
@@ -107,11 +112,12 @@ def queue_orders(model: Any, state: ClusterState, now: float,
 
     wls = state.workloads
     if getattr(type(model), "queue_order", None) is not PreemptionModel.queue_order:
+        # one pass in C over the backlog (thousands deep on a long trace, at every reason round)
+        per_queue = Counter(map(_QUEUE, map(wls.__getitem__, state.pending)))
         if counts is not None:
-            for w in state.pending:
-                q = wls[w].queue
-                counts[q] = counts.get(q, 0) + 1
-        return {q: model.queue_order(state, q, now) for q in sorted({wls[w].queue for w in state.pending})}
+            for q, n in per_queue.items():
+                counts[q] = counts.get(q, 0) + n
+        return {q: model.queue_order(state, q, now) for q in sorted(per_queue)}
     out: dict[str, list[str]] = {}
     for w in state.pending:
         out.setdefault(wls[w].queue, []).append(w)

@@ -113,19 +113,9 @@ def turns(model: "YuniKornModel", state: ClusterState, members: list[str],
     """Per leaf, the due asks (the cohort's ``members`` and the parked) in walk order: those that
     get an attempt, the members that find their leaf's attempts spent (to be parked), and those
     of the attempts whose refusal is not ``known`` (all but the members of a known cohort)."""
-    blocks, pending, wls = model.blocks, state.pending, state.workloads
-    blocked, key_of = blocks.blocked, blocks.key_of
-    mine: dict[str, list] = {}
-    member_set = set(members)
-    per_wl: dict[str, int] = {}  # members per workload
-    for tid in members:
-        w = tid.rsplit("/", 2)[0]
-        n = per_wl.get(w)
-        if n is None:
-            per_wl[w] = 1
-            mine.setdefault(key_of[tid][0], []).append(walk_key(wls[w]))
-        else:
-            per_wl[w] = n + 1
+    blocks, pending = model.blocks, state.pending
+    blocked = blocks.blocked
+    mine, per_wl, member_set = _plan(model, state, members)
     refuse: list[str] = []
     park: list[str] = []
     unknown: list[str] = []
@@ -135,7 +125,6 @@ def turns(model: "YuniKornModel", state: ClusterState, members: list[str],
         left = 0  # member workloads not reached yet
         listed = blocks.by_leaf.get(leaf, ())
         if keys:
-            keys.sort()
             left = len(keys)
             # walk order: the members' workloads and the parked ones (usually all after them)
             listed = chain(keys, listed) if not listed or keys[-1] < listed[0] else heapq.merge(keys, listed)
@@ -168,6 +157,38 @@ def turns(model: "YuniKornModel", state: ClusterState, members: list[str],
             if w in per_wl:
                 left -= 1
     return refuse, park, unknown
+
+
+def _plan(model: "YuniKornModel", state: ClusterState,
+          members: list[str]) -> tuple[dict[str, list], dict[str, int], frozenset[str]]:
+    """What ``turns`` reads of a list of asks: per leaf the walk keys of their workloads, sorted;
+    the asks per workload; the asks as a set. A function of the list alone (an ask's leaf and
+    its workload's walk key never change), kept per list: a cohort repeats with the same asks
+    stretch after stretch."""
+    memo = model._plans
+    if memo[0] != id(state):
+        memo = model._plans = (id(state), {})
+    key = tuple(members)
+    hit = memo[1].get(key)
+    if hit is not None:
+        return hit
+    wls, key_of = state.workloads, model.blocks.key_of
+    mine: dict[str, list] = {}
+    per_wl: dict[str, int] = {}
+    for tid in members:
+        w = tid.rsplit("/", 2)[0]
+        n = per_wl.get(w)
+        if n is None:
+            per_wl[w] = 1
+            mine.setdefault(key_of[tid][0], []).append(walk_key(wls[w]))
+        else:
+            per_wl[w] = n + 1
+    for keys in mine.values():
+        keys.sort()
+    if len(memo[1]) >= 4096:  # lists of cohorts long gone: a bound, not a working set
+        memo[1].clear()
+    hit = memo[1][key] = (mine, per_wl, frozenset(members))
+    return hit
 
 
 def _all_refused(model: "YuniKornModel", state: ClusterState, now_us: int, refuse: list[str], world: tuple) -> bool:

@@ -95,6 +95,7 @@ class YuniKornModel(PreemptionModel):
         self._doom_margins: dict[str, tuple] = {}  # queue -> ``gate.path_margin``, for ``_doom_world``
         self._walk_facts: dict[str, tuple] = {}  # workload -> what the walk reads of it (``fastpass._facts``)
         self._refusals: tuple[tuple | None, dict] = (None, {})  # ``cohorts`` verdicts, for one ``_fit_world``
+        self._plans: tuple[int | None, dict] = (None, {})  # ``cohorts._plan``, per state
         self.cohort_repeats = 0  # calls done by ``cohorts.repeat_refusals`` (or as it would)
         self.cohort_refusals = 0  # the refusals they made
         self.parked_turns = 0  # those calls in which parked asks had their turn
