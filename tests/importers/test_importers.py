@@ -455,3 +455,34 @@ def test_swf_any_order_gives_sorted_complete_records(tmp_path_factory, rows):
     assert {r["queue"] for r in recs} <= set(cfg["queues"])
     users = cluster_from_trace(path, queue_by="user")
     assert set(users["queues"]) == {"root", "user-1", "default"}
+
+
+def _strptime_utc(text: str) -> float | None:
+    from datetime import datetime, timezone
+    try:
+        return datetime.strptime(text, "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
+    except ValueError:
+        return None
+
+
+stamp_parts = st.tuples(st.integers(1, 9999), st.integers(0, 14), st.integers(0, 32), st.integers(0, 25),
+                        st.integers(0, 61), st.integers(0, 61), st.sampled_from([" ", "  ", "T"]),
+                        st.booleans())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(stamp_parts, min_size=1, max_size=12))
+def test_philly_timestamps_read_as_strptime_reads_them(parts):
+    """The per-day shortcut of the Philly importer gives strptime's seconds, or its refusal, for
+    in-range and out-of-range fields, one- and two-digit forms, other separators, repeated days."""
+    from makeway.sim.importers.philly import utc_seconds
+    days: dict[str, float] = {}
+    for y, mo, d, h, mi, s, sep, padded in parts:
+        fmt = "{:04d}-{:02d}-{:02d}{}{:02d}:{:02d}:{:02d}" if padded else "{}-{}-{}{}{}:{}:{}"
+        text = fmt.format(y, mo, d, sep, h, mi, s)
+        want = _strptime_utc(text)
+        if want is None:
+            with pytest.raises(ValueError):
+                utc_seconds(text, days)
+        else:
+            assert utc_seconds(text, days) == want
