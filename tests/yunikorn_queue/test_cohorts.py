@@ -203,3 +203,57 @@ def test_a_parked_chain_ends_before_a_wake_up_with_no_cohort_due():
     assert got == (2, first + 15.0, odd)
     assert model._due_min == to_us(first + 15.0)
     assert model.blocks.cohort_top().due == to_us(first + 30.0)
+
+
+def _own_case(own: float = 90000.0) -> tuple[ClusterState, list[Workload]]:
+    """``parked_case`` for one gang of 2-cpu asks in root.c, guaranteed 2 cpu, while a 1-cpu job
+    of root.c runs on a node of its own: the asks would take root.c above its guarantee, so they
+    are refused, ten by ten, with the rest parked."""
+    delay = {"properties": {"preemption.delay": "1s"}}
+    queues = [Queue("root"), Queue("root.a", "root", {"cpu": 12}, settings=delay),
+              Queue("root.c", "root", {"cpu": 2}, settings=delay)]
+    nodes = [Node(f"n{i}", {"cpu": 4}) for i in range(4)] + [Node("n4", {"cpu": 1})]
+    jobs = [Workload(f"fill{i}", "root.a", 0.0, 40000.0 + 60 * i, (TaskGroup(1, {"cpu": 1}),)) for i in range(16)]
+    jobs += [Workload("own", "root.c", 0.0, own, (TaskGroup(1, {"cpu": 1}),)),
+             Workload("gang", "root.c", 30.0, 60.0, (TaskGroup(15, {"cpu": 2}),))]
+    return ClusterState(["cpu"], queues, nodes), jobs
+
+
+@pytest.mark.parametrize("own_ends", [False, True])
+def test_a_parked_chain_asks_a_cohort_refused_in_another_world_again(own_ends):
+    """A cohort refused before the world moved is run in closed form only when its asks would
+    all be refused again now (``cohorts._all_refused``). Here the world moves by root.c's own job
+    ending: root.c is then under its guarantee, so its asks are no longer doomed and the call at
+    the cohort's instant would try to preempt: no closed form. An end that leaves the verdicts as
+    they were (root.a's) moves the world too, and the closed form runs."""
+    state, jobs = _own_case()
+    model = YuniKornModel({})
+    sim = make_simulation(state, model, SimOptions(horizon=20000.0, skip_idle=False), False)
+    sim.add_workloads(jobs)
+    sim.run()
+    assert model.blocks.nparked == 5
+    cohort = model.blocks.cohort_top()
+    world = cohort.world
+    gone = "own/0/0" if own_ends else next(t for t in sim.state.allocations if t.startswith("fill"))
+    assert gone in sim.state.allocations
+    sim.state.finish(gone)
+    assert model._fit_world(sim.state) != world
+    first = cohort.due / 1_000_000
+    got = stretch._parked_chains(model, sim.state, [first, first + 15.0], first + 20.0)
+    if own_ends:
+        assert got is None and cohort.world == world and cohort.due == to_us(first)
+    else:
+        assert got == (2, first + 15.0, first + 20.0)
+        assert cohort.world == model._fit_world(sim.state) and cohort.due == to_us(first + 30.0)
+
+
+def test_stretches_across_an_end_that_undooms_the_asks_give_the_same_results():
+    """Root.c's own job ends after an hour of refusals: from then on its asks may preempt (its
+    parked asks do so at once). The stretches before, and those after with cohorts refused in
+    the old world, give what the engine running every instant gives."""
+    for horizon in (None, 20000.0):
+        skipped, n = run_skipping(_own_case(3600.5), True, horizon)
+        every, none = run_skipping(_own_case(3600.5), False, horizon)
+        assert n > 0 and none == 0
+        assert skipped == every
+    assert any(e["kind"] == "preempt" and e["time"] == 3600.5 for e in skipped[0])

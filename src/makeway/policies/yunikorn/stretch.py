@@ -6,8 +6,9 @@ long YuniKorn run is mostly instants of its own timers, at which a call only ref
 (``cohorts.repeat_refusals``) or finds nothing due. ``skip_stretch`` runs those instants here, in
 the order the engine would, with what each call would do, and hands the engine the count, the
 last instant and the wake-ups still asked for. Where only known cohorts are due (every cohort
-refused in the world that stands) each repeats every 15 s on its own instants, so the rest of the
-stretch is done in closed form (``_chains``). With asks parked, that holds while each repeat's
+refused in the world that stands, or refused before a start or end and found refused again in
+this world: its asks placed nowhere and doomed) each repeats every 15 s on its own instants, so
+the rest of the stretch is done in closed form (``_chains``). With asks parked, that holds while each repeat's
 attempts all go to the cohort's own asks (``_parked_chains``): a long Philly run spends most of
 its refusals there, one leaf holding hundreds of parked asks behind its cohorts. The stretch
 stops before the first instant at which a call could do anything else; the engine runs that one
@@ -21,7 +22,7 @@ import math
 from typing import TYPE_CHECKING
 
 from makeway.core.state import ClusterState
-from makeway.policies.yunikorn.cohorts import refused, repeat_refusals, turns
+from makeway.policies.yunikorn.cohorts import _all_refused, refused, repeat_refusals, turns
 from makeway.policies.yunikorn.common import PREEMPT_ATTEMPT_FREQUENCY_US
 from makeway.policies.yunikorn.fastpass import timers
 from makeway.policies.yunikorn.views import to_us
@@ -88,9 +89,11 @@ def _chains(model: "YuniKornModel", state: ClusterState, wakes: list[float],
     that refused it stands, nothing due but cohorts) or, at an instant in ``wakes``, finds
     nothing due. Each live cohort due repeats every 15 s, at instants of its own (none shares one
     with another cohort, dead ones included: there the walk would run), and its asks get the
-    check clock and log counts of its last repeat. Ends earlier at a per-ask timer and at the
-    first cohort refused in another world. Returns (instants, the last, the end), or None when
-    no cohort repeats, changing nothing.
+    check clock and log counts of its last repeat. A cohort refused in another world is asked
+    again first (``_refused_here``): the first repeat after a start or end is then done here
+    too. Ends earlier at a per-ask timer and at the first cohort whose call would do more than
+    refuse. Returns (instants, the last, the end), or None when no cohort repeats; a cohort's
+    world is made current only in a stretch that runs.
 
     With asks parked (``_parked_chains``) a repeat gives each leaf's attempts in walk order, so
     it is the same call every time only when none of them reaches a parked ask."""
@@ -105,8 +108,8 @@ def _chains(model: "YuniKornModel", state: ClusterState, wakes: list[float],
         tids = blocks.live(c)
         if not tids:
             dead.append(c.due)
-        elif c.world != world:  # to be asked again at its instant: the stretch ends there
-            limit = c.due / 1_000_000
+        elif c.world != world and not _refused_here(model, state, c, tids, world):
+            limit = c.due / 1_000_000  # its call would do more than refuse: the stretch ends there
             break
         else:
             due_now.append((c, tids))
@@ -150,8 +153,9 @@ def _parked_chains(model: "YuniKornModel", state: ClusterState, wakes: list[floa
     all go to the cohort's own asks, each refused again, and none is parked: nothing parked or
     blocked changes but the cohort's timer, and another cohort's repeat changes only the timers
     of its own asks, which no turn reads (only ``PARKED`` marks are read). That is checked once
-    per cohort; then each repeats in closed form, its asks refused in walk order, as the call
-    lists them. Returns as ``_chains``, or None, changing nothing."""
+    per cohort (for one refused in another world, with its asks found refused in this one);
+    then each repeats in closed form, its asks refused in walk order, as the call lists them.
+    Returns as ``_chains``, or None, changing nothing."""
     blocks = model.blocks
     limit = _before_ask_timers(blocks, limit)
     world = model._fit_world(state)
@@ -160,9 +164,6 @@ def _parked_chains(model: "YuniKornModel", state: ClusterState, wakes: list[floa
     for _, _, c in blocks.cohorts_before(limit):
         tids = blocks.live(c)
         if not tids:  # a dead cohort's instant: parked asks would have their turn there
-            limit = c.due / 1_000_000
-            break
-        if c.world != world:
             limit = c.due / 1_000_000
             break
         firsts.append(c.due)
@@ -183,8 +184,12 @@ def _parked_chains(model: "YuniKornModel", state: ClusterState, wakes: list[floa
     for c, tids in due_now:
         if c.due / 1_000_000 >= limit:
             continue
-        refuse, park, unknown = turns(model, state, tids, True)
-        if park or unknown or len(refuse) != len(tids) or set(refuse) != set(tids):
+        known = c.world == world
+        refuse, park, unknown = turns(model, state, tids, known)
+        if park or len(refuse) != len(tids) or set(refuse) != set(tids):
+            return None
+        # not known: the attempts are the cohort's own asks, each refused if doomed in this world
+        if unknown and (known or not _all_refused(model, state, c.due, unknown, world)):
             return None
         chains.append((c, refuse))
     if not chains:
@@ -207,6 +212,17 @@ def _parked_chains(model: "YuniKornModel", state: ClusterState, wakes: list[floa
     return instants, last, limit
 
 
+def _refused_here(model: "YuniKornModel", state: ClusterState, c, tids: list[str], world: tuple) -> bool:
+    """Whether the call at a cohort's instant, refused in another world, refuses all of its asks
+    again as a known cohort's would: each still pending (the call drops any other) and placed
+    nowhere and doomed in this world, which stands until the stretch ends (``cohorts._all_refused``;
+    its verdicts do not depend on the time). If so the cohort is known once the stretch runs."""
+    pending = state.pending
+    if not all(t in pending.get(t.rsplit("/", 2)[0], ()) for t in tids):
+        return False
+    return _all_refused(model, state, c.due, tids, world)
+
+
 def _before_ask_timers(blocks, limit: float) -> float:
     """``limit``, or the earliest per-ask timer if sooner: a stretch ends before it."""
     for heap in (blocks.heap_fresh, blocks.heap_checked):
@@ -224,7 +240,9 @@ def _repeat(model: "YuniKornModel", state: ClusterState, runs: list, limit: floa
     asks' timers then give."""
     blocks = model.blocks
     blocked, cohorts = blocks.blocked, blocks.cohorts
+    world = model._fit_world(state)
     for c, tids, n, at in runs:
+        c.world = world  # refused in this world (known, or found so: ``_refused_here``)
         nxt = at + PREEMPT_ATTEMPT_FREQUENCY_US
         refused(model, state, tids, at, n)
         for tid in tids:
