@@ -242,3 +242,46 @@ def test_a_reason_read_after_a_call_that_started_work_updates_the_models_snapsho
     assert got == _trails(FullEvaluation, queues, nodes, workloads, fair)
     assert got[1] == {"w1": [[0.0, "quota", "q0"]]}
     assert CountsCurrent.refreshed > refreshed
+
+
+def _policy_cq(name: str, nominal: int, reclaim: str) -> Queue:
+    return Queue(name, "org", settings={"kind": "ClusterQueue", "resourceGroups": [
+        {"coveredResources": ["cpu"], "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": nominal}]}]}],
+        "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": reclaim,
+                       "borrowWithinCohort": {"policy": "Never"}}})
+
+
+class Settling(Recording):
+    """Counts the heads taken as settled earlier in their call (``_settled_kind``)."""
+
+    settled = 0
+
+    def _settled_kind(self, cq, hid):
+        kind = super()._settled_kind(cq, hid)
+        type(self).settled += kind is not None
+        return kind
+
+
+@pytest.mark.parametrize("twins", [1, 2, 3])
+def test_heads_settled_in_a_call_are_skipped_after_admissions(twins):
+    """At t=1, k0 (b, 5 cpu) would borrow beyond b's nominal quota, which is full: it may preempt
+    only in b, and b0 is not of lower priority, so its search is doomed. d0 asks for more than
+    the whole tree. Both are settled: no more usage can change that, so their twins are parked
+    unevaluated for the rest of the call, though x0's admission in c (within its nominal, no
+    queue starts borrowing) moved the tree's version between the rounds. x1 is admitted in the
+    next round. Everything as ``caches: false`` decides, reasons included."""
+    queues = [Queue("org", settings={"kind": "Cohort"}), _policy_cq("a", 4, "Any"), _policy_cq("b", 6, "Any"),
+              _policy_cq("c", 4, "Any"), _policy_cq("d", 0, "Any")]
+    nodes = [Node("n0", {"cpu": 100}, {"flavor": "f"})]
+
+    def job(name: str, queue: str, at: float, cpu: int, priority: int) -> Workload:
+        return Workload(name, queue, at, 50.0, (TaskGroup(1, {"cpu": cpu}),), priority)
+
+    workloads = [job("a0", "a", 0.0, 4, 0), job("b0", "b", 0.0, 6, 10)]
+    for i in range(twins + 1):
+        workloads += [job(f"k{i}", "b", 1.0, 5, 10), job(f"x{i}", "c", 1.0, 1, 0), job(f"d{i}", "d", 1.0, 50, 0)]
+    settled = Settling.settled
+    got = _trails(Settling, queues, nodes, workloads, False)
+    assert got == _trails(FullEvaluation, queues, nodes, workloads, False)
+    assert [line for line in got[0] if line.startswith("1.0")] == [f"1.0 S x{i}/0/0 n0" for i in range(twins + 1)]
+    assert Settling.settled >= 2 * twins

@@ -129,6 +129,8 @@ class HeadAdmission:
             else self._assign(state, cq, h.wl)
         if a.mode == NOFIT:
             self._parked.add(h.wl)
+            if not self.fair:
+                self._settled = -1
             return
         if a.mode == FIT:
             starts = self._place(state, h.wl, a, promised)
@@ -157,8 +159,13 @@ class HeadAdmission:
             if fr in p.frs_need:
                 one = (cq.name, fr, key[2], key[3])
         smallest = self._doomed_from.get(one) if one is not None else None
-        if self._no_targets.get(key) == stamp or self._doomed.get(key) == flips or (
-                smallest is not None and smallest[0] == flips and smallest[1] <= v):
+        # a head refused this way holds no quota back (reclaim Any): settled till the next flip
+        settles = cq.policy.reclaim_within_cohort == ANY
+        if self._doomed.get(key) == flips or (smallest is not None and smallest[0] == flips and smallest[1] <= v):
+            targets = []
+            if settles:
+                self._settled = flips
+        elif self._no_targets.get(key) == stamp:
             targets = []
         else:
             hit = self._targets_memo.get(key)
@@ -170,6 +177,8 @@ class HeadAdmission:
                 targets, doomed = classic_search(tree, p)
                 if doomed:
                     self._doomed[key] = flips
+                    if settles:
+                        self._settled = flips
                     if one is not None and (smallest is None or smallest[0] != flips or v < smallest[1]):
                         self._doomed_from[one] = (flips, v)
             if targets:

@@ -97,6 +97,10 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         # one-fr search; a request at least that large is doomed too while the count holds.
         self._doomed_from: dict[tuple, tuple[int, int]] = {}
         self._flips: dict[str, int] = {}
+        # Per call: head key id -> (flip count, or -1 for NoFit; ``Parked.kind``) of a head that
+        # decided nothing in a way more usage cannot undo (``TwinSkipping._settled_kind``).
+        self._settles: dict[int, tuple[int, int]] = {}
+        self._settled: int | None = None  # what the head just processed left for ``_settles``
         # per head key id, kept across calls (``TwinSkipping._carry_outcomes``)
         self._outcomes: dict[int, tuple[int, int | None, int | None, int]] = {}
         self._nodes_seen: tuple | None = None
@@ -231,6 +235,7 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         self._targets_memo = {}
         self._doomed = {}
         self._doomed_from = {}
+        self._settles = {}
         decisions: list[Decision] = []
         promised: dict[str, Res] = {}
         victims: set[str] = set()

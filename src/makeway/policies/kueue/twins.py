@@ -2,6 +2,11 @@
 of it besides the tree, node promises and victims) processed since the last change that could
 matter is parked as its twin was, without evaluation; whole rounds of such heads are taken at once,
 for every queue together or, in classic order, for one cohort tree while the others are evaluated.
+
+Within a call usage only grows, so some no-ops hold past later changes of the tree (``_settles``):
+a NoFit flavor assignment for the rest of the call, and a doomed classic target search (with
+reclaim Any, so it holds no quota back) until a node of the tree starts borrowing, as
+``preemption.classic_search`` proves. Their twins are skipped though the tree's version moved.
 """
 
 from __future__ import annotations
@@ -56,16 +61,25 @@ class TwinSkipping:
         (``_skip_known_trees``)."""
         if cq is None or wl_id in self._waiting or not self.caches:
             return None
-        hit = self._outcomes.get(self._head_id(state, cq, wl_id) if hid is None else hid)
+        if hid is None:
+            hid = self._head_id(state, cq, wl_id)
+        hit = self._outcomes.get(hid)
         if hit is None:
-            return None
+            return self._settled_kind(cq, hid)
         root_v, nodes_v, global_v, parked = hit
         if root_v != self._version.get(self._roots[cq.name], 0):
-            return None
+            return self._settled_kind(cq, hid)
         if nodes_v is not None and nodes_v != self._nversion or global_v is not None and (
                 local or global_v != self._gversion):
-            return None
+            return self._settled_kind(cq, hid)
         return parked
+
+    def _settled_kind(self, cq: QNode, hid: int) -> int | None:
+        """How a head settled earlier in this call is parked (``_settles``), or None."""
+        hit = self._settles.get(hid)
+        if hit is None or hit[0] >= 0 and hit[0] != self._flips.get(self._roots[cq.name], 0):
+            return None
+        return hit[1]
 
     def _carry_outcomes(self, state: ClusterState) -> None:
         """Keep the no-op outcomes of earlier calls. One that did not look at the nodes read only
@@ -91,8 +105,11 @@ class TwinSkipping:
         root = self._roots[h.cq.name]
         before = (len(decisions), self._version.get(root, 0), self._gversion, h.wl in self._waiting)
         self._probed_nodes = False
+        self._settled = None
         self._process_head(state, tree, h, now, decisions, promised, victims)
         if not before[3] and before[:3] == (len(decisions), self._version.get(root, 0), self._gversion):
+            if self._settled is not None:
+                self._settles[self._head_id(state, h.cq, h.wl)] = (self._settled, self._parked.kind(h.wl))
             nodes_v = global_v = None
             if self._probed_nodes:
                 groups = state.workloads[h.wl].groups
@@ -119,6 +136,7 @@ class TwinSkipping:
         # ``_known_noop`` inlined (the caller runs with the caches on): no entry of a kind at or
         # after the head waits (they are current), and a kind's outcome is one per head id
         outcomes, root_v = self._outcomes, self._version.get(self._roots[cq.name], 0)
+        settles, flips = self._settles, self._flips.get(self._roots[cq.name], 0)
         nodes_v, global_v = self._nversion, self._gversion
         cursors, q = self._cursors, cq.name
         for kind, ents in groups.items():
@@ -129,6 +147,10 @@ class TwinSkipping:
                 if hit is not None and hit[0] == root_v and (hit[1] is None or hit[1] == nodes_v) \
                         and (hit[2] is None or hit[2] == global_v and not local):
                     known_of[kind] = hit[3]
+                    continue
+                hit = settles.get(kind[0]) if settles else None
+                if hit is not None and (hit[0] < 0 or hit[0] == flips):
+                    known_of[kind] = hit[1]
                     continue
             # the kind's first unparked entry from the head on and its place in ``lst`` stay
             # the same while the head has not passed it (nothing after the head is parked or
