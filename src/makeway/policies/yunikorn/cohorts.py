@@ -3,9 +3,9 @@
 Most calls of a long YuniKorn run are the 15 s timers of asks refused by their queue's guarantee:
 the walk releases them, finds each placed nowhere and refused again, and blocks it 15 s on.
 ``repeat_refusals`` does such a call in closed form when nothing else can be walked: no ask
-released by a key, no per-ask timer due, no workload with an unblocked ask. What is due is then a
-cohort's asks (``Blocks``: refused together, so due together) and the asks parked for want of
-their leaf's attempts. Per leaf, the walk gives the first ``MAX_PREEMPTION_ATTEMPTS`` of them in
+released by a key, no workload with an unblocked ask. What is due is then a cohort's asks
+(``Blocks``: refused together, so due together), asks whose own timer is due (a fresh ask's
+first check, or one after a real attempt) and the asks parked for want of their leaf's attempts. Per leaf, the walk gives the first ``MAX_PREEMPTION_ATTEMPTS`` of them in
 walk order an attempt and parks the rest; an attempt is refused when its (queue, request) is
 placed nowhere and doomed by the guarantee (``_FastPass.placeable``, ``_FastPass.doomed``), since
 nothing is started or attempted before it in the call. When every attempt would be refused, each
@@ -38,14 +38,11 @@ def repeat_refusals(model: "YuniKornModel", state: ClusterState, now_us: int) ->
     cohort = blocks.cohort_top()
     if cohort is not None and cohort.due > now_us:
         cohort = None
-    if cohort is None and not blocks.nparked:
-        return False
     if blocks.restream or model._bver != model._version(state):
         return False
-    for heap in (blocks.heap_fresh, blocks.heap_checked):
-        top = blocks.valid(heap)
-        if top and top[0][0] <= now_us:
-            return False
+    timed = _due_asks(blocks, state, now_us)
+    if timed is None or (cohort is None and not blocks.nparked and not timed):
+        return False
     if (cohort is not None and blocks.next_cohort_due() <= now_us) or blocks.candidates(state):
         return False
     members = blocks.live(cohort) if cohort is not None else []
@@ -54,7 +51,10 @@ def repeat_refusals(model: "YuniKornModel", state: ClusterState, now_us: int) ->
     # call that refused them moved nothing before any of them
     known = cohort is not None and cohort.world == world
     parked = blocks.nparked
-    if parked:
+    if timed:
+        timed = [t for t in timed if t not in set(members)]
+        refuse, park, unsure = turns(model, state, members + timed, known, frozenset(timed))
+    elif parked:
         refuse, park, unsure = turns(model, state, members, known)
     elif known:
         refuse, park, unsure = members, [], []  # a cohort has no more asks in a leaf than attempts
@@ -108,11 +108,12 @@ def refused(model: "YuniKornModel", state: ClusterState, tids: list[str], last_u
         log[DOES_NOT_HELP] = log.get(DOES_NOT_HELP, 0) + times
 
 
-def turns(model: "YuniKornModel", state: ClusterState, members: list[str],
-           known: bool) -> tuple[list[str], list[str], list[str]]:
-    """Per leaf, the due asks (the cohort's ``members`` and the parked) in walk order: those that
-    get an attempt, the members that find their leaf's attempts spent (to be parked), and those
-    of the attempts whose refusal is not ``known`` (all but the members of a known cohort)."""
+def turns(model: "YuniKornModel", state: ClusterState, members: list[str], known: bool,
+          fresh: frozenset[str] = frozenset()) -> tuple[list[str], list[str], list[str]]:
+    """Per leaf, the due asks (``members``: a cohort's and those whose own timer is due, and the
+    parked) in walk order: those that get an attempt, the members that find their leaf's
+    attempts spent (to be parked), and those of the attempts whose refusal is not ``known``
+    (all but the members of a known cohort, less the ``fresh`` ones: their own timers)."""
     blocks, pending = model.blocks, state.pending
     blocked = blocks.blocked
     mine, per_wl, member_set = _plan(model, state, members)
@@ -143,7 +144,7 @@ def turns(model: "YuniKornModel", state: ClusterState, members: list[str],
                     if budget > 0:
                         budget -= 1
                         refuse.append(tid)
-                        if not known:
+                        if not known or tid in fresh:
                             unknown.append(tid)
                     else:
                         park.append(tid)
@@ -157,6 +158,27 @@ def turns(model: "YuniKornModel", state: ClusterState, members: list[str],
             if w in per_wl:
                 left -= 1
     return refuse, park, unknown
+
+
+def _due_asks(blocks, state: ClusterState, now_us: int) -> list[str] | None:
+    """The asks whose own timer (a per-ask heap's, not a cohort's) is due, in timer order; None
+    when one of them is no longer pending (the walk drops it). The heaps are read, not popped."""
+    out: list[tuple[int, str]] = []
+    blocked, pending = blocks.blocked, state.pending
+    for heap in (blocks.heap_fresh, blocks.heap_checked):
+        stack, n = [0], len(heap)
+        while stack:
+            i = stack.pop()
+            if i < n and heap[i][0] <= now_us:
+                due, tid = heap[i]
+                if blocked.get(tid) == due:
+                    if tid not in pending.get(tid.rsplit("/", 2)[0], ()):
+                        return None
+                    out.append(heap[i])
+                stack.append(2 * i + 1)
+                stack.append(2 * i + 2)
+    out.sort()
+    return list(dict.fromkeys(t for _, t in out))
 
 
 def _plan(model: "YuniKornModel", state: ClusterState,
