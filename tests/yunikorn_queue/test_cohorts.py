@@ -222,7 +222,7 @@ def _own_case(own: float = 90000.0) -> tuple[ClusterState, list[Workload]]:
 @pytest.mark.parametrize("own_ends", [False, True])
 def test_a_parked_chain_asks_a_cohort_refused_in_another_world_again(own_ends):
     """A cohort refused before the world moved is run in closed form only when its asks would
-    all be refused again now (``cohorts._all_refused``). Here the world moves by root.c's own job
+    all be refused again now (``cohorts.all_refused``). Here the world moves by root.c's own job
     ending: root.c is then under its guarantee, so its asks are no longer doomed and the call at
     the cohort's instant would try to preempt: no closed form. An end that leaves the verdicts as
     they were (root.a's) moves the world too, and the closed form runs."""

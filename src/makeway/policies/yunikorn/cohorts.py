@@ -5,8 +5,9 @@ the walk releases them, finds each placed nowhere and refused again, and blocks 
 ``repeat_refusals`` does such a call in closed form when nothing else can be walked: no ask
 released by a key, no workload with an unblocked ask. What is due is then a cohort's asks
 (``Blocks``: refused together, so due together), asks whose own timer is due (a fresh ask's
-first check, or one after a real attempt) and the asks parked for want of their leaf's attempts. Per leaf, the walk gives the first ``MAX_PREEMPTION_ATTEMPTS`` of them in
-walk order an attempt and parks the rest; an attempt is refused when its (queue, request) is
+first check, or one after a real attempt) and the asks parked for want of their leaf's
+attempts. Per leaf, the walk gives the first ``MAX_PREEMPTION_ATTEMPTS`` of them in walk order
+an attempt and parks the rest; an attempt is refused when its (queue, request) is
 placed nowhere and doomed by the guarantee (``_FastPass.placeable``, ``_FastPass.doomed``), since
 nothing is started or attempted before it in the call. When every attempt would be refused, each
 refused ask gets what ``_FastPass.doomed_attempt`` gives, they form the next cohort, and
@@ -52,7 +53,8 @@ def repeat_refusals(model: "YuniKornModel", state: ClusterState, now_us: int) ->
     known = cohort is not None and cohort.world == world
     parked = blocks.nparked
     if timed:
-        timed = [t for t in timed if t not in set(members)]
+        in_cohort = set(members)
+        timed = [t for t in timed if t not in in_cohort]
         refuse, park, unsure = turns(model, state, members + timed, known, frozenset(timed))
     elif parked:
         refuse, park, unsure = turns(model, state, members, known)
@@ -62,7 +64,7 @@ def repeat_refusals(model: "YuniKornModel", state: ClusterState, now_us: int) ->
         pending = state.pending
         refuse, park = [t for t in members if t in pending.get(t.rsplit("/", 2)[0], ())], []
         unsure = refuse
-    if unsure and not _all_refused(model, state, now_us, unsure, world):
+    if unsure and not all_refused(model, state, now_us, unsure, world):
         return False
     due = now_us + PREEMPT_ATTEMPT_FREQUENCY_US
     refused(model, state, refuse, now_us, 1)
@@ -213,7 +215,7 @@ def _plan(model: "YuniKornModel", state: ClusterState,
     return hit
 
 
-def _all_refused(model: "YuniKornModel", state: ClusterState, now_us: int, refuse: list[str], world: tuple) -> bool:
+def all_refused(model: "YuniKornModel", state: ClusterState, now_us: int, refuse: list[str], world: tuple) -> bool:
     """Whether each ask in ``refuse`` would be placed nowhere and doomed, asked once per (queue,
     request) and world, through the verdicts the walk keeps (no headroom or no node for this
     version, the guarantee's for this world) and keeping those it finds."""
@@ -250,4 +252,4 @@ def _all_refused(model: "YuniKornModel", state: ClusterState, now_us: int, refus
     return True
 
 
-__all__ = ["refused", "repeat_refusals", "turns"]
+__all__ = ["all_refused", "refused", "repeat_refusals", "turns"]

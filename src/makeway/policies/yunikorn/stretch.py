@@ -8,8 +8,8 @@ the order the engine would, with what each call would do, and hands the engine t
 last instant and the wake-ups still asked for. Where only known cohorts are due (every cohort
 refused in the world that stands, or refused before a start or end and found refused again in
 this world: its asks placed nowhere and doomed) each repeats every 15 s on its own instants, so
-the rest of the stretch is done in closed form (``_chains``). With asks parked, that holds while each repeat's
-attempts all go to the cohort's own asks (``_parked_chains``): a long Philly run spends most of
+the rest of the stretch is done in closed form (``_chains``). With asks parked, that holds while
+each repeat's attempts all go to the cohort's own asks (``_parked_chains``): a long Philly run spends most of
 its refusals there, one leaf holding hundreds of parked asks behind its cohorts. The stretch
 stops before the first instant at which a call could do anything else; the engine runs that one
 as usual.
@@ -22,7 +22,7 @@ import math
 from typing import TYPE_CHECKING
 
 from makeway.core.state import ClusterState
-from makeway.policies.yunikorn.cohorts import _all_refused, refused, repeat_refusals, turns
+from makeway.policies.yunikorn.cohorts import all_refused, refused, repeat_refusals, turns
 from makeway.policies.yunikorn.common import PREEMPT_ATTEMPT_FREQUENCY_US
 from makeway.policies.yunikorn.fastpass import timers
 from makeway.policies.yunikorn.views import to_us
@@ -189,7 +189,7 @@ def _parked_chains(model: "YuniKornModel", state: ClusterState, wakes: list[floa
         if park or len(refuse) != len(tids) or set(refuse) != set(tids):
             return None
         # not known: the attempts are the cohort's own asks, each refused if doomed in this world
-        if unknown and (known or not _all_refused(model, state, c.due, unknown, world)):
+        if unknown and (known or not all_refused(model, state, c.due, unknown, world)):
             return None
         chains.append((c, refuse))
     if not chains:
@@ -215,12 +215,12 @@ def _parked_chains(model: "YuniKornModel", state: ClusterState, wakes: list[floa
 def _refused_here(model: "YuniKornModel", state: ClusterState, c, tids: list[str], world: tuple) -> bool:
     """Whether the call at a cohort's instant, refused in another world, refuses all of its asks
     again as a known cohort's would: each still pending (the call drops any other) and placed
-    nowhere and doomed in this world, which stands until the stretch ends (``cohorts._all_refused``;
+    nowhere and doomed in this world, which stands until the stretch ends (``cohorts.all_refused``;
     its verdicts do not depend on the time). If so the cohort is known once the stretch runs."""
     pending = state.pending
     if not all(t in pending.get(t.rsplit("/", 2)[0], ()) for t in tids):
         return False
-    return _all_refused(model, state, c.due, tids, world)
+    return all_refused(model, state, c.due, tids, world)
 
 
 def _before_ask_timers(blocks, limit: float) -> float:
