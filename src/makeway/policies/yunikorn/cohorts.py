@@ -61,8 +61,7 @@ def repeat_refusals(model: "YuniKornModel", state: ClusterState, now_us: int) ->
     elif known:
         refuse, park, unsure = members, [], []  # a cohort has no more asks in a leaf than attempts
     else:
-        pending = state.pending
-        refuse, park = [t for t in members if t in pending.get(t.rsplit("/", 2)[0], ())], []
+        refuse, park = [t for t in members if still_pending(state, t)], []
         unsure = refuse
     if unsure and not all_refused(model, state, now_us, unsure, world):
         return False
@@ -162,11 +161,16 @@ def turns(model: "YuniKornModel", state: ClusterState, members: list[str], known
     return refuse, park, unknown
 
 
+def still_pending(state: ClusterState, tid: str) -> bool:
+    """Whether a blocked ask is still pending (one that started or was withdrawn is not)."""
+    return tid in state.pending.get(tid.rsplit("/", 2)[0], ())
+
+
 def _due_asks(blocks, state: ClusterState, now_us: int) -> list[str] | None:
     """The asks whose own timer (a per-ask heap's, not a cohort's) is due, in timer order; None
     when one of them is no longer pending (the walk drops it). The heaps are read, not popped."""
     out: list[tuple[int, str]] = []
-    blocked, pending = blocks.blocked, state.pending
+    blocked = blocks.blocked
     for heap in (blocks.heap_fresh, blocks.heap_checked):
         stack, n = [0], len(heap)
         while stack:
@@ -174,7 +178,7 @@ def _due_asks(blocks, state: ClusterState, now_us: int) -> list[str] | None:
             if i < n and heap[i][0] <= now_us:
                 due, tid = heap[i]
                 if blocked.get(tid) == due:
-                    if tid not in pending.get(tid.rsplit("/", 2)[0], ()):
+                    if not still_pending(state, tid):
                         return None
                     out.append(heap[i])
                 stack.append(2 * i + 1)
@@ -252,4 +256,4 @@ def all_refused(model: "YuniKornModel", state: ClusterState, now_us: int, refuse
     return True
 
 
-__all__ = ["all_refused", "refused", "repeat_refusals", "turns"]
+__all__ = ["all_refused", "refused", "repeat_refusals", "still_pending", "turns"]

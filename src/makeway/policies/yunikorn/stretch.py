@@ -22,7 +22,7 @@ import math
 from typing import TYPE_CHECKING
 
 from makeway.core.state import ClusterState
-from makeway.policies.yunikorn.cohorts import all_refused, refused, repeat_refusals, turns
+from makeway.policies.yunikorn.cohorts import all_refused, refused, repeat_refusals, still_pending, turns
 from makeway.policies.yunikorn.common import PREEMPT_ATTEMPT_FREQUENCY_US
 from makeway.policies.yunikorn.fastpass import timers
 from makeway.policies.yunikorn.views import to_us
@@ -217,8 +217,7 @@ def _refused_here(model: "YuniKornModel", state: ClusterState, c, tids: list[str
     again as a known cohort's would: each still pending (the call drops any other) and placed
     nowhere and doomed in this world, which stands until the stretch ends (``cohorts.all_refused``;
     its verdicts do not depend on the time). If so the cohort is known once the stretch runs."""
-    pending = state.pending
-    if not all(t in pending.get(t.rsplit("/", 2)[0], ()) for t in tids):
+    if not all(still_pending(state, t) for t in tids):
         return False
     return all_refused(model, state, c.due, tids, world)
 
