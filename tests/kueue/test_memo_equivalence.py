@@ -205,10 +205,10 @@ def test_pending_reasons_read_a_current_snapshot(case):
                                                                              workloads, fair)
 
 
-def _cq(name: str, nominal: int) -> Queue:
+def _cq(name: str, nominal: int, within: str = "Never", reclaim: str = "Never") -> Queue:
     return Queue(name, "org", settings={"kind": "ClusterQueue", "resourceGroups": [
         {"coveredResources": ["cpu"], "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": nominal}]}]}],
-        "preemption": {"withinClusterQueue": "Never", "reclaimWithinCohort": "Never",
+        "preemption": {"withinClusterQueue": within, "reclaimWithinCohort": reclaim,
                        "borrowWithinCohort": {"policy": "Never"}}})
 
 
@@ -244,13 +244,6 @@ def test_a_reason_read_after_a_call_that_started_work_updates_the_models_snapsho
     assert CountsCurrent.refreshed > refreshed
 
 
-def _policy_cq(name: str, nominal: int, reclaim: str) -> Queue:
-    return Queue(name, "org", settings={"kind": "ClusterQueue", "resourceGroups": [
-        {"coveredResources": ["cpu"], "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": nominal}]}]}],
-        "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": reclaim,
-                       "borrowWithinCohort": {"policy": "Never"}}})
-
-
 class Settling(Recording):
     """Counts the heads taken as settled earlier in their call (``_settled_kind``)."""
 
@@ -270,8 +263,8 @@ def test_heads_settled_in_a_call_are_skipped_after_admissions(twins):
     unevaluated for the rest of the call, though x0's admission in c (within its nominal, no
     queue starts borrowing) moved the tree's version between the rounds. x1 is admitted in the
     next round. Everything as ``caches: false`` decides, reasons included."""
-    queues = [Queue("org", settings={"kind": "Cohort"}), _policy_cq("a", 4, "Any"), _policy_cq("b", 6, "Any"),
-              _policy_cq("c", 4, "Any"), _policy_cq("d", 0, "Any")]
+    queues = [Queue("org", settings={"kind": "Cohort"}),
+              *(_cq(name, nominal, "LowerPriority", "Any") for name, nominal in (("a", 4), ("b", 6), ("c", 4), ("d", 0)))]
     nodes = [Node("n0", {"cpu": 100}, {"flavor": "f"})]
 
     def job(name: str, queue: str, at: float, cpu: int, priority: int) -> Workload:
