@@ -205,11 +205,11 @@ def test_pending_reasons_read_a_current_snapshot(case):
                                                                              workloads, fair)
 
 
-def _cq(name: str, nominal: int, within: str = "Never", reclaim: str = "Never") -> Queue:
+def _cq(name: str, nominal: int, within: str = "Never", reclaim: str = "Never", borrow: str = "Never") -> Queue:
     return Queue(name, "org", settings={"kind": "ClusterQueue", "resourceGroups": [
         {"coveredResources": ["cpu"], "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": nominal}]}]}],
         "preemption": {"withinClusterQueue": within, "reclaimWithinCohort": reclaim,
-                       "borrowWithinCohort": {"policy": "Never"}}})
+                       "borrowWithinCohort": {"policy": borrow}}})
 
 
 @pytest.mark.parametrize("fair", [False, True])
@@ -278,3 +278,59 @@ def test_heads_settled_in_a_call_are_skipped_after_admissions(twins):
     assert got == _trails(FullEvaluation, queues, nodes, workloads, False)
     assert [line for line in got[0] if line.startswith("1.0")] == [f"1.0 S x{i}/0/0 n0" for i in range(twins + 1)]
     assert Settling.settled - settled >= 2 * twins
+
+
+class ShortSettling(Recording):
+    """Counts the kinds settled at a call's start by the headroom of an earlier call's doomed
+    search (``_settle_short``), and the classic searches run."""
+
+    settled = 0
+
+    def _settle_short(self, queues):
+        before = len(self._settles)
+        super()._settle_short(queues)
+        type(self).settled += len(self._settles) - before
+
+
+@pytest.mark.parametrize("twins", [1, 3])
+def test_a_search_doomed_by_its_headroom_stays_doomed_across_calls_until_enough_quota_is_released(twins):
+    """The tree (20 cpu) is full at t=0. At t=1, k0 (b, 4 cpu, priority 10) would borrow beyond
+    b's nominal quota, which b0 fills at the same priority, and no queue borrows: no candidate,
+    its headroom is 0 and it lacks 4. e0's end at t=5 releases 1 cpu: k0 and its twins are
+    settled at the call's start, unevaluated. f0's end at t=8 brings the release to 4: k0 is
+    evaluated again and admitted. Everything as ``caches: false`` decides, reasons included."""
+    queues = [Queue("org", settings={"kind": "Cohort"}),
+              *(_cq(name, nominal, "LowerPriority", "Any") for name, nominal in (("a", 4), ("b", 8), ("c", 4), ("d", 4)))]
+    nodes = [Node("n0", {"cpu": 100}, {"flavor": "f"})]
+
+    def job(name: str, queue: str, at: float, cpu: int, priority: int, duration: float = 100.0) -> Workload:
+        return Workload(name, queue, at, duration, (TaskGroup(1, {"cpu": cpu}),), priority)
+
+    workloads = [job("a0", "a", 0.0, 4, 0), job("b0", "b", 0.0, 8, 10), job("c0", "c", 0.0, 4, 0),
+                 job("e0", "d", 0.0, 1, 0, 5.0), job("f0", "d", 0.0, 3, 0, 8.0)]
+    workloads += [job(f"k{i}", "b", 1.0, 4, 10) for i in range(twins + 1)]
+    settled = ShortSettling.settled
+    got = _trails(ShortSettling, queues, nodes, workloads, False)
+    assert got == _trails(FullEvaluation, queues, nodes, workloads, False)
+    assert [line for line in got[0] if " S k" in line and float(line.split()[0]) < 100] == ["8.0 S k0/0/0 n0"]
+    assert ShortSettling.settled - settled >= 1
+
+
+def test_a_queue_that_starts_borrowing_ends_a_headroom_though_little_was_released():
+    """At t=1, p (q1, 4 cpu, as high as w1) would borrow; nobody borrows, so it has no candidate
+    and a headroom of 1 (q2's free cpu). At t=2, x0 (1 cpu) makes q0 borrow: w0 and x0 become
+    candidates. e0's end at t=5 releases only 1 cpu, less than p lacks, yet p must search again
+    (the flip) and now preempts. Everything as ``caches: false`` decides, reasons included."""
+    queues = [Queue("org", settings={"kind": "Cohort"}),
+              *(_cq(name, nominal, "LowerPriority", "Any", "LowerPriority") for name, nominal in (("q0", 4), ("q1", 4),
+                                                                                                 ("q2", 2)))]
+    nodes = [Node("n0", {"cpu": 100}, {"flavor": "f"})]
+    workloads = [Workload("w0", "q0", 0.0, 100.0, (TaskGroup(1, {"cpu": 4}),), 0),
+                 Workload("w1", "q1", 0.0, 100.0, (TaskGroup(1, {"cpu": 4}),), 2),
+                 Workload("e0", "q2", 0.0, 5.0, (TaskGroup(1, {"cpu": 1}),), 0),
+                 Workload("p", "q1", 1.0, 100.0, (TaskGroup(1, {"cpu": 4}),), 2),
+                 Workload("x0", "q0", 2.0, 100.0, (TaskGroup(1, {"cpu": 1}),), 1)]
+    got = _trails(Recording, queues, nodes, workloads, False)
+    assert got == _trails(FullEvaluation, queues, nodes, workloads, False)
+    assert [line.split()[:3] for line in got[0] if line.startswith("5.0")] == [
+        ["5.0", "P", "w0/0/0"], ["5.0", "N", "kueue-preemption"], ["5.0", "S", "p/0/0"]]

@@ -7,17 +7,17 @@ them, and searches by removing and re-adding workloads, with no bound: on random
 admitted sets both must pick the same victims, with the same reasons, and leave the tree as found.
 """
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from makeway.policies.kueue import preemption as P
 
 from makeway.policies.kueue.preemption import (HIERARCHICAL, RECLAIM_WHILE_BORROWING, RECLAIM_WITHOUT_BORROWING,
                                                WITHIN_CQ, _VARIANT_REASON, Preemptor, _borrow_within_cohort_allowed,
-                                               _valid, classic_search, classic_targets, ordering_key,
-                                               satisfies_policy, workload_fits)
+                                               _valid, classic_search, classic_search_headroom, classic_targets,
+                                               ordering_key, satisfies_policy, workload_fits)
 from makeway.policies.kueue.quota import (NEVER, Admitted, CohortSpec, CQSpec, FlavorQuota, Policy, QuotaTree,
-                                          quantities_fit_in_quota, within_nominal_in)
+                                          cq_available, quantities_fit_in_quota, within_nominal_in)
 
 FR = ("f", "cpu")
 
@@ -221,3 +221,74 @@ def test_doomed_stays_doomed_for_a_larger_request(case, more):
         assert classic_search(tree, bigger) == ([], True)
     finally:
         P.ONE_FR = True
+
+
+def _flip_case():
+    """q0 and q1 fill their nominal quota and the cohort has 1 of its own. p (q1, 4, as high as
+    w1) has no candidate, so its headroom is 1. x0 (1 in q0) makes q0 borrow: w0 and x0 become
+    candidates, reclaimed while p borrows (q1's policy allows it), and p fits without w0, though
+    nothing was released: only the flip says search again."""
+    policy = Policy("LowerPriority", "Any", "LowerPriority", None)
+    cohorts = [CohortSpec("org", None, quotas={FR: FlavorQuota(1)})]
+    cqs = [CQSpec("q0", "org", quotas={FR: FlavorQuota(4)}, policy=policy),
+           CQSpec("q1", "org", quotas={FR: FlavorQuota(4)}, policy=policy)]
+    admitted = [Admitted("w0", "q0", 0, {FR: 4}, 0.0, 0.0, "w0", False, False),
+                Admitted("w1", "q1", 2, {FR: 4}, 0.0, 1.0, "w1", False, False)]
+    p = Preemptor("p", "q1", 2, {FR: 4}, frozenset({FR}), 5.0, "p")
+    return (cohorts, cqs, admitted, p), [(False, 0, 0, 0, 1)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(trees(), st.lists(st.tuples(st.booleans(), st.integers(0, 13), st.integers(0, 4), st.integers(0, 3),
+                                   st.integers(1, 3)), max_size=8))
+@example(*_flip_case())
+def test_headroom_keeps_a_search_doomed_across_ends_and_admissions(case, events):
+    """A one-fr preemptor doomed by the first test (every candidate gone, borrowing allowed)
+    asks for more than its headroom. Workloads then end and others are admitted, anywhere in
+    the tree: while less than the request minus the headroom has left the tree and no node has
+    started borrowing, the search stays doomed and the preemptor's quota is no Fit either
+    (``KueueModel`` settles such heads across calls)."""
+    cohorts, cqs, admitted, p = case
+    tree = QuotaTree(cohorts, cqs)
+    for wl in admitted:
+        tree.add_workload(wl)
+    targets, doomed, headroom = classic_search_headroom(tree, p)
+    assert (targets, doomed) == classic_search(tree, p)
+    if headroom is None:
+        return
+    v = p.requests[FR]
+    assert doomed and not targets and headroom < v
+    registered = {wl.name: wl for wl in admitted}
+    released = 0
+    for k, (ends, j, i, priority, amount) in enumerate(events):
+        if ends:
+            wl = registered.pop(f"w{j}", None)
+            if wl is None:
+                continue
+            tree.remove_workload(wl)
+            released += wl.usage[FR]
+        else:
+            node = tree.cqs[f"q{i % len(cqs)}"]
+            path = [node, *node.path_parent_to_root()]
+            before = [within_nominal_in(n, [FR]) for n in path]
+            wl = Admitted(f"x{k}", node.name, priority, {FR: amount}, 0.0, 20.0 + k, f"x{k}", False, False)
+            tree.add_workload(wl)
+            registered[wl.name] = wl
+            if [within_nominal_in(n, [FR]) for n in path] != before:
+                return  # a node started borrowing: new candidates, the model searches again
+        if headroom + released >= v:
+            return
+        assert classic_search(tree, p) == ([], True)
+        assert cq_available(tree.cqs[p.cq], FR) < v
+
+
+def test_a_node_that_starts_borrowing_undooms_with_nothing_released():
+    """Why the model drops a headroom when a node starts borrowing (``_flip_case``)."""
+    (cohorts, cqs, admitted, p), _ = _flip_case()
+    tree = QuotaTree(cohorts, cqs)
+    for wl in admitted:
+        tree.add_workload(wl)
+    assert classic_search_headroom(tree, p) == ([], True, 1)
+    tree.add_workload(Admitted("x0", "q0", 0, {FR: 1}, 0.0, 20.0, "x0", False, False))
+    targets, doomed = classic_search(tree, p)
+    assert not doomed and sorted(t.workload.name for t in targets) == ["w0"]

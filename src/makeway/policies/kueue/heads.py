@@ -12,7 +12,7 @@ from makeway.core.placement import first_fit
 from makeway.core.resources import Res, add_into
 from makeway.core.state import ClusterState
 from makeway.policies.kueue.assign import FIT, NOFIT, Assignment, assign_flavors
-from makeway.policies.kueue.preemption import Preemptor, Target, classic_search, get_targets
+from makeway.policies.kueue.preemption import Preemptor, Target, classic_search_headroom, get_targets
 from makeway.policies.kueue.quota import ANY, FR, QNode, QuotaTree, units
 from makeway.policies.kueue.selectors import selector_matches, untolerated
 
@@ -119,6 +119,7 @@ class HeadAdmission:
             self._targets_memo.clear()
             self._doomed.clear()
             self._doomed_from.clear()
+            self._headroom.clear()
         cq = h.cq
         wl = state.workloads[h.wl]
         if not self._namespace_ok(state, cq.name, h.wl):
@@ -161,7 +162,8 @@ class HeadAdmission:
         smallest = self._doomed_from.get(one) if one is not None else None
         # a head refused this way holds no quota back (reclaim Any): settled till the next flip
         settles = cq.policy.reclaim_within_cohort == ANY
-        if self._doomed.get(key) == flips or (smallest is not None and smallest[0] == flips and smallest[1] <= v):
+        if self._doomed.get(key) == flips or (smallest is not None and smallest[0] == flips and smallest[1] <= v) \
+                or (one is not None and self._short_of(one, root, v)):
             targets = []
             if settles:
                 self._settled = flips
@@ -174,13 +176,17 @@ class HeadAdmission:
             elif self.fair:
                 targets = get_targets(tree, p, True, self.strategies)
             else:
-                targets, doomed = classic_search(tree, p)
+                targets, doomed, headroom = classic_search_headroom(tree, p)
                 if doomed:
                     self._doomed[key] = flips
                     if settles:
                         self._settled = flips
                     if one is not None and (smallest is None or smallest[0] != flips or v < smallest[1]):
                         self._doomed_from[one] = (flips, v)
+                    if one is not None and headroom is not None:
+                        self._headroom[one] = (flips, self._released.get((root, one[1]), 0), headroom)
+                        if settles and _one_flavor(cq, one[1]):
+                            self._kind_short[self._head_id(state, cq, h.wl)] = (one, v, root)
             if targets:
                 self._targets_memo[key] = (stamp, targets)
         if not targets:
@@ -213,18 +219,42 @@ class HeadAdmission:
                                   {"targets": sorted(t.workload.name for t in targets)}))
         self._add_in_call(tree, cq, a.usage)
 
+    def _short_of(self, one: tuple, root: str, v: int) -> bool:
+        """Whether a one-fr preemptor asking for ``v`` is doomed by the headroom of an earlier
+        search of its key (``classic_search_headroom``): no node of the tree started borrowing
+        since, and less than ``v`` minus that headroom left the tree (``_released``)."""
+        hit = self._headroom.get(one)
+        return hit is not None and hit[0] == self._flips.get(root, 0) \
+            and hit[2] + self._released.get((root, one[1]), 0) - hit[1] < v
+
     def _add_in_call(self, tree: QuotaTree, cq: QNode, usage: dict[FR, int]) -> None:
         """Usage this call adds to the snapshot (taken back at its end). Within a call usage only
         grows, so a doomed target search stays doomed (``classic_search``) until some node of the
         cohort tree goes from within nominal to borrowing: that bumps the root's flip count."""
-        path = [cq, *cq.path_parent_to_root()]
-        before = [n.usage.get(fr, 0) <= n.subtree.get(fr, 0) for n in path for fr in usage]
+        before = self._borrowing_marks(cq, usage)
         tree.add_usage(cq, usage)
-        if before != [n.usage.get(fr, 0) <= n.subtree.get(fr, 0) for n in path for fr in usage]:
-            root = path[-1].name
-            self._flips[root] = self._flips.get(root, 0) + 1
+        self._count_flip(cq, usage, before)
         self._incall.append((cq, usage))
         self._bump(cq)
+
+    @staticmethod
+    def _borrowing_marks(cq: QNode, usage: dict[FR, int]) -> list[bool]:
+        return [n.usage.get(fr, 0) <= n.subtree.get(fr, 0) for n in (cq, *cq.path_parent_to_root()) for fr in usage]
+
+    def _count_flip(self, cq: QNode, usage: dict[FR, int], before: list[bool]) -> None:
+        """A node of ``cq``'s path started borrowing on a flavor-resource of ``usage`` since
+        ``before`` (usage only grew): the root's flip count moves, which ends every doomed memo."""
+        if before != self._borrowing_marks(cq, usage):
+            root = self._roots[cq.name]
+            self._flips[root] = self._flips.get(root, 0) + 1
+
+    def _release(self, cq: QNode, usage: dict[FR, int]) -> None:
+        """Usage left the tree at ``cq``: counted per root and fr (``_short_of``)."""
+        root = self._roots[cq.name]
+        released = self._released
+        for fr, v in usage.items():
+            if v > 0:
+                released[(root, fr)] = released.get((root, fr), 0) + v
 
     @staticmethod
     def _without(state: ClusterState, targets: list[Target], promised: dict[str, Res]) -> dict[str, Res]:
@@ -289,6 +319,12 @@ class HeadAdmission:
         reason = Reason("kueue", t.reason, p.name, detail, values)
         return [Preempt(tid, reason) for tid in sorted(state.running.get(victim.id, ()))
                 if not state.allocations[tid].preempting]
+
+
+def _one_flavor(cq: QNode, fr: FR) -> bool:
+    """Whether the queue has one flavor for ``fr``'s resource, so a head asking for that resource
+    alone is always assigned ``fr``."""
+    return any(fr[1] in resources and tuple(flavors) == (fr[0],) for resources, flavors in cq.groups)
 
 
 def _path(n: QNode) -> str:

@@ -298,19 +298,38 @@ def classic_targets(tree: QuotaTree, p: Preemptor) -> list[Target]:
 
 
 def classic_search(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool]:
-    """The targets, and whether the search was doomed: no attempt fits even with every candidate
-    valid at its start gone.
+    """``classic_search_headroom`` without the headroom."""
+    targets, doomed, _ = classic_search_headroom(tree, p)
+    return targets, doomed
 
-    A doomed answer stays doomed while the registered workloads are the same, usage only grows
-    and no node of the cohort tree goes from within nominal to borrowing on any flavor-resource:
-    candidate and valid sets depend on usage only through within-nominal tests, so they stay the
-    same (the hierarchy/priority split may move, but not their union; the attempts can only
-    shrink to ``[True]``), and more usage only makes the fit test fail harder (``available`` and
+
+def classic_search_headroom(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool, int | None]:
+    """The targets; whether the search was doomed, that is no attempt fits even with every
+    candidate valid at its start gone; and, for a preemptor of one flavor-resource doomed by the
+    first test (all candidates gone, borrowing allowed), its headroom: ``available`` on that fr
+    at its queue with every candidate gone, which is less than it asks for.
+
+    Within a call a doomed answer stays doomed while usage only grows and no node of the cohort
+    tree goes from within nominal to borrowing on any flavor-resource: candidate and valid sets
+    depend on usage only through within-nominal tests, so they stay the same (the
+    hierarchy/priority split may move, but not their union; the attempts can only shrink to
+    ``[True]``), and more usage only makes the fit test fail harder (``available`` and
     ``borrowing`` are monotone in every node's usage, and a node's usage is monotone in its
     leaves'). An admission loop uses this to skip searches within one call.
+
+    The headroom carries this across calls. ``available`` rises by at most the usage that leaves
+    the tree. A workload admitted as a candidate leaves the usage with every candidate gone as it
+    was, and one that is not a candidate only adds to it. Candidates appear only when a node
+    starts borrowing. So the preemptor stays doomed while less than its request minus the
+    headroom has left the tree and no node has started borrowing.
     """
     if ONE_FR and len(p.requests) == 1 and len(p.frs_need) == 1 and next(iter(p.frs_need)) in p.requests:
         return _search_one(tree, p)
+    targets, doomed = _search_general(tree, p)
+    return targets, doomed, None
+
+
+def _search_general(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool]:
     cq = tree.cqs[p.cq]
     sources = classic_sources(tree, p)
     every: dict[str, dict[FR, int]] = {}
@@ -426,7 +445,7 @@ def _sums_one(p: Preemptor, cq: QNode, src: _Source, fr: FR) -> tuple[int, int, 
 ONE_FR = True  # tests turn it off to check the general path against the same reference
 
 
-def _search_one(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool]:
+def _search_one(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool, int | None]:
     """``classic_search`` for a preemptor that needs one flavor-resource and requests nothing
     else: the same steps in the same order, on a copy of that fr's usage (``quota_one.Frame``);
     only that fr is ever read (fit and within-nominal tests), and frs move independently."""
@@ -450,20 +469,24 @@ def _search_one(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool]:
             every.append((i, e))
             valid.append((i, va))
 
-    def fits_without(gone: list[tuple[int, int]], allow: bool) -> bool:
+    def without(gone: list[tuple[int, int]]) -> list[int]:
         u = list(u0)
         for i, amount in gone:
             f.add(u, i, -amount)
-        return f.fits(u, ci, v, allow)
+        return u
 
-    if not fits_without(every, True):
-        return [], True
+    def fits_without(gone: list[tuple[int, int]], allow: bool) -> bool:
+        return f.fits(without(gone), ci, v, allow)
+
+    u_every = without(every)
+    if not f.fits(u_every, ci, v, True):
+        return [], True, f.available(u_every, ci)
     hier, prio = nonempty[HIER], nonempty[PRIO]
     forbidden = not _borrow_within_cohort_allowed(cq)
     under_nominal = u0[ci] < cq.nominal(fr)
     attempts = _attempts(hier, prio, forbidden, under_nominal)
     if not any(fits_without(valid if allow else every, allow) for allow in attempts):
-        return [], True
+        return [], True, None
     sub, par, index, cq_index = f.sub, f.par, f.index, f.cq_index
     own = p.cq
     for allow in attempts:
@@ -494,8 +517,8 @@ def _search_one(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool]:
                         f.add(u, bi, -bv)
                 return [Target(b, _VARIANT_REASON[bvar], {"variant": bvar, "allowBorrowing": allow,
                                                           "lca": blca.name if blca else None})
-                        for k, (b, bvar, blca, _, _) in enumerate(taken) if k not in dropped], False
-    return [], False
+                        for k, (b, bvar, blca, _, _) in enumerate(taken) if k not in dropped], False, None
+    return [], False, None
 
 
 def _sequence_one(p: Preemptor, cq: QNode, sources: list[_Source], count: int,

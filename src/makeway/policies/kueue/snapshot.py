@@ -48,6 +48,8 @@ class Snapshot:
             self._tree, self._bound = tree, state
             self._topo = {}
             self._outcomes = {}  # stamped by versions of the tree just dropped
+            self._headroom.clear()
+            self._kind_short.clear()
             self._roots = {q: n.root().name for q, n in tree.cqs.items()}
             self._entries = {q: {} for q in tree.cqs}
             self._counts = {}
@@ -135,13 +137,16 @@ class Snapshot:
                     if cur is not None and cur == prev:
                         continue
                     tree.remove_workload(adm)
+                    self._release(tree.cqs[q], adm.usage)
                     del old[wl_id]
                     # The signature of a root is a hash of its set of (workload, evicted): equal
                     # exactly when the set is, as a freshly built snapshot would compare it.
                     h -= hash((wl_id, adm.evicted))
                     changed = True
                 if cur is not None:
+                    marks = self._borrowing_marks(tree.cqs[q], cur[0].usage)
                     tree.add_workload(cur[0])
+                    self._count_flip(tree.cqs[q], cur[0].usage, marks)
                     old[wl_id] = cur
                     h += hash((wl_id, cur[0].evicted))
                     changed = True
@@ -203,6 +208,7 @@ class Snapshot:
         # computed while this call's admissions were in the tree.
         for cq, usage in reversed(self._incall):
             tree.add_usage(cq, usage, -1)
+            self._release(cq, usage)
             self._bump(cq)
         self._incall = []
         starts = 0
