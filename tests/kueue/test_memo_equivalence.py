@@ -281,15 +281,14 @@ def test_heads_settled_in_a_call_are_skipped_after_admissions(twins):
 
 
 class ShortSettling(Recording):
-    """Counts the kinds settled at a call's start by the headroom of an earlier call's doomed
-    search (``_settle_short``), and the classic searches run."""
+    """Counts the kinds settled by the headroom of an earlier doomed search (``_short_kind``)."""
 
     settled = 0
 
-    def _settle_short(self, queues):
-        before = len(self._settles)
-        super()._settle_short(queues)
-        type(self).settled += len(self._settles) - before
+    def _short_kind(self, hid):
+        kind = super()._short_kind(hid)
+        type(self).settled += kind is not None
+        return kind
 
 
 @pytest.mark.parametrize("twins", [1, 3])
@@ -297,7 +296,7 @@ def test_a_search_doomed_by_its_headroom_stays_doomed_across_calls_until_enough_
     """The tree (20 cpu) is full at t=0. At t=1, k0 (b, 4 cpu, priority 10) would borrow beyond
     b's nominal quota, which b0 fills at the same priority, and no queue borrows: no candidate,
     its headroom is 0 and it lacks 4. e0's end at t=5 releases 1 cpu: k0 and its twins are
-    settled at the call's start, unevaluated. f0's end at t=8 brings the release to 4: k0 is
+    settled by that headroom, unevaluated. f0's end at t=8 brings the release to 4: k0 is
     evaluated again and admitted. Everything as ``caches: false`` decides, reasons included."""
     queues = [Queue("org", settings={"kind": "Cohort"}),
               *(_cq(name, nominal, "LowerPriority", "Any") for name, nominal in (("a", 4), ("b", 8), ("c", 4), ("d", 4)))]

@@ -162,11 +162,14 @@ class HeadAdmission:
         smallest = self._doomed_from.get(one) if one is not None else None
         # a head refused this way holds no quota back (reclaim Any): settled till the next flip
         settles = cq.policy.reclaim_within_cohort == ANY
-        if self._doomed.get(key) == flips or (smallest is not None and smallest[0] == flips and smallest[1] <= v) \
-                or (one is not None and self._short_of(one, root, v)):
+        short = one is not None and self._short_of(one, v, root)
+        if short or self._doomed.get(key) == flips or (smallest is not None and smallest[0] == flips
+                                                       and smallest[1] <= v):
             targets = []
             if settles:
                 self._settled = flips
+                if short:
+                    self._note_short(state, cq, h.wl, one, v, root)
         elif self._no_targets.get(key) == stamp:
             targets = []
         else:
@@ -185,8 +188,8 @@ class HeadAdmission:
                         self._doomed_from[one] = (flips, v)
                     if one is not None and headroom is not None:
                         self._headroom[one] = (flips, self._released.get((root, one[1]), 0), headroom)
-                        if settles and _one_flavor(cq, one[1]):
-                            self._kind_short[self._head_id(state, cq, h.wl)] = (one, v, root)
+                        if settles:
+                            self._note_short(state, cq, h.wl, one, v, root)
             if targets:
                 self._targets_memo[key] = (stamp, targets)
         if not targets:
@@ -219,13 +222,20 @@ class HeadAdmission:
                                   {"targets": sorted(t.workload.name for t in targets)}))
         self._add_in_call(tree, cq, a.usage)
 
-    def _short_of(self, one: tuple, root: str, v: int) -> bool:
+    def _short_of(self, one: tuple, v: int, root: str) -> bool:
         """Whether a one-fr preemptor asking for ``v`` is doomed by the headroom of an earlier
         search of its key (``classic_search_headroom``): no node of the tree started borrowing
         since, and less than ``v`` minus that headroom left the tree (``_released``)."""
         hit = self._headroom.get(one)
         return hit is not None and hit[0] == self._flips.get(root, 0) \
             and hit[2] + self._released.get((root, one[1]), 0) - hit[1] < v
+
+    def _note_short(self, state: ClusterState, cq: QNode, wl_id: str, one: tuple, v: int, root: str) -> None:
+        """The head's kind is doomed by a headroom: its heads are settled while a headroom holds
+        (``TwinSkipping._short_kind``), where its queue has one flavor for the resource, so that
+        every head of the kind asks for ``v`` of ``one``'s fr."""
+        if _one_flavor(cq, one[1]):
+            self._kind_short[self._head_id(state, cq, wl_id)] = (one, v, root)
 
     def _add_in_call(self, tree: QuotaTree, cq: QNode, usage: dict[FR, int]) -> None:
         """Usage this call adds to the snapshot (taken back at its end). Within a call usage only

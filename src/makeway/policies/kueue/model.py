@@ -22,7 +22,7 @@ from makeway.policies.kueue.assign import Assignment
 from makeway.policies.kueue.cycle import STRICT_FIFO, tournament_winner
 from makeway.policies.kueue.explain import Explain
 from makeway.policies.kueue.heads import HeadAdmission, _Head
-from makeway.policies.kueue.parked import QUOTA, Parked
+from makeway.policies.kueue.parked import Parked
 from makeway.policies.kueue.pending import PendingIndex
 from makeway.policies.kueue.preemption import DEFAULT_STRATEGIES, Target
 from makeway.policies.kueue.quota import Admitted, CohortSpec, CQSpec, QNode, QuotaTree
@@ -101,7 +101,7 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         # usage taken back); per (queue, fr, priority, age), the headroom of the last one-fr search
         # doomed by its first test, with the root's flip count and that release count then
         # (``HeadAdmission._short_of``); per head key id, the (key, request, root) of a kind such a
-        # search doomed, which is then settled at each call's start while the headroom holds.
+        # search doomed, whose heads are then settled while a headroom holds (``_short_kind``).
         self._released: dict[tuple[str, tuple[str, str]], int] = {}
         self._headroom: dict[tuple, tuple[int, int, int]] = {}
         self._kind_short: dict[int, tuple[tuple, int, str]] = {}
@@ -252,8 +252,6 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         promised: dict[str, Res] = {}
         victims: set[str] = set()
         queues = self._pending_by_queue(state, tree)  # read only: ``at`` says how far each was taken
-        if self.caches and self._kind_short:
-            self._settle_short(queues)
         at = dict.fromkeys(queues, 0)
         ends: dict[str, list[int]] = {}
         order = sorted(queues)
@@ -312,18 +310,6 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         # a fixed point that a repeat with unchanged state may skip.
         self._idle = None if decisions or self._gversion != gversion else self._epochs(state)
         return decisions
-
-    def _settle_short(self, queues: dict[str, list[tuple]]) -> None:
-        """Settle for this call every pending kind whose doomed search still holds by its headroom
-        (``HeadAdmission._short_of``): its heads would be refused quota (NoFit, or a doomed search
-        that holds nothing back, since a Fit needs more than the headroom too), so they are parked
-        unevaluated, as twins of a settled head are (``TwinSkipping._settled_kind``)."""
-        short = self._kind_short
-        for q in queues:
-            for hid, waiting in self._index.groups.get(q, ()):
-                hit = short.get(hid)
-                if hit is not None and not waiting and self._short_of(hit[0], hit[2], hit[1]):
-                    self._settles[hid] = (self._flips.get(hit[2], 0), QUOTA)
 
     def _process_strict(self, state: ClusterState, tree: QuotaTree, h: _Head, now: float, decisions: list[Decision],
                         promised: dict[str, Res], victims: set[str], queues: dict[str, list[tuple]],

@@ -17,7 +17,7 @@ from makeway.core.decisions import Decision
 from makeway.core.resources import Res
 from makeway.core.state import ClusterState
 from makeway.policies.kueue.heads import _Head
-from makeway.policies.kueue.parked import NODE
+from makeway.policies.kueue.parked import NODE, QUOTA
 from makeway.policies.kueue.pending import runs
 from makeway.policies.kueue.quota import QNode, QuotaTree
 
@@ -78,8 +78,20 @@ class TwinSkipping:
         """How a head settled earlier in this call is parked (``_settles``), or None."""
         hit = self._settles.get(hid)
         if hit is None or hit[0] >= 0 and hit[0] != self._flips.get(self._roots[cq.name], 0):
-            return None
+            return self._short_kind(hid)
         return hit[1]
+
+    def _short_kind(self, hid: int) -> int | None:
+        """QUOTA for a kind whose doom still holds by a headroom (``HeadAdmission._short_of``),
+        checked when asked: a search of its flavor-resource later in the call, after a node
+        started borrowing, may give a new headroom that settles it again. Its heads would be
+        refused quota (NoFit, or a doomed search that holds nothing back; a Fit needs more than
+        the headroom too), so they are parked unevaluated, as twins of a settled head are."""
+        hit = self._kind_short.get(hid)
+        if hit is None or not self._short_of(*hit):
+            return None
+        self._settles[hid] = (self._flips.get(hit[2], 0), QUOTA)
+        return QUOTA
 
     def _carry_outcomes(self, state: ClusterState) -> None:
         """Keep the no-op outcomes of earlier calls. One that did not look at the nodes read only
@@ -137,6 +149,7 @@ class TwinSkipping:
         # after the head waits (they are current), and a kind's outcome is one per head id
         outcomes, root_v = self._outcomes, self._version.get(self._roots[cq.name], 0)
         settles, flips = self._settles, self._flips.get(self._roots[cq.name], 0)
+        short = self._kind_short
         nodes_v, global_v = self._nversion, self._gversion
         cursors, q = self._cursors, cq.name
         for kind, ents in groups.items():
@@ -151,6 +164,9 @@ class TwinSkipping:
                 hit = settles.get(kind[0]) if settles else None
                 if hit is not None and (hit[0] < 0 or hit[0] == flips):
                     known_of[kind] = hit[1]
+                    continue
+                if kind[0] in short and self._short_kind(kind[0]) is not None:
+                    known_of[kind] = QUOTA
                     continue
             # the kind's first unparked entry from the head on and its place in ``lst`` stay
             # the same while the head has not passed it (nothing after the head is parked or
