@@ -5,9 +5,12 @@ executor-free driver of ``test_runtime_topology``, then ``explain_pending``. Abo
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Callable
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from makeway.core.pending import CODES, explain_pending
 from tests.core.test_runtime_topology import MODELS, Driver
@@ -172,3 +175,44 @@ def test_queue_orders_are_each_queues_own_order(m: str):
     assert list(orders) == queues and queues
     assert orders == {q: d.model.queue_order(d.state, q, d.now) for q in queues}
     assert sum(map(len, orders.values())) == len(d.state.pending)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["submit", "start", "end", "requeue", "withdraw", "read"]),
+                          st.integers(0, 7), st.integers(0, 2)), max_size=80),
+       st.sampled_from([2, 5, 1 << 16]))
+@example([("read", 0, 0), ("submit", 0, 1), ("read", 0, 0), ("start", 0, 0), ("read", 0, 0)], 1 << 16)
+def test_pending_counts_kept_from_the_journals_are_the_backlog_per_queue(ops, limit):
+    """``PendingCounts`` reads only the workloads the journals name since its last read (a
+    submission, requeue or withdrawal, and a start); whatever the order of operations, and with
+    journals trimmed between reads, it gives the pending workloads per queue, and so do the
+    orders ``queue_orders`` reads with it."""
+    from makeway.core.objects import Node, Queue, TaskGroup, Workload
+    from makeway.core.pending import PendingCounts, queue_orders
+    from makeway.core.state import ClusterState
+
+    state = ClusterState(["cpu"], [Queue("q0"), Queue("q1"), Queue("q2")], [Node("n0", {"cpu": 1000})])
+    state.run_log.limit = state.pending_log.limit = limit
+    counts = PendingCounts()
+    d = Driver("kueue", [4, 4])
+    for op, i, q in ops:
+        wid = f"w{i}"
+        if op == "submit" and wid not in state.workloads:
+            state.submit(Workload(wid, f"q{q}", 0.0, 10.0, (TaskGroup(1 + i % 2, {"cpu": 1}),), 0))
+        elif op == "start" and state.pending.get(wid):
+            state.start(next(iter(state.pending[wid])), "n0", 0.0)
+        elif op in ("end", "requeue") and state.running.get(wid):
+            tid = next(iter(state.running[wid]))
+            state.end(tid)
+            if op == "requeue" and wid not in state.withdrawn:
+                state.requeue(tid)
+        elif op == "withdraw" and wid in state.workloads:
+            state.withdraw(wid)
+        elif op == "read":
+            got = {k: n for k, n in counts.read(state).items() if n}
+            assert got == Counter(state.workloads[w].queue for w in state.pending)
+    got = {k: n for k, n in counts.read(state).items() if n}
+    assert got == Counter(state.workloads[w].queue for w in state.pending)
+    by_queue: dict[str, int] = {}
+    orders = queue_orders(d.model, state, 0.0, by_queue, counts)
+    assert by_queue == got and list(orders) == sorted(got)

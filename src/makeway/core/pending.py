@@ -102,18 +102,58 @@ def _default_key(wls: Mapping[str, Any]) -> Any:
 _QUEUE = attrgetter("queue")
 
 
-def queue_orders(model: Any, state: ClusterState, now: float,
-                 counts: dict[str, int] | None = None) -> dict[str, list[str]]:
+class PendingCounts:
+    """Pending workloads per queue, kept from the state's journals: a workload enters or leaves
+    the pending set only by a submission, requeue or withdrawal (``pending_log``) or by the
+    start of its last pending task (``run_log``), so only the workloads named there since the
+    last read are looked at. Another state, or a journal trimmed past the last read, counts the
+    whole backlog again."""
+
+    __slots__ = ("counts", "_queue_of", "_state", "_pending_pos", "_run_pos")
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self._queue_of: dict[str, str] = {}  # the workloads counted, with their queue
+        self._state: ClusterState | None = None
+        self._pending_pos = self._run_pos = 0
+
+    def read(self, state: ClusterState) -> Counter[str]:
+        """The counts now (queues with none may be left out), to be read, not changed."""
+        fresh = state.pending_log.since(self._pending_pos) if self._state is state else None
+        started = state.run_log.since(self._run_pos) if fresh is not None else None
+        wls, pending = state.workloads, state.pending
+        if started is None:
+            self._queue_of = {w: wls[w].queue for w in pending}
+            self.counts = Counter(self._queue_of.values())
+            self._state = state
+        else:
+            queue_of, counts = self._queue_of, self.counts
+            for w in (*fresh, *started):
+                if w in pending:
+                    if w not in queue_of:
+                        q = queue_of[w] = wls[w].queue
+                        counts[q] += 1
+                elif w in queue_of:
+                    counts[queue_of.pop(w)] -= 1
+        self._pending_pos, self._run_pos = state.pending_log.position, state.run_log.position
+        return self.counts
+
+
+def queue_orders(model: Any, state: ClusterState, now: float, counts: dict[str, int] | None = None,
+                 known: PendingCounts | None = None) -> dict[str, list[str]]:
     """The model's ``queue_order`` of every queue with pending work, by queue name in sorted order.
     When the model keeps the default order, all of them come from one pass over the pending
     workloads instead of one per queue. ``counts``, when given, gets the number of pending
-    workloads per queue (from that pass when there is one)."""
+    workloads per queue (from that pass when there is one); ``known``, when given, is read for
+    them instead of a pass over the backlog."""
     from makeway.core.policy import PreemptionModel
 
     wls = state.workloads
     if getattr(type(model), "queue_order", None) is not PreemptionModel.queue_order:
-        # one pass in C over the backlog (thousands deep on a long trace, at every reason round)
-        per_queue = Counter(map(_QUEUE, map(wls.__getitem__, state.pending)))
+        if known is not None:
+            per_queue = {q: n for q, n in known.read(state).items() if n}
+        else:  # one pass in C over the backlog (thousands deep on a long trace, at every reason round)
+            per_queue = Counter(map(_QUEUE, map(wls.__getitem__, state.pending)))
         if counts is not None:
             for q, n in per_queue.items():
                 counts[q] = counts.get(q, 0) + n
@@ -209,6 +249,6 @@ def explain_pending(state: ClusterState, model: "PreemptionModel", now: float,
     return out
 
 
-__all__ = ["CODES", "FITS_NOWHERE", "GANG", "PREEMPTING", "PRIORITY", "PendingInfo", "QUEUE_MAX", "QUOTA",
-           "RESOURCES", "blocking_max", "blocking_usage", "default_queue_order", "queue_orders", "explain_pending",
-           "fits_some_node", "generic_reason"]
+__all__ = ["CODES", "FITS_NOWHERE", "GANG", "PREEMPTING", "PRIORITY", "PendingCounts", "PendingInfo", "QUEUE_MAX",
+           "QUOTA", "RESOURCES", "blocking_max", "blocking_usage", "default_queue_order", "queue_orders",
+           "explain_pending", "fits_some_node", "generic_reason"]

@@ -20,7 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from makeway.core.objects import Workload
-from makeway.core.pending import FITS_NOWHERE, blocking_max, fits_some_node, generic_reason, queue_orders
+from makeway.core.pending import (FITS_NOWHERE, PendingCounts, blocking_max, fits_some_node, generic_reason,
+                                  queue_orders)
 from makeway.core.pending import QUEUE_MAX as QUEUE_MAX_CODE
 from makeway.core.state import ClusterState
 
@@ -119,6 +120,7 @@ class ReasonLog:
         self._log_pos = 0                    # where ``state.pending_log`` was read up to
         self._config_seen: int | None = None
         self._limited: dict[str, dict] = {}  # queue with a max -> its usage at the last round
+        self._counts = PendingCounts()  # the backlog per queue, kept from the state's journals
 
     @property
     def rounds(self) -> int:
@@ -260,7 +262,7 @@ class ReasonLog:
         state, model, head = self.state, self.model, self.HEAD
         pending, current = state.pending, self._current
         by_queue: dict[str, int] = {}
-        orders = queue_orders(model, state, now, by_queue)
+        orders = queue_orders(model, state, now, by_queue, self._counts)
         stale = self._stale
         log = state.pending_log
         back = log.since(self._log_pos)
