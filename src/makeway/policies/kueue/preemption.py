@@ -1,4 +1,4 @@
-"""Kueue's target selection (``GetTargets``): classic (hierarchical) and fair-sharing preemption.
+"""Kueue's target selection (``GetTargets``): classic (hierarchical) here, fair sharing in ``fair``.
 
 Both algorithms simulate on the ``QuotaTree`` itself (remove a candidate, test the fit, put it back)
 and always leave the tree as they found it. They return the victims with Kueue's reason, or an
@@ -7,93 +7,22 @@ empty list: preemption is all-or-nothing. SEMANTICS.md sections 4, 5 and 7 descr
 
 from __future__ import annotations
 
+import math
+
 from bisect import bisect_left
 from heapq import merge
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from operator import attrgetter
-from typing import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Iterator, Mapping, NamedTuple, Sequence
 
-from makeway.policies.kueue.drs import Share, dominant_resource_share
+from makeway.policies.kueue.fair import fair_targets
 from makeway.policies.kueue.quota import (ANY, FR, LOWER_OR_NEWER_EQUAL, LOWER_PRIORITY, NEVER, Admitted,
-                                          QNode, QuotaTree, borrowing, cq_available,
-                                          quantities_fit_in_quota, within_nominal_in)
+                                          QNode, QuotaTree, quantities_fit_in_quota, within_nominal_in)
 from makeway.policies.kueue.quota_one import Frame, frame
-
-IN_CLUSTER_QUEUE = "InClusterQueue"
-IN_COHORT_RECLAMATION = "InCohortReclamation"
-IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
-IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
-
-LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
-LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
-DEFAULT_STRATEGIES = (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE)
-
-
-@dataclass(slots=True)
-class Preemptor:
-    """The pending workload: total request per fr (zeros dropped) and the frs in Preempt mode."""
-
-    name: str
-    cq: str
-    priority: int
-    requests: dict[FR, int]
-    frs_need: frozenset[FR]
-    created_at: float = float("-inf")
-    uid: str = ""
-
-
-@dataclass(slots=True)
-class Target:
-    workload: Admitted
-    reason: str
-    values: dict = field(default_factory=dict)
-
-
-# -- shared pieces --------------------------------------------------------------------------
-
-
-def satisfies_policy(p: Preemptor, cand: Admitted, policy: str) -> bool:
-    if policy == LOWER_PRIORITY:
-        return cand.priority < p.priority
-    if policy == LOWER_OR_NEWER_EQUAL:
-        return cand.priority < p.priority or (cand.priority == p.priority and p.created_at < cand.created_at)
-    return policy == ANY
-
-
-def ordering_key(cand: Admitted, preemptor_cq: str) -> tuple:
-    """CandidatesOrdering as a sort key: evicted, other queue, low priority, newest admission, uid."""
-    return (not cand.evicted, cand.cq == preemptor_cq, cand.priority, -cand.admitted_at, cand.uid, cand.name)
-
-
-def workload_fits(tree: QuotaTree, p: Preemptor, allow_borrowing: bool) -> bool:
-    cq = tree.cqs[p.cq]
-    for fr, v in p.requests.items():
-        if not allow_borrowing and borrowing(cq, fr, v):
-            return False
-        if v > cq_available(cq, fr):
-            return False
-    return True
-
-
-def fill_back(tree: QuotaTree, p: Preemptor, targets: list[Target], fits: Callable[[], bool]) -> list[Target]:
-    """Minimisation: put earlier victims back, newest first, while the preemptor still fits.
-
-    The last victim (the one that made the workload fit) is never reconsidered.
-    """
-    kept = list(targets)
-    for i in range(len(targets) - 2, -1, -1):
-        t = targets[i]
-        tree.add_workload(t.workload)
-        if fits():
-            kept.remove(t)
-        else:
-            tree.remove_workload(t.workload)
-    return kept
-
-
-def _restore(tree: QuotaTree, targets: Iterable[Target]) -> None:
-    for t in targets:
-        tree.add_workload(t.workload)
+from makeway.policies.kueue.targets import (DEFAULT_STRATEGIES, IN_CLUSTER_QUEUE, IN_COHORT_FAIR_SHARING,
+                                            IN_COHORT_RECLAIM_WHILE_BORROWING, IN_COHORT_RECLAMATION,
+                                            LESS_THAN_INITIAL_SHARE, LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, Preemptor,
+                                            Target, fill_back, ordering_key, satisfies_policy, workload_fits)
 
 
 # -- classic ----------------------------------------------------------------------------------
@@ -297,17 +226,28 @@ def classic_targets(tree: QuotaTree, p: Preemptor) -> list[Target]:
     return classic_search(tree, p)[0]
 
 
+class DoomBound(NamedTuple):
+    """How long a doomed search of one flavor-resource stays doomed across calls
+    (``classic_search_bound``)."""
+
+    headroom: int | None  # first test: ``available`` with every candidate gone
+    lack: float | None  # second test: what the request lacks, both ways of borrowing
+
+
 def classic_search(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool]:
-    """``classic_search_headroom`` without the headroom."""
-    targets, doomed, _ = classic_search_headroom(tree, p)
+    """``classic_search_bound`` without the bound."""
+    targets, doomed, _ = classic_search_bound(tree, p)
     return targets, doomed
 
 
-def classic_search_headroom(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool, int | None]:
+def classic_search_bound(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool, DoomBound | None]:
     """The targets; whether the search was doomed, that is no attempt fits even with every
-    candidate valid at its start gone; and, for a preemptor of one flavor-resource doomed by the
-    first test (all candidates gone, borrowing allowed), its headroom: ``available`` on that fr
-    at its queue with every candidate gone, which is less than it asks for.
+    candidate valid at its start gone; and, for a preemptor of one flavor-resource, a bound on
+    how long the doom lasts. Doomed by the first test (all candidates gone, borrowing allowed):
+    its headroom, ``available`` on that fr at its queue with every candidate gone, which is less
+    than it asks for. Doomed by the second (the attempts, with the valid candidates gone): its
+    lack, the least by which it misses a fit with and without borrowing (infinite where its own
+    queue is over its nominal quota even so), when both miss.
 
     Within a call a doomed answer stays doomed while usage only grows and no node of the cohort
     tree goes from within nominal to borrowing on any flavor-resource: candidate and valid sets
@@ -322,6 +262,12 @@ def classic_search_headroom(tree: QuotaTree, p: Preemptor) -> tuple[list[Target]
     was, and one that is not a candidate only adds to it. Candidates appear only when a node
     starts borrowing. So the preemptor stays doomed while less than its request minus the
     headroom has left the tree and no node has started borrowing.
+
+    The lack carries the second test across calls while, besides, nothing leaves the branch of
+    its queue (the root's child it is under): the usage on its path then only grows, so no
+    candidate gains the hierarchical advantage and the valid ones only shrink, its queue stays
+    at or over its nominal quota once there, and with both ways of borrowing missing, whichever
+    attempts a later search makes miss too.
     """
     if ONE_FR and len(p.requests) == 1 and len(p.frs_need) == 1 and next(iter(p.frs_need)) in p.requests:
         return _search_one(tree, p)
@@ -445,7 +391,7 @@ def _sums_one(p: Preemptor, cq: QNode, src: _Source, fr: FR) -> tuple[int, int, 
 ONE_FR = True  # tests turn it off to check the general path against the same reference
 
 
-def _search_one(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool, int | None]:
+def _search_one(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool, DoomBound | None]:
     """``classic_search`` for a preemptor that needs one flavor-resource and requests nothing
     else: the same steps in the same order, on a copy of that fr's usage (``quota_one.Frame``);
     only that fr is ever read (fit and within-nominal tests), and frs move independently."""
@@ -480,13 +426,16 @@ def _search_one(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool, int 
 
     u_every = without(every)
     if not f.fits(u_every, ci, v, True):
-        return [], True, f.available(u_every, ci)
+        return [], True, DoomBound(f.available(u_every, ci), None)
     hier, prio = nonempty[HIER], nonempty[PRIO]
     forbidden = not _borrow_within_cohort_allowed(cq)
     under_nominal = u0[ci] < cq.nominal(fr)
     attempts = _attempts(hier, prio, forbidden, under_nominal)
     if not any(fits_without(valid if allow else every, allow) for allow in attempts):
-        return [], True, None
+        u_valid = without(valid)
+        lack = min(v - f.available(u_valid, ci),
+                   math.inf if u_every[ci] + v > f.sub[ci] else v - f.available(u_every, ci))
+        return [], True, DoomBound(None, lack) if lack > 0 else None
     sub, par, index, cq_index = f.sub, f.par, f.index, f.cq_index
     own = p.cq
     for allow in attempts:
@@ -593,212 +542,14 @@ def _entries_one(p: Preemptor, cq: QNode, src: _Source, evicted: bool,
         yield key, wl, variant, lca
 
 
-# -- fair sharing -------------------------------------------------------------------------------
-
-
-def fair_candidates(tree: QuotaTree, p: Preemptor) -> list[Admitted]:
-    cq = tree.cqs[p.cq]
-    out: list[Admitted] = []
-    if cq.policy.within_cluster_queue not in (NEVER, "", None):
-        out.extend(wl for wl in cq.workloads.values()
-                   if wl.uses_any(p.frs_need) and satisfies_policy(p, wl, cq.policy.within_cluster_queue))
-    if cq.parent is not None and cq.policy.reclaim_within_cohort not in (NEVER, "", None):
-        for other in _cqs_in_subtree(cq.root()):
-            if other is cq or not any(borrowing(other, fr) for fr in p.frs_need):
-                continue
-            out.extend(wl for wl in other.workloads.values()
-                       if wl.uses_any(p.frs_need) and satisfies_policy(p, wl, cq.policy.reclaim_within_cohort))
-    out.sort(key=lambda w: ordering_key(w, p.cq))
-    return out
-
-
-def _cqs_in_subtree(n: QNode) -> Iterable[QNode]:
-    if n.is_cq:
-        yield n
-        return
-    for c in n.child_cohorts:
-        yield from _cqs_in_subtree(c)
-    yield from n.child_cqs
-
-
-def _path_to_root(n: QNode) -> list[QNode]:
-    out = [n]
-    while out[-1].parent is not None:
-        out.append(out[-1].parent)  # type: ignore[arg-type]
-    return out
-
-
-def almost_lcas(a: QNode, b: QNode) -> tuple[QNode, QNode]:
-    """The children of the lowest common ancestor on the paths to ``a`` and ``b``."""
-    pa, pb = _path_to_root(a), _path_to_root(b)
-    ids_b = {id(x): i for i, x in enumerate(pb)}
-    for i, x in enumerate(pa):
-        j = ids_b.get(id(x))
-        if j is not None:
-            return pa[i - 1] if i > 0 else x, pb[j - 1] if j > 0 else x
-    return pa[-1], pb[-1]
-
-
-class TargetOrdering:
-    """Which ClusterQueue to take the next victim from (``TargetClusterQueueOrdering``)."""
-
-    def __init__(self, tree: QuotaTree, p: Preemptor, candidates: Sequence[Admitted]):
-        self.tree = tree
-        self.p = p
-        self.cq = tree.cqs[p.cq]
-        self.root = self.cq.root()
-        self.groups: dict[str, list[Admitted]] = {}
-        for wl in candidates:
-            self.groups.setdefault(wl.cq, []).append(wl)
-        self.pruned: set[int] = set()
-        self.on_path = {id(n) for n in _path_to_root(self.cq)}
-
-    def drop(self, cq: QNode) -> None:
-        self.pruned.add(id(cq))
-
-    def __iter__(self):
-        while True:
-            t = self._next()
-            if t is None:
-                return
-            yield t
-
-    def _next(self) -> QNode | None:
-        if self.root.is_cq:  # standalone preemptor queue
-            return self.root if self.groups.get(self.root.name) and id(self.root) not in self.pruned else None
-        while id(self.root) not in self.pruned:
-            node = self.root
-            while True:
-                best_cq, best_cq_share = None, None
-                for c in node.child_cqs:
-                    if id(c) in self.pruned:
-                        continue
-                    share = dominant_resource_share(c)
-                    if not self.groups.get(c.name) or (c is not self.cq and not share.borrowing):
-                        self.pruned.add(id(c))
-                        continue
-                    s = share.key()
-                    if best_cq is None or s > best_cq_share or (
-                            s == best_cq_share and ordering_key(self.groups[c.name][0], self.p.cq)
-                            < ordering_key(self.groups[best_cq.name][0], self.p.cq)):
-                        best_cq, best_cq_share = c, s
-                best_co, best_co_share = None, None
-                for c in node.child_cohorts:
-                    if id(c) in self.pruned:
-                        continue
-                    share = dominant_resource_share(c)
-                    if id(c) not in self.on_path and not share.borrowing:
-                        self.pruned.add(id(c))
-                        continue
-                    s = share.key()
-                    if best_co is None or s >= best_co_share:
-                        best_co, best_co_share = c, s
-                if best_cq is None and best_co is None:
-                    self.pruned.add(id(node))
-                    break
-                if best_co is not None and (best_cq is None or best_co_share >= best_cq_share):
-                    node = best_co
-                    continue
-                return best_cq
-        return None
-
-
-def _strategy(name: str) -> Callable[[Share, Share, Share], bool]:
-    if name == LESS_THAN_INITIAL_SHARE:
-        return lambda pn, to, tn: pn.key() < to.key()
-    return lambda pn, to, tn: pn.key() <= tn.key()
-
-
-def fair_targets(tree: QuotaTree, p: Preemptor, strategies: Sequence[str] = DEFAULT_STRATEGIES) -> list[Target]:
-    cands = fair_candidates(tree, p)
-    if not cands:
-        return []
-    strategies = list(strategies) or list(DEFAULT_STRATEGIES)
-    cq = tree.cqs[p.cq]
-    tree.add_usage(cq, p.requests)
-
-    def fits() -> bool:
-        tree.add_usage(cq, p.requests, -1)
-        ok = workload_fits(tree, p, True)
-        tree.add_usage(cq, p.requests)
-        return ok
-
-    within_nominal = all(cq.usage.get(fr, 0) <= cq.nominal(fr) for fr in p.frs_need)
-    targets: list[Target] = []
-    retry: list[Admitted] = []
-    done = False
-
-    def take(wl: Admitted, reason: str, values: dict) -> bool:
-        tree.remove_workload(wl)
-        targets.append(Target(wl, reason, values))
-        return fits()
-
-    first = _strategy(strategies[0])
-    ordering = TargetOrdering(tree, p, cands)
-    for t in ordering:
-        group = ordering.groups[t.name]
-        if t is cq:
-            if take(group.pop(0), IN_CLUSTER_QUEUE, {}):
-                done = True
-                break
-            continue
-        if within_nominal:
-            if take(group.pop(0), IN_COHORT_RECLAMATION, {"preemptorWithinNominal": True}):
-                done = True
-                break
-            continue
-        p_side, t_side = almost_lcas(cq, t)
-        p_new = dominant_resource_share(p_side)
-        t_old = dominant_resource_share(t_side)
-        if p_new.infinite and not t_old.infinite:
-            retry.extend(group)
-            group.clear()
-            continue
-        while group:
-            z = group.pop(0)
-            tree.remove_workload(z)
-            t_new = dominant_resource_share(t_side)
-            tree.add_workload(z)
-            if first(p_new, t_old, t_new):
-                values = {"strategy": strategies[0], "preemptorNewShare": p_new.describe(),
-                          "targetOldShare": t_old.describe(), "targetNewShare": t_new.describe(),
-                          "preemptorNode": p_side.name, "targetNode": t_side.name}
-                if take(z, IN_COHORT_FAIR_SHARING, values):
-                    done = True
-                break
-            retry.append(z)
-        if done:
-            break
-    if not done and len(strategies) > 1 and retry:
-        second = _strategy(strategies[1])
-        retry.sort(key=lambda w: ordering_key(w, p.cq))
-        ordering = TargetOrdering(tree, p, retry)
-        for t in ordering:
-            group = ordering.groups[t.name]
-            p_side, t_side = almost_lcas(cq, t)
-            p_new = dominant_resource_share(p_side)
-            t_old = dominant_resource_share(t_side)
-            z = group.pop(0)
-            if second(p_new, t_old, t_old):
-                values = {"strategy": strategies[1], "preemptorNewShare": p_new.describe(),
-                          "targetOldShare": t_old.describe(), "preemptorNode": p_side.name,
-                          "targetNode": t_side.name}
-                if take(z, IN_COHORT_FAIR_SHARING, values):
-                    done = True
-                    break
-            ordering.drop(t)
-    tree.add_usage(cq, p.requests, -1)
-    if not done:
-        _restore(tree, targets)
-        return []
-    targets = fill_back(tree, p, targets, lambda: workload_fits(tree, p, True))
-    _restore(tree, targets)
-    return targets
-
-
 def get_targets(tree: QuotaTree, p: Preemptor, fair_sharing: bool,
                 strategies: Sequence[str] = DEFAULT_STRATEGIES) -> list[Target]:
     if fair_sharing:
         return fair_targets(tree, p, strategies)
     return classic_targets(tree, p)
 
+
+__all__ = ["DEFAULT_STRATEGIES", "IN_CLUSTER_QUEUE", "IN_COHORT_FAIR_SHARING", "IN_COHORT_RECLAIM_WHILE_BORROWING",
+           "IN_COHORT_RECLAMATION", "LESS_THAN_INITIAL_SHARE", "LESS_THAN_OR_EQUAL_TO_FINAL_SHARE", "DoomBound",
+           "Preemptor", "Target", "classic_search", "classic_search_bound", "classic_targets", "fair_targets",
+           "fill_back", "get_targets", "ordering_key", "satisfies_policy", "workload_fits"]
