@@ -12,7 +12,7 @@ from makeway.core.placement import first_fit
 from makeway.core.resources import Res, add_into
 from makeway.core.state import ClusterState
 from makeway.policies.kueue.assign import FIT, NOFIT, Assignment, assign_flavors
-from makeway.policies.kueue.preemption import Preemptor, Target, classic_search_bound, get_targets
+from makeway.policies.kueue.preemption import Preemptor, Target, classic_search_headroom, get_targets
 from makeway.policies.kueue.quota import ANY, FR, QNode, QuotaTree, units
 from makeway.policies.kueue.selectors import selector_matches, untolerated
 
@@ -120,7 +120,6 @@ class HeadAdmission:
             self._doomed.clear()
             self._doomed_from.clear()
             self._headroom.clear()
-            self._lacks.clear()
         cq = h.cq
         wl = state.workloads[h.wl]
         if not self._namespace_ok(state, cq.name, h.wl):
@@ -180,20 +179,15 @@ class HeadAdmission:
             elif self.fair:
                 targets = get_targets(tree, p, True, self.strategies)
             else:
-                targets, doomed, bound = classic_search_bound(tree, p)
+                targets, doomed, headroom = classic_search_headroom(tree, p)
                 if doomed:
                     self._doomed[key] = flips
                     if settles:
                         self._settled = flips
                     if one is not None and (smallest is None or smallest[0] != flips or v < smallest[1]):
                         self._doomed_from[one] = (flips, v)
-                    if one is not None and bound is not None:
-                        released = self._released
-                        if bound.headroom is not None:
-                            self._headroom[one] = (flips, released.get((root, one[1]), 0), bound.headroom)
-                        else:
-                            self._lacks[(one, v)] = (flips, released.get((root, one[1]), 0),
-                                                     released.get((self._branch(cq), one[1]), 0), bound.lack)
+                    if one is not None and headroom is not None:
+                        self._headroom[one] = (flips, self._released.get((root, one[1]), 0), headroom)
                         if settles:
                             self._note_short(state, cq, h.wl, one, v, root)
             if targets:
@@ -229,28 +223,15 @@ class HeadAdmission:
         self._add_in_call(tree, cq, a.usage)
 
     def _short_of(self, one: tuple, v: int, root: str) -> bool:
-        """Whether a one-fr preemptor asking for ``v`` is doomed by the bound of an earlier doomed
-        search (``classic_search_bound``): no node of the tree started borrowing since, and less
-        than ``v`` minus the headroom of its key left the tree (``_released``), or less than the
-        lack of its key and request while nothing left its queue's branch."""
-        flips, released = self._flips.get(root, 0), self._released
+        """Whether a one-fr preemptor asking for ``v`` is doomed by the headroom of an earlier
+        search of its key (``classic_search_headroom``): no node of the tree started borrowing
+        since, and less than ``v`` minus that headroom left the tree (``_released``)."""
         hit = self._headroom.get(one)
-        if hit is not None and hit[0] == flips and hit[2] + released.get((root, one[1]), 0) - hit[1] < v:
-            return True
-        hit = self._lacks.get((one, v))
-        return hit is not None and hit[0] == flips and released.get((root, one[1]), 0) - hit[1] < hit[3] \
-            and released.get((self._branch(self._tree.cqs[one[0]]), one[1]), 0) == hit[2]
-
-    def _branch(self, cq: QNode) -> str:
-        """The root's child whose subtree holds ``cq`` (``cq`` itself if it is a root)."""
-        name = self._branches.get(cq.name)
-        if name is None:
-            path = [cq, *cq.path_parent_to_root()]
-            name = self._branches[cq.name] = path[-2].name if len(path) > 1 else cq.name
-        return name
+        return hit is not None and hit[0] == self._flips.get(root, 0) \
+            and hit[2] + self._released.get((root, one[1]), 0) - hit[1] < v
 
     def _note_short(self, state: ClusterState, cq: QNode, wl_id: str, one: tuple, v: int, root: str) -> None:
-        """The head's kind is doomed by a bound: its heads are settled while a bound holds
+        """The head's kind is doomed by a headroom: its heads are settled while a headroom holds
         (``TwinSkipping._short_kind``), where its queue has one flavor for the resource, so that
         every head of the kind asks for ``v`` of ``one``'s fr."""
         if _one_flavor(cq, one[1]):
@@ -278,14 +259,12 @@ class HeadAdmission:
             self._flips[root] = self._flips.get(root, 0) + 1
 
     def _release(self, cq: QNode, usage: dict[FR, int]) -> None:
-        """Usage left the tree at ``cq``: counted per fr for its root and its branch (``_short_of``)."""
-        root, branch = self._roots[cq.name], self._branch(cq)
+        """Usage left the tree at ``cq``: counted per root and fr (``_short_of``)."""
+        root = self._roots[cq.name]
         released = self._released
         for fr, v in usage.items():
             if v > 0:
                 released[(root, fr)] = released.get((root, fr), 0) + v
-                if branch != root:
-                    released[(branch, fr)] = released.get((branch, fr), 0) + v
 
     @staticmethod
     def _without(state: ClusterState, targets: list[Target], promised: dict[str, Res]) -> dict[str, Res]:

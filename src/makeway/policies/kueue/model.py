@@ -105,10 +105,6 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         self._released: dict[tuple[str, tuple[str, str]], int] = {}
         self._headroom: dict[tuple, tuple[int, int, int]] = {}
         self._kind_short: dict[int, tuple[tuple, int, str]] = {}
-        # per (key, request): the lack of a search doomed by its second test, with the root's flip
-        # count and the release counts of the root and the queue's branch then
-        self._lacks: dict[tuple, tuple[int, int, int, float]] = {}
-        self._branches: dict[str, str] = {}  # per queue: its root's child above it (``_branch``)
         # Per call: head key id -> (flip count, or -1 for NoFit; ``Parked.kind``) of a head that
         # decided nothing in a way more usage cannot undo (``TwinSkipping._settled_kind``).
         self._settles: dict[int, tuple[int, int]] = {}
@@ -174,7 +170,6 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         self._no_targets.clear()
         self._targets_memo.clear()
         self._headroom.clear()
-        self._lacks.clear()
         self._kind_short.clear()
         self._parked.clear()
         self._outcomes = {}
@@ -192,7 +187,6 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         self._no_targets.clear()
         self._targets_memo.clear()
         self._headroom.clear()
-        self._lacks.clear()
         self._kind_short.clear()
         self._parked.clear()
         self._outcomes = {}

@@ -7,13 +7,11 @@ empty list: preemption is all-or-nothing. SEMANTICS.md sections 4, 5 and 7 descr
 
 from __future__ import annotations
 
-import math
-
 from bisect import bisect_left
 from heapq import merge
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Iterator, Mapping, NamedTuple, Sequence
+from typing import Iterator, Mapping, Sequence
 
 from makeway.policies.kueue.fair import fair_targets
 from makeway.policies.kueue.quota import (ANY, FR, LOWER_OR_NEWER_EQUAL, LOWER_PRIORITY, NEVER, Admitted,
@@ -226,28 +224,17 @@ def classic_targets(tree: QuotaTree, p: Preemptor) -> list[Target]:
     return classic_search(tree, p)[0]
 
 
-class DoomBound(NamedTuple):
-    """How long a doomed search of one flavor-resource stays doomed across calls
-    (``classic_search_bound``)."""
-
-    headroom: int | None  # first test: ``available`` with every candidate gone
-    lack: float | None  # second test: what the request lacks, both ways of borrowing
-
-
 def classic_search(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool]:
-    """``classic_search_bound`` without the bound."""
-    targets, doomed, _ = classic_search_bound(tree, p)
+    """``classic_search_headroom`` without the headroom."""
+    targets, doomed, _ = classic_search_headroom(tree, p)
     return targets, doomed
 
 
-def classic_search_bound(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool, DoomBound | None]:
+def classic_search_headroom(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool, int | None]:
     """The targets; whether the search was doomed, that is no attempt fits even with every
-    candidate valid at its start gone; and, for a preemptor of one flavor-resource, a bound on
-    how long the doom lasts. Doomed by the first test (all candidates gone, borrowing allowed):
-    its headroom, ``available`` on that fr at its queue with every candidate gone, which is less
-    than it asks for. Doomed by the second (the attempts, with the valid candidates gone): its
-    lack, the least by which it misses a fit with and without borrowing (infinite where its own
-    queue is over its nominal quota even so), when both miss.
+    candidate valid at its start gone; and, for a preemptor of one flavor-resource doomed by the
+    first test (all candidates gone, borrowing allowed), its headroom: ``available`` on that fr
+    at its queue with every candidate gone, which is less than it asks for.
 
     Within a call a doomed answer stays doomed while usage only grows and no node of the cohort
     tree goes from within nominal to borrowing on any flavor-resource: candidate and valid sets
@@ -262,12 +249,6 @@ def classic_search_bound(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], b
     was, and one that is not a candidate only adds to it. Candidates appear only when a node
     starts borrowing. So the preemptor stays doomed while less than its request minus the
     headroom has left the tree and no node has started borrowing.
-
-    The lack carries the second test across calls while, besides, nothing leaves the branch of
-    its queue (the root's child it is under): the usage on its path then only grows, so no
-    candidate gains the hierarchical advantage and the valid ones only shrink, its queue stays
-    at or over its nominal quota once there, and with both ways of borrowing missing, whichever
-    attempts a later search makes miss too.
     """
     if ONE_FR and len(p.requests) == 1 and len(p.frs_need) == 1 and next(iter(p.frs_need)) in p.requests:
         return _search_one(tree, p)
@@ -391,7 +372,7 @@ def _sums_one(p: Preemptor, cq: QNode, src: _Source, fr: FR) -> tuple[int, int, 
 ONE_FR = True  # tests turn it off to check the general path against the same reference
 
 
-def _search_one(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool, DoomBound | None]:
+def _search_one(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool, int | None]:
     """``classic_search`` for a preemptor that needs one flavor-resource and requests nothing
     else: the same steps in the same order, on a copy of that fr's usage (``quota_one.Frame``);
     only that fr is ever read (fit and within-nominal tests), and frs move independently."""
@@ -426,16 +407,13 @@ def _search_one(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool, Doom
 
     u_every = without(every)
     if not f.fits(u_every, ci, v, True):
-        return [], True, DoomBound(f.available(u_every, ci), None)
+        return [], True, f.available(u_every, ci)
     hier, prio = nonempty[HIER], nonempty[PRIO]
     forbidden = not _borrow_within_cohort_allowed(cq)
     under_nominal = u0[ci] < cq.nominal(fr)
     attempts = _attempts(hier, prio, forbidden, under_nominal)
     if not any(fits_without(valid if allow else every, allow) for allow in attempts):
-        u_valid = without(valid)
-        lack = min(v - f.available(u_valid, ci),
-                   math.inf if u_every[ci] + v > f.sub[ci] else v - f.available(u_every, ci))
-        return [], True, DoomBound(None, lack) if lack > 0 else None
+        return [], True, None
     sub, par, index, cq_index = f.sub, f.par, f.index, f.cq_index
     own = p.cq
     for allow in attempts:
@@ -550,6 +528,6 @@ def get_targets(tree: QuotaTree, p: Preemptor, fair_sharing: bool,
 
 
 __all__ = ["DEFAULT_STRATEGIES", "IN_CLUSTER_QUEUE", "IN_COHORT_FAIR_SHARING", "IN_COHORT_RECLAIM_WHILE_BORROWING",
-           "IN_COHORT_RECLAMATION", "LESS_THAN_INITIAL_SHARE", "LESS_THAN_OR_EQUAL_TO_FINAL_SHARE", "DoomBound",
-           "Preemptor", "Target", "classic_search", "classic_search_bound", "classic_targets", "fair_targets",
+           "IN_COHORT_RECLAMATION", "LESS_THAN_INITIAL_SHARE", "LESS_THAN_OR_EQUAL_TO_FINAL_SHARE", "Preemptor",
+           "Target", "classic_search", "classic_search_headroom", "classic_targets", "fair_targets",
            "fill_back", "get_targets", "ordering_key", "satisfies_policy", "workload_fits"]
