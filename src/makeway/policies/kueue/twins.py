@@ -7,6 +7,8 @@ Within a call usage only grows, so some no-ops hold past later changes of the tr
 a NoFit flavor assignment for the rest of the call, and a doomed classic target search (with
 reclaim Any, so it holds no quota back) until a node of the tree starts borrowing, as
 ``preemption.classic_search`` proves. Their twins are skipped though the tree's version moved.
+A kind whose search was doomed by a headroom that still holds (``_short_kind``) is settled the
+same way, in any later call.
 """
 
 from __future__ import annotations
