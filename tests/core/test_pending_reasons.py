@@ -191,10 +191,17 @@ def test_pending_counts_kept_from_the_journals_are_the_backlog_per_queue(ops, li
     from makeway.core.pending import PendingCounts, queue_orders
     from makeway.core.state import ClusterState
 
+    from makeway.core.policy import PreemptionModel
+
+    class NameOrder(PreemptionModel):
+        """A model with its own queue order, which is when ``queue_orders`` reads the counts."""
+
+        def queue_order(self, state, queue, now):
+            return sorted(w for w in state.pending if state.workloads[w].queue == queue)
+
     state = ClusterState(["cpu"], [Queue("q0"), Queue("q1"), Queue("q2")], [Node("n0", {"cpu": 1000})])
     state.run_log.limit = state.pending_log.limit = limit
     counts = PendingCounts()
-    d = Driver("kueue", [4, 4])
     for op, i, q in ops:
         wid = f"w{i}"
         if op == "submit" and wid not in state.workloads:
@@ -214,5 +221,6 @@ def test_pending_counts_kept_from_the_journals_are_the_backlog_per_queue(ops, li
     got = {k: n for k, n in counts.read(state).items() if n}
     assert got == Counter(state.workloads[w].queue for w in state.pending)
     by_queue: dict[str, int] = {}
-    orders = queue_orders(d.model, state, 0.0, by_queue, counts)
+    orders = queue_orders(NameOrder(), state, 0.0, by_queue, counts)
     assert by_queue == got and list(orders) == sorted(got)
+    assert orders == {q: NameOrder().queue_order(state, q, 0.0) for q in got}
