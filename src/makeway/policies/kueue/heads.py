@@ -234,8 +234,9 @@ class HeadAdmission:
         """The head's kind is doomed by a headroom: its heads are settled while a headroom holds
         (``TwinSkipping._short_kind``), where its queue has one flavor for the resource, so that
         every head of the kind asks for ``v`` of ``one``'s fr."""
-        if _one_flavor(cq, one[1]):
-            self._kind_short[self._head_id(state, cq, wl_id)] = (one, v, root)
+        hid = self._head_id(state, cq, wl_id)
+        if hid not in self._kind_short and _one_flavor(cq, one[1]):
+            self._kind_short[hid] = (one, v, root)
 
     def _add_in_call(self, tree: QuotaTree, cq: QNode, usage: dict[FR, int]) -> None:
         """Usage this call adds to the snapshot (taken back at its end). Within a call usage only
