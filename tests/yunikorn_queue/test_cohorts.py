@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 from makeway.core.objects import Node, Queue, TaskGroup, Workload
 from makeway.core.state import ClusterState
-from makeway.policies.yunikorn import stretch
+from makeway.policies.yunikorn import cohorts, stretch
+from makeway.policies.yunikorn.blocks import PARKED, walk_key
+from makeway.policies.yunikorn.common import MAX_PREEMPTION_ATTEMPTS
 from makeway.policies.yunikorn.model import YuniKornModel
 from makeway.policies.yunikorn.preemptor import DOES_NOT_GUARANTEE
 from makeway.policies.yunikorn.views import to_us
@@ -257,3 +260,111 @@ def test_stretches_across_an_end_that_undooms_the_asks_give_the_same_results():
         assert n > 0 and none == 0
         assert skipped == every
     assert any(e["kind"] == "preempt" and e["time"] == 3600.5 for e in skipped[0])
+
+
+def plain_turns(model, state, members, known, fresh=frozenset()):
+    """``cohorts.turns`` as the walk states it, with no early stop: per leaf, every workload
+    holding a member or a parked ask, in walk order, each pending task in order; a member gets
+    an attempt while the leaf has one and is parked otherwise, a parked ask gets one while the
+    leaf has one."""
+    blocks, wls = model.blocks, state.workloads
+    member_set = set(members)
+    parked = {t for t, due in blocks.blocked.items() if due == PARKED}
+    holders: dict[str, set[str]] = {}
+    for t in member_set | parked:
+        w = t.rsplit("/", 2)[0]
+        if t in state.pending.get(w, ()):
+            holders.setdefault(wls[w].queue, set()).add(w)
+    for t in members:  # a member no longer pending still names its leaf
+        holders.setdefault(wls[t.rsplit("/", 2)[0]].queue, set())
+    refuse, park, unknown, spent_early = [], [], [], False
+    for leaf in sorted(holders):
+        budget = MAX_PREEMPTION_ATTEMPTS
+        for w in sorted(holders[leaf], key=lambda w: walk_key(wls[w])):
+            for t in state.pending.get(w, ()):
+                if t in member_set:
+                    if budget:
+                        budget -= 1
+                        refuse.append(t)
+                        if not known or t in fresh:
+                            unknown.append(t)
+                    else:
+                        park.append(t)
+                elif t in parked:
+                    if budget:
+                        budget -= 1
+                        refuse.append(t)
+                        unknown.append(t)
+                    elif any(m.startswith(w2 + "/") for m in member_set for w2 in holders[leaf]
+                             if walk_key(wls[w2]) > walk_key(wls[w])):
+                        spent_early = True  # a parked ask passed over before a member's workload
+    return (refuse, park, unknown), spent_early
+
+
+@st.composite
+def blocked_leaves(draw):
+    """Workloads of one to three tasks in two leaves, at three priorities, some tasks started;
+    each pending task a member of the cohort asked about, parked, or neither."""
+    queues = [Queue("root"), Queue("root.c", "root"), Queue("root.d", "root")]
+    state = ClusterState(["cpu"], queues, [Node("n0", {"cpu": 100})])
+    model = YuniKornModel({})
+    members, fresh = [], set()
+    for i in range(draw(st.integers(1, 24))):
+        leaf = draw(st.sampled_from(["root.c", "root.d"]))
+        wl = Workload(f"w{i:02d}", leaf, float(draw(st.integers(0, 5))), 60.0,
+                      (TaskGroup(draw(st.integers(1, 3)), {"cpu": 1}),), priority=draw(st.integers(0, 2)))
+        state.submit(wl)
+        for tid in wl.task_ids():
+            role = draw(st.sampled_from(["member", "parked", "neither", "started"]))
+            if role == "started":
+                state.start(tid, "n0", 0.0)
+            elif role != "neither":
+                model.blocks.block(tid, wl, PARKED if role == "parked" else 15_000_000, False,
+                                   (leaf, (("cpu", 1),)), timer=False)
+                if role == "member":
+                    members.append(tid)
+                    if draw(st.booleans()):
+                        fresh.add(tid)
+    return model, state, draw(st.permutations(members)), draw(st.booleans()), frozenset(fresh)
+
+
+@settings(max_examples=300, deadline=None)
+@given(blocked_leaves())
+def test_turns_answers_as_the_plain_walk_on_random_blocks(case):
+    """``turns`` stops a leaf's walk early and, once its attempts are spent, reads only the
+    members' workloads still ahead: the same answer as the plain walk, whatever the order of
+    members and parked asks."""
+    model, state, members, known, fresh = case
+    want, spent_early = plain_turns(model, state, members, known, fresh)
+    event("members' workloads after parked asks passed over" if spent_early else "none passed over")
+    assert cohorts.turns(model, state, members, known, fresh) == want
+
+
+def interleaved_case() -> tuple[ClusterState, list[Workload]]:
+    """``parked_case`` with one-task workloads of root.c at two priorities, submitted over
+    time: asks refused together sit in walk order between asks parked before them."""
+    state, jobs = parked_case((("c", 30, 12),))
+    jobs += [Workload(f"one{i}", "root.c", 40.0 + 9 * i, 60.0, (TaskGroup(1, {"cpu": 1}),), priority=i % 3)
+             for i in range(30)]
+    return state, jobs
+
+
+@pytest.mark.parametrize("case", ["interleaved", "gangs"])
+def test_turns_answers_as_the_plain_walk(case, monkeypatch):
+    """Every ``turns`` answer of a run with asks parked, against ``plain_turns``; the interleaved
+    case has calls whose leaf runs out of attempts with members' workloads still ahead."""
+    seen = []
+
+    def checked(model, state, members, known, fresh=frozenset()):
+        got = real(model, state, members, known, fresh)
+        want, spent_early = plain_turns(model, state, members, known, fresh)
+        assert got == want
+        seen.append(spent_early)
+        return got
+
+    real = cohorts.turns
+    monkeypatch.setattr(cohorts, "turns", checked)
+    monkeypatch.setattr(stretch, "turns", checked)
+    made = interleaved_case() if case == "interleaved" else parked_case((("c", 30, 80), ("d", 37, 3), ("d", 12000, 14)))
+    kept, _ = run_skipping(made, True, 20000.0)
+    assert len(seen) > 10 and kept[5]

@@ -18,6 +18,7 @@ walks.
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_right
 from itertools import chain
 from typing import TYPE_CHECKING
 
@@ -123,21 +124,21 @@ def turns(model: "YuniKornModel", state: ClusterState, members: list[str], known
     unknown: list[str] = []
     for leaf in sorted(set(mine) | set(blocks.parked_leaves())):
         budget = MAX_PREEMPTION_ATTEMPTS
-        keys = mine.get(leaf)
-        left = 0  # member workloads not reached yet
+        keys = mine.get(leaf, ())
         listed = blocks.by_leaf.get(leaf, ())
         if keys:
-            left = len(keys)
             # walk order: the members' workloads and the parked ones (usually all after them)
             listed = chain(keys, listed) if not listed or keys[-1] < listed[0] else heapq.merge(keys, listed)
         seen: set[str] = set()
+        last = None
         for wk in listed:
-            if budget == 0 and left == 0:
+            if budget == 0:
                 break
             w = wk[2]
             if w in seen:
                 continue
             seen.add(w)
+            last = wk
             here = per_wl.get(w, 0)  # members of this workload not reached yet
             for tid in pending.get(w, ()):
                 if tid in member_set:
@@ -156,8 +157,17 @@ def turns(model: "YuniKornModel", state: ClusterState, members: list[str], known
                         unknown.append(tid)
                 elif here == 0:
                     break
-            if w in per_wl:
-                left -= 1
+        if budget == 0 and keys and keys[-1] > last:
+            # the leaf's attempts are spent: only the members' workloads not reached yet are
+            # read, their members parked (the parked asks between them could get nothing)
+            for wk in keys[bisect_right(keys, last):]:
+                here = per_wl[wk[2]]
+                for tid in pending.get(wk[2], ()):
+                    if tid in member_set:
+                        park.append(tid)
+                        here -= 1
+                        if here == 0:
+                            break
     return refuse, park, unknown
 
 
