@@ -281,12 +281,12 @@ def test_heads_settled_in_a_call_are_skipped_after_admissions(twins):
 
 
 class ShortSettling(Recording):
-    """Counts the kinds settled by the headroom of an earlier doomed search (``_short_kind``)."""
+    """Counts the kinds settled by the headroom of an earlier doomed search (``_doomed_kind``)."""
 
     settled = 0
 
-    def _short_kind(self, hid):
-        kind = super()._short_kind(hid)
+    def _doomed_kind(self, hid):
+        kind = super()._doomed_kind(hid)
         type(self).settled += kind is not None
         return kind
 
@@ -333,3 +333,94 @@ def test_a_queue_that_starts_borrowing_ends_a_headroom_though_little_was_release
     assert got == _trails(FullEvaluation, queues, nodes, workloads, False)
     assert [line.split()[:3] for line in got[0] if line.startswith("5.0")] == [
         ["5.0", "P", "w0/0/0"], ["5.0", "N", "kueue-preemption"], ["5.0", "S", "p/0/0"]]
+
+
+class SmallerSettling(Recording):
+    """Counts the kinds settled by a smaller request of theirs doomed earlier in the call, with
+    no headroom holding (``_doomed_kind``)."""
+
+    settled = 0
+
+    def _doomed_kind(self, hid):
+        kind = super()._doomed_kind(hid)
+        if kind is not None and not self._short_of(*self._kind_one[hid]):
+            type(self).settled += 1
+        return kind
+
+
+def _lending_cq(name: str, nominal: int, lending: int | None = None) -> Queue:
+    """A ClusterQueue of ``org`` that reclaims from any queue but never while borrowing."""
+    quota = {"name": "cpu", "nominalQuota": nominal}
+    if lending is not None:
+        quota["lendingLimit"] = lending
+    return Queue(name, "org", settings={"kind": "ClusterQueue", "resourceGroups": [
+        {"coveredResources": ["cpu"], "flavors": [{"name": "f", "resources": [quota]}]}],
+        "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any",
+                       "borrowWithinCohort": {"policy": "Never"}}})
+
+
+def job(name: str, queue: str, at: float, cpu: int, priority: int, duration: float = 100.0) -> Workload:
+    return Workload(name, queue, at, duration, (TaskGroup(1, {"cpu": cpu}),), priority)
+
+
+def test_a_kind_asking_for_more_than_a_request_doomed_in_the_call_is_settled_unevaluated():
+    """The tree is full: a (4 cpu nominal) lends 2 to c, which borrows them for c0; b is at its
+    nominal with b0. k0 (b, 2 cpu) would borrow: its only candidate, c0, may be reclaimed only
+    without borrowing (borrowWithinCohort Never), so its search is doomed by the second test
+    and gives no headroom. g0 (b, 3 cpu) is doomed the same way at 1.5. At 2, e0 ends in e,
+    which lends nothing: both are requeued, k0 is searched again and doomed, and g0's kind,
+    asking for more, is settled by that doom without its own search. Everything as ``caches:
+    false`` decides, reasons included."""
+    queues = [Queue("org", settings={"kind": "Cohort"}), _lending_cq("a", 4), _lending_cq("b", 4), _lending_cq("c", 2),
+              _lending_cq("e", 2, 0)]
+    nodes = [Node("n0", {"cpu": 100}, {"flavor": "f"})]
+    workloads = [job("a0", "a", 0.0, 2, 0), job("b0", "b", 0.0, 4, 10), job("c0", "c", 0.0, 4, 0),
+                 job("e0", "e", 0.0, 1, 0, 2.0), job("k0", "b", 1.0, 2, 10), job("g0", "b", 1.5, 3, 10)]
+    settled = SmallerSettling.settled
+    got = _trails(SmallerSettling, queues, nodes, workloads, False)
+    assert got == _trails(FullEvaluation, queues, nodes, workloads, False)
+    assert not [line for line in got[0] if " S " in line and 0 < float(line.split()[0]) < 100]
+    assert got[1]["g0"] == [[1.5, "quota", "b"]]
+    assert SmallerSettling.settled - settled >= 1
+
+
+def test_a_kind_asking_for_less_than_a_request_doomed_in_the_call_is_evaluated():
+    """As above, with the order turned: g0 (3 cpu) comes before k0 (2 cpu). a1's end at 2
+    frees 2 cpu: g0 is searched again and doomed, and k0, asking for less, is not settled by
+    that doom: it is evaluated and admitted."""
+    queues = [Queue("org", settings={"kind": "Cohort"}), _lending_cq("a", 6), _lending_cq("b", 4), _lending_cq("c", 2)]
+    nodes = [Node("n0", {"cpu": 100}, {"flavor": "f"})]
+    workloads = [job("a0", "a", 0.0, 2, 0), job("a1", "a", 0.0, 2, 0, 2.0), job("b0", "b", 0.0, 4, 10),
+                 job("c0", "c", 0.0, 4, 0), job("g0", "b", 1.0, 3, 10), job("k0", "b", 1.5, 2, 10)]
+    got = _trails(SmallerSettling, queues, nodes, workloads, False)
+    assert got == _trails(FullEvaluation, queues, nodes, workloads, False)
+    assert [line for line in got[0] if " S " in line and 0 < float(line.split()[0]) < 100] == ["2.0 S k0/0/0 n0"]
+
+
+@pytest.mark.parametrize("doomed_from, flips, headroom, settled", [
+    ((3, 2), 3, None, True),   # a smaller request doomed since the last flip
+    ((3, 4), 3, None, True),   # the same request
+    ((3, 5), 3, None, False),  # only a larger one: a smaller request may still fit
+    ((2, 2), 3, None, False),  # doomed before a node started borrowing: candidates may have appeared
+    (None, 3, (3, 0, 1), True),   # a headroom of 1 that still holds (nothing released)
+    (None, 3, (2, 0, 1), False),  # a headroom from before the last flip
+    (None, 3, (3, 0, 4), False),  # a headroom as large as the request
+])
+def test_a_kind_asking_for_one_flavor_resource_is_settled_while_its_doom_holds(doomed_from, flips, headroom, settled):
+    """``_doomed_kind`` for a kind asking for 4 of one flavor-resource, against the call's
+    smallest doomed request of its key (``_doomed_from``: flip count, request) and the headroom
+    kept across calls (flip count, released then, headroom)."""
+    from makeway.policies.kueue.model import KueueModel
+    from makeway.policies.kueue.parked import QUOTA
+
+    model = KueueModel({})
+    one = ("b", ("f", "cpu"), 10, None)
+    model._kind_one[7] = (one, 4, "org")
+    model._flips["org"] = flips
+    if doomed_from is not None:
+        model._doomed_from[one] = doomed_from
+    if headroom is not None:
+        model._headroom[one] = headroom
+    assert model._doomed_kind(7) == (QUOTA if settled else None)
+    assert model._settles.get(7) == ((flips, QUOTA) if settled else None)
+    assert model._doomed_kind(8) is None  # a kind never noted

@@ -6,7 +6,6 @@
 2. Decisions do not depend on the order in which workloads, queues and cohorts are listed.
 """
 
-import random
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -9,7 +9,6 @@ the whole cluster's. A workload the simulator parked because its pods found no r
 
 import pytest
 
-from makeway.core.decisions import Start
 from makeway.core.objects import Node, Queue, TaskGroup, Workload
 from makeway.core.state import ClusterState
 from makeway.registry import load_model

@@ -162,14 +162,13 @@ class HeadAdmission:
         smallest = self._doomed_from.get(one) if one is not None else None
         # a head refused this way holds no quota back (reclaim Any): settled till the next flip
         settles = cq.policy.reclaim_within_cohort == ANY
-        short = one is not None and self._short_of(one, v, root)
-        if short or self._doomed.get(key) == flips or (smallest is not None and smallest[0] == flips
-                                                       and smallest[1] <= v):
+        if one is not None and settles:
+            self._note_one(state, cq, h.wl, one, v, root)
+        if one is not None and self._short_of(one, v, root) or self._doomed.get(key) == flips or (
+                smallest is not None and smallest[0] == flips and smallest[1] <= v):
             targets = []
             if settles:
                 self._settled = flips
-                if short:
-                    self._note_short(state, cq, h.wl, one, v, root)
         elif self._no_targets.get(key) == stamp:
             targets = []
         else:
@@ -188,8 +187,6 @@ class HeadAdmission:
                         self._doomed_from[one] = (flips, v)
                     if one is not None and headroom is not None:
                         self._headroom[one] = (flips, self._released.get((root, one[1]), 0), headroom)
-                        if settles:
-                            self._note_short(state, cq, h.wl, one, v, root)
             if targets:
                 self._targets_memo[key] = (stamp, targets)
         if not targets:
@@ -230,13 +227,14 @@ class HeadAdmission:
         return hit is not None and hit[0] == self._flips.get(root, 0) \
             and hit[2] + self._released.get((root, one[1]), 0) - hit[1] < v
 
-    def _note_short(self, state: ClusterState, cq: QNode, wl_id: str, one: tuple, v: int, root: str) -> None:
-        """The head's kind is doomed by a headroom: its heads are settled while a headroom holds
-        (``TwinSkipping._short_kind``), where its queue has one flavor for the resource, so that
-        every head of the kind asks for ``v`` of ``one``'s fr."""
+    def _note_one(self, state: ClusterState, cq: QNode, wl_id: str, one: tuple, v: int, root: str) -> None:
+        """The head's kind asks for ``v`` of one flavor-resource in a queue with reclaim Any: its
+        heads are settled while a doom of that request holds (``TwinSkipping._doomed_kind``),
+        where its queue has one flavor for the resource, so that every head of the kind asks for
+        ``v`` of ``one``'s fr. Noted once per kind: its key, request and root never change."""
         hid = self._head_id(state, cq, wl_id)
-        if hid not in self._kind_short and _one_flavor(cq, one[1]):
-            self._kind_short[hid] = (one, v, root)
+        if hid not in self._kind_one and _one_flavor(cq, one[1]):
+            self._kind_one[hid] = (one, v, root)
 
     def _add_in_call(self, tree: QuotaTree, cq: QNode, usage: dict[FR, int]) -> None:
         """Usage this call adds to the snapshot (taken back at its end). Within a call usage only

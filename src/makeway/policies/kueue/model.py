@@ -100,11 +100,12 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         # Across calls: per (root, fr), the usage that has left the tree (ends, evictions, in-call
         # usage taken back); per (queue, fr, priority, age), the headroom of the last one-fr search
         # doomed by its first test, with the root's flip count and that release count then
-        # (``HeadAdmission._short_of``); per head key id, the (key, request, root) of a kind such a
-        # search doomed, whose heads are then settled while a headroom holds (``_short_kind``).
+        # (``HeadAdmission._short_of``); per head key id, the (key, request, root) of a kind asking
+        # for one flavor-resource of a one-flavor queue with reclaim Any, whose heads are settled
+        # while a headroom or a smaller doomed request holds (``_doomed_kind``).
         self._released: dict[tuple[str, tuple[str, str]], int] = {}
         self._headroom: dict[tuple, tuple[int, int, int]] = {}
-        self._kind_short: dict[int, tuple[tuple, int, str]] = {}
+        self._kind_one: dict[int, tuple[tuple, int, str]] = {}
         # Per call: head key id -> (flip count, or -1 for NoFit; ``Parked.kind``) of a head that
         # decided nothing in a way more usage cannot undo (``TwinSkipping._settled_kind``).
         self._settles: dict[int, tuple[int, int]] = {}
@@ -170,7 +171,7 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         self._no_targets.clear()
         self._targets_memo.clear()
         self._headroom.clear()
-        self._kind_short.clear()
+        self._kind_one.clear()
         self._parked.clear()
         self._outcomes = {}
         return []
@@ -187,7 +188,7 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         self._no_targets.clear()
         self._targets_memo.clear()
         self._headroom.clear()
-        self._kind_short.clear()
+        self._kind_one.clear()
         self._parked.clear()
         self._outcomes = {}
 

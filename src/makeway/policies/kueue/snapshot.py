@@ -49,7 +49,7 @@ class Snapshot:
             self._topo = {}
             self._outcomes = {}  # stamped by versions of the tree just dropped
             self._headroom.clear()
-            self._kind_short.clear()
+            self._kind_one.clear()
             self._roots = {q: n.root().name for q, n in tree.cqs.items()}
             self._entries = {q: {} for q in tree.cqs}
             self._counts = {}

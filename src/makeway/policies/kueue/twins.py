@@ -7,8 +7,9 @@ Within a call usage only grows, so some no-ops hold past later changes of the tr
 a NoFit flavor assignment for the rest of the call, and a doomed classic target search (with
 reclaim Any, so it holds no quota back) until a node of the tree starts borrowing, as
 ``preemption.classic_search`` proves. Their twins are skipped though the tree's version moved.
-A kind whose search was doomed by a headroom that still holds (``_short_kind``) is settled the
-same way, in any later call.
+A kind asking for one flavor-resource whose search was doomed by a headroom that still holds is
+settled the same way, in any later call, and so is one asking for more than a request doomed
+earlier in the call (``_doomed_kind``).
 """
 
 from __future__ import annotations
@@ -80,19 +81,26 @@ class TwinSkipping:
         """How a head settled earlier in this call is parked (``_settles``), or None."""
         hit = self._settles.get(hid)
         if hit is None or hit[0] >= 0 and hit[0] != self._flips.get(self._roots[cq.name], 0):
-            return self._short_kind(hid)
+            return self._doomed_kind(hid)
         return hit[1]
 
-    def _short_kind(self, hid: int) -> int | None:
-        """QUOTA for a kind whose doom still holds by a headroom (``HeadAdmission._short_of``),
-        checked when asked: a search of its flavor-resource later in the call, after a node
-        started borrowing, may give a new headroom that settles it again. Its heads would be
-        refused quota (NoFit, or a doomed search that holds nothing back; a Fit needs more than
-        the headroom too), so they are parked unevaluated, as twins of a settled head are."""
-        hit = self._kind_short.get(hid)
-        if hit is None or not self._short_of(*hit):
+    def _doomed_kind(self, hid: int) -> int | None:
+        """QUOTA for a kind asking for one flavor-resource (``_kind_one``) whose doom holds: by a
+        headroom (``HeadAdmission._short_of``), or by a search in this call, since the last flip,
+        doomed for no more of it (``_doomed_from``), as evaluating a head would find. Checked when
+        asked: a search of its flavor-resource later in the call, after a node started
+        borrowing, may give a new headroom that settles it again. Its heads would be refused
+        quota (NoFit, or a doomed search that holds nothing back; a Fit needs more than the
+        doomed request too), so they are parked unevaluated, as twins of a settled head are."""
+        hit = self._kind_one.get(hid)
+        if hit is None:
             return None
-        self._settles[hid] = (self._flips.get(hit[2], 0), QUOTA)
+        one, v, root = hit
+        flips = self._flips.get(root, 0)
+        smallest = self._doomed_from.get(one)
+        if (smallest is None or smallest[0] != flips or smallest[1] > v) and not self._short_of(one, v, root):
+            return None
+        self._settles[hid] = (flips, QUOTA)
         return QUOTA
 
     def _carry_outcomes(self, state: ClusterState) -> None:
@@ -151,7 +159,7 @@ class TwinSkipping:
         # after the head waits (they are current), and a kind's outcome is one per head id
         outcomes, root_v = self._outcomes, self._version.get(self._roots[cq.name], 0)
         settles, flips = self._settles, self._flips.get(self._roots[cq.name], 0)
-        short = self._kind_short
+        ones = self._kind_one
         nodes_v, global_v = self._nversion, self._gversion
         cursors, q = self._cursors, cq.name
         for kind, ents in groups.items():
@@ -167,7 +175,7 @@ class TwinSkipping:
                 if hit is not None and (hit[0] < 0 or hit[0] == flips):
                     known_of[kind] = hit[1]
                     continue
-                if kind[0] in short and self._short_kind(kind[0]) is not None:
+                if kind[0] in ones and self._doomed_kind(kind[0]) is not None:
                     known_of[kind] = QUOTA
                     continue
             # the kind's first unparked entry from the head on and its place in ``lst`` stay
