@@ -287,7 +287,8 @@ class ReasonLog:
             if seen != now_used:
                 moved.add(q)
                 self._limited[q] = dict(now_used)
-        stale.update(self._victims)
+        # preemptors long started keep their entry (``_victims_of`` prunes only pending ones)
+        stale.update(self._victims.keys() & pending.keys())
         heads: set[str] = set()
         classify, put = self._classify, self._set
         for queue, order in orders.items():
