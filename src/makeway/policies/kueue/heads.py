@@ -164,7 +164,7 @@ class HeadAdmission:
         settles = cq.policy.reclaim_within_cohort == ANY
         if one is not None and settles:
             self._note_one(state, cq, h.wl, one, v, root)
-        if one is not None and self._short_of(one, v, root) or self._doomed.get(key) == flips or (
+        if (one is not None and self._short_of(one, v, root)) or self._doomed.get(key) == flips or (
                 smallest is not None and smallest[0] == flips and smallest[1] <= v):
             targets = []
             if settles:
