@@ -402,14 +402,19 @@ def test_a_kind_asking_for_less_than_a_request_doomed_in_the_call_is_evaluated()
     ((3, 4), 3, None, True),   # the same request
     ((3, 5), 3, None, False),  # only a larger one: a smaller request may still fit
     ((2, 2), 3, None, False),  # doomed before a node started borrowing: candidates may have appeared
-    (None, 3, (3, 0, 1), True),   # a headroom of 1 that still holds (nothing released)
-    (None, 3, (2, 0, 1), False),  # a headroom from before the last flip
-    (None, 3, (3, 0, 4), False),  # a headroom as large as the request
+    (None, 3, (3, 0, 1, None), True),   # a headroom of 1 that still holds (nothing released)
+    (None, 3, (2, 0, 1, None), False),  # a headroom from before the last flip
+    (None, 3, (3, 0, 4, None), False),  # a headroom as large as the request
+    (None, 3, (3, -4, 1, None), False),  # 4 released since: more than the 3 it lacked
+    (None, 3, (3, -4, 1, 2, -3, 0), True),   # ... but others took 3 within nominal: 2 + 4 - 3 < 4
+    (None, 3, (3, -4, 1, 2, -2, 0), False),  # they took 2: 2 + 4 - 2 = 4, enough for it
+    (None, 3, (3, -4, 1, 2, -3, -3), False),  # its own queue took them: maybe its candidates
 ])
 def test_a_kind_asking_for_one_flavor_resource_is_settled_while_its_doom_holds(doomed_from, flips, headroom, settled):
     """``_doomed_kind`` for a kind asking for 4 of one flavor-resource, against the call's
     smallest doomed request of its key (``_doomed_from``: flip count, request) and the headroom
-    kept across calls (flip count, released then, headroom)."""
+    kept across calls (flip count, released then, headroom, the root's free quota, what queues
+    took within their nominal quota then, what its own queue took then; the counts now are 0)."""
     from makeway.policies.kueue.model import KueueModel
     from makeway.policies.kueue.parked import QUOTA
 
@@ -420,7 +425,7 @@ def test_a_kind_asking_for_one_flavor_resource_is_settled_while_its_doom_holds(d
     if doomed_from is not None:
         model._doomed_from[one] = doomed_from
     if headroom is not None:
-        model._headroom[one] = headroom
+        model._headroom[one] = headroom if len(headroom) == 6 else (*headroom, 0, 0)
     assert model._doomed_kind(7) == (QUOTA if settled else None)
     assert model._settles.get(7) == ((flips, QUOTA) if settled else None)
     assert model._doomed_kind(8) is None  # a kind never noted

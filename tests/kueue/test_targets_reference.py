@@ -7,12 +7,12 @@ them, and searches by removing and re-adding workloads, with no bound: on random
 admitted sets both must pick the same victims, with the same reasons, and leave the tree as found.
 """
 
-from hypothesis import example, given, settings
+from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 from makeway.policies.kueue import preemption as P
 
-from makeway.policies.kueue.preemption import (HIERARCHICAL, RECLAIM_WHILE_BORROWING, RECLAIM_WITHOUT_BORROWING,
+from makeway.policies.kueue.preemption import (HIERARCHICAL, Headroom, RECLAIM_WHILE_BORROWING, RECLAIM_WITHOUT_BORROWING,
                                                WITHIN_CQ, _VARIANT_REASON, Preemptor, _borrow_within_cohort_allowed,
                                                _valid, classic_search, classic_search_headroom, classic_targets,
                                                ordering_key, satisfies_policy, workload_fits)
@@ -223,31 +223,50 @@ def test_doomed_stays_doomed_for_a_larger_request(case, more):
         P.ONE_FR = True
 
 
+def _two_queues(cohort: int, q1: int, ask: int) -> tuple:
+    """A cohort (``cohort`` of its own) over q0 (4, filled by w0 at priority 0) and q1 (``q1``,
+    holding w1, 4 at priority 2); p asks ``ask`` in q1 at w1's priority. Reclaim Any, and
+    borrowing while reclaiming from lower priorities."""
+    policy = Policy("LowerPriority", "Any", "LowerPriority", None)
+    cohorts = [CohortSpec("org", None, quotas={FR: FlavorQuota(cohort)})]
+    cqs = [CQSpec("q0", "org", quotas={FR: FlavorQuota(4)}, policy=policy),
+           CQSpec("q1", "org", quotas={FR: FlavorQuota(q1)}, policy=policy)]
+    admitted = [Admitted("w0", "q0", 0, {FR: 4}, 0.0, 0.0, "w0", False, False),
+                Admitted("w1", "q1", 2, {FR: 4}, 0.0, 1.0, "w1", False, False)]
+    return cohorts, cqs, admitted, Preemptor("p", "q1", 2, {FR: ask}, frozenset({FR}), 5.0, "p")
+
+
 def _flip_case():
     """q0 and q1 fill their nominal quota and the cohort has 1 of its own. p (q1, 4, as high as
     w1) has no candidate, so its headroom is 1. x0 (1 in q0) makes q0 borrow: w0 and x0 become
     candidates, reclaimed while p borrows (q1's policy allows it), and p fits without w0, though
     nothing was released: only the flip says search again."""
-    policy = Policy("LowerPriority", "Any", "LowerPriority", None)
-    cohorts = [CohortSpec("org", None, quotas={FR: FlavorQuota(1)})]
-    cqs = [CQSpec("q0", "org", quotas={FR: FlavorQuota(4)}, policy=policy),
-           CQSpec("q1", "org", quotas={FR: FlavorQuota(4)}, policy=policy)]
-    admitted = [Admitted("w0", "q0", 0, {FR: 4}, 0.0, 0.0, "w0", False, False),
-                Admitted("w1", "q1", 2, {FR: 4}, 0.0, 1.0, "w1", False, False)]
-    p = Preemptor("p", "q1", 2, {FR: 4}, frozenset({FR}), 5.0, "p")
-    return (cohorts, cqs, admitted, p), [(False, 0, 0, 0, 1)]
+    return _two_queues(1, 4, 4), [(False, 0, 0, 0, 1)]
+
+
+def _retaken_case(own: bool = False):
+    """The cohort has no quota of its own; q0 (4) is full and q1 (8) holds w1 (4). p (q1, 5,
+    as high as w1) has no candidate: its headroom and the root's free quota are 4. w0's end
+    releases 4, enough for p, but x1 then takes them in q0 within its nominal quota: the root's
+    free quota is 4 again, and p stays doomed. ``own``: x1 is taken in p's own queue instead,
+    at a lower priority: a candidate of p's, which then fits without it."""
+    return _two_queues(0, 8, 5), [(True, 0, 0, 0, 1), (False, 0, 1 if own else 0, 0, 4)]
 
 
 @settings(max_examples=200, deadline=None)
 @given(trees(), st.lists(st.tuples(st.booleans(), st.integers(0, 13), st.integers(0, 4), st.integers(0, 3),
                                    st.integers(1, 3)), max_size=8))
 @example(*_flip_case())
+@example(*_retaken_case())
+@example(*_retaken_case(own=True))
 def test_headroom_keeps_a_search_doomed_across_ends_and_admissions(case, events):
     """A one-fr preemptor doomed by the first test (every candidate gone, borrowing allowed)
     asks for more than its headroom. Workloads then end and others are admitted, anywhere in
     the tree: while less than the request minus the headroom has left the tree and no node has
     started borrowing, the search stays doomed and the preemptor's quota is no Fit either
-    (``KueueModel`` settles such heads across calls)."""
+    (``KueueModel`` settles such heads across calls). Where no node has a lending limit, the
+    same holds while the root's free quota then, plus what left, less what other queues took
+    within their nominal quota, stays below the request."""
     cohorts, cqs, admitted, p = case
     tree = QuotaTree(cohorts, cqs)
     for wl in admitted:
@@ -257,9 +276,10 @@ def test_headroom_keeps_a_search_doomed_across_ends_and_admissions(case, events)
     if headroom is None:
         return
     v = p.requests[FR]
-    assert doomed and not targets and headroom < v
+    assert doomed and not targets and headroom.available < v
+    assert headroom.root_free is None or headroom.available <= headroom.root_free
     registered = {wl.name: wl for wl in admitted}
-    released = 0
+    released = took = 0
     for k, (ends, j, i, priority, amount) in enumerate(events):
         if ends:
             wl = registered.pop(f"w{j}", None)
@@ -276,8 +296,12 @@ def test_headroom_keeps_a_search_doomed_across_ends_and_admissions(case, events)
             registered[wl.name] = wl
             if [within_nominal_in(n, [FR]) for n in path] != before:
                 return  # a node started borrowing: new candidates, the model searches again
-        if headroom + released >= v:
-            return
+            if node.name != p.cq and within_nominal_in(node, [FR]):
+                took += amount
+        if headroom.available + released >= v:
+            if headroom.root_free is None or headroom.root_free + released - took >= v:
+                continue  # not held now; later admissions may hold it again
+            event("held by the root's free quota alone")
         assert classic_search(tree, p) == ([], True)
         assert cq_available(tree.cqs[p.cq], FR) < v
 
@@ -288,7 +312,7 @@ def test_a_node_that_starts_borrowing_undooms_with_nothing_released():
     tree = QuotaTree(cohorts, cqs)
     for wl in admitted:
         tree.add_workload(wl)
-    assert classic_search_headroom(tree, p) == ([], True, 1)
+    assert classic_search_headroom(tree, p) == ([], True, Headroom(1, 1))
     tree.add_workload(Admitted("x0", "q0", 0, {FR: 1}, 0.0, 20.0, "x0", False, False))
     targets, doomed = classic_search(tree, p)
     assert not doomed and sorted(t.workload.name for t in targets) == ["w0"]

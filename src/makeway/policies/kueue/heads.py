@@ -186,7 +186,10 @@ class HeadAdmission:
                     if one is not None and (smallest is None or smallest[0] != flips or v < smallest[1]):
                         self._doomed_from[one] = (flips, v)
                     if one is not None and headroom is not None:
-                        self._headroom[one] = (flips, self._released.get((root, one[1]), 0), headroom)
+                        rf = (root, one[1])
+                        self._headroom[one] = (flips, self._released.get(rf, 0), headroom.available,
+                                               headroom.root_free, self._within.get(rf, 0),
+                                               self._within.get((*rf, cq.name), 0))
             if targets:
                 self._targets_memo[key] = (stamp, targets)
         if not targets:
@@ -222,10 +225,21 @@ class HeadAdmission:
     def _short_of(self, one: tuple, v: int, root: str) -> bool:
         """Whether a one-fr preemptor asking for ``v`` is doomed by the headroom of an earlier
         search of its key (``classic_search_headroom``): no node of the tree started borrowing
-        since, and less than ``v`` minus that headroom left the tree (``_released``)."""
+        since, and either less than ``v`` minus that headroom left the tree (``_released``), or,
+        where the tree has no lending limit, the root's free quota then plus what left, less
+        what other queues took within their nominal quota since (``_within``), is below ``v``."""
         hit = self._headroom.get(one)
-        return hit is not None and hit[0] == self._flips.get(root, 0) \
-            and hit[2] + self._released.get((root, one[1]), 0) - hit[1] < v
+        if hit is None or hit[0] != self._flips.get(root, 0):
+            return False
+        rf = (root, one[1])
+        released = self._released.get(rf, 0) - hit[1]
+        if hit[2] + released < v:
+            return True
+        if hit[3] is None:
+            return False
+        within = self._within
+        took = within.get(rf, 0) - hit[4] - (within.get((*rf, one[0]), 0) - hit[5])
+        return hit[3] + released - took < v
 
     def _note_one(self, state: ClusterState, cq: QNode, wl_id: str, one: tuple, v: int, root: str) -> None:
         """The head's kind asks for ``v`` of one flavor-resource in a queue with reclaim Any: its
@@ -252,10 +266,17 @@ class HeadAdmission:
 
     def _count_flip(self, cq: QNode, usage: dict[FR, int], before: list[bool]) -> None:
         """A node of ``cq``'s path started borrowing on a flavor-resource of ``usage`` since
-        ``before`` (usage only grew): the root's flip count moves, which ends every doomed memo."""
+        ``before`` (usage only grew): the root's flip count moves, which ends every doomed memo.
+        Usage that leaves ``cq`` within its nominal quota is counted per root and fr, and per
+        queue (``_short_of``): no search takes it until a node starts borrowing."""
+        root = self._roots[cq.name]
         if before != self._borrowing_marks(cq, usage):
-            root = self._roots[cq.name]
             self._flips[root] = self._flips.get(root, 0) + 1
+        within = self._within
+        for fr, v in usage.items():
+            if v > 0 and cq.usage.get(fr, 0) <= cq.subtree.get(fr, 0):
+                within[(root, fr)] = within.get((root, fr), 0) + v
+                within[(root, fr, cq.name)] = within.get((root, fr, cq.name), 0) + v
 
     def _release(self, cq: QNode, usage: dict[FR, int]) -> None:
         """Usage left the tree at ``cq``: counted per root and fr (``_short_of``)."""

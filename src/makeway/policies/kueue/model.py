@@ -104,7 +104,10 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         # for one flavor-resource of a one-flavor queue with reclaim Any, whose heads are settled
         # while a headroom or a smaller doomed request holds (``_doomed_kind``).
         self._released: dict[tuple[str, tuple[str, str]], int] = {}
-        self._headroom: dict[tuple, tuple[int, int, int]] = {}
+        self._headroom: dict[tuple, tuple] = {}
+        # per (root, fr) and per (root, fr, queue): usage added to a ClusterQueue that stayed
+        # within its nominal quota (``HeadAdmission._count_flip``)
+        self._within: dict[tuple, int] = {}
         self._kind_one: dict[int, tuple[tuple, int, str]] = {}
         # Per call: head key id -> (flip count, or -1 for NoFit; ``Parked.kind``) of a head that
         # decided nothing in a way more usage cannot undo (``TwinSkipping._settled_kind``).
@@ -128,6 +131,9 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         self._parked = Parked(self._index)
         self._walked_unparked: dict[str, set[str]] = {}  # per call: walked heads left unparked
         self._cursors: dict[tuple, tuple] = {}  # per call: ``TwinSkipping._first_unknown``'s places
+        # per call: ``_first_unknown``'s answers, and per queue a count of its heads evaluated
+        self._unknowns: dict[tuple, tuple] = {}
+        self._evaluated: dict[str, int] = {}
         self._strict_of: dict[str, bool] = {}  # per call: ``_strict`` by queue
         self._hid: dict[tuple, int] = {}
         self._alloc_seen: tuple[int, int] | None = None
@@ -258,6 +264,8 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         order = sorted(queues)
         self._walked_unparked = {q: set() for q in queues}
         self._cursors = {}
+        self._unknowns = {}
+        self._evaluated = {}
         trees: dict[str, list[str]] = {}
         if self.caches and not self.fair:
             for q in order:

@@ -11,7 +11,7 @@ from bisect import bisect_left
 from heapq import merge
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Iterator, Mapping, Sequence
+from typing import Iterator, Mapping, NamedTuple, Sequence
 
 from makeway.policies.kueue.fair import fair_targets
 from makeway.policies.kueue.quota import (ANY, FR, LOWER_OR_NEWER_EQUAL, LOWER_PRIORITY, NEVER, Admitted,
@@ -230,7 +230,16 @@ def classic_search(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool]:
     return targets, doomed
 
 
-def classic_search_headroom(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool, int | None]:
+class Headroom(NamedTuple):
+    """What a search doomed by its first test could take, with every candidate gone:
+    ``available`` at the preemptor's queue, and the root's free quota where no node of the tree
+    has a lending limit (so that all usage reaches the root), else None."""
+
+    available: int
+    root_free: int | None
+
+
+def classic_search_headroom(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool, Headroom | None]:
     """The targets; whether the search was doomed, that is no attempt fits even with every
     candidate valid at its start gone; and, for a preemptor of one flavor-resource doomed by the
     first test (all candidates gone, borrowing allowed), its headroom: ``available`` on that fr
@@ -249,6 +258,14 @@ def classic_search_headroom(tree: QuotaTree, p: Preemptor) -> tuple[list[Target]
     was, and one that is not a candidate only adds to it. Candidates appear only when a node
     starts borrowing. So the preemptor stays doomed while less than its request minus the
     headroom has left the tree and no node has started borrowing.
+
+    Where no node lends with a limit, ``available`` is at most the root's free quota with every
+    candidate gone, and that one moves by exactly the usage of the non-candidates admitted or
+    leaving. A workload admitted in another ClusterQueue that stays within its nominal quota is
+    no candidate (a search only takes from queues that borrow) until a node starts borrowing. So
+    the preemptor also stays doomed while the root's free quota then, plus what left the tree,
+    less what such admissions took, stays below its request: the releases an end frees are
+    taken again by the admissions that follow it.
     """
     if ONE_FR and len(p.requests) == 1 and len(p.frs_need) == 1 and next(iter(p.frs_need)) in p.requests:
         return _search_one(tree, p)
@@ -407,7 +424,7 @@ def _search_one(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool, int 
 
     u_every = without(every)
     if not f.fits(u_every, ci, v, True):
-        return [], True, f.available(u_every, ci)
+        return [], True, Headroom(f.available(u_every, ci), f.sub[0] - u_every[0] if f.lends_all else None)
     hier, prio = nonempty[HIER], nonempty[PRIO]
     forbidden = not _borrow_within_cohort_allowed(cq)
     under_nominal = u0[ci] < cq.nominal(fr)

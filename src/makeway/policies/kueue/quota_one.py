@@ -20,7 +20,7 @@ class Frame:
     borrowing limit per node index (quotas only change with a new tree)."""
 
     __slots__ = ("root", "fr", "nodes", "index", "cq_index", "par", "sub", "lq", "bl", "down", "kid_cohorts",
-                 "kid_cqs")
+                 "kid_cqs", "lends_all")
 
     def __init__(self, root: QNode, fr: FR):
         self.root, self.fr = root, fr
@@ -42,6 +42,8 @@ class Frame:
             lq.append(0 if q is None or q.lending_limit is None else max(0, self.sub[i] - q.lending_limit))
             bl.append(None if q is None else q.borrowing_limit)
         self.lq, self.bl = lq, bl
+        # no lending limit anywhere: every unit of usage reaches the root (``add``)
+        self.lends_all = not any(lq)
         # per node: its path from the root's child down to itself (``available`` is computed downwards)
         down = []
         for i in range(len(nodes)):
