@@ -131,9 +131,6 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         self._parked = Parked(self._index)
         self._walked_unparked: dict[str, set[str]] = {}  # per call: walked heads left unparked
         self._cursors: dict[tuple, tuple] = {}  # per call: ``TwinSkipping._first_unknown``'s places
-        # per call: ``_first_unknown``'s answers, and per queue a count of its heads evaluated
-        self._unknowns: dict[tuple, tuple] = {}
-        self._evaluated: dict[str, int] = {}
         self._strict_of: dict[str, bool] = {}  # per call: ``_strict`` by queue
         self._hid: dict[tuple, int] = {}
         self._alloc_seen: tuple[int, int] | None = None
@@ -264,8 +261,6 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         order = sorted(queues)
         self._walked_unparked = {q: set() for q in queues}
         self._cursors = {}
-        self._unknowns = {}
-        self._evaluated = {}
         trees: dict[str, list[str]] = {}
         if self.caches and not self.fair:
             for q in order:

@@ -126,7 +126,6 @@ class TwinSkipping:
             return
         root = self._roots[h.cq.name]
         before = (len(decisions), self._version.get(root, 0), self._gversion, h.wl in self._waiting)
-        self._evaluated[h.cq.name] = self._evaluated.get(h.cq.name, 0) + 1
         self._probed_nodes = False
         self._settled = None
         self._process_head(state, tree, h, now, decisions, promised, victims)
@@ -151,28 +150,18 @@ class TwinSkipping:
         they are in ``lst`` (the queue's entries less those parked when the call began) exactly
         when they are not parked now. None when an unknown kind's first such entry is not
         found within a few steps (the caller then walks the runs). ``local``: outcomes stamped
-        with the global version count as unknown (``_skip_known_trees``).
-
-        An answer holds, for a head from where it was found up to its first unknown entry, while
-        the stamps it read stand and no head of the queue was evaluated (``_unknowns``): an
-        evaluation elsewhere writes no outcome, settle or doom of this queue's kinds, whose keys
-        name the queue, and moves the tree's stamps whenever it changes anything else."""
-        q = cq.name
-        root = self._roots[q]
-        root_v, flips = self._version.get(root, 0), self._flips.get(root, 0)
-        nodes_v, global_v = self._nversion, self._gversion
-        stamp = (root_v, flips, nodes_v, global_v, self._evaluated.get(q, 0))
-        memo = self._unknowns.get((q, local))
-        if memo is not None and memo[0] == stamp and memo[1] <= i <= memo[2]:
-            return memo[2], memo[3]
+        with the global version count as unknown (``_skip_known_trees``)."""
         first = len(lst)
         known_of: dict[tuple, int] = {}
         head = lst[i]
         parked = self._parked
         # ``_known_noop`` inlined (the caller runs with the caches on): no entry of a kind at or
         # after the head waits (they are current), and a kind's outcome is one per head id
-        outcomes, settles, ones = self._outcomes, self._settles, self._kind_one
-        cursors = self._cursors
+        outcomes, root_v = self._outcomes, self._version.get(self._roots[cq.name], 0)
+        settles, flips = self._settles, self._flips.get(self._roots[cq.name], 0)
+        ones = self._kind_one
+        nodes_v, global_v = self._nversion, self._gversion
+        cursors, q = self._cursors, cq.name
         for kind, ents in groups.items():
             if ents[-1] < head:
                 continue
@@ -208,7 +197,6 @@ class TwinSkipping:
                 cursors[(q, kind)] = (ents[k], pos)
             if pos < first:
                 first = pos
-        self._unknowns[(q, local)] = (stamp, i, first, known_of)
         return first, known_of
 
     def _skip_known(self, state: ClusterState, tree: QuotaTree, queues: dict[str, list[tuple]],
