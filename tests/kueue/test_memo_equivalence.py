@@ -429,3 +429,33 @@ def test_a_kind_asking_for_one_flavor_resource_is_settled_while_its_doom_holds(d
     assert model._doomed_kind(7) == (QUOTA if settled else None)
     assert model._settles.get(7) == ((flips, QUOTA) if settled else None)
     assert model._doomed_kind(8) is None  # a kind never noted
+
+
+class OverNominalSettling(Recording):
+    """Counts the kinds settled by their queue standing at its nominal quota, unable to borrow
+    while it preempts and with no candidate of its own (``_held_over_nominal``)."""
+
+    settled = 0
+
+    def _held_over_nominal(self, one, v):
+        held = super()._held_over_nominal(one, v)
+        type(self).settled += held
+        return held
+
+
+def test_a_kind_of_a_queue_at_nominal_that_may_not_borrow_while_it_preempts_is_settled_unevaluated():
+    """a and b fill the quota they lend; c lends nothing, so no root headroom is kept. k0 (b, 2
+    cpu, as high as b0) has no candidate and is doomed at 1 with a headroom of 0. a0's end at 2
+    releases 4, more than k0 lacks, but x0 takes them again in a first: b is still at its
+    nominal quota, may not borrow while it preempts and holds nothing lower, and 0 is available
+    to it, so k0 is settled without its evaluation. Everything as ``caches: false`` decides."""
+    queues = [Queue("org", settings={"kind": "Cohort"}), _lending_cq("a", 4), _lending_cq("b", 4),
+              _lending_cq("c", 2, 0)]
+    nodes = [Node("n0", {"cpu": 100}, {"flavor": "f"})]
+    workloads = [job("a0", "a", 0.0, 4, 0, 2.0), job("b0", "b", 0.0, 4, 10), job("k0", "b", 1.0, 2, 10),
+                 job("x0", "a", 2.0, 4, 0)]
+    settled = OverNominalSettling.settled
+    got = _trails(OverNominalSettling, queues, nodes, workloads, False)
+    assert got == _trails(FullEvaluation, queues, nodes, workloads, False)
+    assert [line for line in got[0] if " S " in line and 0 < float(line.split()[0]) < 100] == ["2.0 S x0/0/0 n0"]
+    assert OverNominalSettling.settled - settled >= 1

@@ -13,7 +13,7 @@ from makeway.core.resources import Res, add_into
 from makeway.core.state import ClusterState
 from makeway.policies.kueue.assign import FIT, NOFIT, Assignment, assign_flavors
 from makeway.policies.kueue.preemption import Preemptor, Target, classic_search_headroom, get_targets
-from makeway.policies.kueue.quota import ANY, FR, QNode, QuotaTree, units
+from makeway.policies.kueue.quota import ANY, FR, LOWER_PRIORITY, NEVER, QNode, QuotaTree, cq_available, units
 from makeway.policies.kueue.selectors import selector_matches, untolerated
 
 _HUMAN = {"InClusterQueue": "prioritization in the ClusterQueue",
@@ -240,6 +240,37 @@ class HeadAdmission:
         within = self._within
         took = within.get(rf, 0) - hit[4] - (within.get((*rf, one[0]), 0) - hit[5])
         return hit[3] + released - took < v
+
+    def _held_over_nominal(self, one: tuple, v: int) -> bool:
+        """Whether a one-fr preemptor asking for ``v`` would be refused quota by the tree as it
+        stands, in the pattern of a queue at its nominal quota that may not borrow while it
+        preempts. Its queue is under the root (or alone), borrowWithinCohort is Never, its usage
+        is at or over nominal, and it has no candidate of its own (withinClusterQueue Never, or
+        LowerPriority with nothing lower admitted). Then a search tries only with borrowing, and
+        every candidate elsewhere is one reclaimed without borrowing (no ancestor below the root
+        gives a hierarchical advantage), which that attempt may not take: with none valid it
+        needs the request to fit now. If ``available`` is below it, that fails, and so does a
+        Fit: the flavor assignment is NoFit or Preempt, the search is doomed, and with reclaim
+        Any nothing is held back. Read from the tree, not kept: usage added later in the call
+        only keeps it so, but a lower-priority admission in the queue would not."""
+        tree = self._tree
+        cq = None if tree is None else tree.cqs.get(one[0])
+        if cq is None or (cq.parent is not None and cq.parent.parent is not None):
+            return False
+        policy = cq.policy
+        if policy.borrow_within_cohort not in (NEVER, "", None):
+            return False
+        fr = one[1]
+        if cq.usage.get(fr, 0) < cq.nominal(fr):
+            return False
+        within = policy.within_cluster_queue
+        if within not in (NEVER, "", None):
+            if within != LOWER_PRIORITY:
+                return False
+            prio = one[2]
+            if any(n and wp < prio and fr in used for (wp, used), (n, _) in cq.buckets.items()):
+                return False
+        return cq_available(cq, fr) < v
 
     def _note_one(self, state: ClusterState, cq: QNode, wl_id: str, one: tuple, v: int, root: str) -> None:
         """The head's kind asks for ``v`` of one flavor-resource in a queue with reclaim Any: its

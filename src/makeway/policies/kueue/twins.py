@@ -99,7 +99,7 @@ class TwinSkipping:
         flips = self._flips.get(root, 0)
         smallest = self._doomed_from.get(one)
         if (smallest is None or smallest[0] != flips or smallest[1] > v) and not self._short_of(one, v, root):
-            return None
+            return QUOTA if self._held_over_nominal(one, v) else None
         self._settles[hid] = (flips, QUOTA)
         return QUOTA
 
