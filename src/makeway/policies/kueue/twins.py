@@ -9,7 +9,8 @@ reclaim Any, so it holds no quota back) until a node of the tree starts borrowin
 ``preemption.classic_search`` proves. Their twins are skipped though the tree's version moved.
 A kind asking for one flavor-resource whose search was doomed by a headroom that still holds is
 settled the same way, in any later call, and so is one asking for more than a request doomed
-earlier in the call (``_doomed_kind``).
+earlier in the call, or one whose queue stands at its nominal quota unable to borrow while it
+preempts (``_doomed_kind``, ``HeadAdmission._held_over_nominal``).
 """
 
 from __future__ import annotations
@@ -87,9 +88,10 @@ class TwinSkipping:
     def _doomed_kind(self, hid: int) -> int | None:
         """QUOTA for a kind asking for one flavor-resource (``_kind_one``) whose doom holds: by a
         headroom (``HeadAdmission._short_of``), or by a search in this call, since the last flip,
-        doomed for no more of it (``_doomed_from``), as evaluating a head would find. Checked when
-        asked: a search of its flavor-resource later in the call, after a node started
-        borrowing, may give a new headroom that settles it again. Its heads would be refused
+        doomed for no more of it (``_doomed_from``), or by the tree as it stands
+        (``HeadAdmission._held_over_nominal``, not kept), as evaluating a head would find.
+        Checked when asked: a search of its flavor-resource later in the call, after a node
+        started borrowing, may give a new headroom that settles it again. Its heads would be refused
         quota (NoFit, or a doomed search that holds nothing back; a Fit needs more than the
         doomed request too), so they are parked unevaluated, as twins of a settled head are."""
         hit = self._kind_one.get(hid)
