@@ -251,11 +251,27 @@ class HeadAdmission:
         gives a hierarchical advantage), which that attempt may not take: with none valid it
         needs the request to fit now. If ``available`` is below it, that fails, and so does a
         Fit: the flavor assignment is NoFit or Preempt, the search is doomed, and with reclaim
-        Any nothing is held back. Read from the tree, not kept: usage added later in the call
-        only keeps it so, but a lower-priority admission in the queue would not."""
+        Any nothing is held back. Read from the tree, not kept past a change of it: usage
+        added later in the call only keeps it so, but a lower-priority admission in the queue
+        would not. The answer is kept under the tree and its root's version (``_bump``), which
+        every change of usage or admitted workloads moves."""
         tree = self._tree
         cq = None if tree is None else tree.cqs.get(one[0])
-        if cq is None or (cq.parent is not None and cq.parent.parent is not None):
+        if cq is None:
+            return False
+        version = self._version.get(self._roots[one[0]], 0)
+        hit = self._over.get((one, v))
+        if hit is not None and hit[0] is tree and hit[1] == version:
+            return hit[2]
+        out = self._over_nominal(cq, one, v)
+        if len(self._over) >= 4096:  # kinds long gone: a bound, not a working set
+            self._over.clear()
+        self._over[(one, v)] = (tree, version, out)
+        return out
+
+    @staticmethod
+    def _over_nominal(cq: QNode, one: tuple, v: int) -> bool:
+        if cq.parent is not None and cq.parent.parent is not None:
             return False
         policy = cq.policy
         if policy.borrow_within_cohort not in (NEVER, "", None):

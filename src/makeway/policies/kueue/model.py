@@ -109,6 +109,8 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         # within its nominal quota (``HeadAdmission._count_flip``)
         self._within: dict[tuple, int] = {}
         self._kind_one: dict[int, tuple[tuple, int, str]] = {}
+        # ``HeadAdmission._held_over_nominal``'s answers: (key, request) -> (tree, root version, answer)
+        self._over: dict[tuple, tuple] = {}
         # Per call: head key id -> (flip count, or -1 for NoFit; ``Parked.kind``) of a head that
         # decided nothing in a way more usage cannot undo (``TwinSkipping._settled_kind``).
         self._settles: dict[int, tuple[int, int]] = {}
