@@ -271,6 +271,7 @@ class HeadAdmission:
 
     @staticmethod
     def _over_nominal(cq: QNode, one: tuple, v: int) -> bool:
+        """``_held_over_nominal`` computed from the tree."""
         if cq.parent is not None and cq.parent.parent is not None:
             return False
         policy = cq.policy
@@ -303,7 +304,7 @@ class HeadAdmission:
         cohort tree goes from within nominal to borrowing: that bumps the root's flip count."""
         before = self._borrowing_marks(cq, usage)
         tree.add_usage(cq, usage)
-        self._count_flip(cq, usage, before)
+        self._count_added(cq, usage, before)
         self._incall.append((cq, usage))
         self._bump(cq)
 
@@ -311,11 +312,11 @@ class HeadAdmission:
     def _borrowing_marks(cq: QNode, usage: dict[FR, int]) -> list[bool]:
         return [n.usage.get(fr, 0) <= n.subtree.get(fr, 0) for n in (cq, *cq.path_parent_to_root()) for fr in usage]
 
-    def _count_flip(self, cq: QNode, usage: dict[FR, int], before: list[bool]) -> None:
-        """A node of ``cq``'s path started borrowing on a flavor-resource of ``usage`` since
-        ``before`` (usage only grew): the root's flip count moves, which ends every doomed memo.
-        Usage that leaves ``cq`` within its nominal quota is counted per root and fr, and per
-        queue (``_short_of``): no search takes it until a node starts borrowing."""
+    def _count_added(self, cq: QNode, usage: dict[FR, int], before: list[bool]) -> None:
+        """``usage`` was added at ``cq`` (``before``: the borrowing marks of its path then). A
+        node of the path that started borrowing moves the root's flip count, which ends every
+        doomed memo. Usage that leaves ``cq`` within its nominal quota is counted per root and
+        fr, and per queue (``_short_of``): no search takes it until a node starts borrowing."""
         root = self._roots[cq.name]
         if before != self._borrowing_marks(cq, usage):
             self._flips[root] = self._flips.get(root, 0) + 1

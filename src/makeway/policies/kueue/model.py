@@ -106,7 +106,7 @@ class KueueModel(Explain, TwinSkipping, HeadAdmission, Snapshot, PreemptionModel
         self._released: dict[tuple[str, tuple[str, str]], int] = {}
         self._headroom: dict[tuple, tuple] = {}
         # per (root, fr) and per (root, fr, queue): usage added to a ClusterQueue that stayed
-        # within its nominal quota (``HeadAdmission._count_flip``)
+        # within its nominal quota (``HeadAdmission._count_added``)
         self._within: dict[tuple, int] = {}
         self._kind_one: dict[int, tuple[tuple, int, str]] = {}
         # ``HeadAdmission._held_over_nominal``'s answers: (key, request) -> (tree, root version, answer)

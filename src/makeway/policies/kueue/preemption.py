@@ -546,5 +546,5 @@ def get_targets(tree: QuotaTree, p: Preemptor, fair_sharing: bool,
 
 __all__ = ["DEFAULT_STRATEGIES", "IN_CLUSTER_QUEUE", "IN_COHORT_FAIR_SHARING", "IN_COHORT_RECLAIM_WHILE_BORROWING",
            "IN_COHORT_RECLAMATION", "LESS_THAN_INITIAL_SHARE", "LESS_THAN_OR_EQUAL_TO_FINAL_SHARE", "Preemptor",
-           "Target", "classic_search", "classic_search_headroom", "classic_targets", "fair_targets",
+           "Headroom", "Target", "classic_search", "classic_search_headroom", "classic_targets", "fair_targets",
            "fill_back", "get_targets", "ordering_key", "satisfies_policy", "workload_fits"]

@@ -146,7 +146,7 @@ class Snapshot:
                 if cur is not None:
                     marks = self._borrowing_marks(tree.cqs[q], cur[0].usage)
                     tree.add_workload(cur[0])
-                    self._count_flip(tree.cqs[q], cur[0].usage, marks)
+                    self._count_added(tree.cqs[q], cur[0].usage, marks)
                     old[wl_id] = cur
                     h += hash((wl_id, cur[0].evicted))
                     changed = True
