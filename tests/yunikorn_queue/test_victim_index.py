@@ -6,7 +6,9 @@ understated a node would pick a later node: a different decision. Here every att
 preemption benchmark's shape (nodes full of candidates of 1-8 cpu, asks of two priorities, so
 the same nodes are keyed under different scopes and re-keyed as victims go and asks start) runs
 the index and the plain walk side by side: where the index has a tree, it must name exactly the
-node the walk chooses when that one has index 0, and nothing otherwise.
+node the walk chooses when that one has index 0, and nothing otherwise. With more asks than the
+guarantees hold, the ask queues come near their guarantees and nodes whose first candidate is
+larger than what is left of it are passed over unevaluated (``_refused_first``).
 """
 
 from __future__ import annotations
@@ -23,8 +25,14 @@ from makeway.sim.engine import SimOptions, simulate
 
 
 def _checked(monkeypatch) -> dict[str, int]:
-    seen = {"tree": 0, "hit": 0}
+    seen = {"tree": 0, "hit": 0, "refused": 0}
     real_tree = victim_index.VictimNodeIndex.tree
+    real_refused = victim_index._refused_first
+
+    def refused_first(p, candidates):
+        out = real_refused(p, candidates)
+        seen["refused"] += out
+        return out
 
     def tree(self, *args):
         t = real_tree(self, *args)
@@ -48,14 +56,12 @@ def _checked(monkeypatch) -> dict[str, int]:
 
     real_least = preemptor.Preemptor._least_check
     monkeypatch.setattr(victim_index.VictimNodeIndex, "tree", tree)
+    monkeypatch.setattr(victim_index, "_refused_first", refused_first)
     monkeypatch.setattr(preemptor.Preemptor, "_least_check", least_check)
     return seen
 
 
-@settings(max_examples=4, deadline=None)
-@given(st.integers(12, 30), st.integers(0, 10_000), st.sampled_from([0.9, 1.0]), st.sampled_from([0.0, 20.0]))
-def test_index_names_the_walks_first_index0_node(nodes, seed, fill, grace):
-    """With a grace period, victims stay on their nodes marked preempted for later calls."""
+def _run(nodes: int, seed: int, fill: float, grace: float, per_node: int) -> dict[str, int]:
     from _pytest.monkeypatch import MonkeyPatch
     with MonkeyPatch.context() as mp:
         seen = _checked(mp)
@@ -64,6 +70,22 @@ def test_index_names_the_walks_first_index0_node(nodes, seed, fill, grace):
             if q.parent:
                 q.settings = {"properties": {"preemption.delay": "1s"}}
         jobs = [replace(w, grace=grace) if w.id.startswith("fill") else w
-                for w in preemption_jobs(nodes * 3, nodes, 10, seed=seed, fill=fill)]
+                for w in preemption_jobs(nodes * per_node, nodes, 10, seed=seed, fill=fill)]
         simulate(state, YuniKornModel({}), jobs, options=SimOptions())
-    assert seen["hit"] >= 3  # the index decided attempts, not only fell back
+    return seen
+
+
+@settings(max_examples=4, deadline=None)
+@given(st.integers(12, 30), st.integers(0, 10_000), st.sampled_from([0.9, 1.0]), st.sampled_from([0.0, 20.0]),
+       st.sampled_from([3, 5]))
+def test_index_names_the_walks_first_index0_node(nodes, seed, fill, grace, per_node):
+    """With a grace period, victims stay on their nodes marked preempted for later calls."""
+    assert _run(nodes, seed, fill, grace, per_node)["hit"] >= 3  # the index decided attempts, not only fell back
+
+
+def test_nodes_refused_by_the_ask_queues_guarantee_are_passed_over():
+    """Ask queues filled past what their guarantees hold: nodes whose first candidate the ask
+    queue's remaining guarantee refuses are passed over, and the index still names the walk's
+    node at every attempt."""
+    seen = _run(12, 1, 0.9, 0.0, 5)
+    assert seen["refused"] >= 5 and seen["hit"] >= 3

@@ -28,7 +28,7 @@ from makeway.core.node_index import FreeIndex
 from makeway.core.resources import Res, sub
 from makeway.policies.yunikorn.common import YAlloc
 from makeway.policies.yunikorn.node_candidates import NodeCandidates
-from makeway.policies.yunikorn.resources import victim_queue_over
+from makeway.policies.yunikorn.resources import fit_in_actual, victim_queue_over
 from makeway.policies.yunikorn.shortcuts import _remaining, flat_ask_path
 
 if TYPE_CHECKING:
@@ -155,7 +155,8 @@ __all__ = ["VictimNodeIndex"]
 def first_index0(p: "Preemptor") -> tuple[str, list[YAlloc]] | None:
     """The first node in name order whose victim list reaches the ask with one victim, and that
     list, found through the scope's tree; None when the tree does not apply or no node does (the
-    plain walk then decides). Every node the tree yields is evaluated in full."""
+    plain walk then decides). Every node the tree yields is evaluated in full, but for one whose
+    first candidate the ask queue's remaining guarantee refuses (``_refused_first``)."""
     part = p.part
     vi = getattr(part, "victim_index", None)
     assert p.by_node is not None
@@ -186,7 +187,31 @@ def first_index0(p: "Preemptor") -> tuple[str, list[YAlloc]] | None:
             return None
         n = names[i]
         if p.node_usable(n):
-            idx, lst = p.victims_by_node(p.free_of_node(n), p.by_node.get(n, []))
-            if lst and idx == 0:
-                return n, lst
+            cands = p.by_node.get(n, [])
+            if not _refused_first(p, cands):
+                idx, lst = p.victims_by_node(p.free_of_node(n), cands)
+                if lst and idx == 0:
+                    return n, lst
         i += 1
+
+
+def _refused_first(p: "Preemptor", candidates: list[YAlloc]) -> bool:
+    """True when ``victims_by_node`` on ``candidates`` gives no list, seen at its first candidate
+    (``first_index0``'s conditions hold: a flat ask path, every leaf of the search over its
+    guarantee for the ask). Its first pass takes that candidate, the snapshots untouched but for
+    the victim's own removal, which leaves the ask queue's remaining guarantee as found (nothing
+    above it has one). If that remainder is unset or does not hold the candidate, the pass stops
+    there with nothing taken: no list. The tree keys a node by its free resources and this
+    candidate, so on a Philly run most nodes it yields end this way, each a full evaluation."""
+    if not candidates:
+        return True
+    snaps = p.search.snapshots
+    v = candidates[0]
+    qs = snaps.get(v.queue)
+    if qs is None:
+        return False
+    r = _remaining(p, qs)
+    if not (r is None or victim_queue_over(p.ask.resources, r)):
+        return False
+    ar = _remaining(p, snaps[p.ask.queue])
+    return ar is None or not fit_in_actual(ar, v.resources)
