@@ -107,3 +107,56 @@ def test_reclaim_gates_requeued_victims_and_decides_as_reference(monkeypatch):
     # the walk refused (``doomed_attempt``) or a call that only refuses (``cohorts``)
     assert 0 < calls["evaluated"] < calls["doomed"] + models[0].cohort_refusals
     assert logs[0] == logs[1]
+
+
+def hierarchy_case(seed: int) -> tuple[ClusterState, list[Workload]]:
+    """Two leaves under a guaranteed parent and a filler queue beside it: a start or an end in
+    one leaf moves the parent's usage. Victims stay on their nodes for a grace period, marked
+    preempted, so a leaf's preempting usage moves its asks' verdicts too."""
+    import random
+    from dataclasses import replace
+    rng = random.Random(seed)
+    delay = {"properties": {"preemption.delay": "1s"}}
+    queues = [Queue("root"), Queue("root.p", "root", {"cpu": rng.choice([6, 8, 10])}, settings=delay),
+              Queue("root.p.a", "root.p", {"cpu": rng.choice([3, 4, 6])}, settings=delay),
+              Queue("root.p.b", "root.p", {"cpu": rng.choice([3, 4, 6])}, settings=delay),
+              Queue("root.c", "root", settings=delay)]
+    nodes = [Node(f"n{i}", {"cpu": 4}) for i in range(4)]
+    jobs = [Workload(f"fill{i}", "root.c", 0.0, rng.choice([200.0, 500.0]), (TaskGroup(1, {"cpu": 1}),))
+            for i in range(16)]
+    t = 1.0
+    for i in range(14):
+        t += rng.choice([0.5, 3.0, 20.0])
+        jobs.append(Workload(f"ask{i}", rng.choice(["root.p.a", "root.p.b"]), t, rng.choice([40.0, 90.0]),
+                             (TaskGroup(1, {"cpu": rng.choice([1, 2, 3])}),), rng.choice([0, 5])))
+    grace = rng.choice([0.0, 10.0, 30.0])
+    return ClusterState(["cpu"], queues, nodes), [replace(w, grace=grace) for w in jobs]
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.integers(0, 10_000))
+def test_kept_verdicts_are_the_paths(seed):
+    """Every verdict ``_FastPass.doomed`` gives, whether kept for the world, under the usage of the
+    path it reads (``YuniKornModel._doom_path``) or computed, is the gate's on the path as it
+    stands at that point of the call; and the run decides as the reference pass."""
+    from _pytest.monkeypatch import MonkeyPatch
+    real = ymodel._FastPass.doomed
+    seen = {"calls": 0, "doomed": 0}
+
+    def checked(self, queue, res, rkey):
+        out = real(self, queue, res, rkey)
+        assert out == guarantee_doomed(self._path(queue), res)
+        seen["calls"] += 1
+        seen["doomed"] += out
+        return out
+
+    logs = []
+    with MonkeyPatch.context() as mp:
+        mp.setattr(ymodel._FastPass, "doomed", checked)
+        for cls in (Recording, FullEvaluation):
+            state, jobs = hierarchy_case(seed)
+            model = cls({})
+            simulate(state, model, jobs, options=SimOptions(check_invariants=True))
+            logs.append(model.log)
+    assert logs[0] == logs[1]
+    event(f"verdicts: {'some doomed' if seen['doomed'] else 'none doomed'}")

@@ -52,7 +52,6 @@ class _FastPass:
         self.fit_memo: dict[tuple, bool] = {}
         self.room_memo: dict[str, tuple] = {}
         self.doom_memo: dict[tuple, bool] = {}
-        self.margins: dict[tuple, tuple] = {}  # (queue, doom epoch, no view yet) -> ``gate.path_margin``
         self.doom_epoch = 0  # moved by every start and real attempt of this call
         self.rmap: dict[str, str] = {n: a for a, n in model.reservations.items()}
         self.budgets: dict[str, list[int]] = {}
@@ -72,7 +71,10 @@ class _FastPass:
         if model._doom_world != self.fit_world:  # submissions move no guarantee verdict
             model._doom_world = self.fit_world
             model._doom_cache = {}
-            model._doom_margins = {}
+        if model._doom_state != (id(state), state.config_epoch):  # guarantees as the verdicts read them
+            model._doom_state = (id(state), state.config_epoch)
+            model._doom_by_usage = {}
+            model._doom_paths = {}
         self.index = state.free_index()
         if model._topology != state.topology_epoch:  # node order = index order; nodes joined or left
             model._topology = state.topology_epoch
@@ -426,13 +428,29 @@ class _FastPass:
         hit = self.doom_memo.get(key)
         if hit is not None:
             return hit
-        # the path as the call found it (see ``doomed``) is the world's; a moved one is this call's
-        margins, mkey = (self.m._doom_margins, queue) if not self.dirty else (self.margins, (queue, key[2], key[3]))
-        margin = margins.get(mkey)
-        if margin is None:
-            margin = margins[mkey] = path_margin(self._path(queue))
-        out = self.doom_memo[key] = doomed_by(margin, res)
+        # the verdict reads only the usage of the path's queues from the first with a guarantee
+        # down (``YuniKornModel._doom_path``): kept under that usage across calls and worlds
+        usage = self._path_usage(queue)
+        kept = self.m._doom_by_usage
+        ukey = (queue, key[1])
+        hit = kept.get(ukey)
+        if hit is not None and hit[0] == usage:
+            out = hit[1]
+        else:
+            out = doomed_by(path_margin(self._path(queue)), res)
+            if len(kept) >= 4096:  # requests long gone: a bound, not a working set
+                kept.clear()
+            kept[ukey] = ([(dict(a), dict(p)) for a, p in usage], out)
+        self.doom_memo[key] = out
         return out
+
+    def _path_usage(self, queue: str) -> list[tuple[Res, Res]]:
+        """(allocated, preempting) of each queue of ``_doom_path`` as ``_path`` reads them."""
+        part, names = self.part, self.m._doom_path(self.state, queue)
+        if part is not None:
+            return [(part.queues[q].allocated or {}, part.queues[q].preempting or {}) for q in names]
+        pq, usage, pre = self.pq, self.state.queue_usage, self.preempting_sums()
+        return [(pq[q] if q in pq else usage[q], pre.get(q, {})) for q in names]
 
     def _path(self, queue: str) -> list:
         """The queue path ``gate`` reads, root first, as this point of the call sees it."""

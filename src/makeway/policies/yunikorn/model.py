@@ -92,7 +92,10 @@ class YuniKornModel(PreemptionModel):
         self._marks = 0  # Preempt decisions seen: moves whenever an allocation may become preempting
         self._doom_world: tuple | None = None
         self._doom_cache: dict[tuple, bool] = {}
-        self._doom_margins: dict[str, tuple] = {}  # queue -> ``gate.path_margin``, for ``_doom_world``
+        # (queue, request items) -> (the usage ``_doom_path`` reads, the verdict), per state and config
+        self._doom_by_usage: dict[tuple, tuple] = {}
+        self._doom_paths: dict[str, tuple[str, ...]] = {}  # ``_doom_path``, per state and config
+        self._doom_state: tuple | None = None
         self._walk_facts: dict[str, tuple] = {}  # workload -> what the walk reads of it (``fastpass._facts``)
         self._refusals: tuple[tuple | None, dict] = (None, {})  # ``cohorts`` verdicts, for one ``_fit_world``
         self._plans: tuple[int | None, dict] = (None, {})  # ``cohorts._plan``, per state
@@ -241,6 +244,18 @@ class YuniKornModel(PreemptionModel):
             self._props = queue_props(state)
             self._maxes = {name: _nonzero(q.max) for name, q in state.queues.items()}
             self._guars = {name: _nonzero(q.guaranteed) for name, q in state.queues.items()}
+
+    def _doom_path(self, state: ClusterState, queue: str) -> tuple[str, ...]:
+        """The queues of ``queue``'s path whose usage ``gate.path_margin`` reads: from the first
+        (root first) with a guarantee down to ``queue``, and ``queue`` itself. Above that queue
+        every remaining guarantee is unset whatever the usage (an unset remainder above and no
+        guarantee of one's own give none), so its usage moves no verdict."""
+        hit = self._doom_paths.get(queue)
+        if hit is None:
+            path = list(reversed(state.path_to_root(queue)))
+            first = next((i for i, q in enumerate(path) if self._guars[q]), len(path) - 1)
+            hit = self._doom_paths[queue] = tuple(path[first:])
+        return hit
 
     def _schedule_fast(self, state: ClusterState, now: float) -> list[Decision]:
         taken: set[str] = set()
