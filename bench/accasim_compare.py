@@ -16,12 +16,12 @@ cluster the SWF header describes, with ``--swf-layout nodes`` (the same machine:
 processor, a job a gang of one-cpu tasks) and ``--swf-layout pool`` (one pool of every processor,
 a job one task). makeway writes its full results (``--out``), AccaSim its dispatching plan.
 
-makeway runs each layout once on the log's first day before any measured run: its compiled event
-loop is built into numba's cache by the first run on a machine (about 14 s of CPU and 200 MiB more
-peak memory on LANL), once, as an installed package's would be on first use. Both packages'
-modules are byte-compiled before the first run (``compileall``), as an installed wheel's are:
-where ``PYTHONDONTWRITEBYTECODE`` is set and makeway is an editable checkout, every makeway process
-would otherwise compile its edited modules from source (about 0.2 s of CPU).
+makeway runs each layout once on the log's first day before any measured run: the first run on a
+machine builds the compiled event loop as an extension module (``sim/fast/aot.py``: about 14 s of
+CPU and 200 MiB more peak memory), once, as an installed package does on its first use. Both
+packages' modules are byte-compiled before the first run (``compileall``), as an installed wheel's
+are: where ``PYTHONDONTWRITEBYTECODE`` is set and makeway is an editable checkout, every makeway
+process would otherwise compile its edited modules from source (about 0.2 s of CPU).
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def run(logs: list[str], repeats: int, dest: Path | None = None) -> dict:
             # 1.1.3 drops an unknown one from the first job's request and then fails on a job without it
             sys_config.write_text(json.dumps({"groups": {"g0": {"core": 1, "mem": 2**50}}, "resources": {"g0": procs}}))
             runs: dict[str, list[dict]] = {"accasim": [], "makeway_nodes": [], "makeway_pool": []}
-            for layout in ("nodes", "pool"):  # numba's cache is built by the first compiled run, once
+            for layout in ("nodes", "pool"):  # the first compiled run builds the loop's module, once
                 _measure([sys.executable, "-m", "makeway", "simulate", "--trace", str(gz), "--model", "fifo-strict",
                           "--swf-layout", layout, "-q", "--horizon", "86400"], work)
             for r in range(repeats):
