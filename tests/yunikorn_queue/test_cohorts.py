@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from makeway.core.objects import Node, Queue, TaskGroup, Workload
 from makeway.core.state import ClusterState
 from makeway.policies.yunikorn import cohorts, stretch
-from makeway.policies.yunikorn.blocks import PARKED, walk_key
+from makeway.policies.yunikorn.blocks import PARKED, Cohort, walk_key
 from makeway.policies.yunikorn.common import MAX_PREEMPTION_ATTEMPTS
 from makeway.policies.yunikorn.model import YuniKornModel
 from makeway.policies.yunikorn.preemptor import DOES_NOT_GUARANTEE
@@ -338,6 +338,55 @@ def test_turns_answers_as_the_plain_walk_on_random_blocks(case):
     want, spent_early = plain_turns(model, state, members, known, fresh)
     event("members' workloads after parked asks passed over" if spent_early else "none passed over")
     assert cohorts.turns(model, state, members, known, fresh) == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(blocked_leaves())
+def test_own_turns_only_where_the_walk_gives_the_cohort_every_attempt(case):
+    """Where ``own_turns`` answers without the walk, the plain walk gives every live ask of the
+    cohort an attempt, parks none and gives no other ask one."""
+    model, state, members, known, _ = case
+    c = Cohort(15_000_000, (), list(members))
+    tids = model.blocks.live(c)
+    own = cohorts.own_turns(model, state, c, tids)
+    event("own turns" if own else "walked")
+    if own:
+        (refuse, park, _), _ = plain_turns(model, state, tids, known)
+        assert not park and sorted(refuse) == sorted(tids)
+
+
+def _leaf_with_parked(first_parked: int, started: bool = False) -> tuple[YuniKornModel, ClusterState, Cohort]:
+    """One leaf: twelve one-task workloads in walk order, ten of them members of a cohort and
+    two parked, the first parked one at place ``first_parked``; ``started``: the first member
+    started since it was blocked (still blocked, no longer pending)."""
+    state = ClusterState(["cpu"], [Queue("root"), Queue("root.c", "root")], [Node("n0", {"cpu": 100})])
+    model = YuniKornModel({})
+    members = []
+    for i in range(12):
+        wl = Workload(f"w{i:02d}", "root.c", float(i), 60.0, (TaskGroup(1, {"cpu": 1}),))
+        state.submit(wl)
+        tid = wl.task_ids()[0]
+        parked = i in (first_parked, 11)
+        model.blocks.block(tid, wl, PARKED if parked else 15_000_000, False, ("root.c", (("cpu", 1),)), timer=False)
+        if not parked:
+            members.append(tid)
+    if started:
+        state.start(members[0], "n0", 0.0)
+    return model, state, Cohort(15_000_000, (), members)
+
+
+@pytest.mark.parametrize("first_parked,started", [(10, False), (9, False), (0, False), (10, True)])
+def test_own_turns_with_a_leaf_of_parked_asks(first_parked, started):
+    """Ten members spend the leaf's attempts before the parked asks after them: answered without
+    the walk, as the walk answers. A parked ask before the tenth member would take an attempt,
+    and a member no longer pending gets none, so those are left to ``turns``."""
+    model, state, c = _leaf_with_parked(first_parked, started)
+    tids = model.blocks.live(c)
+    (refuse, park, _), _ = plain_turns(model, state, tids, True)
+    walked_own = not park and sorted(refuse) == sorted(tids)
+    assert walked_own == (first_parked == 10 and not started)
+    assert cohorts.own_turns(model, state, c, tids) == walked_own
+    assert c.leaves is not None and c.leaves[0] is c.tids
 
 
 def interleaved_case() -> tuple[ClusterState, list[Workload]]:

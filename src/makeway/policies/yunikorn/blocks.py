@@ -39,14 +39,16 @@ PARKED = -2
 
 class Cohort:
     """Asks refused together (see the module doc): their common timer, the world of the call that
-    refused them, and their ids (some may since have been released: ``Blocks.live``)."""
+    refused them, and their ids (some may since have been released: ``Blocks.live``); ``leaves``:
+    what ``cohorts.own_turns`` reads of the ids, kept with the list it was made from."""
 
-    __slots__ = ("due", "world", "tids")
+    __slots__ = ("due", "world", "tids", "leaves")
 
     def __init__(self, due: int, world: tuple, tids: list[str]):
         self.due = due
         self.world = world
         self.tids = tids
+        self.leaves: tuple | None = None
 
 
 def walk_key(wl: Any) -> WalkKey:

@@ -171,6 +171,42 @@ def turns(model: "YuniKornModel", state: ClusterState, members: list[str], known
     return refuse, park, unknown
 
 
+def own_turns(model: "YuniKornModel", state: ClusterState, c, tids: list[str]) -> bool:
+    """True when ``turns`` over a cohort's live asks (``tids``) would give every one of them an
+    attempt and park none, nor give one to any other ask, in a way that is plain without the
+    walk; False when it may not (``turns`` then decides). It is plain when every ask of the
+    cohort is live and still pending, no leaf holds more of them than its attempts, and each leaf
+    with parked asks is one of the cohort's, holding exactly as many of its asks as attempts,
+    with every parked workload after the last of them in walk order: the attempts are spent on
+    the cohort's asks before any parked one is reached. Per leaf (count, last walk key) is kept
+    on the cohort with the list it was made from (``Cohort.leaves``); a repeat keeps the list."""
+    if len(tids) != len(c.tids):
+        return False
+    hit = c.leaves
+    if hit is None or hit[0] is not c.tids:
+        wls, key_of = state.workloads, model.blocks.key_of
+        leaves: dict[str, tuple[int, tuple]] = {}
+        for tid in c.tids:
+            leaf = key_of[tid][0]
+            wk = walk_key(wls[tid.rsplit("/", 2)[0]])
+            n, last = leaves.get(leaf, (0, wk))
+            leaves[leaf] = (n + 1, max(last, wk))
+        hit = c.leaves = (c.tids, leaves)
+    leaves = hit[1]
+    by_leaf = model.blocks.by_leaf
+    for leaf, (n, last) in leaves.items():
+        if n > MAX_PREEMPTION_ATTEMPTS:
+            return False
+        lst = by_leaf.get(leaf)
+        if lst and (n < MAX_PREEMPTION_ATTEMPTS or lst[0] <= last):
+            return False
+    for leaf, lst in by_leaf.items():
+        if lst and leaf not in leaves:
+            return False
+    pending = state.pending
+    return all(t in pending.get(t.rsplit("/", 2)[0], ()) for t in tids)
+
+
 def still_pending(state: ClusterState, tid: str) -> bool:
     """Whether a blocked ask is still pending (one that started or was withdrawn is not)."""
     return tid in state.pending.get(tid.rsplit("/", 2)[0], ())
@@ -266,4 +302,4 @@ def all_refused(model: "YuniKornModel", state: ClusterState, now_us: int, refuse
     return True
 
 
-__all__ = ["all_refused", "refused", "repeat_refusals", "still_pending", "turns"]
+__all__ = ["all_refused", "own_turns", "refused", "repeat_refusals", "still_pending", "turns"]

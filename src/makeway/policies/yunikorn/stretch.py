@@ -22,7 +22,7 @@ import math
 from typing import TYPE_CHECKING
 
 from makeway.core.state import ClusterState
-from makeway.policies.yunikorn.cohorts import all_refused, refused, repeat_refusals, still_pending, turns
+from makeway.policies.yunikorn.cohorts import all_refused, own_turns, refused, repeat_refusals, still_pending, turns
 from makeway.policies.yunikorn.common import PREEMPT_ATTEMPT_FREQUENCY_US
 from makeway.policies.yunikorn.fastpass import timers
 from makeway.policies.yunikorn.views import to_us
@@ -185,9 +185,12 @@ def _parked_chains(model: "YuniKornModel", state: ClusterState, wakes: list[floa
         if c.due / 1_000_000 >= limit:
             continue
         known = c.world == world
-        refuse, park, unknown = turns(model, state, tids, known)
-        if park or len(refuse) != len(tids) or set(refuse) != set(tids):
-            return None
+        if own_turns(model, state, c, tids):
+            refuse, unknown = c.tids, ([] if known else c.tids)
+        else:
+            refuse, park, unknown = turns(model, state, tids, known)
+            if park or len(refuse) != len(tids) or set(refuse) != set(tids):
+                return None
         # not known: the attempts are the cohort's own asks, each refused if doomed in this world
         if unknown and (known or not all_refused(model, state, c.due, unknown, world)):
             return None
