@@ -190,6 +190,37 @@ def test_stretches_with_parked_asks_give_the_same_results(gangs, monkeypatch):
     assert skipped[5] and all(dict(log)[DOES_NOT_GUARANTEE] > 100 for _, _, log in skipped[5][:10])
 
 
+def test_cohorts_that_plainly_take_every_attempt(monkeypatch):
+    """Two five-task gangs take root.c's ten attempts at every repeat and a third, after them in
+    walk order, stays parked: the cohort's turns are answered without the walk
+    (``cohorts.own_turns``), in calls that only refuse and in parked chains. The same events,
+    clocks and logs as the walk at every call, and as the engine running every instant."""
+    plain = []
+
+    def counting(model, state, c, tids):
+        out = real(model, state, c, tids)
+        plain.append(out)
+        return out
+
+    real = cohorts.own_turns
+    monkeypatch.setattr(cohorts, "own_turns", counting)
+    monkeypatch.setattr(stretch, "own_turns", counting)
+    gangs = (("c", 30, 5), ("c", 30, 5), ("c", 30, 3))
+    logs = []
+    for cls in (AskStates, NoCohorts):
+        state, jobs = parked_case(gangs)
+        model = cls({})
+        simulate(state, model, jobs, options=SimOptions(check_invariants=True, horizon=20000.0))
+        logs.append(model.log)
+    assert sum(plain) > 100
+    assert logs[0] == logs[1]
+    plain.clear()
+    skipped, n = run_skipping(parked_case(gangs), True, 20000.0)
+    every, none = run_skipping(parked_case(gangs), False, 20000.0)
+    assert sum(plain) > 100 and n > 100 and none == 0
+    assert skipped == every
+
+
 def test_a_parked_chain_ends_before_a_wake_up_with_no_cohort_due():
     """At a wake-up where no live cohort is due, a call would give the parked asks their turn:
     the closed form stops before it, and leaves the model due at once (as a call with asks

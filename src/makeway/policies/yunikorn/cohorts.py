@@ -57,6 +57,8 @@ def repeat_refusals(model: "YuniKornModel", state: ClusterState, now_us: int) ->
         in_cohort = set(members)
         timed = [t for t in timed if t not in in_cohort]
         refuse, park, unsure = turns(model, state, members + timed, known, frozenset(timed))
+    elif parked and cohort is not None and own_turns(model, state, cohort, members):
+        refuse, park, unsure = cohort.tids, [], ([] if known else cohort.tids)
     elif parked:
         refuse, park, unsure = turns(model, state, members, known)
     elif known:
