@@ -181,19 +181,23 @@ def own_turns(model: "YuniKornModel", state: ClusterState, c, tids: list[str]) -
     with parked asks is one of the cohort's, holding exactly as many of its asks as attempts,
     with every parked workload after the last of them in walk order: the attempts are spent on
     the cohort's asks before any parked one is reached. Per leaf (count, last walk key) is kept
-    on the cohort with the list it was made from (``Cohort.leaves``); a repeat keeps the list."""
+    on the cohort with the list it was made from (``Cohort.leaves``, with each ask's workload);
+    a repeat keeps the list."""
     if len(tids) != len(c.tids):
         return False
     hit = c.leaves
     if hit is None or hit[0] is not c.tids:
         wls, key_of = state.workloads, model.blocks.key_of
         leaves: dict[str, tuple[int, tuple]] = {}
+        owners = []
         for tid in c.tids:
             leaf = key_of[tid][0]
-            wk = walk_key(wls[tid.rsplit("/", 2)[0]])
+            w = tid.rsplit("/", 2)[0]
+            owners.append((w, tid))
+            wk = walk_key(wls[w])
             n, last = leaves.get(leaf, (0, wk))
             leaves[leaf] = (n + 1, max(last, wk))
-        hit = c.leaves = (c.tids, leaves)
+        hit = c.leaves = (c.tids, leaves, owners)
     leaves = hit[1]
     by_leaf = model.blocks.by_leaf
     for leaf, (n, last) in leaves.items():
@@ -206,7 +210,7 @@ def own_turns(model: "YuniKornModel", state: ClusterState, c, tids: list[str]) -
         if lst and leaf not in leaves:
             return False
     pending = state.pending
-    return all(t in pending.get(t.rsplit("/", 2)[0], ()) for t in tids)
+    return all(t in pending.get(w, ()) for w, t in hit[2])
 
 
 def still_pending(state: ClusterState, tid: str) -> bool:
