@@ -413,8 +413,9 @@ class _FastPass:
     def doomed(self, queue: str, res: Res, rkey: tuple) -> bool:
         """Whether an unpinned ask without a reservation, due to try preemption, will be refused by
         its queue's guarantee (``gate``): decided on the queue path before any view is built.
-        Kept per queue and request (``rkey``: ``res`` as items) until this call starts an ask or
-        makes a real attempt (what moves the usage or the preempting sums it reads)."""
+        Kept per queue and request (``rkey``: ``res`` as items) for the world until this call
+        starts an ask or makes a real attempt (what moves the usage or the preempting sums it
+        reads), and across worlds under the usage it reads (``_doomed``)."""
         if not self.dirty:  # the path as the call found it: the verdict of an earlier call in this world
             wkey = (queue, rkey)
             cache = self.m._doom_cache
