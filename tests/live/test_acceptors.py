@@ -137,7 +137,8 @@ def served(tmp_path):
 
 def test_submits_through_several_processes(served, tmp_path):
     s = served(f"sqlite:///{tmp_path / 'store.db'}")
-    pids = acceptors_of(s.proc.pid)
+    # serve answers before it has started its acceptors: on a loaded machine they come a moment later
+    pids = wait_for(lambda: len(acceptors_of(s.proc.pid)) == 2 and acceptors_of(s.proc.pid), 30, "two acceptors")
     assert len(pids) == 2
     conns = wait_for(lambda: every_worker(s.url, {"1", "2"}), 30, "the acceptors to serve")  # after the leader
     for c in conns.values():
@@ -233,7 +234,7 @@ def test_submits_through_several_processes(served, tmp_path):
 
 def test_uniqueness_race_on_postgresql_and_acceptors_follow_the_lead(served, pg_database):
     s = served(pg_database, workers=3)
-    pids = acceptors_of(s.proc.pid)
+    pids = wait_for(lambda: len(acceptors_of(s.proc.pid)) == 2 and acceptors_of(s.proc.pid), 30, "two acceptors")
     assert len(pids) == 2
     box: list[Served] = []  # the standby starts while the leader is raced
     starting = threading.Thread(target=lambda: box.append(served(pg_database, workers=2, ready=False)))
