@@ -5,11 +5,17 @@ say so when ``check_queue_guarantees`` (its general loop, shortcuts off) refuses
 hypothesis test draws queue trees with guarantees, usage, preempting resources and victims in
 other leaves, and checks that implication; the scenario test checks that the gate does fire in a
 reclaim (requeued victims over their guarantee, more of them due than a leaf's attempt budget)
-and that the fast pass still decides as the reference pass.
+and that the fast pass still decides as the reference pass. The fast pass keeps verdicts under
+the usage they read, across calls: in hierarchies with a guaranteed parent, each one it gives is
+checked against the gate computed afresh on the path as it stands.
 """
 
 from __future__ import annotations
 
+import random
+from dataclasses import replace
+
+import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
@@ -113,8 +119,6 @@ def hierarchy_case(seed: int) -> tuple[ClusterState, list[Workload]]:
     """Two leaves under a guaranteed parent and a filler queue beside it: a start or an end in
     one leaf moves the parent's usage. Victims stay on their nodes for a grace period, marked
     preempted, so a leaf's preempting usage moves its asks' verdicts too."""
-    import random
-    from dataclasses import replace
     rng = random.Random(seed)
     delay = {"properties": {"preemption.delay": "1s"}}
     queues = [Queue("root"), Queue("root.p", "root", {"cpu": rng.choice([6, 8, 10])}, settings=delay),
@@ -139,7 +143,6 @@ def test_kept_verdicts_are_the_paths(seed):
     """Every verdict ``_FastPass.doomed`` gives, whether kept for the world, under the usage of the
     path it reads (``YuniKornModel._doom_path``) or computed, is the gate's on the path as it
     stands at that point of the call; and the run decides as the reference pass."""
-    from _pytest.monkeypatch import MonkeyPatch
     real = ymodel._FastPass.doomed
     seen = {"calls": 0, "doomed": 0}
 
@@ -151,7 +154,7 @@ def test_kept_verdicts_are_the_paths(seed):
         return out
 
     logs = []
-    with MonkeyPatch.context() as mp:
+    with pytest.MonkeyPatch.context() as mp:
         mp.setattr(ymodel._FastPass, "doomed", checked)
         for cls in (Recording, FullEvaluation):
             state, jobs = hierarchy_case(seed)

@@ -23,7 +23,7 @@ from itertools import chain
 from typing import TYPE_CHECKING
 
 from makeway.core.state import ClusterState
-from makeway.policies.yunikorn.blocks import PARKED, walk_key
+from makeway.policies.yunikorn.blocks import PARKED, Cohort, walk_key
 from makeway.policies.yunikorn.common import MAX_PREEMPTION_ATTEMPTS, PREEMPT_ATTEMPT_FREQUENCY_US
 from makeway.policies.yunikorn.fastpass import RESERVATION_TIMEOUT_US, _FastPass, timers
 from makeway.policies.yunikorn.preemptor import DOES_NOT_GUARANTEE, DOES_NOT_HELP
@@ -173,7 +173,7 @@ def turns(model: "YuniKornModel", state: ClusterState, members: list[str], known
     return refuse, park, unknown
 
 
-def own_turns(model: "YuniKornModel", state: ClusterState, c, tids: list[str]) -> bool:
+def own_turns(model: "YuniKornModel", state: ClusterState, c: Cohort, tids: list[str]) -> bool:
     """True when ``turns`` over a cohort's live asks (``tids``) would give every one of them an
     attempt and park none, nor give one to any other ask, in a way that is plain without the
     walk; False when it may not (``turns`` then decides). It is plain when every ask of the
