@@ -251,10 +251,10 @@ class HeadAdmission:
         gives a hierarchical advantage), which that attempt may not take: with none valid it
         needs the request to fit now. If ``available`` is below it, that fails, and so does a
         Fit: the flavor assignment is NoFit or Preempt, the search is doomed, and with reclaim
-        Any nothing is held back. Read from the tree, not kept past a change of it: usage
-        added later in the call only keeps it so, but a lower-priority admission in the queue
-        would not. The answer is kept under the tree and its root's version (``_bump``), which
-        every change of usage or admitted workloads moves."""
+        Any nothing is held back. The answer holds only for the tree as it stands (usage added
+        later in the call keeps it so, but a lower-priority admission in the queue would not),
+        so it is kept under the tree and its root's version (``_bump``), which every change of
+        usage or admitted workloads moves."""
         tree = self._tree
         cq = None if tree is None else tree.cqs.get(one[0])
         if cq is None:

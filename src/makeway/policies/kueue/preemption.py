@@ -232,8 +232,8 @@ def classic_search(tree: QuotaTree, p: Preemptor) -> tuple[list[Target], bool]:
 
 class Headroom(NamedTuple):
     """What a search doomed by its first test could take, with every candidate gone:
-    ``available`` at the preemptor's queue, and the root's free quota where no node of the tree
-    has a lending limit (so that all usage reaches the root), else None."""
+    ``available`` at the preemptor's queue, and the root's free quota where no node's lending
+    limit holds usage back (so that all usage reaches the root: ``Frame.lends_all``), else None."""
 
     available: int
     root_free: int | None

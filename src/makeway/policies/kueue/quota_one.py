@@ -42,7 +42,7 @@ class Frame:
             lq.append(0 if q is None or q.lending_limit is None else max(0, self.sub[i] - q.lending_limit))
             bl.append(None if q is None else q.borrowing_limit)
         self.lq, self.bl = lq, bl
-        # no lending limit anywhere: every unit of usage reaches the root (``add``)
+        # no lending limit holds usage back anywhere: every unit of usage reaches the root (``add``)
         self.lends_all = not any(lq)
         # per node: its path from the root's child down to itself (``available`` is computed downwards)
         down = []

@@ -71,10 +71,6 @@ class _FastPass:
         if model._doom_world != self.fit_world:  # submissions move no guarantee verdict
             model._doom_world = self.fit_world
             model._doom_cache = {}
-        if model._doom_state != (id(state), state.config_epoch):  # guarantees as the verdicts read them
-            model._doom_state = (id(state), state.config_epoch)
-            model._doom_by_usage = {}
-            model._doom_paths = {}
         self.index = state.free_index()
         if model._topology != state.topology_epoch:  # node order = index order; nodes joined or left
             model._topology = state.topology_epoch

@@ -92,10 +92,9 @@ class YuniKornModel(PreemptionModel):
         self._marks = 0  # Preempt decisions seen: moves whenever an allocation may become preempting
         self._doom_world: tuple | None = None
         self._doom_cache: dict[tuple, bool] = {}
-        # (queue, request items) -> (the usage ``_doom_path`` reads, the verdict), per state and config
+        # (queue, request items) -> (the usage ``_doom_path`` reads, the verdict), per config
         self._doom_by_usage: dict[tuple, tuple] = {}
-        self._doom_paths: dict[str, tuple[str, ...]] = {}  # ``_doom_path``, per state and config
-        self._doom_state: tuple | None = None
+        self._doom_paths: dict[str, tuple[str, ...]] = {}  # ``_doom_path``, per config
         self._walk_facts: dict[str, tuple] = {}  # workload -> what the walk reads of it (``fastpass._facts``)
         self._refusals: tuple[tuple | None, dict] = (None, {})  # ``cohorts`` verdicts, for one ``_fit_world``
         self._plans: tuple[int | None, dict] = (None, {})  # ``cohorts._plan``, per state
@@ -244,6 +243,7 @@ class YuniKornModel(PreemptionModel):
             self._props = queue_props(state)
             self._maxes = {name: _nonzero(q.max) for name, q in state.queues.items()}
             self._guars = {name: _nonzero(q.guaranteed) for name, q in state.queues.items()}
+            self._doom_by_usage, self._doom_paths = {}, {}  # both read the guarantees
 
     def _doom_path(self, state: ClusterState, queue: str) -> tuple[str, ...]:
         """The queues of ``queue``'s path whose usage ``gate.path_margin`` reads: from the first
