@@ -12,7 +12,7 @@ from makeway.sim.fast import aot
 def test_builders_starting_together_build_once(tmp_path, monkeypatch):
     calls = []
 
-    def fake_build_in(d, name, sig):
+    def fake_build_in(d, name, sig, func=None):
         calls.append(name)
         time.sleep(0.3)  # long enough for the other builder to reach the lock
         final = d / (name + aot._suffix())

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -75,24 +76,115 @@ def _stream(path: Path, use_scan: bool, strict: bool, **kw):
 @settings(max_examples=80, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(text=_logs(), strict=st.booleans(), processors=st.sampled_from(swf.PROCESSORS),
-       queue_by=st.sampled_from(swf.QUEUE_BY), gz=st.booleans(), block=st.sampled_from([2, 5, swf_scan._LINES]))
-def test_scan_equals_the_line_reader(tmp_path_factory, text, strict, processors, queue_by, gz, block):
-    """... also when numpy reads the lines a few at a time (``block``)."""
+       queue_by=st.sampled_from(swf.QUEUE_BY), gz=st.booleans(), block=st.sampled_from([2, 5, swf_scan._LINES]),
+       compiled=st.booleans())
+def test_scan_equals_the_line_reader(tmp_path_factory, text, strict, processors, queue_by, gz, block, compiled):
+    """... also when numpy reads the lines a few at a time (``block``), and with the compiled pass
+    (``swf_bytes``) or without it."""
     path = tmp_path_factory.mktemp("swf") / ("log.swf.gz" if gz else "log.swf")
     raw = text.encode("utf-8")
     path.write_bytes(gzip.compress(raw) if gz else raw)
     kw = {"processors": processors, "queue_by": queue_by, "layout": "nodes"}
     ref = _stream(path, False, strict, **kw)
     orig, swf_scan._LINES = swf_scan._LINES, block
+    real = swf_scan._compiled_scan
+    if not compiled:
+        swf_scan._compiled_scan = lambda buf: None  # type: ignore[assignment]
     try:
         got = _stream(path, True, strict, **kw)
     finally:
         swf_scan._LINES = orig
+        swf_scan._compiled_scan = real  # type: ignore[assignment]
     assert got[0] == ref[0]
     assert got[1] == ref[1]
     assert got[2] == ref[2]
     assert got[3] == ref[3]
     assert got[4] == ref[4]
+
+
+_DIGITS = st.text("0123456789", min_size=1, max_size=17)
+
+
+@st.composite
+def _number(draw: st.DrawFn) -> str:
+    """A token from the grammar the compiled pass reads itself and from just outside it: signs,
+    points at either end, leading zeros, 15 digits and more, exponents, stray signs and points."""
+    sign = draw(st.sampled_from(["", "", "-", "+"]))
+    kind = draw(st.sampled_from(["int", "int", "dec", "dec", "lead", "trail", "exp", "bad"]))
+    a, b = draw(_DIGITS), draw(_DIGITS)
+    if kind == "int":
+        return sign + a
+    if kind == "dec":
+        return f"{sign}{a}.{b}"
+    if kind == "lead":
+        return f"{sign}.{b}"
+    if kind == "trail":
+        return f"{sign}{a}."
+    if kind == "exp":
+        return f"{sign}{a}.{b}{draw(st.sampled_from(['e', 'E']))}{draw(st.sampled_from(['', '-', '+']))}{b[:3]}"
+    return draw(st.sampled_from(["-", "+", ".", "-.", "1-", "1.2.3", "--1", "+-1", "1e", "00", "-0", "-0.0", "0.",
+                                 "43591.010316006538", "74187060.866652760"]))  # 17 digits: int/10**k misrounds
+
+
+@st.composite
+def _number_log(draw: st.DrawFn) -> bytes:
+    lines = []
+    for _ in range(draw(st.integers(1, 12))):
+        toks = [draw(_number()) if draw(st.integers(0, 3)) == 0 else str(draw(st.integers(-1, 99)))
+                for _ in range(draw(st.sampled_from([18] * 6 + [17, 19])))]
+        seps = [draw(st.sampled_from([" ", "  ", "\t", "\x0b", "\x0c"])) if draw(st.integers(0, 5)) == 0 else " "
+                for _ in range(len(toks) - 1)]
+        lines.append(draw(st.sampled_from(["", " ", "\t"])) + "".join(t + s for t, s in zip(toks, seps + [""])))
+    return "\n".join(lines).encode()
+
+
+def _tape(path: Path, processors: str, compiled: bool):
+    real = swf_scan._compiled_scan
+    if not compiled:
+        swf_scan._compiled_scan = lambda buf: None  # type: ignore[assignment]
+    try:
+        got = swf_scan._scan(path, processors)
+    finally:
+        swf_scan._compiled_scan = real  # type: ignore[assignment]
+    if got is None:
+        return None
+    return got.cols.tobytes(), got.events, got.pos.tolist(), None if got.parsed is None else got.parsed.tobytes()
+
+
+@settings(max_examples=150, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(raw=_number_log(), processors=st.sampled_from(swf.PROCESSORS))
+def test_compiled_pass_reads_numbers_as_numpy_does(tmp_path_factory, raw, processors):
+    """The tape with the compiled pass is the numpy path's bit for bit (signed zeros and the last
+    bit of every decimal included), and None where that is None; tokens it does not read exactly
+    (exponents, 16 digits and more, malformed) go to numpy."""
+    pytest.importorskip("numba")
+    path = tmp_path_factory.mktemp("swf") / "n.swf"
+    path.write_bytes(raw)
+    assert _tape(path, processors, True) == _tape(path, processors, False)
+
+
+def test_compiled_pass_parses_simple_lines_itself():
+    """What the pass marks parsed, and with which values: simple lines only, exactly."""
+    pytest.importorskip("numba")
+    lines = [" ".join(["-0", "1.5", ".25", "7.", "+3"] + ["0.1"] * 13),  # simple: parsed
+             " ".join(["1e3"] + ["1"] * 17),  # an exponent: numpy's
+             " ".join(["1" * 16] + ["1"] * 17),  # 16 digits: numpy's
+             " ".join(["1", "43591.010316006538"] + ["1"] * 16),  # 17 digits (1 bit off as int / 10**12)
+             "\x0b".join(["1"] * 18),  # a vertical tab between tokens: numpy's
+             " ".join(["1"] * 17),  # 17 tokens: not a row
+             "; a comment"]
+    buf = np.frombuffer("\n".join(lines).encode(), np.uint8)
+    got = swf_scan._compiled_scan(buf)
+    if got is None:
+        pytest.skip("no built module here (no compiler or MAKEWAY_AOT=0)")
+    ends, ntok, first, tok11, len11, flags, V = got
+    assert ((flags & 4) != 0).tolist() == [True, False, False, False, False, False, False]
+    assert ((flags & 2) != 0).tolist() == [False] * 6 + [True]
+    assert ntok.tolist() == [18, 18, 18, 18, 18, 17, 3]
+    row = V[0].tolist()
+    assert str(row[0]) == "-0.0" and row[1:5] == [1.5, 0.25, 7.0, 3.0]  # fields 0 to 4
+    assert row == [float(lines[0].split()[f]) for f in swf_scan._KEEP]
 
 
 def test_gzip_read_whole_whatever_its_trailer_says(tmp_path):

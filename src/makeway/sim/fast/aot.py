@@ -8,7 +8,8 @@ under ``~/.cache/makeway``); every later process imports that module (numpy only
 a few MB). ``key`` hashes the loop's source, the argument types, numba's and Python's versions, so
 an edit or an upgrade builds anew. Where the build cannot be done (no C compiler), or with
 ``MAKEWAY_AOT=0``, the jit-compiled function (``loop.run``, cached by numba) runs instead: the same
-code, the same results.
+code, the same results. ``built`` does the same for other compiled passes that have a numpy path to
+fall back on instead (the SWF byte scan, ``importers.swf_bytes``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 _SOURCES = ("layout.py", "kernel.py", "loop.py")
-_loaded: dict[str, Callable[..., Any]] = {}
+_loaded: dict[str, Callable[..., Any] | None] = {}
 
 
 def _code(a: Any) -> str:
@@ -36,11 +37,11 @@ def signature(args: tuple) -> str:
     return "i8(" + ", ".join(_code(a) for a in args) + ")"
 
 
-def _key(sig: str) -> str:
+def _key(sig: str, sources: tuple[Path, ...] | None = None) -> str:
     here = Path(__file__).resolve().parent
     h = hashlib.sha256(sig.encode())
-    for name in _SOURCES:
-        h.update((here / name).read_bytes())
+    for path in sources if sources is not None else tuple(here / name for name in _SOURCES):
+        h.update(path.read_bytes())
     spec = importlib.util.find_spec("numba")
     version = "none"
     if spec is not None and spec.origin:
@@ -65,7 +66,7 @@ def _import(path: Path, name: str) -> Callable[..., Any]:
     return mod.run
 
 
-def _build(name: str, sig: str) -> Path | None:
+def _build(name: str, sig: str, func: Callable[[], Any] | None = None) -> Path | None:
     """Build the module into the first writable cache directory; its path, or None. Processes
     starting together (test workers, a sweep's pool) build it once: the others wait on a lock in
     that directory and import what the first one built (the build is half a minute of CPU)."""
@@ -85,16 +86,22 @@ def _build(name: str, sig: str) -> Path | None:
             final = d / (name + _suffix())
             if final.is_file():
                 return final
-            return _build_in(d, name, sig)
+            return _build_in(d, name, sig, func)
     return None
 
 
-def _build_in(d: Path, name: str, sig: str) -> Path | None:
+def _build_in(d: Path, name: str, sig: str, func: Callable[[], Any] | None = None) -> Path | None:
+    """``func()`` gives the jit function whose Python source is built (default: ``loop.run``)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from numba.pycc import CC
 
-        from makeway.sim.fast import loop
+        if func is None:
+            from makeway.sim.fast import loop
+
+            jitted = loop.run
+        else:
+            jitted = func()
     try:
         tmp = Path(tempfile.mkdtemp(prefix="build-", dir=d))
     except OSError:
@@ -105,7 +112,7 @@ def _build_in(d: Path, name: str, sig: str) -> Path | None:
         cc.verbose = False
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            cc.export("run", sig)(loop.run.py_func)
+            cc.export("run", sig)(jitted.py_func)
             cc.compile()
         built = next(tmp.glob(name + "*"))
         final = d / (name + _suffix())
@@ -121,26 +128,39 @@ def _build_in(d: Path, name: str, sig: str) -> Path | None:
             p.rmdir()
 
 
+def built(stem: str, sources: tuple[Path, ...], func: Callable[[], Any], sig: str) -> Callable[..., Any] | None:
+    """The function ``func()`` (a jit function defined in ``sources``) as a built module's, built
+    now if need be; None where it cannot be built or with ``MAKEWAY_AOT=0``. For code that has a
+    numpy path as good as the jit one would be, once numba's import is paid."""
+    fn = _loaded.get(stem + sig)
+    if fn is not None or stem + sig in _loaded:
+        return fn
+    fn = _find(stem + _key(sig, sources), sig, func)
+    _loaded[stem + sig] = fn
+    return fn
+
+
+def _find(name: str, sig: str, func: Callable[[], Any] | None) -> Callable[..., Any] | None:
+    if os.environ.get("MAKEWAY_AOT", "1") == "0":
+        return None
+    for d in _dirs():
+        path = d / (name + _suffix())
+        if path.is_file():
+            try:
+                return _import(path, name)
+            except ImportError:
+                continue
+    path = _build(name, sig, func)
+    return _import(path, name) if path is not None else None
+
+
 def loop_for(args: tuple) -> Callable[..., Any]:
     """``loop.run`` for arrays like ``args``: the built module's, built now if need be, or the jit one."""
     sig = signature(args)
     fn = _loaded.get(sig)
     if fn is not None:
         return fn
-    name = "_makeway_loop_" + _key(sig)
-    aot = os.environ.get("MAKEWAY_AOT", "1") != "0"
-    for d in _dirs() if aot else ():
-        path = d / (name + _suffix())
-        if path.is_file():
-            try:
-                fn = _import(path, name)
-                break
-            except ImportError:
-                continue
-    if fn is None and aot:
-        path = _build(name, sig)
-        if path is not None:
-            fn = _import(path, name)
+    fn = _find("_makeway_loop_" + _key(sig), sig, None)
     if fn is None:
         from makeway.sim.fast.loop import run
 

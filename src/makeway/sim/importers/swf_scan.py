@@ -16,6 +16,7 @@ in strict mode the first bad line raises there, as it did.
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import io
 import os
 import zlib
@@ -156,6 +157,8 @@ def forget() -> None:
 # the fields a row or a check reads (of the 18), in this order: job, submit, wait, run, allocated, requested,
 # requested time, status, user, group, queue, partition
 _KEEP = [0, 1, 2, 3, 4, 7, 8, 10, 11, 12, 14, 15]
+_COLUMN = np.full(FIELDS, -1, np.int64)  # field -> its column of ``_numbers``' values, or -1
+_COLUMN[_KEEP] = np.arange(len(_KEEP))
 _LINES = 1 << 14  # lines handed to np.loadtxt at a time
 
 
@@ -190,6 +193,56 @@ def _numbers(buf: np.ndarray, good: np.ndarray, line_start: np.ndarray, line_end
     return V, finite
 
 
+def _compiled_scan(buf: np.ndarray) -> tuple[np.ndarray, ...] | None:
+    """``swf_bytes.scan``'s arrays for ``buf`` (the per-line facts of ``_bytes_scan``, flags
+    instead of masks, and the ``_KEEP`` fields of the lines it parsed), or None where its built
+    module is not to be had (no numba, no compiler, ``MAKEWAY_AOT=0``): the numpy path then."""
+    if importlib.util.find_spec("numba") is None:
+        return None
+    from makeway.sim.fast import aot
+
+    here = Path(__file__).resolve().parent
+    fn = aot.built("_makeway_swf_", (here / "swf_bytes.py",), _scan_function, _SCAN_SIGNATURE)
+    if fn is None:
+        return None
+    out = _scan_arrays(buf, len(_KEEP))
+    fn(buf, _COLUMN, *out)
+    return out
+
+
+_SCAN_SIGNATURE = "i8(u1[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], u1[::1], f8[:,::1])"
+
+
+def _scan_arrays(buf: np.ndarray, nkeep: int) -> tuple[np.ndarray, ...]:
+    """``swf_bytes.scan``'s output arrays for ``buf``: (ends, ntok, first, tok11, len11, flags, V)."""
+    ends = np.flatnonzero(buf == 10)
+    nlines = ends.shape[0] + int(buf[-1] != 10)
+    return (ends, np.zeros(nlines, np.int64), np.full(nlines, -1, np.int64), np.full(nlines, -1, np.int64),
+            np.zeros(nlines, np.int64), np.zeros(nlines, np.uint8), np.zeros((nlines, nkeep)))
+
+
+def _scan_function() -> Any:
+    from makeway.sim.importers import swf_bytes
+
+    return swf_bytes.scan
+
+
+def _merged(buf: np.ndarray, good: np.ndarray, done: np.ndarray, V_all: np.ndarray, line_start: np.ndarray,
+            line_end: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``_numbers`` of the good lines, taking the compiled pass's values where it parsed a line and
+    numpy's for the rest (tokens it does not read exactly)."""
+    V = V_all[good]
+    finite = np.ones(V.shape[0], bool)  # a simple token has at most 15 digits and no exponent
+    slow = good & ~done
+    if slow.any():
+        got = _numbers(buf, slow, line_start, line_end)
+        if got is None:
+            return None
+        at = slow[good]
+        V[at], finite[at] = got
+    return V, finite
+
+
 def _scan(path: Path, processors: str) -> Tape | None:
     from makeway.sim.fast import heap
     from makeway.sim.importers import swf
@@ -204,7 +257,14 @@ def _scan(path: Path, processors: str) -> Tape | None:
     n = buf.shape[0]
     if n == 0:
         return Tape(np.zeros((0, 12)), parsed=np.zeros((0, 4), np.int64))
-    ends, ntok, first, tok11, len11, odd, foreign = _bytes_scan(buf)
+    compiled = _compiled_scan(buf)
+    if compiled is None:
+        ends, ntok, first, tok11, len11, odd, foreign = _bytes_scan(buf)
+        done = V_all = None
+    else:
+        ends, ntok, first, tok11, len11, flags, V_all = compiled
+        odd, foreign, done = (flags & 1) != 0, (flags & 2) != 0, (flags & 4) != 0
+        del flags
     nlines = ntok.shape[0]
     has_tok = ntok > 0
     comment = np.zeros(nlines, bool)
@@ -217,7 +277,9 @@ def _scan(path: Path, processors: str) -> Tape | None:
     line_end = np.concatenate((ends, [n]))[:nlines]
     del ends, ntok, first, tok11, odd, foreign, has_tok, comment, data_line
     good_lines = np.flatnonzero(good)
-    got = _numbers(buf, good, line_start, line_end)
+    got = (_numbers(buf, good, line_start, line_end) if done is None
+           else _merged(buf, good, done, V_all, line_start, line_end))
+    del done, V_all
     if got is None:
         return None
     V, finite = got
