@@ -7,12 +7,12 @@ config needs to know where to look, not how our classes are nested.
 
 from __future__ import annotations
 
+import functools
 import re
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Iterator, Optional
 
-import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from makeway.core.objects import Node, Queue
@@ -117,14 +117,21 @@ class ClusterConfig(_Strict):
     tenants: dict[str, TenantSpec] = Field(default_factory=dict)
 
 
-class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+@functools.cache
+def _unique_key_loader() -> type:
     """A YAML loader that refuses duplicate keys instead of silently keeping the last one.
 
     Parsed by libyaml where PyYAML was built with it (ten times faster on a large config; the
-    safe constructors, and so the values, are the same Python code either way)."""
+    safe constructors, and so the values, are the same Python code either way). Made on first
+    use: a run on a trace that describes its own cluster reads no YAML and need not import it."""
+    import yaml
+
+    loader = type("_UniqueKeyLoader", (getattr(yaml, "CSafeLoader", yaml.SafeLoader),), {})
+    loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+    return loader
 
 
-def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+def _construct_mapping(loader: Any, node: Any, deep: bool = False) -> dict:
     seen: set[Any] = set()
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
@@ -132,9 +139,6 @@ def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bo
             raise ConfigError(f"line {key_node.start_mark.line + 1}: duplicate key {key!r}")
         seen.add(key)
     return loader.construct_mapping(node, deep=deep)
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
 def read_text(path: Path, error: type[ConfigError] = ConfigError) -> str:
@@ -187,6 +191,8 @@ def _flow_depth(text: str) -> int:
 @contextmanager
 def _yaml_errors(where: str, error: type[ConfigError], text: str) -> Iterator[None]:
     """Every way PyYAML can refuse a text, as one ``error`` line naming ``where``."""
+    import yaml
+
     if _flow_depth(text) > 4 * MAX_DEPTH:  # PyYAML takes seconds (quadratic) before it gives up
         raise error(f"{where}: invalid YAML: nested deeper than {MAX_DEPTH} levels")
     try:
@@ -209,13 +215,17 @@ def _yaml_errors(where: str, error: type[ConfigError], text: str) -> Iterator[No
 def parse_yaml(text: str, where: str, error: type[ConfigError] = ConfigError) -> Any:
     """One YAML document (duplicate keys refused); every problem is one ``error`` line."""
     with _yaml_errors(where, error, text):
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - safe loader subclass
+        import yaml
+
+        data = yaml.load(text, Loader=_unique_key_loader())  # noqa: S506 - safe loader subclass
     return check_shape(data, where, error)
 
 
 def parse_yaml_all(text: str, where: str, error: type[ConfigError] = ConfigError) -> list[Any]:
     """Every non-empty document of a YAML stream (Kubernetes manifests), with ``parse_yaml``'s checks."""
     with _yaml_errors(where, error, text):
+        import yaml
+
         docs = [d for d in yaml.safe_load_all(text) if d is not None]
     for d in docs:
         check_shape(d, where, error)

@@ -10,33 +10,26 @@ module docstring.
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from makeway.errors import TraceError
-from makeway.sim.importers import alibaba, google2011, jsonl, philly, swf
 from makeway.sim.importers._common import ImportStats
 from makeway.sim.importers.detect import FORMATS, detect_format
 
-_READERS: dict[str, Callable[..., Iterator[dict[str, Any]]]] = {
-    "jsonl": jsonl.read,
-    "swf": swf.read,
-    "google2011": google2011.read,
-    "philly": philly.read,
-    "alibaba": alibaba.read,
-}
+_WITH_CLUSTER = ("swf", "philly", "alibaba")  # formats whose module's ``cluster`` describes the machine
 
-_CLUSTERS: dict[str, Callable[..., dict[str, Any] | None]] = {
-    "swf": swf.cluster,
-    "philly": philly.cluster,
-    "alibaba": alibaba.cluster,
-}
+
+def _reader(name: str) -> Callable[..., Iterator[dict[str, Any]]]:
+    """The format's ``read``, its module imported on first use: a run reads one format."""
+    return importlib.import_module(f"makeway.sim.importers.{name}").read
 
 
 def _format(path: Path, fmt: str | None) -> str:
     if fmt is None:
         return detect_format(path)
-    if fmt not in _READERS:
+    if fmt not in FORMATS:
         raise TraceError(f"unknown trace format {fmt!r} (known: {', '.join(FORMATS)})")
     return fmt
 
@@ -51,7 +44,7 @@ def read_trace(path: Path | str, fmt: str | None = None, *, strict: bool = False
     p = Path(path)
     name = _format(p, fmt)
     try:
-        return _READERS[name](p, strict=strict, stats=stats, **options)
+        return _reader(name)(p, strict=strict, stats=stats, **options)
     except TypeError as exc:
         raise TraceError(f"{name}: bad option: {exc}") from None
 
@@ -64,9 +57,9 @@ def cluster_from_trace(path: Path | str, fmt: str | None = None, **options: Any)
     """
     p = Path(path)
     name = _format(p, fmt)
-    build = _CLUSTERS.get(name)
-    if build is None:
+    if name not in _WITH_CLUSTER:
         return None
+    build = importlib.import_module(f"makeway.sim.importers.{name}").cluster
     try:
         return build(p, **options)
     except TypeError as exc:
