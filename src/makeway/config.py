@@ -189,14 +189,15 @@ def _flow_depth(text: str) -> int:
 
 
 @contextmanager
-def _yaml_errors(where: str, error: type[ConfigError], text: str) -> Iterator[None]:
-    """Every way PyYAML can refuse a text, as one ``error`` line naming ``where``."""
+def _yaml_errors(where: str, error: type[ConfigError], text: str) -> Iterator[Any]:
+    """Every way PyYAML can refuse a text, as one ``error`` line naming ``where``; gives the
+    ``yaml`` module, imported here on first use."""
     import yaml
 
     if _flow_depth(text) > 4 * MAX_DEPTH:  # PyYAML takes seconds (quadratic) before it gives up
         raise error(f"{where}: invalid YAML: nested deeper than {MAX_DEPTH} levels")
     try:
-        yield
+        yield yaml
     except ConfigError as exc:
         raise error(f"{where}: {exc}") from None
     except yaml.YAMLError as exc:
@@ -214,18 +215,14 @@ def _yaml_errors(where: str, error: type[ConfigError], text: str) -> Iterator[No
 
 def parse_yaml(text: str, where: str, error: type[ConfigError] = ConfigError) -> Any:
     """One YAML document (duplicate keys refused); every problem is one ``error`` line."""
-    with _yaml_errors(where, error, text):
-        import yaml
-
+    with _yaml_errors(where, error, text) as yaml:
         data = yaml.load(text, Loader=_unique_key_loader())  # noqa: S506 - safe loader subclass
     return check_shape(data, where, error)
 
 
 def parse_yaml_all(text: str, where: str, error: type[ConfigError] = ConfigError) -> list[Any]:
     """Every non-empty document of a YAML stream (Kubernetes manifests), with ``parse_yaml``'s checks."""
-    with _yaml_errors(where, error, text):
-        import yaml
-
+    with _yaml_errors(where, error, text) as yaml:
         docs = [d for d in yaml.safe_load_all(text) if d is not None]
     for d in docs:
         check_shape(d, where, error)

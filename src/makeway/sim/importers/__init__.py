@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from types import ModuleType
+from typing import Any, Iterator
 
 from makeway.errors import TraceError
 from makeway.sim.importers._common import ImportStats
@@ -21,9 +22,9 @@ from makeway.sim.importers.detect import FORMATS, detect_format
 _WITH_CLUSTER = ("swf", "philly", "alibaba")  # formats whose module's ``cluster`` describes the machine
 
 
-def _reader(name: str) -> Callable[..., Iterator[dict[str, Any]]]:
-    """The format's ``read``, its module imported on first use: a run reads one format."""
-    return importlib.import_module(f"makeway.sim.importers.{name}").read
+def _module(name: str) -> ModuleType:
+    """The format's reader module, imported on first use: a run reads one format."""
+    return importlib.import_module(f"makeway.sim.importers.{name}")
 
 
 def _format(path: Path, fmt: str | None) -> str:
@@ -44,7 +45,7 @@ def read_trace(path: Path | str, fmt: str | None = None, *, strict: bool = False
     p = Path(path)
     name = _format(p, fmt)
     try:
-        return _reader(name)(p, strict=strict, stats=stats, **options)
+        return _module(name).read(p, strict=strict, stats=stats, **options)
     except TypeError as exc:
         raise TraceError(f"{name}: bad option: {exc}") from None
 
@@ -59,9 +60,8 @@ def cluster_from_trace(path: Path | str, fmt: str | None = None, **options: Any)
     name = _format(p, fmt)
     if name not in _WITH_CLUSTER:
         return None
-    build = importlib.import_module(f"makeway.sim.importers.{name}").cluster
     try:
-        return build(p, **options)
+        return _module(name).cluster(p, **options)
     except TypeError as exc:
         raise TraceError(f"{name}: bad option: {exc}") from None
 
