@@ -87,6 +87,22 @@ def test_negative_quota_names_the_object(tmp_path):
         import_files([_write(tmp_path, CQ.format(api="v1beta2", cohort_field="cohortName", nominal=-1))])
 
 
+@pytest.mark.parametrize("value", [".inf", "-.inf", ".nan", "1.5", "x", "[1]"])
+def test_priority_class_value_that_is_not_an_integer_names_the_object(tmp_path, value):
+    """A value YAML reads as infinity once crashed the import (OverflowError; found by the fuzzer)."""
+    text = f"apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata: {{name: hi}}\nvalue: {value}"
+    with pytest.raises(ConfigError, match=r"WorkloadPriorityClass/hi: value: .* is not an integer"):
+        import_files([_write(tmp_path, text)])
+
+
+def test_priority_class_whole_values_are_read(tmp_path):
+    text = "\n---\n".join(f"apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata: {{name: p{i}}}\n"
+                           f"value: {v}" for i, v in enumerate(["1000", "2.0", "'7'"]))
+    cfg, _ = import_files([_write(tmp_path, text + "\n---\n" + CQ.format(api="v1beta2", cohort_field="cohortName",
+                                                                          nominal=4))])
+    assert cfg["preemption"]["settings"]["priorityClasses"] == {"p0": 1000, "p1": 2, "p2": 7}
+
+
 def test_cohort_cycle_names_the_cohort(tmp_path):
     text = "\n---\n".join(
         f"apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {{name: {a}}}\nspec: {{parentName: {b}}}"

@@ -194,10 +194,13 @@ def import_files(paths: list[Path]) -> tuple[dict, list[str]]:
                 raise ConfigError(d.where("spec.clusterQueue: missing"))
             local_queues.setdefault(str(cq), []).append(f"{ns}/{d.name}")
         elif d.kind == "WorkloadPriorityClass":
+            value = d.body.get("value", 0)
             try:
-                priority_classes[d.name] = int(d.body.get("value", 0))
-            except (TypeError, ValueError):
-                raise ConfigError(d.where(f"value: {d.body.get('value')!r} is not an integer")) from None
+                if isinstance(value, float) and not value.is_integer():  # 1.5, .inf, .nan
+                    raise ValueError(value)
+                priority_classes[d.name] = int(value)
+            except (TypeError, ValueError, OverflowError):
+                raise ConfigError(d.where(f"value: {value!r} is not an integer")) from None
         elif d.kind == "Configuration":
             fs = _fair_sharing(d)
             if fair_seen and fs != fair:
