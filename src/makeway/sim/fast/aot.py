@@ -131,11 +131,12 @@ def _build_in(d: Path, name: str, sig: str, func: Callable[[], Any] | None = Non
 def built(stem: str, sources: tuple[Path, ...], func: Callable[[], Any], sig: str) -> Callable[..., Any] | None:
     """The function ``func()`` (a jit function defined in ``sources``) as a built module's, built
     now if need be; None where it cannot be built or with ``MAKEWAY_AOT=0``. For code that has a
-    numpy path as good as the jit one would be, once numba's import is paid."""
+    numpy path as good as the jit one would be, once numba's import is paid. None too where numba
+    is not installed (the optional extra ``makeway[fast]``)."""
     fn = _loaded.get(stem + sig)
     if fn is not None or stem + sig in _loaded:
         return fn
-    fn = _find(stem + _key(sig, sources), sig, func)
+    fn = _find(stem + _key(sig, sources), sig, func) if importlib.util.find_spec("numba") else None
     _loaded[stem + sig] = fn
     return fn
 

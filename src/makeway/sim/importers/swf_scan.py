@@ -16,7 +16,6 @@ in strict mode the first bad line raises there, as it did.
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import io
 import os
 import zlib
@@ -197,15 +196,13 @@ def _compiled_scan(buf: np.ndarray) -> tuple[np.ndarray, ...] | None:
     """``swf_bytes.scan``'s arrays for ``buf`` (the per-line facts of ``_bytes_scan``, flags
     instead of masks, and the ``_KEEP`` fields of the lines it parsed), or None where its built
     module is not to be had (no numba, no compiler, ``MAKEWAY_AOT=0``): the numpy path then."""
-    if importlib.util.find_spec("numba") is None:
-        return None
     from makeway.sim.fast import aot
 
     here = Path(__file__).resolve().parent
     fn = aot.built("_makeway_swf_", (here / "swf_bytes.py",), _scan_function, _SCAN_SIGNATURE)
     if fn is None:
         return None
-    out = _scan_arrays(buf, len(_KEEP))
+    out = _scan_arrays(buf)
     fn(buf, _COLUMN, *out)
     return out
 
@@ -213,12 +210,17 @@ def _compiled_scan(buf: np.ndarray) -> tuple[np.ndarray, ...] | None:
 _SCAN_SIGNATURE = "i8(u1[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], u1[::1], f8[:,::1])"
 
 
-def _scan_arrays(buf: np.ndarray, nkeep: int) -> tuple[np.ndarray, ...]:
-    """``swf_bytes.scan``'s output arrays for ``buf``: (ends, ntok, first, tok11, len11, flags, V)."""
+def _line_ends(buf: np.ndarray) -> tuple[np.ndarray, int]:
+    """Each newline's position, and the number of lines (a last one may lack its newline)."""
     ends = np.flatnonzero(buf == 10)
-    nlines = ends.shape[0] + int(buf[-1] != 10)
+    return ends, ends.shape[0] + int(buf.shape[0] > 0 and buf[-1] != 10)
+
+
+def _scan_arrays(buf: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``swf_bytes.scan``'s output arrays for ``buf``: (ends, ntok, first, tok11, len11, flags, V)."""
+    ends, nlines = _line_ends(buf)
     return (ends, np.zeros(nlines, np.int64), np.full(nlines, -1, np.int64), np.full(nlines, -1, np.int64),
-            np.zeros(nlines, np.int64), np.zeros(nlines, np.uint8), np.zeros((nlines, nkeep)))
+            np.zeros(nlines, np.int64), np.zeros(nlines, np.uint8), np.zeros((nlines, len(_KEEP))))
 
 
 def _scan_function() -> Any:
@@ -349,8 +351,7 @@ def _bytes_scan(buf: np.ndarray, chunk: int = 1 << 20) -> tuple[np.ndarray, ...]
     and length (``_partial_token``), odd bytes and non-numeric characters seen; a chunk of the buffer
     at a time (chunks end at a newline) so no per-byte or per-token array outlives its chunk."""
     n = buf.shape[0]
-    ends_all = np.flatnonzero(buf == 10)
-    nlines = ends_all.shape[0] + (buf[-1] != 10)
+    ends_all, nlines = _line_ends(buf)
     ntok = np.zeros(nlines, np.int64)
     first = np.full(nlines, -1, np.int64)
     tok11 = np.full(nlines, -1, np.int64)
