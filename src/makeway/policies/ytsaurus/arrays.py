@@ -194,7 +194,7 @@ def compute_arrays(pa: PoolArrays, param: bool = True) -> ArrayResult:
     n, dim = U.shape
     pointwise = np.zeros(n, dtype=bool)
     pointwise[pa.kids[pa.kid_ptr[pa.root]:pa.kid_ptr[pa.root + 1]]] = True
-    tok = np.zeros(dim)
+    tok = (0.0,) * dim
     if pa.buffers is None:
         pa.buffers = (np.empty(12 * n + 64), np.empty((12 * n + 64, dim)), np.empty(4 * n + 64), np.empty(4 * n + 64))
     fs_x, fs_y, fs_at, fs_len, mf_x, mf_v, mf_at, mf_len, cm_y, cm_at = kernel.build(

@@ -5,9 +5,12 @@ array. Reading is left-continuous, as in ``plf`` (SEMANTICS §2.4). Here: search
 resource's fit factor by suggestion (``_mff``), their minimum (``_min_scalar``), the composition
 with the curve (``_compose``), the clean-up of repeated points, an operation's curve, and the
 generic construction of an element's functions (``_fsbs``) with its scratch space. The number of
-resources comes as the length of ``tok``, an array (not a tuple: a tuple's length is part of the
-compiled signature, so every resource count compiled the whole kernel again, about a minute each);
-functions that allocate nothing are compiled without reference counting.
+resources comes as the length of ``tok``, a tuple of that many zeros: a tuple's length is part of
+the compiled signature, so every loop over resources has a constant count and is unrolled, and the
+update takes a quarter less time than with an array token (10,000 pools / 100,000 operations: 107
+to 82 ms). The price is one compilation of the kernel per resource count, about 18 s each, once
+per machine (numba's cache). Functions that allocate nothing are compiled without reference
+counting.
 """
 
 from __future__ import annotations
