@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, repeat
+from operator import attrgetter, eq, methodcaller
 
 import numpy as np
 
@@ -54,47 +55,70 @@ class PoolArrays:
     @classmethod
     def from_tree(cls, tree: Tree, node_caps: list[list[float]] | None = None) -> "PoolArrays":
         """The tree's current state as arrays. Leaves the tree as ``Tree.link`` does (children lists
-        filled, pools' demand and usage summed), so callers that read it afterwards see the same."""
+        filled, pools' demand and usage summed, the postorder memoised), so callers that read it
+        afterwards see the same.
+
+        Every attribute is read once per element in insertion order (``map`` over the elements, no
+        per-element frame), and the rows are then put in postorder by one permutation: the
+        conversion is most of what a caller with an object tree pays per update."""
         from makeway.policies.ytsaurus import fairshare
 
-        listing = list(tree.elements)
-        for el in tree.elements.values():
+        elements = tree.elements
+        listing = list(elements)
+        vals = list(elements.values())
+        for el in vals:
             el.children = []
-        for el in tree.elements.values():
+        for el in vals:
             if el.parent is not None:
-                tree.elements[el.parent].children.append(el.name)
+                elements[el.parent].children.append(el.name)
         tree._orders.clear()
-        # rows in postorder: a pool's subtree is the rows just before it, so the update walks memory
-        # forward; siblings keep their insertion order
-        names = tree.postorder()
-        els = [tree.elements[name] for name in names]
-        n = len(els)
+        m = len(vals)
         dim = len(tree.resources)
-        index = {name: i for i, name in enumerate(names)}
-        parent = np.fromiter((-1 if el.parent is None else index[el.parent] for el in els), dtype=np.int64, count=n)
-        is_op = np.fromiter((el.is_op for el in els), dtype=bool, count=n)
+        at = dict(zip(listing, range(m)))
+        # children rows in insertion order; rows in postorder (a pool's subtree is the rows just
+        # before it, so the update walks memory forward)
+        par_ins = np.fromiter(map(at.get, map(attrgetter("parent"), vals), repeat(-1)), dtype=np.int64, count=m)
+        counts_ins = np.bincount(par_ins[par_ins >= 0], minlength=m)
+        ptr_ins = np.zeros(m + 1, dtype=np.int64)
+        np.cumsum(counts_ins, out=ptr_ins[1:])
+        kids_ins = np.argsort(np.where(par_ins >= 0, par_ins, m), kind="stable")[: int(counts_ins.sum())]
+        perm = kernel.postorder(ptr_ins, kids_ins.astype(np.int64), at[ROOT])
+        order = perm.tolist()
+        names = [listing[i] for i in order]
+        if tree.memo_orders:
+            tree._orders["post"] = names
+        n = len(order)
+        row = np.full(m, -1, dtype=np.int64)
+        row[perm] = np.arange(n, dtype=np.int64)
+        rows_of = row.tolist()
+        parent = np.where(par_ins[perm] >= 0, row[np.maximum(par_ins[perm], 0)], -1)
+        # attributes read in insertion order (the order the elements were made in, so memory is
+        # walked forward), then put in postorder
+        is_op = np.fromiter(map(attrgetter("is_op"), vals), dtype=bool, count=m)[perm]
         zero = [0.0] * dim
-        demand = np.fromiter(chain.from_iterable(el.demand or zero for el in els), dtype=float,
-                             count=n * dim).reshape(n, dim)
-        usage = np.fromiter(chain.from_iterable(el.usage or zero for el in els), dtype=float,
-                            count=n * dim).reshape(n, dim)
-        weight = np.fromiter((el.weight for el in els), dtype=float, count=n)
-        fifo = np.fromiter((el.mode == "fifo" and not el.is_op for el in els), dtype=bool, count=n)
-        fixed = np.fromiter((bool(el.settings.get("_fixed_usage")) for el in els), dtype=bool, count=n)
-        has_g = np.fromiter((bool(el.guarantee) for el in els), dtype=bool, count=n)
+        demand = np.fromiter(chain.from_iterable([d or zero for d in map(attrgetter("demand"), vals)]), dtype=float,
+                             count=m * dim).reshape(m, dim)[perm]
+        usage = np.fromiter(chain.from_iterable([u or zero for u in map(attrgetter("usage"), vals)]), dtype=float,
+                            count=m * dim).reshape(m, dim)[perm]
+        weight = np.fromiter(map(attrgetter("weight"), vals), dtype=float, count=m)[perm]
+        fifo = ~is_op & np.fromiter(map(eq, map(attrgetter("mode"), vals), repeat("fifo")), dtype=bool, count=m)[perm]
+        fixed = np.fromiter(map(bool, map(methodcaller("get", "_fixed_usage"), map(attrgetter("settings"), vals))),
+                            dtype=bool, count=m)[perm]
+        has_g = np.fromiter(map(bool, map(attrgetter("guarantee"), vals)), dtype=bool, count=m)[perm]
         gabs = np.full((n, dim), np.nan)
         for i in np.flatnonzero(has_g).tolist():
-            g = els[i].guarantee
+            g = vals[order[i]].guarantee
             for r, res in enumerate(tree.resources):
                 if res in g and g[res] is not None:
                     gabs[i, r] = float(g[res])
         limits = np.tile(np.where(np.asarray(tree.total, dtype=float) > 0, 1.0, 0.0), (n, 1))
-        special = [i for i, el in enumerate(els)
-                   if el.limits is not None or el.max_share_ratio is not None or (el.is_op and node_caps)]
+        special = sorted(rows_of[i] for i, el in enumerate(vals)
+                         if rows_of[i] >= 0 and (el.limits is not None or el.max_share_ratio is not None
+                                                 or (el.is_op and node_caps)))
         if special:
-            sub = fairshare.limits_shares(_Subset(tree, [els[i] for i in special]), node_caps)
+            sub = fairshare.limits_shares(_Subset(tree, [vals[order[i]] for i in special]), node_caps)
             for i in special:
-                limits[i] = sub[els[i].name]
+                limits[i] = sub[names[i]]
         # children rows, insertion order, then hand-out order
         counts = np.bincount(parent[parent >= 0], minlength=n)
         kid_ptr = np.zeros(n + 1, dtype=np.int64)
@@ -105,11 +129,11 @@ class PoolArrays:
         for p in np.flatnonzero(fifo).tolist():
             a, b = int(kid_ptr[p]), int(kid_ptr[p + 1])
             if b > a:
-                order = fairshare.fifo_order(tree, names[p])
-                kids[a:b] = [index[c] for c in order]
-            if els[p].truncate_fifo:
-                truncate.append((p, [index[c] for c in els[p].children if tree.elements[c].gang]))
-        root = index[ROOT]
+                kids[a:b] = [rows_of[at[c]] for c in fairshare.fifo_order(tree, names[p])]
+            el = vals[order[p]]
+            if el.truncate_fifo:
+                truncate.append((p, [rows_of[at[c]] for c in el.children if elements[c].gang]))
+        root = rows_of[at[ROOT]]
         post = np.arange(n, dtype=np.int64)
         pre_pools = np.flatnonzero(~is_op)[::-1].astype(np.int64)  # a parent's row is above its subtree's
         main = tree.resources.index(tree.main_resource) if tree.main_resource in tree.resources else -1
@@ -120,7 +144,7 @@ class PoolArrays:
         rows = np.flatnonzero(~is_op & (counts > 0))
         d, u = pa.pool_sums()
         for i, dr, ur in zip(rows.tolist(), d[rows].tolist(), u[rows].tolist()):
-            el = els[i]
+            el = vals[order[i]]
             el.demand = dr
             if not fixed[i]:
                 el.usage = ur

@@ -473,6 +473,29 @@ def read_down(pre, is_op, fifo, weight, kid_ptr, kids, fs_x, fs_y, cm_y, cm_at, 
     return sugg
 
 
+# -- the tree's order ------------------------------------------------------------------------------------
+
+@njit(cache=True, error_model="numpy")
+def postorder(kid_ptr, kids, root):
+    """Rows reachable from ``root``, children before parents, each pool's children in ``kids``
+    order (``Tree.postorder``: a preorder that takes the last child first, reversed)."""
+    n = kid_ptr.shape[0] - 1
+    out = np.empty(n, dtype=np.int64)
+    stack = np.empty(n, dtype=np.int64)
+    stack[0] = root
+    top = 1
+    c = 0
+    while top > 0:
+        top -= 1
+        i = stack[top]
+        out[c] = i
+        c += 1
+        for z in range(kid_ptr[i], kid_ptr[i + 1]):
+            stack[top] = kids[z]
+            top += 1
+    return out[:c][::-1].copy()
+
+
 # -- guarantees and sums (SEMANTICS §2.1-2.2) ---------------------------------------------------------
 
 @njit(cache=True, error_model="numpy")
