@@ -29,7 +29,7 @@ from makeway.core.pending import blocking_usage
 from makeway.core.policy import PreemptionModel
 from makeway.core.state import ClusterState
 from makeway.policies.ytsaurus import (catchup, classify, clockheap, durations, fairshare, grouping, heartbeat, integral,
-                                      live, preemptive, quiet, starvation, views, waiting)
+                                      live, preemptive, quiet, starvation, treeops, views, waiting)
 from makeway.policies.ytsaurus.classify import AP, NP, P
 from makeway.errors import ConfigError
 from makeway.policies.ytsaurus.schedule import HeapPicker, Picker, ReferencePicker
@@ -92,6 +92,7 @@ class YTsaurusModel(PreemptionModel):
         self._usage_cache: dict[str, tuple[tuple[int, int], list[float]]] = {}
         self._waiting = waiting.Waiting()  # the backlog a heartbeat's stages may serve, per snapshot
         self._live_ops = live.LiveOps()  # pending or running operations, without walking finished ones
+        self._tree_ops = treeops.TreeOps()  # the last tree's operations: an update walks only those that changed
         self._pos_tree: Tree | None = None
         self._pos: dict[str, int] = {}
         self._paths: dict[str, tuple[int, ...]] = {}  # each operation's positions path in ``_pos_tree``
@@ -293,12 +294,19 @@ class YTsaurusModel(PreemptionModel):
                 el.integral = {"type": ig["guarantee_type"], "flow": tree.vec(ig.get("resource_flow")),
                                "burst": tree.vec(ig.get("burst_guarantee_resources"))}
         workloads = state.workloads
-        walk = self._live_ops.ops(state) if self.caches else ((w, i) for i, w in enumerate(workloads))
+        todo = self._tree_ops.todo(state) if self.caches else None
+        if todo is not None:
+            walk = todo  # only the operations whose element may have changed since the last tree
+        elif self.caches:
+            walk = self._live_ops.ops(state)
+        else:
+            walk = ((w, i) for i, w in enumerate(workloads))
         els, allocations = self._op_els, state.allocations
         if self._els_topology != state.topology_epoch:
             els.clear()  # sanity is re-checked against the new nodes
             self._els_topology = state.topology_epoch
-        runs, pends, caches, elements = state.running.get, state.pending.get, self.caches, tree.elements
+        runs, pends, caches = state.running.get, state.pending.get, self.caches
+        elements: dict[str, Element] = {}  # the operations walked, in walk order
         for wid, i in walk:
             wl = workloads[wid]
             running = runs(wid) or {}
@@ -329,13 +337,19 @@ class YTsaurusModel(PreemptionModel):
                 if self.caches and len(wl.groups) == 1:
                     self._demand_cache[wid] = (key, list(demand))
             ws = durations.normalize(wl.settings) if wl.settings else {}
-            el = tree.add(Element(wid, wl.queue, is_op=True, weight=float(ws.get("weight", 1.0)), demand=demand,
-                                  usage=usage, start_time=wl.submit, order=i, pending_count=len(pend),
-                                  gang=bool(ws.get("gang")), settings=dict(ws), limits=ws.get("resource_limits")))
+            el = elements[wid] = Element(wid, wl.queue, is_op=True, weight=float(ws.get("weight", 1.0)),
+                                         demand=demand, usage=usage, start_time=wl.submit, order=i,
+                                         pending_count=len(pend), gang=bool(ws.get("gang")), settings=dict(ws),
+                                         limits=ws.get("resource_limits"))
             if self.caches and len(wl.groups) == 1:  # one task group: (count, newest seq, pending) fix it all
                 els[wid] = (wl, i, sig, el)
             if self._graceful(state, wid):
                 self._graceful_ids.add(wid)
+        if caches:
+            ops = elements if todo is None else self._tree_ops.merge(todo, elements)
+            self._tree_ops.record(state, ops)
+            elements = ops
+        tree.elements.update(elements)
         if len(els) > 2 * len(tree.elements) + 64:
             self._op_els = {w: v for w, v in els.items() if w in tree.elements}
             # pruned with the elements: an operation outside the tree has no kept element, so its

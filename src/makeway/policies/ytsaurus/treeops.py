@@ -1,0 +1,87 @@
+"""The operations of the last pool tree, and which of them the next tree must make again.
+
+``build_tree`` walked every pending or running operation at each fair share update to find the
+few whose element changed: on a contended trace that is hundreds of operations per update and
+over a hundred thousand updates. What an operation's element depends on changes only through
+its workload's starts and ends (``state.run_log``) and its submission, requeues, withdrawal and
+priority changes (``state.pending_log``), or through the nodes (``topology_epoch``, checked
+here). An operation with no entry in either log since the last tree has the same running and
+pending tasks, so the element it had is equal to the one a walk would make (an element is never
+changed once built), and it is kept.
+"""
+
+from __future__ import annotations
+
+from itertools import islice
+from operator import itemgetter
+from typing import Any
+
+from makeway.core.state import ClusterState
+
+
+class TreeOps:
+    """``todo(state)``: the (operation, index) pairs to make again, in ``state.workloads`` order, or
+    None when everything must be walked; ``merge`` puts what was made into the last tree's
+    operations, in the same order a walk gives; ``record`` keeps them for the next update."""
+
+    __slots__ = ("_key", "_run_pos", "_pend_pos", "_index", "ops")
+
+    def __init__(self) -> None:
+        self._key: tuple[int, int] | None = None
+        self._run_pos = 0
+        self._pend_pos = 0
+        self._index: dict[str, int] = {}  # workload -> its position in ``state.workloads``
+        self.ops: dict[str, Any] = {}  # operation -> its element in the last tree, in index order
+
+    def _indexed(self, state: ClusterState) -> bool:
+        """Positions for workloads submitted since (they are only ever appended)."""
+        index, workloads = self._index, state.workloads
+        k = len(workloads) - len(index)
+        if k < 0:
+            return False
+        if k:
+            base = len(index)
+            new = list(islice(reversed(workloads), k))
+            for j, w in enumerate(reversed(new)):
+                index[w] = base + j
+        return True
+
+    def todo(self, state: ClusterState) -> list[tuple[str, int]] | None:
+        if self._key != (id(state), state.topology_epoch):
+            return None
+        ran = state.run_log.since(self._run_pos)
+        queued = state.pending_log.since(self._pend_pos)
+        if ran is None or queued is None or not self._indexed(state):
+            return None
+        touched = set(ran)
+        touched.update(queued)
+        index = self._index
+        return sorted(((w, index[w]) for w in touched), key=itemgetter(1))
+
+    def merge(self, todo: list[tuple[str, int]], made: dict[str, Any]) -> dict[str, Any]:
+        """The last tree's operations with those of ``todo`` replaced by what was made (or dropped
+        when nothing was), new ones at their index."""
+        ops = dict(self.ops)
+        last = self._index[next(reversed(ops))] if ops else -1
+        unsorted = False
+        for w, i in todo:
+            el = made.get(w)
+            if el is None:
+                ops.pop(w, None)
+                continue
+            if w not in ops and i < last:
+                unsorted = True
+            ops[w] = el
+        if unsorted:
+            index = self._index
+            ops = dict(sorted(ops.items(), key=lambda kv: index[kv[0]]))
+        return ops
+
+    def record(self, state: ClusterState, ops: dict[str, Any]) -> None:
+        if self._key is None or self._key[0] != id(state):
+            self._index = {}
+        self._key = (id(state), state.topology_epoch)
+        self._run_pos = state.run_log.position
+        self._pend_pos = state.pending_log.position
+        self._indexed(state)
+        self.ops = ops
