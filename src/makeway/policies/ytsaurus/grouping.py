@@ -15,7 +15,9 @@ must keep its members apart (or take the per-operation sum).
 
 from __future__ import annotations
 
+import bisect
 import copy
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -50,19 +52,77 @@ def waiting_groups(tree: Tree, memo: dict[str, tuple] | None = None) -> list[lis
     for name, el in elements.items():
         if not el.is_op:
             continue
-        hit = memo.get(name) if memo is not None else None
-        if hit is not None and hit[0] is el:
-            whole, key = hit[1], hit[2]
-        else:
-            whole = _whole(el.demand) and _whole(el.usage)
-            key = group_key(el) if whole else None
-            if memo is not None:
-                memo[name] = (el, whole, key)
+        whole, key = _verdict(name, el, memo)
         if not whole:
             return []
         if key is not None and elements[el.parent].mode == "fair_share":
             groups.setdefault(key, []).append(name)
     return [m for m in groups.values() if len(m) > 1]
+
+
+class KeptGroups:
+    """``waiting_groups`` kept from one tree to the next: a tree that differs from the last one
+    grouped only in some operations (``TreeOps``: the ones made again, and the generation of
+    trees they are relative to) moves only those between groups, instead of looking up every
+    operation of a backlog of thousands. Members stay in tree order (by their index in
+    ``state.workloads``, the order ``build_tree`` adds operations in). Anything else (no change
+    list, a tree that is not the next generation of the last one grouped) groups the whole tree
+    again; a change of the queues (a pool's mode) makes ``TreeOps`` walk everything, so it comes
+    with no change list."""
+
+    __slots__ = ("_gen", "_of", "_groups", "_broken")
+
+    def __init__(self) -> None:
+        self._gen: int | None = None
+        self._of: dict[str, tuple] = {}  # grouped operation -> its key
+        self._groups: dict[tuple, list[str]] = {}  # key -> members, in tree order
+        self._broken: set[str] = set()  # operations whose demand or usage is not whole units
+
+    def groups(self, tree: Tree, memo: dict[str, tuple] | None, changed: list[str] | None, gen: int,
+               index: Mapping[str, int]) -> list[list[str]]:
+        elements = tree.elements
+        if changed is None or self._gen != gen - 1:
+            self._of, self._groups, self._broken = {}, {}, set()
+            changed = [name for name, el in elements.items() if el.is_op]
+        self._gen = gen
+        of, groups, broken = self._of, self._groups, self._broken
+        at = index.__getitem__
+        for name in changed:
+            key = of.pop(name, None)
+            if key is not None:
+                members = groups[key]
+                members.remove(name)
+                if not members:
+                    del groups[key]
+            broken.discard(name)
+            el = elements.get(name)
+            if el is None or not el.is_op:
+                continue
+            whole, key = _verdict(name, el, memo)
+            if not whole:
+                broken.add(name)
+            elif key is not None and elements[el.parent].mode == "fair_share":
+                of[name] = key
+                members = groups.get(key)
+                if members is None:
+                    groups[key] = [name]
+                else:
+                    bisect.insort(members, name, key=at)
+        if broken:
+            return []
+        return sorted((list(m) for m in groups.values() if len(m) > 1), key=lambda m: at(m[0]))
+
+
+def _verdict(name: str, el: Element, memo: dict[str, tuple] | None) -> tuple[bool, tuple | None]:
+    """(whole units, group key) of an operation, kept in ``memo`` with its element."""
+    hit = memo.get(name) if memo is not None else None
+    if hit is not None and hit[0] is el:
+        return hit[1], hit[2]
+    whole = _whole(el.demand) and _whole(el.usage)
+    key = group_key(el) if whole else None
+    if memo is not None:
+        memo[name] = (el, whole, key)
+    return whole, key
 
 
 def _whole(v: list[float]) -> bool:
@@ -95,12 +155,16 @@ def collapse(tree: Tree, groups: list[list[str]]) -> Tree:
 def grouped_compute(tree: Tree, node_caps: list[list[float]] | None = None, integral: object | None = None,
                     cache: fairshare.CurveCache | None = None,
                     batching: fairshare.Batching = fairshare.BATCHING,
-                    memo: dict[str, tuple] | None = None) -> fairshare.FairShareResult | None:
+                    memo: dict[str, tuple] | None = None,
+                    kept: tuple[KeptGroups, list[str] | None, int, Mapping[str, int]] | None = None,
+                    ) -> fairshare.FairShareResult | None:
     """``fairshare.compute`` of the per-operation tree (the Python construction) through a tree of
     groups: every element's attributes bit for bit, each member of a group sharing its group's.
     None where that cannot be promised (``NotGroupable``): the caller computes the per-operation
-    tree. ``memo``: ``waiting_groups``'s."""
-    groups = waiting_groups(tree, memo)
+    tree. ``memo``: ``waiting_groups``'s. ``kept``: the groups kept from the last tree, with the
+    operations made again since, the tree's generation and the operations' order
+    (``KeptGroups.groups``)."""
+    groups = waiting_groups(tree, memo) if kept is None else kept[0].groups(tree, memo, *kept[1:])
     if not groups:
         return fairshare.compute(tree, node_caps, integral, cache, False, batching)
     grouped = collapse(tree, groups)

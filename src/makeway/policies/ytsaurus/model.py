@@ -93,6 +93,7 @@ class YTsaurusModel(PreemptionModel):
         self._waiting = waiting.Waiting()  # the backlog a heartbeat's stages may serve, per snapshot
         self._live_ops = live.LiveOps()  # pending or running operations, without walking finished ones
         self._tree_ops = treeops.TreeOps()  # the last tree's operations: an update walks only those that changed
+        self._kept_groups = grouping.KeptGroups()  # the waiting groups, moved as operations change
         self._pos_tree: Tree | None = None
         self._pos: dict[str, int] = {}
         self._paths: dict[str, tuple[int, ...]] = {}  # each operation's positions path in ``_pos_tree``
@@ -294,13 +295,9 @@ class YTsaurusModel(PreemptionModel):
                 el.integral = {"type": ig["guarantee_type"], "flow": tree.vec(ig.get("resource_flow")),
                                "burst": tree.vec(ig.get("burst_guarantee_resources"))}
         workloads = state.workloads
-        todo = self._tree_ops.todo(state) if self.caches else None
-        if todo is not None:
-            walk = todo  # only the operations whose element may have changed since the last tree
-        elif self.caches:
-            walk = self._live_ops.ops(state)
-        else:
-            walk = ((w, i) for i, w in enumerate(workloads))
+        todo = self._tree_ops.todo(state) if self.caches else None  # operations changed since the last tree
+        walk = todo if todo is not None else (self._live_ops.ops(state) if self.caches
+                                              else ((w, i) for i, w in enumerate(workloads)))
         els, allocations = self._op_els, state.allocations
         if self._els_topology != state.topology_epoch:
             els.clear()  # sanity is re-checked against the new nodes
@@ -347,7 +344,7 @@ class YTsaurusModel(PreemptionModel):
                 self._graceful_ids.add(wid)
         if caches:
             ops = elements if todo is None else self._tree_ops.merge(todo, elements)
-            self._tree_ops.record(state, ops)
+            self._tree_ops.record(state, ops, todo)
             elements = ops
         tree.elements.update(elements)
         if len(els) > 2 * len(tree.elements) + 64:
@@ -412,9 +409,10 @@ class YTsaurusModel(PreemptionModel):
             self.integral.elapsed = None if snap is None else now - snap.time
             caps = ([[float(n.capacity.get(r, 0)) for r in self.resources] for n in state.nodes.values()]
                     if self.settings.get("best_allocation_share") else None)
+            delta = (self._tree_ops.changed, self._tree_ops.generation) if self.caches else None
             if self._deferrable(state, tree):
-                return self._idle_update(now, tree, lambda: self._compute(tree, caps), key)
-            result = self._compute(tree, caps)
+                return self._idle_update(now, tree, lambda: self._compute(tree, caps, delta), key)
+            result = self._compute(tree, caps, delta)
             params = starvation.effective_params(tree, self.settings)
             arr = getattr(result.attrs, "arrays", None)
             if arr is None:
@@ -444,11 +442,13 @@ class YTsaurusModel(PreemptionModel):
             self._clock_next = quiet.clock_bound(self.snap)
         return self._with_failed(notes)
 
-    def _compute(self, tree: Tree, caps: list[list[float]] | None) -> fairshare.FairShareResult:
+    def _compute(self, tree: Tree, caps: list[list[float]] | None,
+                 delta: tuple[list[str] | None, int] | None = None) -> fairshare.FairShareResult:
         result = None
         if self.groups and not self.kernel:
+            kept = None if delta is None else (self._kept_groups, delta[0], delta[1], self._tree_ops.index)
             result = grouping.grouped_compute(tree, caps, self.integral, self.curve_cache, self.batching,
-                                              self._group_keys if self.caches else None)
+                                              self._group_keys if self.caches else None, kept)
         if result is None:
             result = fairshare.compute(tree, caps, self.integral, self.curve_cache, self.kernel, self.batching)
         return result

@@ -4,8 +4,8 @@
 few whose element changed: on a contended trace that is hundreds of operations per update and
 over a hundred thousand updates. What an operation's element depends on changes only through
 its workload's starts and ends (``state.run_log``) and its submission, requeues, withdrawal and
-priority changes (``state.pending_log``), or through the nodes (``topology_epoch``, checked
-here). An operation with no entry in either log since the last tree has the same running and
+priority changes (``state.pending_log``), or through the nodes and the queues
+(``topology_epoch``, ``config_epoch``: either walks everything again). An operation with no entry in either log since the last tree has the same running and
 pending tasks, so the element it had is equal to the one a walk would make (an element is never
 changed once built), and it is kept.
 """
@@ -24,14 +24,21 @@ class TreeOps:
     None when everything must be walked; ``merge`` puts what was made into the last tree's
     operations, in the same order a walk gives; ``record`` keeps them for the next update."""
 
-    __slots__ = ("_key", "_run_pos", "_pend_pos", "_index", "ops")
+    __slots__ = ("_key", "_run_pos", "_pend_pos", "_index", "ops", "generation", "changed")
 
     def __init__(self) -> None:
-        self._key: tuple[int, int] | None = None
+        self._key: tuple[int, int, int] | None = None
         self._run_pos = 0
         self._pend_pos = 0
         self._index: dict[str, int] = {}  # workload -> its position in ``state.workloads``
         self.ops: dict[str, Any] = {}  # operation -> its element in the last tree, in index order
+        self.generation = 0  # trees recorded so far
+        self.changed: list[str] | None = None  # the last tree's operations made again (None: all walked)
+
+    @property
+    def index(self) -> dict[str, int]:
+        """Workload -> its position in ``state.workloads`` (read only)."""
+        return self._index
 
     def _indexed(self, state: ClusterState) -> bool:
         """Positions for workloads submitted since (they are only ever appended)."""
@@ -47,7 +54,7 @@ class TreeOps:
         return True
 
     def todo(self, state: ClusterState) -> list[tuple[str, int]] | None:
-        if self._key != (id(state), state.topology_epoch):
+        if self._key != (id(state), state.topology_epoch, state.config_epoch):
             return None
         ran = state.run_log.since(self._run_pos)
         queued = state.pending_log.since(self._pend_pos)
@@ -77,10 +84,13 @@ class TreeOps:
             ops = dict(sorted(ops.items(), key=lambda kv: index[kv[0]]))
         return ops
 
-    def record(self, state: ClusterState, ops: dict[str, Any]) -> None:
+    def record(self, state: ClusterState, ops: dict[str, Any], todo: list[tuple[str, int]] | None) -> None:
+        """Keep the tree's operations; ``todo``: the ones made again (None: all were walked)."""
         if self._key is None or self._key[0] != id(state):
             self._index = {}
-        self._key = (id(state), state.topology_epoch)
+        self._key = (id(state), state.topology_epoch, state.config_epoch)
+        self.generation += 1
+        self.changed = None if todo is None else [w for w, _ in todo]
         self._run_pos = state.run_log.position
         self._pend_pos = state.pending_log.position
         self._indexed(state)
