@@ -97,8 +97,8 @@ def test_groups_move_as_operations_change(seed):
 def _counting(made: list):
     orig = CheckedGroups.groups
 
-    def counted(self, *args):
-        out = orig(self, *args)
+    def counted(self, *args, **kwargs):
+        out = orig(self, *args, **kwargs)
         made.append(out)
         return out
 

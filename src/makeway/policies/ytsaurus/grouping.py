@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import bisect
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -156,15 +156,14 @@ def grouped_compute(tree: Tree, node_caps: list[list[float]] | None = None, inte
                     cache: fairshare.CurveCache | None = None,
                     batching: fairshare.Batching = fairshare.BATCHING,
                     memo: dict[str, tuple] | None = None,
-                    kept: tuple[KeptGroups, list[str] | None, int, Mapping[str, int]] | None = None,
+                    group: Callable[[Tree, dict[str, tuple] | None], list[list[str]]] = waiting_groups,
                     ) -> fairshare.FairShareResult | None:
     """``fairshare.compute`` of the per-operation tree (the Python construction) through a tree of
     groups: every element's attributes bit for bit, each member of a group sharing its group's.
     None where that cannot be promised (``NotGroupable``): the caller computes the per-operation
-    tree. ``memo``: ``waiting_groups``'s. ``kept``: the groups kept from the last tree, with the
-    operations made again since, the tree's generation and the operations' order
-    (``KeptGroups.groups``)."""
-    groups = waiting_groups(tree, memo) if kept is None else kept[0].groups(tree, memo, *kept[1:])
+    tree. ``memo``: ``waiting_groups``'s. ``group``: what finds the groups (``waiting_groups``, or
+    ``KeptGroups.groups`` bound to the operations the tree made again)."""
+    groups = group(tree, memo)
     if not groups:
         return fairshare.compute(tree, node_caps, integral, cache, False, batching)
     grouped = collapse(tree, groups)

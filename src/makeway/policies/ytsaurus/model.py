@@ -17,6 +17,7 @@ share and never makes a pool starve, and a note of kind ``operation-failed`` say
 
 from __future__ import annotations
 
+import functools
 import gc
 import math
 from dataclasses import dataclass
@@ -446,9 +447,10 @@ class YTsaurusModel(PreemptionModel):
                  delta: tuple[list[str] | None, int] | None = None) -> fairshare.FairShareResult:
         result = None
         if self.groups and not self.kernel:
-            kept = None if delta is None else (self._kept_groups, delta[0], delta[1], self._tree_ops.index)
+            group = grouping.waiting_groups if delta is None else functools.partial(
+                self._kept_groups.groups, changed=delta[0], gen=delta[1], index=self._tree_ops.index)
             result = grouping.grouped_compute(tree, caps, self.integral, self.curve_cache, self.batching,
-                                              self._group_keys if self.caches else None, kept)
+                                              self._group_keys if self.caches else None, group)
         if result is None:
             result = fairshare.compute(tree, caps, self.integral, self.curve_cache, self.kernel, self.batching)
         return result
