@@ -103,11 +103,7 @@ class KeptGroups:
                 broken.add(name)
             elif key is not None and elements[el.parent].mode == "fair_share":
                 of[name] = key
-                members = groups.get(key)
-                if members is None:
-                    groups[key] = [name]
-                else:
-                    bisect.insort(members, name, key=at)
+                bisect.insort(groups.setdefault(key, []), name, key=at)
         if broken:
             return []
         return sorted((list(m) for m in groups.values() if len(m) > 1), key=lambda m: at(m[0]))
