@@ -53,6 +53,11 @@ class TreeOps:
                 index[w] = base + j
         return True
 
+    @property
+    def positions(self) -> tuple[int, int]:
+        """The (run log, pending log) positions the last tree was built at (read only)."""
+        return self._run_pos, self._pend_pos
+
     def todo(self, state: ClusterState) -> list[tuple[str, int]] | None:
         if self._key != (id(state), state.topology_epoch, state.config_epoch):
             return None
