@@ -6,7 +6,8 @@ of every operation makes, and its waiting groups are the ones grouping the whole
 priority change since the last tree (``treeops.TreeOps``) and keeps the others' elements; the
 groups of equal waiting operations move only those (``grouping.KeptGroups``). Here every tree it
 builds is checked against a full walk made right after it (the same elements, equal field by
-field, in the same order), and every set of groups against ``grouping.waiting_groups``.
+field, in the same order), every set of groups against ``grouping.waiting_groups`` and every
+set of starvation parameters (``starvation.KeptParams``) against ``effective_params``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 
 from makeway.core.objects import Node, Queue, TaskGroup, Workload
 
-from makeway.policies.ytsaurus import grouping, treeops
+from makeway.policies.ytsaurus import grouping, starvation, treeops
 from makeway.policies.ytsaurus.model import YTsaurusModel
 from tests.ytsaurus.test_cache_equivalence import clusters, run
 
@@ -30,11 +31,13 @@ class Checked(YTsaurusModel):
     builds = 0
     incremental = 0
     moved = 0
+    params_kept = 0
 
     def __init__(self, settings=None):
         super().__init__(settings)
         self.log: list[str] = []  # what ``run`` returns; nothing is logged here
         self._kept_groups = CheckedGroups()
+        self._kept_params = CheckedParams()
 
     def build_tree(self, state):
         Checked.builds += 1
@@ -56,9 +59,10 @@ class Checked(YTsaurusModel):
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters())
 def test_each_tree_is_the_full_walks(case):
-    Checked.builds = Checked.incremental = Checked.moved = 0
+    Checked.builds = Checked.incremental = Checked.moved = Checked.params_kept = 0
     run(Checked, case)
     assert Checked.builds <= 1 or Checked.incremental > 0
+    assert Checked.incremental == 0 or Checked.params_kept > 0
 
 
 def backlog(seed: int):
@@ -115,4 +119,13 @@ class CheckedGroups(grouping.KeptGroups):
             Checked.moved += 1
         got = super().groups(tree, memo, changed, gen, index)
         assert got == grouping.waiting_groups(tree)
+        return got
+
+
+class CheckedParams(starvation.KeptParams):
+    def params(self, tree, cfg, changed, gen):
+        if changed is not None and self._gen == gen - 1:
+            Checked.params_kept += 1
+        got = super().params(tree, cfg, changed, gen)
+        assert got == starvation.effective_params(tree, cfg)
         return got

@@ -95,6 +95,7 @@ class YTsaurusModel(PreemptionModel):
         self._live_ops = live.LiveOps()  # pending or running operations, without walking finished ones
         self._tree_ops = treeops.TreeOps()  # the last tree's operations: an update walks only those that changed
         self._kept_groups = grouping.KeptGroups()  # the waiting groups, moved as operations change
+        self._kept_params = starvation.KeptParams()  # the starvation parameters, likewise
         self._pos_tree: Tree | None = None
         self._pos: dict[str, int] = {}
         self._paths: dict[str, tuple[int, ...]] = {}  # each operation's positions path in ``_pos_tree``
@@ -414,7 +415,8 @@ class YTsaurusModel(PreemptionModel):
             if self._deferrable(state, tree):
                 return self._idle_update(now, tree, lambda: self._compute(tree, caps, delta), key)
             result = self._compute(tree, caps, delta)
-            params = starvation.effective_params(tree, self.settings)
+            params = (starvation.effective_params(tree, self.settings) if delta is None
+                      else self._kept_params.params(tree, self.settings, *delta))
             arr = getattr(result.attrs, "arrays", None)
             if arr is None:
                 published = views.LazyPublished(tree, result.attrs)

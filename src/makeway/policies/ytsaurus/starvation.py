@@ -61,37 +61,51 @@ class Params:
 
 def effective_params(tree: Tree, cfg: dict[str, Any]) -> dict[str, Params]:
     """Inherited per element: pools own-or-parent; operations may only tighten (§4.1, §4.2)."""
-    out: dict[str, Params] = {}
-    coef = float(tree_option(cfg, "allocation_count_preemption_timeout_coefficient"))
-    root_allow = cfg.get("allowAggressivePreemption", True)
-    # operations without settings of their own under one pool differ only by a short pending count
-    # and gang: one Params each (never changed in place, so shared)
-    plain: dict[tuple, Params] = {}
-    for name in tree.preorder():
-        el = tree.elements[name]
-        if name == ROOT:
-            out[name] = Params(float(tree_option(cfg, "fair_share_starvation_tolerance")),
-                               float(tree_option(cfg, "fair_share_starvation_timeout")),
-                               float(tree_option(cfg, "fair_share_aggressive_starvation_timeout")),
-                               bool(tree_option(cfg, "enable_aggressive_starvation")), bool(root_allow))
-            continue
+    return ParamsMaker(cfg).fill(tree, tree.preorder(), {})
+
+
+class ParamsMaker:
+    """One element's ``Params`` from its parent's (already in ``out``). Operations without settings
+    of their own under one pool differ only by a short pending count and gang: they share one
+    ``Params`` each (never changed in place), which ``update_statuses`` also relies on to compute
+    one status per distinct set."""
+
+    __slots__ = ("cfg", "coef", "plain")
+
+    def __init__(self, cfg: dict[str, Any]) -> None:
+        self.cfg = cfg
+        self.coef = float(tree_option(cfg, "allocation_count_preemption_timeout_coefficient"))
+        self.plain: dict[tuple, Params] = {}
+
+    def fill(self, tree: Tree, names, out: dict[str, Params]) -> dict[str, Params]:
+        elements = tree.elements
+        for name in names:
+            out[name] = self.one(elements[name], out)
+        return out
+
+    def one(self, el, out: dict[str, Params]) -> Params:
+        cfg, coef = self.cfg, self.coef
+        if el.name == ROOT:
+            return Params(float(tree_option(cfg, "fair_share_starvation_tolerance")),
+                          float(tree_option(cfg, "fair_share_starvation_timeout")),
+                          float(tree_option(cfg, "fair_share_aggressive_starvation_timeout")),
+                          bool(tree_option(cfg, "enable_aggressive_starvation")),
+                          bool(cfg.get("allowAggressivePreemption", True)))
         par = out[el.parent or ROOT]
         s = el.settings
         if not el.is_op:
             tol, to, ag, al = (_own(s, "tolerance"), _own(s, "timeout"), _own(s, "aggressive"),
                                _own(s, "allow_aggressive"))
-            out[name] = Params(par.tolerance if tol is None else float(tol), par.timeout if to is None else float(to),
-                               par.aggressive_timeout, par.aggressive_enabled if ag is None else bool(ag),
-                               par.allow_aggressive if al is None else bool(al))
-            continue
+            return Params(par.tolerance if tol is None else float(tol), par.timeout if to is None else float(to),
+                          par.aggressive_timeout, par.aggressive_enabled if ag is None else bool(ag),
+                          par.allow_aggressive if al is None else bool(al))
         key = None
         if not s:
             short = coef > 0 and el.pending_count / coef < 1
             key = (el.parent, el.pending_count if short else None, el.gang)
-            hit = plain.get(key)
+            hit = self.plain.get(key)
             if hit is not None:
-                out[name] = hit
-                continue
+                return hit
         tol = s.get("fair_share_starvation_tolerance")
         to = s.get("fair_share_starvation_timeout", s.get("fair_share_preemption_timeout"))
         tolerance = par.tolerance if tol is None else min(par.tolerance, float(tol))
@@ -104,10 +118,42 @@ def effective_params(tree: Tree, cfg: dict[str, Any]) -> dict[str, Params]:
         allow = par.allow_aggressive
         if el.gang and not cfg.get("allow_aggressive_preemption_for_gang_operations", True):
             allow = False
-        out[name] = Params(tolerance, timeout, aggressive_timeout, par.aggressive_enabled, allow)
+        made = Params(tolerance, timeout, aggressive_timeout, par.aggressive_enabled, allow)
         if key is not None:
-            plain[key] = out[name]
-    return out
+            self.plain[key] = made
+        return made
+
+
+class KeptParams:
+    """``effective_params`` of each tree, where the last tree's are made again only for the
+    operations ``treeops.TreeOps`` made again (``changed``) and the tree is the very next one
+    (``gen``): the pools come from the same queues and settings (a change of nodes or queues
+    walks every operation, and then every element here), and an operation kept from the last tree
+    has the same element, hence the same ``Params``."""
+
+    __slots__ = ("_gen", "_out", "_maker")
+
+    def __init__(self) -> None:
+        self._gen = -1
+        self._out: dict[str, Params] = {}
+        self._maker: ParamsMaker | None = None
+
+    def params(self, tree: Tree, cfg: dict[str, Any], changed: list[str] | None, gen: int) -> dict[str, Params]:
+        maker = self._maker
+        if changed is None or gen != self._gen + 1 or maker is None or maker.cfg is not cfg:
+            maker = self._maker = ParamsMaker(cfg)
+            out = maker.fill(tree, tree.preorder(), {})
+        else:
+            out = dict(self._out)
+            elements = tree.elements
+            for name in changed:
+                el = elements.get(name)
+                if el is None:
+                    out.pop(name, None)
+                else:
+                    out[name] = maker.one(el, out)
+        self._gen, self._out = gen, out
+        return out
 
 
 @dataclass(slots=True)
