@@ -24,6 +24,7 @@ from tests.ytsaurus.test_tree_ops import backlog
 class CheckedWaiting(waiting.Waiting):
     checks = 0
     needy = 0
+    aggressive = 0
     graceful = 0
 
     def _fresh(self, model, state, snap, scope):
@@ -50,6 +51,8 @@ def check(kept: waiting.Waiting, model, state, snap, scope) -> None:
         want = {w for w in pending if starvation.preemption_priority(view, w, scope) == target}
         if target != "none":
             CheckedWaiting.needy += len(want)
+            if target == "aggressive":
+                CheckedWaiting.aggressive += len(want)
             have = {w for ops in kept._by_priority.get(target, {}).values() for w in ops}
             assert have == want, target
         roomy = [1e9] * len(model.resources)
@@ -86,12 +89,16 @@ def test_the_kept_backlog_is_the_walks(case):
 def test_a_backlog_of_equal_operations_with_starving_ones():
     """Backlogs whose operations start, end and starve: every key checked, and the checks see
     operations with a preemption priority and graceful ones left out of the regular stage."""
-    CheckedWaiting.checks = CheckedWaiting.needy = CheckedWaiting.graceful = 0
+    CheckedWaiting.checks = CheckedWaiting.needy = CheckedWaiting.graceful = CheckedWaiting.aggressive = 0
     for seed in range(3):
         queues, nodes, workloads, changes, model_settings, batch = backlog(seed)
         workloads = [w if i % 9 else replace(w, settings={"preemption_mode": "graceful"})
                      for i, w in enumerate(workloads)]
+        if seed:  # and aggressively starving ones
+            model_settings = {**model_settings, "enable_aggressive_starvation": True,
+                              "fair_share_aggressive_starvation_timeout": 4.0}
         run(Checked, (queues, nodes, workloads, changes, model_settings, batch))
     assert CheckedWaiting.checks > 100
     assert CheckedWaiting.needy > 10
+    assert CheckedWaiting.aggressive > 10
     assert CheckedWaiting.graceful > 0

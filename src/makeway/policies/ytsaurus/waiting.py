@@ -37,7 +37,7 @@ class Waiting:
     across keys and a pass over the key's view feed all three."""
 
     __slots__ = ("_key", "_view", "_regular", "_by_priority", "_backlog", "_ops", "sat", "_starts", "_base",
-                 "_needy")
+                 "_prio", "_needy", "_lowest")
 
     def __init__(self) -> None:
         self._key: tuple | None = None
@@ -49,20 +49,25 @@ class Waiting:
         self.sat: dict[str, tuple] = {}  # operation -> (allocation signature, satisfaction), for this view
         self._starts: dict[tuple, tuple] = {}  # fitting request sets -> the regular stage's first heap
         self._base = _Backlog()
-        self._needy: set[str] = set()  # the pending operations with a preemption priority, for this view
+        self._prio: dict[str, tuple[str, Shapes, set]] = {}  # member with a preemption priority -> (it, as grouped)
+        self._needy: dict[str, _Grouped] = {}  # preemption priority -> its members
+        self._lowest: tuple[dict, dict] | None = None  # the last view's starving ancestors
 
     def _fresh(self, model: YTsaurusModel, state: ClusterState, snap: Snapshot, scope: str) -> None:
         key = (id(state), state.alloc_epoch, state.submit_epoch, scope)
         if self._view is not snap.view or self._key != key:
             if self._view is not snap.view:
                 self.sat = {}
+            if self._key is None or self._key[3] != scope:
+                self._lowest = None
             self._key, self._view = key, snap.view
             self._starts = {}
             known = self._ops
             if len(known) > 2 * len(state.pending) + 64:
                 self._ops = {w: v for w, v in known.items() if state.pending.get(w)}
-            self._base.sync(model, state, snap, self._entry)
-            self._walk(model, state, snap, scope)
+            touched = self._base.sync(model, state, snap, self._entry)
+            self._prioritise(snap.view, scope, touched)
+            self._walk(model, snap)
 
     def _entry(self, model: YTsaurusModel, state: ClusterState, w: str) -> tuple[Any, Shapes, bool]:
         """(workload, its task groups' requests, graceful), kept per workload object."""
@@ -72,15 +77,48 @@ class Waiting:
             hit = self._ops[w] = (wl, tuple(tuple(v) for v in model._groups(state, w)), model._graceful(state, w))
         return hit
 
-    def _walk(self, model: YTsaurusModel, state: ClusterState, snap: Snapshot, scope: str) -> None:
+    def _prioritise(self, view: Any, scope: str, touched: Any) -> None:
+        """The members' preemption priorities under ``view``, moved where they may have changed.
+        An operation's priority is a function of its own entries in the view's lowest (aggressively)
+        starving ancestors, so only a member moved by the sync (``touched``; None: all of them) or
+        one whose entries differ from the last view's can have another. Afresh, only elements
+        with a starving element at or above them are read."""
+        ls, la = view.lowest_starving, view.lowest_aggressive
+        last = self._lowest
+        if touched is None or last is None:
+            self._prio, self._needy = {}, {}
+            check: Any = compress(ls, ls.values())
+        else:
+            check = set(touched)
+            if ls is not last[0]:
+                check.update(k for k, _ in ls.items() ^ last[0].items())
+            if la is not last[1]:
+                check.update(k for k, _ in la.items() ^ last[1].items())
+        self._lowest = (ls, la)
+        members, prio, needy = self._base.members, self._prio, self._needy
+        for w in check:
+            old = prio.pop(w, None)
+            if old is not None:
+                needy[old[0]].drop(w, old[1], old[2])
+            m = members.get(w)
+            if m is None:
+                continue
+            priority = starvation.preemption_priority(view, w, scope)
+            if priority != "none":
+                prio[w] = (priority, m[0], m[1])
+                group = needy.get(priority)
+                if group is None:
+                    group = needy[priority] = _Grouped()
+                group.add(w, m[0], m[1])
+
+    def _walk(self, model: YTsaurusModel, snap: Snapshot) -> None:
         """The kept backlog read through this key's view: for the regular stage its request sets
         without the graceful operations at their fair share; per preemption priority the request
-        sets of the operations with it (only operations with a starving element at or above them
-        have one, found from ``lowest_starving`` without a walk); for ``quiet``, whether a pending
-        operation (not failed) is missing from the snapshot, the distinct requests of the pending
-        tasks, and those of operations with each preemption priority."""
+        sets of the operations with it; for ``quiet``, whether a pending operation (not failed) is
+        missing from the snapshot, the distinct requests of the pending tasks, and those of
+        operations with each preemption priority."""
         base, view = self._base, snap.view
-        members, by = base.members, base.by_shapes
+        members, by = base.members, base.all.by_shapes
         regular = dict(by)
         if base.graceful:
             status, out = view.status, {}
@@ -94,23 +132,13 @@ class Waiting:
                 else:
                     del regular[shapes]
         self._regular = regular
-        lowest = view.lowest_starving
-        needy: dict[str, list[str]] = {}
-        for w in compress(lowest, lowest.values()):
-            if w in members:
-                priority = starvation.preemption_priority(view, w, scope)
-                if priority != "none":
-                    needy.setdefault(priority, []).append(w)
-        self._needy = {w for ops in needy.values() for w in ops}
-        self._by_priority = {priority: _by_shapes((w, members[w][0]) for w in ops) for priority, ops in needy.items()}
+        self._by_priority = {priority: group.by_shapes for priority, group in self._needy.items() if group.by_shapes}
         if any(w not in model.failed for w in base.unpublished):
             self._backlog = (True, set(), {"aggressive": set(), "normal": set()})
             return
-        wanting: dict[str, set[tuple[float, ...]]] = {"aggressive": set(), "normal": set()}
-        for priority, ops in needy.items():
-            for w in ops:
-                wanting[priority].update(members[w][1])
-        self._backlog = (False, set(base.requests), wanting)
+        wanting = {priority: set(group.requests) if (group := self._needy.get(priority)) else set()
+                   for priority in ("aggressive", "normal")}
+        self._backlog = (False, set(base.all.requests), wanting)
 
     def picker(self, model: YTsaurusModel, state: ClusterState, snap: Snapshot, free: list[float], make):
         """The regular stage's picker over the pending operations of the snapshot (graceful ones at
@@ -140,8 +168,7 @@ class Waiting:
         which fits ``room``."""
         self._fresh(model, state, snap, scope)
         if target == "none":  # everyone else: no stage asks for it, so it is made only when asked
-            out = _fitting(self._base.by_shapes, room)
-            return out - self._needy
+            return _fitting(self._base.all.by_shapes, room).difference(self._prio)
         return _fitting(self._by_priority.get(target, {}), room)
 
     def backlog(self, model: YTsaurusModel, state: ClusterState, snap: Snapshot,
@@ -151,6 +178,36 @@ class Waiting:
         priority."""
         self._fresh(model, state, snap, scope)
         return self._backlog
+
+
+class _Grouped:
+    """Operations by request set, and how many have each pending request (its keys: the distinct
+    ones); moved one operation at a time."""
+
+    __slots__ = ("by_shapes", "requests")
+
+    def __init__(self) -> None:
+        self.by_shapes: dict[Shapes, dict[str, None]] = {}
+        self.requests: dict[tuple[float, ...], int] = {}
+
+    def add(self, w: str, shapes: Shapes, own: set[tuple[float, ...]]) -> None:
+        self.by_shapes.setdefault(shapes, {})[w] = None
+        requests = self.requests
+        for r in own:
+            requests[r] = requests.get(r, 0) + 1
+
+    def drop(self, w: str, shapes: Shapes, own: set[tuple[float, ...]]) -> None:
+        ops = self.by_shapes[shapes]
+        del ops[w]
+        if not ops:
+            del self.by_shapes[shapes]
+        requests = self.requests
+        for r in own:
+            n = requests[r] - 1
+            if n:
+                requests[r] = n
+            else:
+                del requests[r]
 
 
 class _Backlog:
@@ -163,28 +220,30 @@ class _Backlog:
     the last sync (the same tree) or since the last tree was built (a new one); a change of nodes
     or queues, another state or a trimmed log reads every pending operation."""
 
-    __slots__ = ("_key", "_tree", "_built", "_read", "members", "by_shapes", "requests", "unpublished", "graceful")
+    __slots__ = ("_key", "_tree", "_built", "_read", "members", "all", "unpublished", "graceful")
 
     def __init__(self) -> None:
         self._key: tuple | None = None
         self._tree: Any = None
         self._built = (0, 0)  # the journal positions the kept tree was built at
         self._read = (0, 0)  # the journal positions of the last sync
-        self.members: dict[str, tuple[Shapes, set[tuple[float, ...]], bool]] = {}  # in the tree: (requests, pending requests, graceful)
-        self.by_shapes: dict[Shapes, dict[str, None]] = {}
-        self.requests: dict[tuple[float, ...], int] = {}  # distinct pending request -> members with it
+        # in the tree: operation -> (its requests, its pending tasks' distinct requests, graceful)
+        self.members: dict[str, tuple[Shapes, set[tuple[float, ...]], bool]] = {}
+        self.all = _Grouped()
         self.unpublished: set[str] = set()  # pending, not in the tree (failed ones too)
         self.graceful: set[str] = set()
 
-    def sync(self, model: YTsaurusModel, state: ClusterState, snap: Snapshot, entry) -> None:
+    def sync(self, model: YTsaurusModel, state: ClusterState, snap: Snapshot, entry) -> set[str] | None:
+        """Move the operations that may have changed; returns them (None: everything was read)."""
         tree = snap.tree
         key = (id(state), state.topology_epoch, state.config_epoch)
         since = self._read if tree is self._tree else self._built
         ran = state.run_log.since(since[0]) if key == self._key else None
         queued = state.pending_log.since(since[1]) if ran is not None else None
+        touched: Any
         if queued is None:
-            self._clear()
-            touched: Any = state.pending
+            self.members, self.all, self.unpublished, self.graceful = {}, _Grouped(), set(), set()
+            touched = state.pending
         else:
             touched = set(ran)
             touched.update(queued)
@@ -205,16 +264,10 @@ class _Backlog:
             _, shapes, graceful = entry(model, state, w)
             own = model._pending_shapes(state, w, p)
             self.members[w] = (shapes, own, graceful)
-            self.by_shapes.setdefault(shapes, {})[w] = None
-            requests = self.requests
-            for r in own:
-                requests[r] = requests.get(r, 0) + 1
+            self.all.add(w, shapes, own)
             if graceful:
                 self.graceful.add(w)
-
-    def _clear(self) -> None:
-        self.members, self.by_shapes, self.requests = {}, {}, {}
-        self.unpublished, self.graceful = set(), set()
+        return None if queued is None else touched
 
     def _drop(self, w: str) -> None:
         self.unpublished.discard(w)
@@ -222,31 +275,9 @@ class _Backlog:
         if old is None:
             return
         shapes, own, graceful = old
-        ops = self.by_shapes[shapes]
-        del ops[w]
-        if not ops:
-            del self.by_shapes[shapes]
-        requests = self.requests
-        for r in own:
-            n = requests[r] - 1
-            if n:
-                requests[r] = n
-            else:
-                del requests[r]
+        self.all.drop(w, shapes, own)
         if graceful:
             self.graceful.discard(w)
-
-
-def _by_shapes(entries) -> dict[Shapes, list[str]]:
-    """(operation, request set) pairs as request set -> operations (a backlog has a few distinct sets)."""
-    out: dict[Shapes, list[str]] = {}
-    for w, shapes in entries:
-        ops = out.get(shapes)
-        if ops is None:
-            out[shapes] = [w]
-        else:
-            ops.append(w)
-    return out
 
 
 def _fitting(by_shapes: dict[Shapes, list[str]], free: list[float]) -> set[str]:
