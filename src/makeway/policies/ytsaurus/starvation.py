@@ -202,11 +202,13 @@ def update_statuses(tree: Tree, res: fairshare.FairShareResult, params: dict[str
     # members of a group share one Attrs object (and plain operations one Params): looked up by
     # the objects first, each held in the entry so that its id cannot be taken by another
     same: dict[tuple[int, int, bool], tuple] = {}
+    clocks_get, below = clocks.get, "below_fair_share"
     for name in tree.preorder():
         el = elements[name]
-        status = fixed.get(name)
+        p = params[name]
+        status = fixed.get(name) if fixed else None
         if status is None:
-            a, p = res.attrs[name], params[name]
+            a = res.attrs[name]
             ident = (id(a), id(p), el.is_op)
             hit = same.get(ident)
             if hit is not None and hit[0] is a and hit[1] is p:
@@ -219,15 +221,22 @@ def update_statuses(tree: Tree, res: fairshare.FairShareResult, params: dict[str
                                                                   p.tolerance, el.is_op)
                 same[ident] = (a, p, status)
         statuses[name] = status
-        if name == ROOT or (not el.is_op and not pools_starve):
-            clock = new_clocks[name] = _IDLE
+        parent = el.parent  # None only at the root
+        if parent is None or status != below or (not el.is_op and not pools_starve):
+            clock = new_clocks[name] = _IDLE  # ``step`` of a clock not below its fair share
         else:
-            clock = new_clocks[name] = step(clocks.get(name, _IDLE), status == "below_fair_share", now, params[name])
-        parent = el.parent
+            clock = new_clocks[name] = step(clocks_get(name, _IDLE), True, now, p)
         st = clock.status
-        inherit = parent is not None and parent != ROOT
-        lowest[name] = name if st == STARVING or st == AGGRESSIVE else (lowest.get(parent) if inherit else None)
-        lowest_aggr[name] = name if st == AGGRESSIVE else (lowest_aggr.get(parent) if inherit else None)
+        if st == NON:
+            if parent is None or parent == ROOT:
+                lowest[name] = lowest_aggr[name] = None
+            else:
+                lowest[name] = lowest.get(parent)
+                lowest_aggr[name] = lowest_aggr.get(parent)
+        else:
+            inherit = parent != ROOT
+            lowest[name] = name
+            lowest_aggr[name] = name if st == AGGRESSIVE else (lowest_aggr.get(parent) if inherit else None)
     return view
 
 
