@@ -161,6 +161,22 @@ class ClusterState:
     def pending_tasks(self, workload: str) -> list[str]:
         return list(self.pending.get(workload, ()))
 
+    def log_positions(self) -> tuple[int, int]:
+        """Where ``run_log`` and ``pending_log`` end now: what a reader of both stores."""
+        return self.run_log.position, self.pending_log.position
+
+    def logged_since(self, positions: tuple[int, int]) -> set[str] | None:
+        """The workloads with an entry in either log after ``positions`` (``log_positions``): every
+        workload whose running or pending tasks, or whose workload object, may have changed since.
+        None when either log was trimmed past them."""
+        ran = self.run_log.since(positions[0])
+        queued = self.pending_log.since(positions[1]) if ran is not None else None
+        if queued is None:
+            return None
+        touched = set(ran)
+        touched.update(queued)
+        return touched
+
     def task_resources(self, tid: str) -> Res:
         wl, g, _ = tid.rsplit("/", 2)
         return self.workloads[wl].groups[int(g)].resources

@@ -24,12 +24,11 @@ class TreeOps:
     None when everything must be walked; ``merge`` puts what was made into the last tree's
     operations, in the same order a walk gives; ``record`` keeps them for the next update."""
 
-    __slots__ = ("_key", "_run_pos", "_pend_pos", "_index", "ops", "generation", "changed")
+    __slots__ = ("_key", "_pos", "_index", "ops", "generation", "changed")
 
     def __init__(self) -> None:
         self._key: tuple[int, int, int] | None = None
-        self._run_pos = 0
-        self._pend_pos = 0
+        self._pos = (0, 0)  # ``state.log_positions()`` when the last tree was built
         self._index: dict[str, int] = {}  # workload -> its position in ``state.workloads``
         self.ops: dict[str, Any] = {}  # operation -> its element in the last tree, in index order
         self.generation = 0  # trees recorded so far
@@ -56,17 +55,14 @@ class TreeOps:
     @property
     def positions(self) -> tuple[int, int]:
         """The (run log, pending log) positions the last tree was built at (read only)."""
-        return self._run_pos, self._pend_pos
+        return self._pos
 
     def todo(self, state: ClusterState) -> list[tuple[str, int]] | None:
         if self._key != (id(state), state.topology_epoch, state.config_epoch):
             return None
-        ran = state.run_log.since(self._run_pos)
-        queued = state.pending_log.since(self._pend_pos)
-        if ran is None or queued is None or not self._indexed(state):
+        touched = state.logged_since(self._pos)
+        if touched is None or not self._indexed(state):
             return None
-        touched = set(ran)
-        touched.update(queued)
         index = self._index
         return sorted(((w, index[w]) for w in touched), key=itemgetter(1))
 
@@ -96,7 +92,6 @@ class TreeOps:
         self._key = (id(state), state.topology_epoch, state.config_epoch)
         self.generation += 1
         self.changed = None if todo is None else [w for w, _ in todo]
-        self._run_pos = state.run_log.position
-        self._pend_pos = state.pending_log.position
+        self._pos = state.log_positions()
         self._indexed(state)
         self.ops = ops

@@ -237,20 +237,15 @@ class _Backlog:
         """Move the operations that may have changed; returns them (None: everything was read)."""
         tree = snap.tree
         key = (id(state), state.topology_epoch, state.config_epoch)
-        since = self._read if tree is self._tree else self._built
-        ran = state.run_log.since(since[0]) if key == self._key else None
-        queued = state.pending_log.since(since[1]) if ran is not None else None
-        touched: Any
-        if queued is None:
+        logged = state.logged_since(self._read if tree is self._tree else self._built) if key == self._key else None
+        touched: Any = logged
+        if logged is None:
             self.members, self.all, self.unpublished, self.graceful = {}, _Grouped(), set(), set()
             touched = state.pending
-        else:
-            touched = set(ran)
-            touched.update(queued)
         if tree is not self._tree:
             self._tree, self._built = tree, model._tree_ops.positions
         self._key = key
-        self._read = (state.run_log.position, state.pending_log.position)
+        self._read = state.log_positions()
         elements = tree.elements
         for w in touched:
             self._drop(w)
@@ -267,7 +262,7 @@ class _Backlog:
             self.all.add(w, shapes, own)
             if graceful:
                 self.graceful.add(w)
-        return None if queued is None else touched
+        return logged
 
     def _drop(self, w: str) -> None:
         self.unpublished.discard(w)
