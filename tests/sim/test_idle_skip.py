@@ -209,3 +209,85 @@ def test_first_other_than_a_kind_reads_the_heap_as_a_scan_does(entries):
     heapq.heapify(heap)
     want = min((t for t, kind, _, _ in heap if kind != WAKE), default=math.inf)
     assert first_other_than(heap, WAKE) == want
+
+
+def _uneven(seed: int, nodes: int, jobs: int) -> tuple[object, list]:
+    """Nodes of different sizes, one-task and gang jobs of different widths and lengths in three
+    queues: a finish leaves room on one node that a waiting job fits, and that job waits for
+    that node's heartbeat while the other nodes' heartbeats find nothing."""
+    rng = random.Random(seed)
+    cfg = parse_config({
+        "name": "uneven", "resources": ["cpu", "gpu"],
+        "nodes": [{"name": f"n{i}", "capacity": {"cpu": rng.choice([4, 8]), "gpu": rng.choice([2, 4, 8])}}
+                  for i in range(nodes)],
+        "queues": {"root": {}, "prod": {"parent": "root", "weight": 3},
+                   "batch": {"parent": "root", "max": {"gpu": rng.choice([6, 12, 40])}},
+                   "dev": {"parent": "root"}},
+        "preemption": {"model": "ytsaurus", "settings": {
+            "fair_share_starvation_timeout": rng.choice([5, 30, 400]),
+            "fair_share_update_period": rng.choice([0.2, 1.0, 0.7]),
+            "heartbeat_period": rng.choice([5.0, 3.0, 2.5]), "heartbeat_splay": rng.choice([0.0, 1.0, 2.5]),
+            "enable_preemption": rng.random() < 0.8}}})
+    recs = []
+    for i in range(jobs):
+        recs.append({"id": f"j{i}", "queue": rng.choice(["prod", "batch", "batch", "dev"]),
+                     "submit": round(rng.uniform(0, 600), rng.choice([0, 3])),
+                     "duration": rng.choice([0, 40, 120.5, 300, 900]),
+                     "tasks": [{"count": rng.choice([1, 1, 2, 3]),
+                                "resources": {"cpu": rng.choice([1, 2]), "gpu": rng.choice([1, 2, 4])}}]})
+    return cfg, [workload_from_record(r) for r in sorted(recs, key=lambda r: (r["submit"], r["id"]))]
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 10**6), nodes=st.integers(2, 6), jobs=st.integers(4, 24))
+def test_skipping_around_nodes_that_decide_changes_nothing(seed, nodes, jobs):
+    """Random contended clusters of uneven nodes: skipping (with verdicts that test which nodes'
+    heartbeats decide) and not skipping give the same events, rows and summary."""
+    cfg, wls = _uneven(seed, nodes, jobs)
+    skipped, _ = _run(cfg, wls, True, 3_000.0)
+    full, _ = _run(cfg, wls, False, 3_000.0)
+    assert skipped == full
+
+
+def test_heartbeats_of_nodes_with_nothing_to_decide_are_skipped_while_one_has_room(monkeypatch):
+    """A job that fits only the node a finish freed waits for that node's heartbeat: until then
+    the model names that node (``QuietExcept``) and the other nodes' heartbeats are not called,
+    with the decisions of the run that calls every one."""
+    from makeway.core.periodic import QuietExcept
+    from makeway.policies.ytsaurus.model import YTsaurusModel
+
+    cfg = parse_config({
+        "name": "one-room", "resources": ["cpu"],
+        "nodes": [{"name": "n", "count": 8, "capacity": {"cpu": 4}}],
+        "queues": {"root": {}, "a": {"parent": "root"}},
+        "preemption": {"model": "ytsaurus", "settings": {"enable_preemption": False}}})
+    recs = [{"id": f"long{i}", "queue": "a", "submit": 0.0, "duration": 5_000 + 1_000 * i,
+             "tasks": [{"count": 1, "resources": {"cpu": 4}}]} for i in range(8)]
+    recs += [{"id": f"wait{i}", "queue": "a", "submit": 10.0 + i, "duration": 100,
+              "tasks": [{"count": 1, "resources": {"cpu": 4}}]} for i in range(3)]
+    wls = [workload_from_record(r) for r in recs]
+    verdicts, beats = [], []
+    real_quiet, real_beat = YTsaurusModel.quiet, YTsaurusModel.heartbeat
+
+    def quiet(self, state, now):
+        v = real_quiet(self, state, now)
+        verdicts.append(v)
+        return v
+
+    def beat(self, state, node, now):
+        beats.append((node, now))
+        return real_beat(self, state, node, now)
+
+    monkeypatch.setattr(YTsaurusModel, "quiet", quiet)
+    monkeypatch.setattr(YTsaurusModel, "heartbeat", beat)
+    skipped, _ = _run(cfg, wls, True, 9_000.0)
+    named = [v for v in verdicts if isinstance(v, QuietExcept)]
+    assert named
+    assert any(sum(v.decides.known.values()) == 1 for v in named)  # after a finish: its node alone
+    fast_beats = len(beats)
+    beats.clear()
+    full, _ = _run(cfg, wls, False, 9_000.0)
+    assert skipped == full
+    assert '"first_start": 5000.' in full  # wait0 starts when long0's node is free
+    # idle until the first finish, then each finish's node is the only one called in its window
+    assert fast_beats * 20 < len(beats)

@@ -135,7 +135,9 @@ def test_may_have_preemptible_is_false_only_without_p(sizes, fair, demand, thres
 def test_fit_test_with_pruning_answers_as_every_pair(shapes, rooms):
     shapes = {tuple(float(v) for v in s) for s in shapes}
     brute = any(all(r <= f + EPS for r, f in zip(s, room)) for s in shapes for room in rooms)
-    assert quiet._fits_somewhere(shapes, rooms) == brute
+    pruned = quiet._below_most(shapes, rooms)
+    assert pruned <= shapes
+    assert any(quiet._fits(pruned, room) for room in rooms) == brute
 
 
 def test_node_free_is_kept_only_while_the_node_allocations_stay():

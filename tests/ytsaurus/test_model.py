@@ -26,6 +26,12 @@ def test_example_starving_operation_gets_its_share():
     notes = [e for e in _events(rec, "note") if e["subject"] == "prod-report"]
     assert [n["values"]["starving"] for n in notes] == [True, False]
     assert notes[0]["time"] > 60 + 10  # only after the starvation timeout
+    # below its fair share (half the cluster) from its submission, with nothing running then
+    assert notes[0]["message"] == "operation prod-report starts starving"
+    assert notes[0]["values"] == {"starving": True, "status": "starving", "fair_share": 0.5, "usage_share": 0.0,
+                                  "below_fair_share_since": 60}
+    assert notes[1]["message"] == "operation prod-report stops starving"
+    assert notes[1]["values"]["usage_share"] == 0.5 and notes[1]["values"]["below_fair_share_since"] is None
     pre = _events(rec, "preempt")
     assert len(pre) == 8
     assert {p["reason"]["rule"] for p in pre} == {"preemptive-stage"}

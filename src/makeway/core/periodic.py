@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 _HALF_MANTISSA = 2.0 ** 53
 _NEAR = 4  # periods before ``end`` within which ``advance`` adds one period at a time
@@ -118,3 +118,16 @@ class Skipped:
     def instants(self, lo: float = -math.inf, hi: float = math.inf) -> list[float]:
         """Every skipped instant in [lo, hi) (ticks and heartbeats merged, each time once), sorted."""
         return sorted({t for row in (*self.ticks, *self.beats) for t in row.times(lo, hi)})
+
+
+@dataclass(frozen=True, slots=True)
+class QuietExcept:
+    """``PreemptionModel.quiet``'s verdict when every periodic call before ``until`` would decide
+    nothing except the heartbeats of the nodes ``decides`` names (a node with room for a waiting
+    task decides at its next heartbeat; the others' heartbeats and the ticks decide nothing
+    meanwhile). The simulator asks ``decides`` node by node in the order of their next
+    heartbeats and skips the stretch up to the first heartbeat of a node that decides, which it
+    runs as usual; the nodes after it need not be asked."""
+
+    until: float
+    decides: Callable[[str], bool]

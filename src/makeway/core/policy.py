@@ -66,13 +66,15 @@ class PreemptionModel:
     def next_wakeup(self, state: ClusterState, now: float) -> float | None:
         return None
 
-    def quiet(self, state: ClusterState, now: float) -> bool | float:
+    def quiet(self, state: ClusterState, now: float) -> Any:
         """True when, until the next event that is not a tick or heartbeat, every periodic call
         (``schedule`` at their instants, ``heartbeat``) would return no decisions and change only
         what ``skip_periodic`` catches up on, so the simulator may skip them (idle stretches of
         long traces). A time instead of True: the same, but only for periodic calls before that
-        time (a clock of the model's own would move then). Default False: a model opts in, and a
-        test compares its skipped and unskipped runs. Reads only."""
+        time (a clock of the model's own would move then). A ``core.periodic.QuietExcept``: the
+        same but for the heartbeats of some nodes, so only calls before the first of those may be
+        skipped. Default False: a model opts in, and a test compares its skipped and unskipped
+        runs. Reads only."""
         return False
 
     def skip_periodic(self, state: ClusterState, skipped: Any) -> None:

@@ -37,7 +37,7 @@ from makeway.core.state import ClusterState
 from makeway.errors import MakewayError
 from makeway.sim.collector import fewer_young_collections
 from makeway.sim.metrics import Recorder
-from makeway.core.periodic import Row, Skipped, advance
+from makeway.core.periodic import QuietExcept, Row, Skipped, advance
 from makeway.sim.progress import NoProgressWatch
 from makeway.sim.trace import ConfigChange
 
@@ -388,11 +388,16 @@ class Simulation:
         periodic events due exactly then are kept. Past the horizon, every periodic time up to the
         horizon is skipped and the clock is left at the last of them, where the unskipped run stops.
         A model quiet only until some time (a timer of its own that the periodic calls would
-        notice) has the periodic times from then on kept. Each row moves in closed form
-        (``makeway.core.periodic``); the model gets the rows, not the times.
+        notice) has the periodic times from then on kept. A model quiet but for the heartbeats of
+        some nodes (``QuietExcept``) is asked about each node in the order of their next
+        heartbeats, and the stretch ends at the first heartbeat of one that decides. Each row
+        moves in closed form (``makeway.core.periodic``); the model gets the rows, not the times.
         """
         verdict = self.model.quiet(self.state, now)
         if verdict is False or verdict is None:
+            return
+        if isinstance(verdict, QuietExcept):
+            self._skip_to_deciding(now, verdict)
             return
         until = math.inf if verdict is True else float(verdict)
         if until <= now:
@@ -433,6 +438,51 @@ class Simulation:
         self._heap = others
         if beyond and last > self.now:
             self.now = last
+
+    def _skip_to_deciding(self, now: float, verdict: QuietExcept) -> None:
+        """``_skip_quiet`` for a model quiet but for the heartbeats of some nodes: the periodic
+        events are taken off the heap in time order, each heartbeat's node asked whether it
+        decides, up to the first that does, the first other event or the verdict's end (the
+        horizon included: what is due there runs as usual). Only the events taken are moved, so a
+        short stretch costs what it skips, not every row; the others keep their place and
+        sequence number, as in the run that calls them, where none of them was pushed again."""
+        heap = self._heap
+        limit = verdict.until
+        if self._next is not None and self._next.submit < limit:
+            limit = self._next.submit
+        horizon = self.options.horizon
+        if horizon is not None and horizon < limit:
+            limit = horizon
+        decides = verdict.decides
+        taken = []
+        while heap:
+            time, kind, _, payload = heap[0]
+            if time >= limit:
+                break
+            if kind not in _PERIODIC or (kind == HEARTBEAT and decides(payload[0])):
+                limit = time
+                break
+            taken.append(heapq.heappop(heap))
+        if not taken:
+            return
+        if limit == math.inf:  # nothing left to happen: the idle rule of ``run`` ends the run
+            for e in taken:
+                heapq.heappush(heap, e)
+            return
+        skipped = Skipped(now, limit, False)
+        total = 0
+        for e in taken:
+            row = _advance(e, limit, False)
+            if not row.count:  # due with the one that decides: it keeps its place before it
+                heapq.heappush(heap, e)
+                continue
+            total += row.count
+            (skipped.ticks if e[1] == TICK else skipped.beats).append(row)
+            self._seq += 1
+            heapq.heappush(heap, (row.next, e[1], self._seq, e[3]))
+        if total:
+            self.skipped_calls += total
+            self.model.skip_periodic(self.state, skipped)
 
     def _handle(self, kind: int, payload: Any, beats: list[str]) -> bool:
         state, now = self.state, self.now

@@ -108,7 +108,7 @@ class YTsaurusModel(PreemptionModel):
         # element is never changed once built, so an unchanged operation's goes into the next tree as it is
         self._op_els: dict[str, tuple[Any, int, tuple[int, int, int], Element]] = {}
         self._els_topology = -1
-        self._quiet_cache: tuple[tuple, bool | float] | None = None  # ``quiet``'s verdict and its inputs
+        self._quiet_cache: tuple[tuple, Any] | None = None  # ``quiet``'s verdict and its inputs
         self._clock_heap: clockheap.ClockHeap | None = None  # the snapshot's clock thresholds
         self._graceful_ids: set[str] = set()  # operations in graceful mode that ``build_tree`` made elements of
         self._clock_sig: tuple[int, int, int] = (0, 0, 0)  # clocks running, starving, aggressive
@@ -205,9 +205,10 @@ class YTsaurusModel(PreemptionModel):
 
     # -- idle stretches --------------------------------------------------------------------------
 
-    def quiet(self, state: ClusterState, now: float) -> bool | float:
+    def quiet(self, state: ClusterState, now: float) -> Any:
         """Periodic calls decide nothing until the next other event (True) or until a starvation
-        clock may move (that time), ``ytsaurus.quiet``: the snapshot already reflects the state (so
+        clock may move (that time), but for the heartbeats of nodes with room for a waiting task
+        (``QuietExcept``), ``ytsaurus.quiet``: the snapshot already reflects the state (so
         further updates only move its time and leave the clocks as they are), no fair share with
         integral guarantees (they accumulate with time). The verdict is kept while the fair
         share, the epochs and the clocks' statuses stay."""
@@ -430,7 +431,7 @@ class YTsaurusModel(PreemptionModel):
         before, after, non = self.clocks, view.clocks, starvation.NON
         for name, el in tree.elements.items():
             if el.is_op and (before.get(name, starvation._IDLE).status == non) != (after[name].status == non):
-                self._starvation_note(notes, name, result, view)
+                notes.append(starvation.note(name, result, view))
         for name, c in self.clocks.items():
             if name not in tree.elements and c.status != starvation.NON and name in state.workloads:
                 notes.append(Note("starvation", name, f"operation {name} stops starving (finished)",
@@ -488,19 +489,6 @@ class YTsaurusModel(PreemptionModel):
             self._failed_notes = []
         return notes
 
-    def _starvation_note(self, notes: list[Decision], name: str, result, view: starvation.StarvationView) -> None:
-        """A note when the operation starts or stops starving between ``self.clocks`` and ``view``."""
-        before = self.clocks.get(name, starvation._IDLE).status
-        after = view.clocks[name].status
-        if (before == starvation.NON) != (after == starvation.NON):
-            a = result.attrs[name]
-            notes.append(Note("starvation", name,
-                              f"operation {name} {'starts' if after != starvation.NON else 'stops'} starving",
-                              {"starving": after != starvation.NON, "status": after,
-                               "fair_share": max(a.fair_share, default=0.0),
-                               "usage_share": max(a.usage_share, default=0.0),
-                               "below_fair_share_since": view.clocks[name].since}))
-
     def _advanced(self, state: ClusterState, now: float, view: starvation.StarvationView,
                   changed: list[str]) -> list[Decision]:
         """``update``'s end where only the clocks in ``changed`` (operations, in tree order) moved
@@ -510,8 +498,9 @@ class YTsaurusModel(PreemptionModel):
         notes: list[Decision] = []
         running, starving, aggressive = self._clock_sig
         for name in changed:
-            self._starvation_note(notes, name, snap.result, view)
             before, after = self.clocks[name].status, view.clocks[name].status
+            if (before == starvation.NON) != (after == starvation.NON):
+                notes.append(starvation.note(name, snap.result, view))
             starving += (after == starvation.STARVING) - (before == starvation.STARVING)
             aggressive += (after == starvation.AGGRESSIVE) - (before == starvation.AGGRESSIVE)
         self.clocks = view.clocks  # the tree's elements: the view was made over the same tree

@@ -13,6 +13,12 @@ and only until the first starvation clock could move (``since + timeout``): a st
 changes who may preempt. Pool limits are not checked on fitting, so the verdict errs on "not quiet".
 This holds in a contended cluster with a backlog as in an idle one: the backlog waits for the next
 finish or submission without the model being called five times a second.
+
+Where the first two fail only on some nodes (a finish left room on node A, and the task that fits
+waits for A's next heartbeat), the others' heartbeats and the ticks still decide nothing until
+then: nothing moves the state before a call decides, and each of those nodes' stages finds
+nothing. The verdict then carries a test of those nodes (``QuietExcept``, ``_Decides``), and the
+simulator skips up to the first heartbeat of one of them instead of calling every node on the way.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from makeway.core.periodic import QuietExcept
 from makeway.core.resources import EPS
 from makeway.core.state import ClusterState
 from makeway.policies.ytsaurus import heartbeat, starvation
@@ -47,11 +54,56 @@ def clock_bound(snap: Snapshot) -> float:
     return bound
 
 
-def _fits_somewhere(shapes: set[tuple[float, ...]], rooms: list[list[float]]) -> bool:
-    if len(rooms) > 1:  # a request above every room's most of some resource fits none of them
-        most = [max(col) for col in zip(*rooms)]
-        shapes = {s for s in shapes if all(r <= f + EPS for r, f in zip(s, most))}
-    return any(all(r <= f + EPS for r, f in zip(shape, room)) for shape in shapes for room in rooms)
+def _fits(shapes: set[tuple[float, ...]], room: list[float]) -> bool:
+    return any(all(r <= f + EPS for r, f in zip(shape, room)) for shape in shapes)
+
+
+def _below_most(shapes: set[tuple[float, ...]], rooms: list[list[float]]) -> set[tuple[float, ...]]:
+    """``shapes`` but those above every room's most of some resource, which fit none of them."""
+    if len(rooms) < 2 or not shapes:
+        return shapes
+    most = [max(col) for col in zip(*rooms)]
+    return {s for s in shapes if all(r <= f + EPS for r, f in zip(s, most))}
+
+
+class _Decides:
+    """Whether a node's next heartbeat may decide, asked node by node in heartbeat order by the
+    simulator (``QuietExcept.decides``) and kept: its regular stage may start a waiting task
+    that fits its free resources (``shapes``), or a preemptive stage (``stages``: the needy
+    requests and the stage) may find room for a starving one. The state and snapshot it reads
+    stay as they are while the verdict is kept, so each node is read at most once; the first
+    node that may decide ends the stretch, and the nodes after it are never read."""
+
+    def __init__(self, model: YTsaurusModel, state: ClusterState, free: dict[str, list[float]],
+                 shapes: set[tuple[float, ...]], stages: list[tuple[set[tuple[float, ...]], str]]) -> None:
+        self.model, self.state, self.free, self.shapes, self.stages = model, state, free, shapes, stages
+        self.known: dict[str, bool] = {}
+        self.may: dict = {}  # ``_normal_room``'s classification, per operation
+        self.cands: dict[str, list] = {}
+
+    def __call__(self, node: str) -> bool:
+        got = self.known.get(node)
+        if got is None:
+            got = self.known[node] = self._decides(node)
+        return got
+
+    def _decides(self, node: str) -> bool:
+        room = self.free.get(node)
+        if room is None:
+            return False  # not schedulable: its heartbeat returns at once
+        if _fits(self.shapes, room):
+            return True
+        model, state = self.model, self.state
+        for needy, stage in self.stages:
+            if stage == "preemptive_normal" and model.caches:
+                # no pending task fits this node's free resources (above): only its P
+                # allocations may give a needy task room
+                got = _normal_room(model, state, node, room, self.may)
+            else:
+                got = _stage_room(model, state, node, room, stage, self.cands)
+            if got is not None and _fits(needy, got):
+                return True
+        return False
 
 
 def _node_free(model: YTsaurusModel, state: ClusterState, node: str) -> tuple[list[float], bool]:
@@ -135,9 +187,12 @@ def _stage_room(model: YTsaurusModel, state: ClusterState, node: str, free: list
     return [f + d for f, d in zip(free, heartbeat.discount(heartbeat.stage_candidates(mine, stage), len(free)))]
 
 
-def quiet_until(model: YTsaurusModel, state: ClusterState, snap: Snapshot) -> float | bool:
+def quiet_until(model: YTsaurusModel, state: ClusterState, snap: Snapshot) -> float | bool | QuietExcept:
     """False, or the time before which every periodic call decides nothing (``math.inf``: until
-    the next other event). The snapshot must already reflect the state (the caller checks)."""
+    the next other event), or that time with a test of the nodes whose heartbeats may decide (a
+    waiting task fits there, or a starving one once the stage's victims there are counted): every other
+    call decides nothing until the first of those heartbeats (``_Decides``, asked lazily). The
+    snapshot must already reflect the state (the caller checks)."""
     if model.caches:  # the tree's graceful operations as ``build_tree`` recorded them (``state.running``
         # keeps an entry for every workload ever submitted: walking it costs the trace so far)
         if any(state.running.get(w) for w in _graceful_ops(model, snap)):
@@ -152,14 +207,12 @@ def quiet_until(model: YTsaurusModel, state: ClusterState, snap: Snapshot) -> fl
             usage = state.queue_usage.get(q.name) or {}
             if any(v is not None and float(usage.get(r, 0)) > float(v) + EPS for r, v in q.max.items()):
                 return False
-    nodes: list[str] = []
     free: dict[str, list[float]] = {}
     for n, node in state.nodes.items():
         room, over = _node_free(model, state, n)
         if over:
             return False
         if node.schedulable:
-            nodes.append(n)
             free[n] = room
     scope = str(model.settings.get("scheduling_preemption_priority_scope", "operation_and_ancestors"))
     if model.caches:  # the walk the heartbeats share (``waiting.Waiting``)
@@ -170,20 +223,13 @@ def quiet_until(model: YTsaurusModel, state: ClusterState, snap: Snapshot) -> fl
         return False  # submitted after the update: the snapshot does not reflect the state
     if not model.enabled:
         needy = {"aggressive": set(), "normal": set()}
-    if shapes and _fits_somewhere(shapes, list(free.values())):
-        return False
-    cands: dict[str, list] = {}  # each node's candidates, read once for both stages
-    for priority, stage in (("aggressive", "preemptive_aggressive"), ("normal", "preemptive_normal")):
-        if not needy[priority]:
-            continue
-        may: dict = {}
-        for n in nodes:  # node by node, so the first node with room for a needy task ends the scan
-            if stage == "preemptive_normal" and model.caches:
-                # no pending task fits any ``free``: only nodes with a P allocation may
-                room = _normal_room(model, state, n, free[n], may)
-            else:
-                room = _stage_room(model, state, n, free[n], stage, cands)
-            if room is not None and _fits_somewhere(needy[priority], [room]):
-                return False
     bound = model._clock_next if model.caches else clock_bound(snap)  # the same, kept per update
-    return True if bound == math.inf else False if bound == -math.inf else bound
+    if bound == -math.inf:
+        return False
+    stages = [(needy[p], stage) for p, stage in (("aggressive", "preemptive_aggressive"),
+                                                   ("normal", "preemptive_normal")) if needy[p]]
+    shapes = _below_most(shapes, list(free.values()))
+    if not shapes and not stages:
+        return True if bound == math.inf else bound
+    return QuietExcept(bound, _Decides(model, state, free, shapes, stages))
+

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from makeway.core.decisions import Note
 from makeway.policies.ytsaurus import fairshare
 from makeway.policies.ytsaurus.tree import ROOT, Tree
 
@@ -238,6 +239,17 @@ def update_statuses(tree: Tree, res: fairshare.FairShareResult, params: dict[str
             lowest[name] = name
             lowest_aggr[name] = name if st == AGGRESSIVE else (lowest_aggr.get(parent) if inherit else None)
     return view
+
+
+def note(name: str, result: fairshare.FairShareResult, view: StarvationView) -> Note:
+    """The note of an operation that starts or stops starving (its clock's status left or reached
+    ``NON`` since the last update), with its shares and since when it is below its fair share."""
+    clock = view.clocks[name]
+    a = result.attrs[name]
+    return Note("starvation", name, f"operation {name} {'starts' if clock.status != NON else 'stops'} starving",
+                {"starving": clock.status != NON, "status": clock.status,
+                 "fair_share": max(a.fair_share, default=0.0), "usage_share": max(a.usage_share, default=0.0),
+                 "below_fair_share_since": clock.since})
 
 
 def preemption_priority(view: StarvationView, op: str, scope: str = "operation_and_ancestors") -> str:
