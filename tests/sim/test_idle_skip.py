@@ -291,3 +291,26 @@ def test_heartbeats_of_nodes_with_nothing_to_decide_are_skipped_while_one_has_ro
     assert '"first_start": 5000.' in full  # wait0 starts when long0's node is free
     # idle until the first finish, then each finish's node is the only one called in its window
     assert fast_beats * 20 < len(beats)
+
+
+@pytest.mark.parametrize("horizon", [5_002.0, 5_003.3, 6_001.7, 6_004.1])
+def test_a_horizon_inside_a_stretch_before_a_node_that_decides(horizon):
+    """Every node beats at once (no splay) and a finish comes half-way between two beats: the
+    freed node's task waits for the next one while the ticks are skipped. A horizon before it
+    ends the run with the clock where the run without skipping leaves it, at the last periodic
+    time before the horizon, and the same results."""
+    cfg = parse_config({
+        "name": "one-room", "resources": ["cpu"],
+        "nodes": [{"name": "n", "count": 8, "capacity": {"cpu": 4}}],
+        "queues": {"root": {}, "a": {"parent": "root"}},
+        "preemption": {"model": "ytsaurus", "settings": {"enable_preemption": False, "heartbeat_splay": 0.0}}})
+    recs = [{"id": f"long{i}", "queue": "a", "submit": 0.0, "duration": 5_000.5 + 1_000 * i,
+             "tasks": [{"count": 1, "resources": {"cpu": 4}}]} for i in range(8)]
+    recs += [{"id": f"wait{i}", "queue": "a", "submit": 10.0 + i, "duration": 100,
+              "tasks": [{"count": 1, "resources": {"cpu": 4}}]} for i in range(3)]
+    wls = [workload_from_record(r) for r in recs]
+    skipped, fast = _run(cfg, wls, True, horizon)
+    full, slow = _run(cfg, wls, False, horizon)
+    assert fast.skipped_calls > 0
+    assert fast.now == slow.now > horizon - 0.3
+    assert skipped == full

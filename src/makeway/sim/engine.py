@@ -442,25 +442,27 @@ class Simulation:
     def _skip_to_deciding(self, now: float, verdict: QuietExcept) -> None:
         """``_skip_quiet`` for a model quiet but for the heartbeats of some nodes: the periodic
         events are taken off the heap in time order, each heartbeat's node asked whether it
-        decides, up to the first that does, the first other event or the verdict's end (the
-        horizon included: what is due there runs as usual). Only the events taken are moved, so a
-        short stretch costs what it skips, not every row; the others keep their place and
-        sequence number, as in the run that calls them, where none of them was pushed again."""
+        decides, up to the first that does, the first other event or the verdict's end. Only the
+        events taken are moved, so a short stretch costs what it skips, not every row; the others
+        keep their place and sequence number, as in the run that calls them, where none of them
+        was pushed again. Past the horizon, as in ``_skip_quiet``: every periodic time up to it
+        is skipped and the clock is left at the last of them."""
         heap = self._heap
         limit = verdict.until
         if self._next is not None and self._next.submit < limit:
             limit = self._next.submit
         horizon = self.options.horizon
-        if horizon is not None and horizon < limit:
+        beyond = horizon is not None and limit > horizon
+        if beyond:
             limit = horizon
         decides = verdict.decides
         taken = []
         while heap:
             time, kind, _, payload = heap[0]
-            if time >= limit:
+            if time > limit or (time == limit and not beyond):
                 break
             if kind not in _PERIODIC or (kind == HEARTBEAT and decides(payload[0])):
-                limit = time
+                limit, beyond = time, False
                 break
             taken.append(heapq.heappop(heap))
         if not taken:
@@ -469,20 +471,24 @@ class Simulation:
             for e in taken:
                 heapq.heappush(heap, e)
             return
-        skipped = Skipped(now, limit, False)
+        skipped = Skipped(now, limit, beyond)
+        last = -math.inf
         total = 0
         for e in taken:
-            row = _advance(e, limit, False)
+            row = _advance(e, limit, beyond)
             if not row.count:  # due with the one that decides: it keeps its place before it
                 heapq.heappush(heap, e)
                 continue
             total += row.count
+            last = max(last, row.last)
             (skipped.ticks if e[1] == TICK else skipped.beats).append(row)
             self._seq += 1
             heapq.heappush(heap, (row.next, e[1], self._seq, e[3]))
         if total:
             self.skipped_calls += total
             self.model.skip_periodic(self.state, skipped)
+        if beyond and last > self.now:
+            self.now = last
 
     def _handle(self, kind: int, payload: Any, beats: list[str]) -> bool:
         state, now = self.state, self.now
