@@ -249,6 +249,21 @@ def test_skipping_around_nodes_that_decide_changes_nothing(seed, nodes, jobs):
     assert skipped == full
 
 
+def _one_room(first_end: float, settings: dict | None = None) -> tuple[object, list]:
+    """Eight one-task nodes, each held by a long job (the first ends at ``first_end``, one more
+    every 1,000 s), and three jobs waiting for a node: each finish leaves room on one node only."""
+    cfg = parse_config({
+        "name": "one-room", "resources": ["cpu"],
+        "nodes": [{"name": "n", "count": 8, "capacity": {"cpu": 4}}],
+        "queues": {"root": {}, "a": {"parent": "root"}},
+        "preemption": {"model": "ytsaurus", "settings": {"enable_preemption": False, **(settings or {})}}})
+    recs = [{"id": f"long{i}", "queue": "a", "submit": 0.0, "duration": first_end + 1_000 * i,
+             "tasks": [{"count": 1, "resources": {"cpu": 4}}]} for i in range(8)]
+    recs += [{"id": f"wait{i}", "queue": "a", "submit": 10.0 + i, "duration": 100,
+              "tasks": [{"count": 1, "resources": {"cpu": 4}}]} for i in range(3)]
+    return cfg, [workload_from_record(r) for r in recs]
+
+
 def test_heartbeats_of_nodes_with_nothing_to_decide_are_skipped_while_one_has_room(monkeypatch):
     """A job that fits only the node a finish freed waits for that node's heartbeat: until then
     the model names that node (``QuietExcept``) and the other nodes' heartbeats are not called,
@@ -256,16 +271,7 @@ def test_heartbeats_of_nodes_with_nothing_to_decide_are_skipped_while_one_has_ro
     from makeway.core.periodic import QuietExcept
     from makeway.policies.ytsaurus.model import YTsaurusModel
 
-    cfg = parse_config({
-        "name": "one-room", "resources": ["cpu"],
-        "nodes": [{"name": "n", "count": 8, "capacity": {"cpu": 4}}],
-        "queues": {"root": {}, "a": {"parent": "root"}},
-        "preemption": {"model": "ytsaurus", "settings": {"enable_preemption": False}}})
-    recs = [{"id": f"long{i}", "queue": "a", "submit": 0.0, "duration": 5_000 + 1_000 * i,
-             "tasks": [{"count": 1, "resources": {"cpu": 4}}]} for i in range(8)]
-    recs += [{"id": f"wait{i}", "queue": "a", "submit": 10.0 + i, "duration": 100,
-              "tasks": [{"count": 1, "resources": {"cpu": 4}}]} for i in range(3)]
-    wls = [workload_from_record(r) for r in recs]
+    cfg, wls = _one_room(5_000.0)
     verdicts, beats = [], []
     real_quiet, real_beat = YTsaurusModel.quiet, YTsaurusModel.heartbeat
 
@@ -299,16 +305,7 @@ def test_a_horizon_inside_a_stretch_before_a_node_that_decides(horizon):
     freed node's task waits for the next one while the ticks are skipped. A horizon before it
     ends the run with the clock where the run without skipping leaves it, at the last periodic
     time before the horizon, and the same results."""
-    cfg = parse_config({
-        "name": "one-room", "resources": ["cpu"],
-        "nodes": [{"name": "n", "count": 8, "capacity": {"cpu": 4}}],
-        "queues": {"root": {}, "a": {"parent": "root"}},
-        "preemption": {"model": "ytsaurus", "settings": {"enable_preemption": False, "heartbeat_splay": 0.0}}})
-    recs = [{"id": f"long{i}", "queue": "a", "submit": 0.0, "duration": 5_000.5 + 1_000 * i,
-             "tasks": [{"count": 1, "resources": {"cpu": 4}}]} for i in range(8)]
-    recs += [{"id": f"wait{i}", "queue": "a", "submit": 10.0 + i, "duration": 100,
-              "tasks": [{"count": 1, "resources": {"cpu": 4}}]} for i in range(3)]
-    wls = [workload_from_record(r) for r in recs]
+    cfg, wls = _one_room(5_000.5, {"heartbeat_splay": 0.0})
     skipped, fast = _run(cfg, wls, True, horizon)
     full, slow = _run(cfg, wls, False, horizon)
     assert fast.skipped_calls > 0
