@@ -55,7 +55,8 @@ def clock_bound(snap: Snapshot) -> float:
 
 
 def _fits(shapes: set[tuple[float, ...]], room: list[float]) -> bool:
-    return any(all(r <= f + EPS for r, f in zip(shape, room)) for shape in shapes)
+    fits = heartbeat.fits
+    return any(fits(shape, room) for shape in shapes)  # type: ignore[arg-type]
 
 
 def _below_most(shapes: set[tuple[float, ...]], rooms: list[list[float]]) -> set[tuple[float, ...]]:
@@ -63,7 +64,7 @@ def _below_most(shapes: set[tuple[float, ...]], rooms: list[list[float]]) -> set
     if len(rooms) < 2 or not shapes:
         return shapes
     most = [max(col) for col in zip(*rooms)]
-    return {s for s in shapes if all(r <= f + EPS for r, f in zip(s, most))}
+    return {s for s in shapes if heartbeat.fits(s, most)}  # type: ignore[arg-type]
 
 
 class _Decides:
