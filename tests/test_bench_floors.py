@@ -1,5 +1,5 @@
 """``bench/floors.py`` at a tiny size: the three runs of a scenario are the same jobs, only the model
-run preempts, and the last run is the struct-of-arrays core, not the general engine."""
+run preempts, and the last run is the struct-of-arrays core, compiled where numba is there."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+
+from makeway.sim.fast.compiled import enabled
 
 SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "floors.py"
 
@@ -28,4 +30,7 @@ def test_three_runs_of_the_same_jobs(floors, name, model):
     assert with_model["preemptions"] > 0 and general["preemptions"] == fast["preemptions"] == 0
     assert with_model["engine"].endswith(".Simulation") and general["engine"].endswith(".Simulation")
     assert not fast["engine"].endswith(".Simulation")
+    # at this size the compiled core would hand the run to the pure-Python one (``MIN_JOBS``)
+    assert fast["core"] == ("compiled" if enabled() else "fast")
+    assert with_model["core"] == general["core"] == "general"
     assert out["over_target"] == [round(r["cpu_s"], 2) for r in out["runs"]]
