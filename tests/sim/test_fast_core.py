@@ -119,7 +119,7 @@ def _check(nodes, nested, specs, horizon, kill, model, head, jit, batch=None):
 
 @settings(max_examples=150, deadline=None)
 @given(nodes_st, st.booleans(), st.lists(int_workload, min_size=1, max_size=30), horizon_st, st.booleans(),
-       model_st, st.sampled_from([None, 2]), st.sampled_from([1, 3, 8192]))
+       model_st, st.sampled_from([None, 1, 2]), st.sampled_from([1, 3, 8192]))
 def test_compiled_fast_core_gives_the_general_engines_results(nodes, nested, specs, horizon, kill, model, head,
                                                               batch):
     # ``batch``: how many workloads the compiled loop is handed at a time (every one of a submit time
@@ -129,7 +129,7 @@ def test_compiled_fast_core_gives_the_general_engines_results(nodes, nested, spe
 
 @settings(max_examples=60, deadline=None)
 @given(nodes_st, st.booleans(), st.lists(workload, min_size=1, max_size=30), horizon_st, st.booleans(),
-       model_st, st.sampled_from([None, 2]))
+       model_st, st.sampled_from([None, 1, 2]))
 def test_pure_fast_core_gives_the_general_engines_results(nodes, nested, specs, horizon, kill, model, head):
     # what runs without numba (and for short runs, and where a quantity is not an integer)
     _check(nodes, nested, specs, horizon, kill, model, head, False)
@@ -215,3 +215,47 @@ def test_without_numba_the_pure_core_runs(monkeypatch):
     monkeypatch.setattr(compiled, "_HAVE_NUMBA", True)
     monkeypatch.setenv("MAKEWAY_JIT", "1")
     assert core_for(StrictFifo()).keywords["pure"] is FastStrictFifo
+
+
+def _reason_case(specs, head, nodes=((2, 0),)):
+    saved = ReasonLog.HEAD, FastReasons.HEAD
+    try:
+        ReasonLog.HEAD = FastReasons.HEAD = head
+        with _engine(False):
+            general, fast = _both(lambda: _cluster(list(nodes), False), _workloads(specs, False),
+                                  recorder=FastRecorder)
+    finally:
+        ReasonLog.HEAD, FastReasons.HEAD = saved
+    assert fast == general
+    return json.loads(fast[0])
+
+
+# (submit, duration, [(count, cpu, gpu)], priority, requested, queue index), on a node of 2 cpu (and
+# one of 1 gpu): w0 holds the cpus till t=100. Rounds run at the first instant at least 1 s after
+# the last one, at t=0, 1 and 3 here. Each case: specs, HEAD, the trail of w1 behind the heads.
+PUSHED_BEHIND = {
+    # w1 is the head at t=1 (``resources``); w2, of a higher priority, comes at the round of t=3
+    # and is the one head: the round must look at w1 again though it did not change
+    "a head pushed behind": ([(0, 100.0, [(1, 2, 0)], 0, None, 0), (1, 5.0, [(1, 2, 0)], 0, None, 0),
+                              (3, 5.0, [(1, 2, 0)], 5, None, 0)], 1,
+                             ["resources", "priority", "resources"]),
+    # w1 comes between rounds (t=1.5, after the round of t=1, which a gpu job in queue b makes),
+    # first in line; at the round of t=3, w2 of a higher priority is the one head
+    "a first reason pushed behind": ([(0, 100.0, [(1, 2, 0)], 0, None, 0), (1.5, 5.0, [(1, 2, 0)], 0, None, 0),
+                                      (1, 0.2, [(1, 0, 1)], 0, None, 1), (3, 5.0, [(1, 2, 0)], 5, None, 0)], 1,
+                                     ["resources", "priority", "resources"]),
+}
+
+
+def test_a_workload_pushed_behind_the_heads_is_looked_at_again():
+    for name, (specs, head, trail) in PUSHED_BEHIND.items():
+        doc = _reason_case(sorted(specs, key=lambda s: s[0]), head, nodes=((2, 0), (0, 1)))
+        w1 = next(w for w in doc["workloads"] if w["queue"] == "a" and w["submit"] in (1.0, 1.5))
+        assert [r[1] for r in w1["reasons"]] == trail, name
+
+
+def test_a_deep_backlog_keeps_each_queues_order():
+    # hundreds waiting at once, most of them starting in turn: the heaps drop started ones as they go
+    specs = [(i // 7, 1.0 + (i % 5), [(1, 1 + i % 2, 0)], i % 3, None, i % 2) for i in range(400)]
+    doc = _reason_case(specs, 2, nodes=((4, 0), (2, 0)))
+    assert max(len(w.get("reasons", [])) for w in doc["workloads"]) >= 3

@@ -470,7 +470,9 @@ class FastSimulation:
         rec = self.recorder
         rused, qusage, pres, pn, ptasks = rec._used, rec._qusage, rec._pres, rec._pn, rec._ptasks
         paths, tracked, first, started = self.paths, rec._tracked_paths, rec._first, rec._started
-        pending, current = rec.reasons.pending, rec.reasons._current
+        reasons = rec.reasons
+        pending, current, live = reasons.pending, reasons._current, reasons.live
+        in_tops, dirty = reasons.in_tops, reasons.dirty
         while heap:
             i = descend(need)
             if i is None:
@@ -497,6 +499,9 @@ class FastSimulation:
             started.append(w)
             del pending[w]
             current.pop(w, None)
+            live[q] -= 1
+            if w in in_tops:
+                dirty.add(q)
 
     def _start_single(self, w: int, shape: _Shape, i: int, now: float) -> None:
         pairs = shape.groups[0][1]

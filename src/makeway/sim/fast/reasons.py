@@ -7,6 +7,7 @@ positions are ``makeway.sim.pending.ReasonLog``'s, step for step, so the trails 
 
 from __future__ import annotations
 
+from heapq import heapify, heappop, heappush
 from typing import Any, Iterator, Mapping
 
 from makeway.core.pending import FITS_NOWHERE, GANG, PRIORITY, RESOURCES
@@ -31,10 +32,40 @@ class FastReasons:
         self.fresh: list[int] = []
         self.pending: dict[int, None] = {}
         self._waiting: dict[str, int] = {}
+        # per queue index: its pending workloads as a heap of (order key, index), started ones
+        # left in until they reach the top or the heap is rebuilt, and how many are still pending
+        self.heaps: dict[int, list[tuple[tuple, int]]] = {}
+        self.live: dict[int, int] = {}
+        self._stale: set[int] = set()  # pending ones whose reason may not be the one behind the head
+        # per queue index: its first ``HEAD`` as last read off its heap, kept till a submission
+        # lands among them or one of them starts (``dirty``)
+        self._tops: dict[int, list[int]] = {}
+        self.in_tops: set[int] = set()
+        self.dirty: set[int] = set()
+
+    def submitted(self, w: int) -> None:
+        self.pending[w] = None
+        self.fresh.append(w)
+        sim = self.sim
+        q = sim.w_q[w]
+        heap = self.heaps.get(q)
+        if heap is None:
+            heap = self.heaps[q] = []
+            self.live[q] = 0
+        key = sim.w_key[w]
+        heappush(heap, (key, w))
+        self.live[q] += 1
+        tops = self._tops.get(q)
+        if tops is None or len(tops) < self.HEAD or key < sim.w_key[tops[-1]]:
+            self.dirty.add(q)
 
     def started(self, w: int) -> None:
         del self.pending[w]
         self._current.pop(w, None)
+        q = self.sim.w_q[w]
+        self.live[q] -= 1
+        if w in self.in_tops:
+            self.dirty.add(q)
 
     def observe(self, now: float) -> None:
         if now >= self.clock.next:
@@ -42,6 +73,7 @@ class FastReasons:
             self.clock.tick(now, self.ROUNDS_PER_DOUBLING)
         elif self.fresh:
             self._first_reasons(now)
+            self._stale.update(self.fresh)
         self.fresh.clear()
 
     def _set(self, w: int, now: float, key: tuple[str, str | None]) -> None:
@@ -128,26 +160,56 @@ class FastReasons:
             self._set(w, now, self._classify(w, position, True))
 
     def _round(self, now: float) -> None:
+        """Each queue's first ``HEAD`` pending workloads (in the model's order) are classified;
+        behind them the reason is "behind others" (or fits nowhere), which only a workload that
+        was a head, or got a first reason, since the last round can lack: only those are looked
+        at, so a round costs the heads and what changed, not the backlog."""
         sim = self.sim
-        names, w_q, w_key = sim.q_names, sim.w_q, sim.w_key
-        by_queue: dict[str, list[int]] = {}
-        for w in self.pending:
-            by_queue.setdefault(names[w_q[w]], []).append(w)
-        head = self.HEAD
-        current, shapes = self._current, sim.w_shape
+        names, shapes, pending = sim.q_names, sim.w_shape, self.pending
+        head, current, live = self.HEAD, self._current, self.live
         behind, nowhere = (PRIORITY, None), (FITS_NOWHERE, None)
-        for queue in sorted(by_queue):
-            order = sorted(by_queue[queue], key=w_key.__getitem__)
-            for i, w in enumerate(order[:head], 1):
+        stale = self._stale
+        stale.update(self.fresh)
+        heads: set[int] = set()
+        waiting: dict[str, int] = {}
+        tops, dirty, in_tops = self._tops, self.dirty, self.in_tops
+        for name, q in sorted((names[q], q) for q, n in live.items() if n > 0):
+            order = tops.get(q)
+            if order is None or q in dirty or len(order) != min(head, live[q]):
+                if order:
+                    in_tops.difference_update(order)
+                order = tops[q] = self._first(q, head)
+                in_tops.update(order)
+                dirty.discard(q)
+            for i, w in enumerate(order, 1):
+                heads.add(w)
                 self._set(w, now, self._classify(w, i, True))
-            # past the head the model is not asked: the generic rules say "behind others" (or fits
-            # nowhere), so only a change of that is written
-            for w in order[head:]:
+            waiting[name] = live[q]
+        for w in stale:
+            if w in pending and w not in heads:
                 key = nowhere if shapes[w].nowhere else behind
                 if current.get(w) != key:
                     self._set(w, now, key)
+        stale.clear()
+        stale.update(heads)  # their reason is a head's: next round, behind the head, it may not be
         # (``started`` drops a workload from ``_current``, so it holds only pending ones)
-        self._waiting = {q: len(ws) for q, ws in by_queue.items()}
+        self._waiting = waiting
+
+    def _first(self, q: int, k: int) -> list[int]:
+        """The queue's first ``k`` pending workloads in order; started ones are dropped from the
+        top of its heap on the way, and the heap is rebuilt when they are most of it."""
+        heap, pending = self.heaps[q], self.pending
+        if len(heap) > 2 * self.live[q] + 64:
+            heap[:] = [e for e in heap if e[1] in pending]
+            heapify(heap)
+        taken = []
+        while heap and len(taken) < k:
+            e = heappop(heap)
+            if e[1] in pending:
+                taken.append(e)
+        for e in taken:
+            heappush(heap, e)
+        return [e[1] for e in taken]
 
     def rows(self) -> "_Trails":
         """The trails by workload id, each made JSON-ready when it is read (rows are written one by

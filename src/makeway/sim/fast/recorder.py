@@ -81,9 +81,7 @@ class FastRecorder(Recorder):
                             acc[r] = acc[r] + count * v if self.ints else _add(acc[r], count * v)
             for p in tracked:
                 self._pn[p] += tasks
-        reasons = self.reasons
-        reasons.pending[w] = None
-        reasons.fresh.append(w)
+        self.reasons.submitted(w)
         if shape.nowhere:
             too_big = self.beyond_every_node(wl)
             if too_big is not None:
