@@ -9,8 +9,9 @@ model runs on); ``none`` (FIFO placement, no preemption) on the general engine; 
 struct-of-arrays core (``sim/fast``, compiled where numba is installed), which is how the default
 model met its own throughput target (loaded before any run, and taken even below its
 ``MIN_JOBS``; each run's ``core`` says which core ran). Where even a run with no preemption
-decision at all costs more than the target allows, no model on that engine meets it. CPU time of this process, one core;
-the figures are for the machine it runs on, so compare them with each other, not across machines.
+decision at all costs more than the target allows, no model on that engine meets it. CPU time of
+this process, one core; the figures are for the machine it runs on, so compare them with each
+other, not across machines.
 """
 
 from __future__ import annotations

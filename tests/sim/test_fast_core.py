@@ -232,25 +232,25 @@ def _reason_case(specs, head, nodes=((2, 0),)):
 
 # (submit, duration, [(count, cpu, gpu)], priority, requested, queue index), on a node of 2 cpu (and
 # one of 1 gpu): w0 holds the cpus till t=100. Rounds run at the first instant at least 1 s after
-# the last one, at t=0, 1 and 3 here. Each case: specs, HEAD, the trail of w1 behind the heads.
+# the last one, at t=0, 1 and 3 here. Each case: specs (w0, w1, ...), HEAD, the trail of w1.
 PUSHED_BEHIND = {
     # w1 is the head at t=1 (``resources``); w2, of a higher priority, comes at the round of t=3
     # and is the one head: the round must look at w1 again though it did not change
     "a head pushed behind": ([(0, 100.0, [(1, 2, 0)], 0, None, 0), (1, 5.0, [(1, 2, 0)], 0, None, 0),
                               (3, 5.0, [(1, 2, 0)], 5, None, 0)], 1,
                              ["resources", "priority", "resources"]),
-    # w1 comes between rounds (t=1.5, after the round of t=1, which a gpu job in queue b makes),
+    # w1 comes between rounds (t=1.5, after the round of t=1, which the gpu job w3 in queue b makes),
     # first in line; at the round of t=3, w2 of a higher priority is the one head
     "a first reason pushed behind": ([(0, 100.0, [(1, 2, 0)], 0, None, 0), (1.5, 5.0, [(1, 2, 0)], 0, None, 0),
-                                      (1, 0.2, [(1, 0, 1)], 0, None, 1), (3, 5.0, [(1, 2, 0)], 5, None, 0)], 1,
+                                      (3, 5.0, [(1, 2, 0)], 5, None, 0), (1, 0.2, [(1, 0, 1)], 0, None, 1)], 1,
                                      ["resources", "priority", "resources"]),
 }
 
 
 def test_a_workload_pushed_behind_the_heads_is_looked_at_again():
     for name, (specs, head, trail) in PUSHED_BEHIND.items():
-        doc = _reason_case(sorted(specs, key=lambda s: s[0]), head, nodes=((2, 0), (0, 1)))
-        w1 = next(w for w in doc["workloads"] if w["queue"] == "a" and w["submit"] in (1.0, 1.5))
+        doc = _reason_case(specs, head, nodes=((2, 0), (0, 1)))
+        w1 = next(w for w in doc["workloads"] if w["id"] == "w1")
         assert [r[1] for r in w1["reasons"]] == trail, name
 
 

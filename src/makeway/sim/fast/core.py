@@ -497,7 +497,7 @@ class FastSimulation:
             set_leaf(i)
             first[w] = now
             started.append(w)
-            del pending[w]
+            del pending[w]  # ``FastReasons.started``, inline (2-3% of a run with little backlog)
             current.pop(w, None)
             live[q] -= 1
             if w in in_tops:

@@ -175,7 +175,7 @@ class FastReasons:
         tops, dirty, in_tops = self._tops, self.dirty, self.in_tops
         for name, q in sorted((names[q], q) for q, n in live.items() if n > 0):
             order = tops.get(q)
-            if order is None or q in dirty or len(order) != min(head, live[q]):
+            if order is None or q in dirty:
                 if order:
                     in_tops.difference_update(order)
                 order = tops[q] = self._first(q, head)
