@@ -68,12 +68,12 @@ class FastReasons:
             self.dirty.add(q)
 
     def observe(self, now: float) -> None:
+        self._stale.update(self.fresh)
         if now >= self.clock.next:
             self._round(now)
             self.clock.tick(now, self.ROUNDS_PER_DOUBLING)
         elif self.fresh:
             self._first_reasons(now)
-            self._stale.update(self.fresh)
         self.fresh.clear()
 
     def _set(self, w: int, now: float, key: tuple[str, str | None]) -> None:
@@ -169,8 +169,6 @@ class FastReasons:
         head, current, live = self.HEAD, self._current, self.live
         behind, nowhere = (PRIORITY, None), (FITS_NOWHERE, None)
         stale = self._stale
-        stale.update(self.fresh)
-        heads: set[int] = set()
         waiting: dict[str, int] = {}
         tops, dirty, in_tops = self._tops, self.dirty, self.in_tops
         for name, q in sorted((names[q], q) for q, n in live.items() if n > 0):
@@ -182,16 +180,16 @@ class FastReasons:
                 in_tops.update(order)
                 dirty.discard(q)
             for i, w in enumerate(order, 1):
-                heads.add(w)
                 self._set(w, now, self._classify(w, i, True))
             waiting[name] = live[q]
+        # ``in_tops``: every queue's heads, and started workloads of queues with none pending
         for w in stale:
-            if w in pending and w not in heads:
+            if w in pending and w not in in_tops:
                 key = nowhere if shapes[w].nowhere else behind
                 if current.get(w) != key:
                     self._set(w, now, key)
         stale.clear()
-        stale.update(heads)  # their reason is a head's: next round, behind the head, it may not be
+        stale.update(in_tops)  # their reason is a head's: next round, behind the head, it may not be
         # (``started`` drops a workload from ``_current``, so it holds only pending ones)
         self._waiting = waiting
 
