@@ -14,41 +14,13 @@ from hypothesis import strategies as st
 from makeway.core.objects import Node, Queue, TaskGroup, Workload
 from makeway.core.state import ClusterState
 from makeway.sim.engine import SimOptions, simulate
+from tests.kueue.helpers import draw_cluster
 from tests.kueue.test_golden import FullEvaluation, Recording
 
 
 @st.composite
 def clusters(draw):
-    within = draw(st.sampled_from(["LowerPriority", "LowerOrNewerEqualPriority", "Never"]))
-    reclaim = draw(st.sampled_from(["Any", "LowerPriority", "Never"]))
-    borrow = draw(st.sampled_from(["Never", "LowerPriority"])) if reclaim != "Never" else "Never"
-    # "other" is a second cohort tree on the same nodes: an admission there moves what a head of
-    # the first tree can place, never its quota (``TwinSkipping``'s node version)
-    queues = [Queue("org", settings={"kind": "Cohort"}), Queue("sub", "org", settings={"kind": "Cohort"}),
-              Queue("other", settings={"kind": "Cohort"})]
-    for i in range(draw(st.integers(2, 5))):
-        quota = {"name": "cpu", "nominalQuota": draw(st.integers(0, 6))}
-        if draw(st.booleans()):
-            quota["borrowingLimit"] = draw(st.integers(0, 6))
-        if draw(st.booleans()):
-            quota["lendingLimit"] = draw(st.integers(0, 6))
-        queues.append(Queue(f"q{i}", draw(st.sampled_from(["org", "sub", "other"])), weight=draw(st.sampled_from([0.5, 1.0, 2.0])),
-                            settings={"kind": "ClusterQueue",
-                                      "resourceGroups": [{"coveredResources": ["cpu"],
-                                                          "flavors": [{"name": "f", "resources": [quota]}]}],
-                                      "preemption": {"withinClusterQueue": within, "reclaimWithinCohort": reclaim,
-                                                     "borrowWithinCohort": {"policy": borrow}},
-                                      "queueingStrategy": draw(st.sampled_from(["BestEffortFIFO"] * 3
-                                                                               + ["StrictFIFO"]))}))
-    nodes = [Node(f"n{i}", {"cpu": draw(st.integers(2, 6))}, {"flavor": "f"}) for i in range(draw(st.integers(1, 4)))]
-    cqs = [q.name for q in queues if q.settings["kind"] == "ClusterQueue"]
-    grace = draw(st.sampled_from([0.0, 0.0, 1.5]))
-    workloads, t = [], 0.0
-    for j in range(draw(st.integers(20, 70))):
-        t += draw(st.sampled_from([0.0, 0.0, 0.0, 0.5, 2.0]))
-        workloads.append(Workload(f"w{j}", draw(st.sampled_from(cqs)), t, draw(st.sampled_from([2.0, 10.0, 30.0])),
-                                  (TaskGroup(draw(st.integers(1, 3)), {"cpu": draw(st.integers(1, 3))}),),
-                                  draw(st.integers(0, 3)), grace=grace))
+    queues, nodes, workloads, _ = draw_cluster(draw, ("BestEffortFIFO",) * 3 + ("StrictFIFO",), (0.0, 0.0, 1.5))
     return queues, nodes, workloads, draw(st.booleans())
 
 

@@ -1,0 +1,31 @@
+"""Column numbers of the arrays the compiled Kueue run shares between ``pack`` and the kernels.
+
+``TI`` holds one row per node of the quota forest (cohorts and ClusterQueues) on the one
+flavor-resource the run manages; ``WI`` one row per workload.
+"""
+
+# TI: the quota forest on one flavor-resource (Kueue units)
+PAR, SUB, LQ, BL, HASBL, NOM, HEIGHT, ROOT, ISCQ, WITHIN, RECLAIM, BW_ALLOWED, BW_NOT_NEVER, HASTH, TH = range(15)
+NTI = 15
+
+# preemption policies (``quota.Policy`` strings)
+P_NEVER, P_LOWER, P_LOWER_OR_NEWER, P_ANY, P_OTHER = range(5)
+
+# WI: per workload
+W_CQ, W_PRIO, W_RANK, W_CNT, W_QV, W_KEY, W_STATE, W_WAIT, W_PARK, W_GEN, W_TOFF = range(11)
+NWI = 11
+
+# workload states
+UNSEEN, PENDING, RUNNING, DONE = range(4)
+
+# parked kinds (``parked.QUOTA``/``parked.NODE``)
+UNPARKED, QUOTA, NODE = range(3)
+
+# preemption variants (``preemption.WITHIN_CQ``...)
+WITHIN_CQ, HIERARCHICAL, RECLAIM_WITHOUT_BORROWING, RECLAIM_WHILE_BORROWING = range(4)
+
+# flavor assignment modes
+NOFIT, PREEMPT, FIT = range(3)
+
+# the decision log
+L_START, L_PREEMPT = range(2)

@@ -1,0 +1,606 @@
+"""The compiled Kueue run: the engine's instants (ends, submissions, up to ``MAX_ROUNDS`` calls
+while victims leave at once) and ``KueueModel.schedule``'s calls, on the arrays ``pack`` fills.
+
+A call is the model's: parked workloads released where quota or room was freed, the unparked
+entries of every ClusterQueue taken one head per queue per round, the heads of a round in classic
+order, each admitted (pods first-fit on the flavor's nodes), or its targets evicted, or parked.
+A head whose twin (same key) decided nothing since the last change it could read is parked as
+its twin was, unevaluated (``twins``), and rounds made of such heads only are taken at once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from makeway.policies.kueue.fast.kernel import add, assign, search
+from makeway.policies.kueue.fast.layout import (
+    FIT, L_PREEMPT, L_START, NODE, NOFIT, P_ANY, PENDING, QUOTA, RECLAIM, ROOT, RUNNING, DONE, HASBL, BL, NOM,
+    W_CNT, W_CQ, W_GEN, W_KEY, W_PARK, W_PRIO, W_QV, W_RANK, W_STATE, W_TOFF, W_WAIT,
+)
+
+MAX_ROUNDS = 16  # ``Simulation.MAX_ROUNDS``
+
+# IS: scalars
+(I_NV, I_GV, I_CHANGED, I_FREED, I_NLOG, I_NLN, I_SEQ, I_HN, I_NSUB, I_CALLS, I_PRIO_PRE, I_NVA, I_NSL,
+ I_NVICT, I_FULL, I_EVALS, I_SKIPPED, NIS) = range(18)
+
+
+# -- pending entries per ClusterQueue, in BestEffortFIFO order -------------------------------------
+
+@njit(cache=True)
+def _pq_before(WI, sub_t, prio_pre, a, b):
+    wa = prio_pre and WI[a, W_WAIT]
+    wb = prio_pre and WI[b, W_WAIT]
+    if wa != wb:
+        return wa
+    return _fifo_before(WI, sub_t, a, b)
+
+
+@njit(cache=True)
+def _fifo_before(WI, sub_t, a, b):
+    """Higher priority, then earlier creation, then name."""
+    pa, pb = WI[a, W_PRIO], WI[b, W_PRIO]
+    if pa != pb:
+        return pa > pb
+    if sub_t[a] != sub_t[b]:
+        return sub_t[a] < sub_t[b]
+    return WI[a, W_RANK] < WI[b, W_RANK]
+
+
+@njit(cache=True)
+def _pq_find(WI, sub_t, prio_pre, PQ, lo, n, w):
+    """Where ``w`` goes (or is) among the ``n`` entries from ``lo``."""
+    a, b = lo, lo + n
+    while a < b:
+        m = (a + b) // 2
+        if _pq_before(WI, sub_t, prio_pre, PQ[m], w):
+            a = m + 1
+        else:
+            b = m
+    return a
+
+
+@njit(cache=True)
+def _pq_insert(WI, sub_t, prio_pre, PQ, PQ_OFF, PQ_N, w):
+    c = WI[w, W_CQ]
+    lo, n = PQ_OFF[c], PQ_N[c]
+    k = _pq_find(WI, sub_t, prio_pre, PQ, lo, n, w)
+    for j in range(lo + n, k, -1):
+        PQ[j] = PQ[j - 1]
+    PQ[k] = w
+    PQ_N[c] = n + 1
+
+
+@njit(cache=True)
+def _pq_remove(WI, sub_t, prio_pre, PQ, PQ_OFF, PQ_N, w):
+    c = WI[w, W_CQ]
+    lo, n = PQ_OFF[c], PQ_N[c]
+    k = _pq_find(WI, sub_t, prio_pre, PQ, lo, n, w)
+    for j in range(k, lo + n - 1):
+        PQ[j] = PQ[j + 1]
+    PQ_N[c] = n - 1
+
+
+@njit(cache=True)
+def _set_waiting(WI, sub_t, IS, PQ, PQ_OFF, PQ_N, w, flag):
+    if WI[w, W_WAIT] == flag:
+        return
+    pending = WI[w, W_STATE] == PENDING
+    if pending:
+        _pq_remove(WI, sub_t, IS[I_PRIO_PRE], PQ, PQ_OFF, PQ_N, w)
+    WI[w, W_WAIT] = flag
+    if pending:
+        _pq_insert(WI, sub_t, IS[I_PRIO_PRE], PQ, PQ_OFF, PQ_N, w)
+
+
+# -- the finish heap: an evicted workload's entry stays, as the engine's does (its instant is one
+# at which the model is called), and is told apart by the workload's start count ------------------
+
+@njit(cache=True)
+def _h_less(HT, HS, a, b):
+    return HT[a] < HT[b] or (HT[a] == HT[b] and HS[a] < HS[b])
+
+
+@njit(cache=True)
+def _h_swap(HW, HT, HS, HG, a, b):
+    HW[a], HW[b] = HW[b], HW[a]
+    HT[a], HT[b] = HT[b], HT[a]
+    HS[a], HS[b] = HS[b], HS[a]
+    HG[a], HG[b] = HG[b], HG[a]
+
+
+@njit(cache=True)
+def _h_push(IS, HW, HT, HS, HG, w, gen, t):
+    n = IS[I_HN]
+    if n >= HW.shape[0]:
+        IS[I_FULL] = 1
+        return
+    HW[n] = w
+    HT[n] = t
+    HS[n] = IS[I_SEQ]
+    HG[n] = gen
+    IS[I_SEQ] += 1
+    IS[I_HN] = n + 1
+    k = n
+    while k > 0:
+        p = (k - 1) // 2
+        if _h_less(HT, HS, k, p):
+            _h_swap(HW, HT, HS, HG, k, p)
+            k = p
+        else:
+            break
+
+
+@njit(cache=True)
+def _h_pop(IS, HW, HT, HS, HG):
+    n = IS[I_HN] - 1
+    IS[I_HN] = n
+    if n > 0:
+        HW[0], HT[0], HS[0], HG[0] = HW[n], HT[n], HS[n], HG[n]
+        k = 0
+        while True:
+            a = 2 * k + 1
+            if a >= n:
+                break
+            b = a + 1
+            m = b if b < n and _h_less(HT, HS, b, a) else a
+            if _h_less(HT, HS, m, k):
+                _h_swap(HW, HT, HS, HG, k, m)
+                k = m
+            else:
+                break
+
+
+# -- the state's side: starts, ends, evictions --------------------------------------------------
+
+@njit(cache=True)
+def _bump(TI, IS, RV, c):
+    RV[TI[c, ROOT]] += 1
+    IS[I_GV] += 1
+
+
+@njit(cache=True)
+def _release(TI, IS, WI, REQ, used, TN, u, RQ, RQ_OFF, RQ_N, RPOS, RFREED, w):
+    """A running workload leaves (ends or is evicted): its pods' node usage and its quota go."""
+    c = WI[w, W_CQ]
+    o = WI[w, W_TOFF]
+    R = REQ.shape[1]
+    for k in range(WI[w, W_CNT]):
+        i = TN[o + k]
+        for r in range(R):
+            used[i, r] -= REQ[w, r]
+    add(TI, u, c, -WI[w, W_QV])
+    p = RPOS[w]
+    last = RQ_OFF[c] + RQ_N[c] - 1
+    moved = RQ[last]
+    RQ[p] = moved
+    RPOS[moved] = p
+    RQ_N[c] -= 1
+    RPOS[w] = -1
+    RFREED[TI[c, ROOT]] = 1
+    IS[I_FREED] = 1
+    IS[I_CHANGED] = 1
+
+
+# -- placement: first fit over the flavor's nodes ----------------------------------------------
+
+@njit(cache=True)
+def _place(WI, REQ, cap, used, FN, w, out):
+    """Every pod of ``w`` on the first flavor node (in node order) where it fits; the number
+    placed (``W_CNT``) or -1."""
+    R = REQ.shape[1]
+    n = WI[w, W_CNT]
+    placed = 0
+    for x in range(FN.shape[0]):
+        i = FN[x]
+        while placed < n:
+            ok = True
+            for r in range(R):
+                v = REQ[w, r]
+                if v > 0 and used[i, r] + v > cap[i, r]:
+                    ok = False
+                    break
+            if not ok:
+                break
+            for r in range(R):
+                used[i, r] += REQ[w, r]
+            out[placed] = i
+            placed += 1
+        if placed == n:
+            break
+    # undo: the caller applies a placement it keeps
+    for k in range(placed):
+        i = out[k]
+        for r in range(R):
+            used[i, r] -= REQ[w, r]
+    return n if placed == n else -1
+
+
+@njit(cache=True)
+def _place_without(WI, REQ, cap, used, TN, FN, w, targets, nt, out):
+    """``_place`` with the targets' pods gone from the nodes (``HeadAdmission._without``)."""
+    R = REQ.shape[1]
+    for k in range(nt):
+        v = targets[k]
+        o = WI[v, W_TOFF]
+        for j in range(WI[v, W_CNT]):
+            i = TN[o + j]
+            for r in range(R):
+                used[i, r] -= REQ[v, r]
+    n = _place(WI, REQ, cap, used, FN, w, out)
+    for k in range(nt):
+        v = targets[k]
+        o = WI[v, W_TOFF]
+        for j in range(WI[v, W_CNT]):
+            i = TN[o + j]
+            for r in range(R):
+                used[i, r] += REQ[v, r]
+    return n
+
+
+# -- twins ------------------------------------------------------------------------------------
+
+@njit(cache=True)
+def _known(TI, IS, WI, RV, MO, w):
+    """The parked kind of a head whose twin decided nothing under the current stamps, else -1."""
+    if WI[w, W_WAIT]:
+        return -1
+    k = WI[w, W_KEY]
+    kind = MO[k, 3]
+    if kind < 0 or MO[k, 0] != RV[TI[WI[w, W_CQ], ROOT]]:
+        return -1
+    if MO[k, 1] == 1 and MO[k, 2] != IS[I_NV]:
+        return -1
+    if MO[k, 1] == 2 and MO[k, 2] != IS[I_GV]:
+        return -1
+    return kind
+
+
+# -- one call of ``KueueModel.schedule`` --------------------------------------------------------
+
+@njit(cache=True)
+def _log_preempt(IS, LOG, LT, w, by, var, allow, lca, now):
+    n = IS[I_NLOG]
+    if n >= LOG.shape[0]:
+        IS[I_FULL] = 1
+        return
+    LOG[n, 0] = L_PREEMPT
+    LOG[n, 1] = w
+    LOG[n, 2] = by
+    LOG[n, 3] = var
+    LOG[n, 4] = allow
+    LOG[n, 5] = lca
+    LOG[n, 6] = IS[I_CALLS]
+    LT[n] = now
+    IS[I_NLOG] = n + 1
+
+
+@njit(cache=True)
+def _start(TI, IS, WI, sub_t, dur, adm, REQ, used, TN, u, RV, PQ, PQ_OFF, PQ_N, SL, HW, HT, HS, HG,
+           LOG, LT, LN, w, out, now):
+    c = WI[w, W_CQ]
+    o = WI[w, W_TOFF]
+    R = REQ.shape[1]
+    _pq_remove(WI, sub_t, IS[I_PRIO_PRE], PQ, PQ_OFF, PQ_N, w)
+    WI[w, W_STATE] = RUNNING
+    WI[w, W_WAIT] = 0
+    n = WI[w, W_CNT]
+    for k in range(n):
+        i = out[k]
+        TN[o + k] = i
+        for r in range(R):
+            used[i, r] += REQ[w, r]
+    add(TI, u, c, WI[w, W_QV])
+    adm[w] = now
+    WI[w, W_GEN] += 1
+    _h_push(IS, HW, HT, HS, HG, w, WI[w, W_GEN], now + dur[w])
+    SL[IS[I_NSL]] = w
+    IS[I_NSL] += 1
+    IS[I_CHANGED] = 1
+    _bump(TI, IS, RV, c)
+    m = IS[I_NLOG]
+    if m >= LOG.shape[0] or IS[I_NLN] + n > LN.shape[0]:
+        IS[I_FULL] = 1
+        return
+    LOG[m, 0] = L_START
+    LOG[m, 1] = w
+    LOG[m, 2] = IS[I_NLN]
+    LOG[m, 3] = n
+    LOG[m, 6] = IS[I_CALLS]
+    LT[m] = now
+    for k in range(n):
+        LN[IS[I_NLN] + k] = out[k]
+    IS[I_NLN] += n
+    IS[I_NLOG] = m + 1
+
+
+@njit(cache=True)
+def _process(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN, FN, u, RV, MO,
+             PQ, PQ_OFF, PQ_N, RQ, RQ_OFF, RQ_N, SL, VA, VICT, VL, HW, HT, HS, HG, LOG, LT, LN,
+             out, tw, tvar, tallow, tlca, scratch, path, w, now):
+    """``HeadAdmission._process_head`` (with ``TwinSkipping._process`` around it)."""
+    kind = _known(TI, IS, WI, RV, MO, w)
+    if kind >= 0:
+        if kind:
+            WI[w, W_PARK] = kind
+        IS[I_SKIPPED] += 1
+        return
+    IS[I_EVALS] += 1
+    c = WI[w, W_CQ]
+    root = TI[c, ROOT]
+    nlog, rv0, gv0, wait0 = IS[I_NLOG], RV[root], IS[I_GV], WI[w, W_WAIT]
+    probed = False
+    v = WI[w, W_QV]
+    mode, borrow = assign(TI, u, c, v, path)
+    if mode == NOFIT:
+        WI[w, W_PARK] = QUOTA
+    elif mode == FIT:
+        probed = True
+        if _place(WI, REQ, cap, used, FN, w, out) < 0:
+            WI[w, W_PARK] = NODE
+        else:
+            _start(TI, IS, WI, sub_t, dur, adm, REQ, used, TN, u, RV, PQ, PQ_OFF, PQ_N, SL, HW, HT, HS, HG,
+                   LOG, LT, LN, w, out, now)
+    else:
+        nt = search(TI, KC_OFF, KC, KQ_OFF, KQ, u, c, v, WI[w, W_PRIO], sub_t[w], WI, sub_t, adm, RQ_OFF, RQ,
+                    RQ_N, tw, tvar, tallow, tlca, scratch)
+        if nt == 0:
+            _set_waiting(WI, sub_t, IS, PQ, PQ_OFF, PQ_N, w, 0)
+            WI[w, W_PARK] = QUOTA
+            if TI[c, RECLAIM] != P_ANY:  # quota held back for it (``HeadAdmission._reserve``)
+                used_q = u[c]
+                if borrow > 0:
+                    r = v if not TI[c, HASBL] else max(0, min(v, TI[c, NOM] + TI[c, BL] - used_q))
+                else:
+                    r = max(0, min(v, TI[c, NOM] - used_q))
+                if r > 0:
+                    add(TI, u, c, r)
+                    n = IS[I_NVA]
+                    VA[n, 0] = c
+                    VA[n, 1] = r
+                    IS[I_NVA] = n + 1
+                    _bump(TI, IS, RV, c)
+        else:
+            overlap = False
+            for k in range(nt):
+                if VICT[tw[k]]:
+                    overlap = True
+                    break
+            if not overlap:
+                probed = True
+                if _place_without(WI, REQ, cap, used, TN, FN, w, tw, nt, out) < 0:
+                    WI[w, W_PARK] = NODE
+                else:
+                    _set_waiting(WI, sub_t, IS, PQ, PQ_OFF, PQ_N, w, 1)
+                    # the victims in name order, each marked and logged
+                    for a in range(1, nt):
+                        x, xv, xa, xl = tw[a], tvar[a], tallow[a], tlca[a]
+                        b = a - 1
+                        while b >= 0 and WI[tw[b], W_RANK] > WI[x, W_RANK]:
+                            tw[b + 1], tvar[b + 1], tallow[b + 1], tlca[b + 1] = tw[b], tvar[b], tallow[b], tlca[b]
+                            b -= 1
+                        tw[b + 1], tvar[b + 1], tallow[b + 1], tlca[b + 1] = x, xv, xa, xl
+                    for k in range(nt):
+                        x = tw[k]
+                        VICT[x] = 1
+                        VL[IS[I_NVICT]] = x
+                        IS[I_NVICT] += 1
+                        _log_preempt(IS, LOG, LT, x, w, tvar[k], tallow[k], tlca[k], now)
+                    add(TI, u, c, v)
+                    n = IS[I_NVA]
+                    VA[n, 0] = c
+                    VA[n, 1] = v
+                    IS[I_NVA] = n + 1
+                    _bump(TI, IS, RV, c)
+    if not wait0 and nlog == IS[I_NLOG] and rv0 == RV[root] and gv0 == IS[I_GV]:
+        k = WI[w, W_KEY]
+        MO[k, 0] = rv0
+        if not probed:
+            MO[k, 1] = 0
+        elif WI[w, W_CNT] == 1:
+            MO[k, 1] = 1
+            MO[k, 2] = IS[I_NV]
+        else:
+            MO[k, 1] = 2
+            MO[k, 2] = gv0
+        MO[k, 3] = WI[w, W_PARK]
+
+
+@njit(cache=True)
+def _skip_known(TI, IS, WI, RV, MO, CQO, PL, PL_OFF, PL_N, AT):
+    """``TwinSkipping._skip_known``: where every queue's head is a known twin, the rounds up to
+    the first head that must be evaluated are taken at once (they change nothing but parking)."""
+    for x in range(CQO.shape[0]):
+        c = CQO[x]
+        if AT[c] < PL_N[c] and _known(TI, IS, WI, RV, MO, PL[PL_OFF[c] + AT[c]]) < 0:
+            return
+    step = np.int64(-1)
+    for x in range(CQO.shape[0]):
+        c = CQO[x]
+        j = AT[c]
+        n = PL_N[c]
+        while j < n and (step < 0 or j - AT[c] < step):
+            if _known(TI, IS, WI, RV, MO, PL[PL_OFF[c] + j]) < 0:
+                break
+            j += 1
+        if j < n and (step < 0 or j - AT[c] < step):
+            step = j - AT[c]
+    for x in range(CQO.shape[0]):
+        c = CQO[x]
+        n = PL_N[c]
+        stop = n if step < 0 else min(n, AT[c] + step)
+        for j in range(AT[c], stop):
+            w = PL[PL_OFF[c] + j]
+            kind = _known(TI, IS, WI, RV, MO, w)
+            if kind > 0:
+                WI[w, W_PARK] = kind
+            IS[I_SKIPPED] += 1
+        AT[c] = stop
+
+
+@njit(cache=True)
+def _head_before(WI, sub_t, prio_pre, HB, a, b, wa, wb):
+    xa = prio_pre and WI[wa, W_WAIT]
+    xb = prio_pre and WI[wb, W_WAIT]
+    if xa != xb:
+        return xa
+    if HB[a] != HB[b]:
+        return HB[a] < HB[b]
+    return _fifo_before(WI, sub_t, wa, wb)
+
+
+@njit(cache=True)
+def call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN, FN, u, RV, RFREED, MO, CQO,
+         PQ, PQ_OFF, PQ_N, PL, PL_N, AT, RQ, RQ_OFF, RQ_N, RPOS, SL, VA, VICT, VL, HW, HT, HS, HG,
+         LOG, LT, LN, HD, HB, out, tw, tvar, tallow, tlca, scratch, path, now, caches):
+    """One ``KueueModel.schedule`` call and the engine applying its decisions; the number of
+    victims evicted (the engine calls again at once while there are any)."""
+    IS[I_CALLS] += 1
+    if IS[I_CHANGED]:
+        IS[I_NV] += 1
+        IS[I_GV] += 1
+        IS[I_CHANGED] = 0
+    if IS[I_FREED]:  # ``Parked.release_queues`` for trees that freed quota, ``release_nodes``
+        for x in range(CQO.shape[0]):
+            c = CQO[x]
+            rel = RFREED[TI[c, ROOT]]
+            for j in range(PQ_OFF[c], PQ_OFF[c] + PQ_N[c]):
+                w = PQ[j]
+                k = WI[w, W_PARK]
+                if k and (rel or k == NODE):
+                    WI[w, W_PARK] = 0
+        for x in range(CQO.shape[0]):
+            RFREED[TI[CQO[x], ROOT]] = 0
+        IS[I_FREED] = 0
+    for x in range(CQO.shape[0]):
+        c = CQO[x]
+        n = 0
+        lo = PQ_OFF[c]
+        for j in range(lo, lo + PQ_N[c]):
+            w = PQ[j]
+            if not WI[w, W_PARK]:
+                PL[lo + n] = w
+                n += 1
+        PL_N[c] = n
+        AT[c] = 0
+    prio_pre = IS[I_PRIO_PRE]
+    while True:
+        if caches:
+            _skip_known(TI, IS, WI, RV, MO, CQO, PL, PQ_OFF, PL_N, AT)
+        nh = 0
+        for x in range(CQO.shape[0]):
+            c = CQO[x]
+            if AT[c] < PL_N[c]:
+                w = PL[PQ_OFF[c] + AT[c]]
+                AT[c] += 1
+                HD[nh] = w
+                HB[nh] = assign(TI, u, c, WI[w, W_QV], path)[1]
+                nh += 1
+        if nh == 0:
+            break
+        for a in range(1, nh):  # insertion sort: the round's heads in classic order
+            w, b_ = HD[a], HB[a]
+            b = a - 1
+            while b >= 0:
+                HB[nh] = b_  # scratch slot for the comparison
+                if _head_before(WI, sub_t, prio_pre, HB, nh, b, w, HD[b]):
+                    HD[b + 1] = HD[b]
+                    HB[b + 1] = HB[b]
+                    b -= 1
+                else:
+                    break
+            HD[b + 1] = w
+            HB[b + 1] = b_
+        for a in range(nh):
+            _process(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN, FN, u, RV, MO,
+                     PQ, PQ_OFF, PQ_N, RQ, RQ_OFF, RQ_N, SL, VA, VICT, VL, HW, HT, HS, HG, LOG, LT, LN,
+                     out, tw, tvar, tallow, tlca, scratch, path, HD[a], now)
+    # the call's end: in-call usage taken back, starts admitted, victims evicted and requeued
+    for k in range(IS[I_NVA] - 1, -1, -1):
+        add(TI, u, VA[k, 0], -VA[k, 1])
+        _bump(TI, IS, RV, VA[k, 0])
+    IS[I_NVA] = 0
+    for k in range(IS[I_NSL]):
+        w = SL[k]
+        c = WI[w, W_CQ]
+        p = RQ_OFF[c] + RQ_N[c]
+        RQ[p] = w
+        RPOS[w] = p
+        RQ_N[c] += 1
+        _bump(TI, IS, RV, c)
+    IS[I_NSL] = 0
+    nv = IS[I_NVICT]
+    for k in range(nv):
+        w = VL[k]
+        VICT[w] = 0
+        _release(TI, IS, WI, REQ, used, TN, u, RQ, RQ_OFF, RQ_N, RPOS, RFREED, w)
+        WI[w, W_STATE] = PENDING
+        WI[w, W_WAIT] = 0
+        WI[w, W_PARK] = 0
+        _pq_insert(WI, sub_t, prio_pre, PQ, PQ_OFF, PQ_N, w)
+        _bump(TI, IS, RV, WI[w, W_CQ])
+    IS[I_NVICT] = 0
+    return nv
+
+
+@njit(cache=True)
+def run(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN, FN, u, RV, RFREED, MO, CQO,
+        PQ, PQ_OFF, PQ_N, PL, PL_N, AT, RQ, RQ_OFF, RQ_N, RPOS, SL, VA, VICT, VL, HW, HT, HS, HG,
+        LOG, LT, LN, FIN, caches, horizon):
+    """The whole run, up to the last instant at or before ``horizon``; returns 0, or 1 when the
+    log filled up (the caller runs again with more room)."""
+    W = WI.shape[0]
+    T = TI.shape[0]
+    C = CQO.shape[0]
+    HD = np.empty(C + 1, np.int64)
+    HB = np.empty(C + 1, np.int64)
+    cmax = 1
+    for w in range(W):
+        if WI[w, W_CNT] > cmax:
+            cmax = WI[w, W_CNT]
+    out = np.empty(cmax, np.int64)
+    tw = np.empty(W + 1, np.int64)
+    tvar = np.empty(W + 1, np.int64)
+    tallow = np.empty(W + 1, np.int64)
+    tlca = np.empty(W + 1, np.int64)
+    path = np.empty(T + 1, np.int64)
+    scratch = (np.empty(T + 1, np.int64), np.empty(T + 1, np.int64), np.empty(T + 1, np.int64),
+               np.empty(T + 1, np.int64), np.empty(T + 1, np.int64), np.empty(T + 1, np.int64),
+               np.empty(W + 1, np.int64), np.empty(W + 1, np.int64), np.empty(W + 1, np.int64),
+               np.empty(W + 1, np.int64), np.empty(T + 1, np.int64), np.empty(W + 1, np.int64),
+               np.empty(W + 1, np.int64))
+    while True:
+        have_sub = IS[I_NSUB] < W
+        if IS[I_HN] == 0 and not have_sub:
+            break
+        if IS[I_HN] and (not have_sub or HT[0] <= sub_t[IS[I_NSUB]]):
+            now = HT[0]
+        else:
+            now = sub_t[IS[I_NSUB]]
+        if now > horizon:
+            break
+        while IS[I_HN] and HT[0] == now:
+            w, gen = HW[0], HG[0]
+            _h_pop(IS, HW, HT, HS, HG)
+            if WI[w, W_STATE] != RUNNING or WI[w, W_GEN] != gen:
+                continue  # a victim's end, evicted before it
+            _release(TI, IS, WI, REQ, used, TN, u, RQ, RQ_OFF, RQ_N, RPOS, RFREED, w)
+            WI[w, W_STATE] = DONE
+            FIN[w] = now
+            _bump(TI, IS, RV, WI[w, W_CQ])
+        while IS[I_NSUB] < W and sub_t[IS[I_NSUB]] <= now:
+            w = IS[I_NSUB]
+            WI[w, W_STATE] = PENDING
+            _pq_insert(WI, sub_t, IS[I_PRIO_PRE], PQ, PQ_OFF, PQ_N, w)
+            IS[I_NSUB] = w + 1
+        for _ in range(MAX_ROUNDS):
+            if call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN, FN, u, RV, RFREED,
+                    MO, CQO, PQ, PQ_OFF, PQ_N, PL, PL_N, AT, RQ, RQ_OFF, RQ_N, RPOS, SL, VA, VICT, VL, HW, HT,
+                    HS, HG, LOG, LT, LN, HD, HB, out, tw, tvar, tallow, tlca, scratch, path, now, caches) == 0:
+                break
+            if IS[I_FULL]:
+                return 1
+        if IS[I_FULL]:
+            return 1
+    return 0
