@@ -241,7 +241,7 @@ def _place_without(WI, REQ, cap, used, TN, FN, w, targets, nt, out):
 
 # -- twins ------------------------------------------------------------------------------------
 
-@njit(cache=True)
+@njit(cache=True, inline='always')  # read for every head: inlined, not a call
 def _known(TI, IS, WI, RV, MO, w):
     """The parked kind of a head whose twin decided nothing under the current stamps, else -1."""
     if WI[w, W_WAIT]:
@@ -319,13 +319,8 @@ def _start(TI, IS, WI, sub_t, dur, adm, REQ, used, TN, u, RV, PQ, PQ_OFF, PQ_N, 
 def _process(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN, FN, u, RV, MO,
              PQ, PQ_OFF, PQ_N, RQ, RQ_OFF, RQ_N, SL, VA, VICT, VL, HW, HT, HS, HG, LOG, LT, LN,
              out, tw, tvar, tallow, tlca, scratch, path, w, now):
-    """``HeadAdmission._process_head`` (with ``TwinSkipping._process`` around it)."""
-    kind = _known(TI, IS, WI, RV, MO, w)
-    if kind >= 0:
-        if kind:
-            WI[w, W_PARK] = kind
-        IS[I_SKIPPED] += 1
-        return
+    """``HeadAdmission._process_head`` of a head not known as a twin (``TwinSkipping._process``
+    around it: the outcome of a head that decided nothing is kept for its twins)."""
     IS[I_EVALS] += 1
     c = WI[w, W_CQ]
     root = TI[c, ROOT]
@@ -513,9 +508,16 @@ def call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN
             HD[b + 1] = w
             HB[b + 1] = b_
         for a in range(nh):
+            w = HD[a]
+            kind = _known(TI, IS, WI, RV, MO, w)
+            if kind >= 0:  # parked as its twin was, unevaluated
+                if kind:
+                    WI[w, W_PARK] = kind
+                IS[I_SKIPPED] += 1
+                continue
             _process(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN, FN, u, RV, MO,
                      PQ, PQ_OFF, PQ_N, RQ, RQ_OFF, RQ_N, SL, VA, VICT, VL, HW, HT, HS, HG, LOG, LT, LN,
-                     out, tw, tvar, tallow, tlca, scratch, path, HD[a], now)
+                     out, tw, tvar, tallow, tlca, scratch, path, w, now)
     # the call's end: in-call usage taken back, starts admitted, victims evicted and requeued
     for k in range(IS[I_NVA] - 1, -1, -1):
         add(TI, u, VA[k, 0], -VA[k, 1])
