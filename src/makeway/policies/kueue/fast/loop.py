@@ -188,33 +188,25 @@ def _release(TI, IS, WI, REQ, used, TN, u, RQ, RQ_OFF, RQ_N, RPOS, RFREED, w):
 @njit(cache=True)
 def _place(WI, REQ, cap, used, FN, w, out):
     """Every pod of ``w`` on the first flavor node (in node order) where it fits; the number
-    placed (``W_CNT``) or -1."""
+    placed (``W_CNT``) or -1. The pods are alike, so a node takes as many as it has room for."""
     R = REQ.shape[1]
     n = WI[w, W_CNT]
     placed = 0
     for x in range(FN.shape[0]):
         i = FN[x]
-        while placed < n:
-            ok = True
-            for r in range(R):
-                v = REQ[w, r]
-                if v > 0 and used[i, r] + v > cap[i, r]:
-                    ok = False
-                    break
-            if not ok:
-                break
-            for r in range(R):
-                used[i, r] += REQ[w, r]
+        room = n - placed
+        for r in range(R):
+            v = REQ[w, r]
+            if v > 0:
+                k = (cap[i, r] - used[i, r]) // v
+                if k < room:
+                    room = k
+        for _ in range(room):
             out[placed] = i
             placed += 1
         if placed == n:
-            break
-    # undo: the caller applies a placement it keeps
-    for k in range(placed):
-        i = out[k]
-        for r in range(R):
-            used[i, r] -= REQ[w, r]
-    return n if placed == n else -1
+            return n
+    return -1
 
 
 @njit(cache=True)

@@ -16,6 +16,7 @@ import numpy as np
 from makeway.core.objects import Workload
 from makeway.core.state import ClusterState
 from makeway.policies.kueue.fast import layout as L
+from makeway.policies.kueue.flavorassign import height
 from makeway.policies.kueue.quota import ANY, LOWER_OR_NEWER_EQUAL, LOWER_PRIORITY, NEVER, QuotaTree, units
 from makeway.policies.kueue.setup import specs_from_queues
 
@@ -91,7 +92,6 @@ class Packed:
         ix = {id(n): i for i, n in enumerate(tnodes)}
         T = len(tnodes)
         TI = np.zeros((T, L.NTI), np.int64)
-        from makeway.policies.kueue.flavorassign import height
         for i, n in enumerate(tnodes):
             q = n.quotas.get(fr)
             sub = n.subtree.get(fr, 0)
