@@ -48,6 +48,7 @@ def test_json_pool_list_and_tree_settings(tmp_path):
     ('{a = <strong_guarantee_resources={cpu=fast}> {}}', "strong_guarantee_resources.cpu"),
     ('{a = <weight=1', "YSON"),
     ("just some text", "no pool tree"),
+    ('{a = <strong_guarantee_resources={cpu=%inf}> {}}', "strong_guarantee_resources.cpu: must be finite"),
 ])
 def test_invalid(tmp_path, body, fragment):
     f = tmp_path / "bad.yson"

@@ -320,6 +320,8 @@ def _res(file: str, pool: str, field: str, value: Any, used: set[str], warnings:
     for r, v in value.items():
         if not isinstance(v, (int, float)) or isinstance(v, bool):
             raise ConfigError(f"{file}: Pool/{pool}: {field}.{r}: not a number: {v!r}")
+        if not math.isfinite(v):
+            raise ConfigError(f"{file}: Pool/{pool}: {field}.{r}: must be finite, got {v!r}")
         if r == "user_slots":
             warnings.append(f"{file}: Pool/{pool}: {field}.user_slots dropped (makeway has no slot resource)")
             continue
