@@ -161,15 +161,20 @@ def _bump(TI, IS, RV, c):
 
 
 @njit(cache=True)
+def _on_nodes(WI, REQ, used, TN, w, sign):
+    """Add (``sign`` 1) or take away (-1) the node usage of running workload ``w``'s pods."""
+    o = WI[w, W_TOFF]
+    for k in range(WI[w, W_CNT]):
+        i = TN[o + k]
+        for r in range(REQ.shape[1]):
+            used[i, r] += sign * REQ[w, r]
+
+
+@njit(cache=True)
 def _release(TI, IS, WI, REQ, used, TN, u, RQ, RQ_OFF, RQ_N, RPOS, RFREED, w):
     """A running workload leaves (ends or is evicted): its pods' node usage and its quota go."""
     c = WI[w, W_CQ]
-    o = WI[w, W_TOFF]
-    R = REQ.shape[1]
-    for k in range(WI[w, W_CNT]):
-        i = TN[o + k]
-        for r in range(R):
-            used[i, r] -= REQ[w, r]
+    _on_nodes(WI, REQ, used, TN, w, -1)
     add(TI, u, c, -WI[w, W_QV])
     p = RPOS[w]
     last = RQ_OFF[c] + RQ_N[c] - 1
@@ -212,22 +217,11 @@ def _place(WI, REQ, cap, used, FN, w, out):
 @njit(cache=True)
 def _place_without(WI, REQ, cap, used, TN, FN, w, targets, nt, out):
     """``_place`` with the targets' pods gone from the nodes (``HeadAdmission._without``)."""
-    R = REQ.shape[1]
     for k in range(nt):
-        v = targets[k]
-        o = WI[v, W_TOFF]
-        for j in range(WI[v, W_CNT]):
-            i = TN[o + j]
-            for r in range(R):
-                used[i, r] -= REQ[v, r]
+        _on_nodes(WI, REQ, used, TN, targets[k], -1)
     n = _place(WI, REQ, cap, used, FN, w, out)
     for k in range(nt):
-        v = targets[k]
-        o = WI[v, W_TOFF]
-        for j in range(WI[v, W_CNT]):
-            i = TN[o + j]
-            for r in range(R):
-                used[i, r] += REQ[v, r]
+        _on_nodes(WI, REQ, used, TN, targets[k], 1)
     return n
 
 
@@ -272,17 +266,12 @@ def _log_preempt(IS, LOG, LT, w, by, var, allow, lca, now):
 def _start(TI, IS, WI, sub_t, dur, adm, REQ, used, TN, u, RV, PQ, PQ_OFF, PQ_N, SL, HW, HT, HS, HG,
            LOG, LT, LN, w, out, now):
     c = WI[w, W_CQ]
-    o = WI[w, W_TOFF]
-    R = REQ.shape[1]
     _pq_remove(WI, sub_t, IS[I_PRIO_PRE], PQ, PQ_OFF, PQ_N, w)
     WI[w, W_STATE] = RUNNING
     WI[w, W_WAIT] = 0
     n = WI[w, W_CNT]
-    for k in range(n):
-        i = out[k]
-        TN[o + k] = i
-        for r in range(R):
-            used[i, r] += REQ[w, r]
+    TN[WI[w, W_TOFF]:WI[w, W_TOFF] + n] = out[:n]
+    _on_nodes(WI, REQ, used, TN, w, 1)
     add(TI, u, c, WI[w, W_QV])
     adm[w] = now
     WI[w, W_GEN] += 1
