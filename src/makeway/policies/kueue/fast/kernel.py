@@ -1,6 +1,9 @@
 """Kueue's quota arithmetic, flavor assignment and classic target search on one flavor-resource,
 compiled: ``quota_one.Frame``, ``assign._one_flavor`` and ``preemption._search_one`` restated on
 the arrays of ``layout`` (the Python model stays the reference these are tested against).
+
+The small helpers are inlined (``inline='always'``): a compiled call increments and decrements
+the reference count of every array it is passed, atomically, and the search makes many.
 """
 
 from __future__ import annotations
@@ -17,14 +20,14 @@ from makeway.policies.kueue.fast.layout import (
 INT64_MAX = np.int64(2**63 - 1)
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def sat_add(a, b):
     if a > INT64_MAX - b:
         return INT64_MAX
     return a + b
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def add(TI, u, i, delta):
     """``QuotaTree.add_usage`` of ``delta`` at node ``i``: the part above a node's local quota
     goes on to its parent."""
@@ -37,7 +40,7 @@ def add(TI, u, i, delta):
         i = TI[i, PAR]
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _up(TI, i, path):
     """Node ``i``'s ancestors below the root, and ``i`` itself unless it is the root, into
     ``path`` (``i`` first); their number."""
@@ -50,7 +53,7 @@ def _up(TI, i, path):
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def available(TI, u, i, path):
     """``quota.available`` of node ``i`` (may be negative); ``path`` is scratch."""
     n = _up(TI, i, path)
@@ -69,7 +72,7 @@ def available(TI, u, i, path):
     return a
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def fits(TI, u, i, v, allow_borrowing, path):
     """``preemption.workload_fits`` of a request ``v`` at ClusterQueue ``i``."""
     if not allow_borrowing and u[i] + v > TI[i, SUB]:
@@ -78,7 +81,7 @@ def fits(TI, u, i, v, allow_borrowing, path):
     return v <= (a if a > 0 else 0)
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def potential_available(TI, i, path):
     """``quota.potential_available``: the most node ``i`` could take with nothing else admitted."""
     n = _up(TI, i, path)
@@ -127,7 +130,7 @@ def assign(TI, u, ci, val, path):
     return NOFIT, 0  # a NoFit assignment carries no borrowing level
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _cand_before(WI, adm, a, b):
     """CandidatesOrdering (no evicted workloads here): lower priority, newer admission, name."""
     pa, pb = WI[a, W_PRIO], WI[b, W_PRIO]
@@ -138,7 +141,7 @@ def _cand_before(WI, adm, a, b):
     return WI[a, W_RANK] < WI[b, W_RANK]
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _is_candidate(WI, sub_t, policy, w, prio, created):
     wp = WI[w, W_PRIO]
     if policy == P_LOWER:

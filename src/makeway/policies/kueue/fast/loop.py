@@ -28,7 +28,7 @@ MAX_ROUNDS = 16  # ``Simulation.MAX_ROUNDS``
 
 # -- pending entries per ClusterQueue, in BestEffortFIFO order -------------------------------------
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _pq_before(WI, sub_t, prio_pre, a, b):
     wa = prio_pre and WI[a, W_WAIT]
     wb = prio_pre and WI[b, W_WAIT]
@@ -37,7 +37,7 @@ def _pq_before(WI, sub_t, prio_pre, a, b):
     return _fifo_before(WI, sub_t, a, b)
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _fifo_before(WI, sub_t, a, b):
     """Higher priority, then earlier creation, then name."""
     pa, pb = WI[a, W_PRIO], WI[b, W_PRIO]
@@ -97,12 +97,12 @@ def _set_waiting(WI, sub_t, IS, PQ, PQ_OFF, PQ_N, w, flag):
 # -- the finish heap: an evicted workload's entry stays, as the engine's does (its instant is one
 # at which the model is called), and is told apart by the workload's start count ------------------
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _h_less(HT, HS, a, b):
     return HT[a] < HT[b] or (HT[a] == HT[b] and HS[a] < HS[b])
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _h_swap(HW, HT, HS, HG, a, b):
     HW[a], HW[b] = HW[b], HW[a]
     HT[a], HT[b] = HT[b], HT[a]
@@ -160,7 +160,7 @@ def _bump(TI, IS, RV, c):
     IS[I_GV] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _on_nodes(WI, REQ, used, TN, w, sign):
     """Add (``sign`` 1) or take away (-1) the node usage of running workload ``w``'s pods."""
     o = WI[w, W_TOFF]
@@ -228,8 +228,9 @@ def _place_without(WI, REQ, cap, used, TN, FN, w, targets, nt, out):
 # -- twins ------------------------------------------------------------------------------------
 
 @njit(cache=True, inline='always')  # read for every head: inlined, not a call
-def _known(TI, IS, WI, RV, MO, w):
-    """The parked kind of a head whose twin decided nothing under the current stamps, else -1."""
+def _known(TI, IS, WI, RV, MO, w, local=False):
+    """The parked kind of a head whose twin decided nothing under the current stamps, else -1.
+    ``local``: an outcome stamped with the global version counts as not known."""
     if WI[w, W_WAIT]:
         return -1
     k = WI[w, W_KEY]
@@ -238,7 +239,7 @@ def _known(TI, IS, WI, RV, MO, w):
         return -1
     if MO[k, 1] == 1 and MO[k, 2] != IS[I_NV]:
         return -1
-    if MO[k, 1] == 2 and MO[k, 2] != IS[I_GV]:
+    if MO[k, 1] == 2 and (local or MO[k, 2] != IS[I_GV]):
         return -1
     return kind
 
@@ -384,38 +385,66 @@ def _process(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used
 
 
 @njit(cache=True)
-def _skip_known(TI, IS, WI, RV, MO, CQO, PL, PL_OFF, PL_N, AT):
-    """``TwinSkipping._skip_known``: where every queue's head is a known twin, the rounds up to
-    the first head that must be evaluated are taken at once (they change nothing but parking)."""
+def _skip_known(TI, IS, WI, RV, MO, CQO, PL, PL_OFF, PL_N, AT, SC, root, local):
+    """``TwinSkipping._skip_known`` (``root`` -1: every queue) and ``_skip_known_trees`` (the
+    queues of tree ``root``, with ``local`` stamps): where every head is a known twin, the rounds
+    up to the first head that must be evaluated are taken at once (they change nothing but
+    parking). The rounds taken; -1 for all of them, -2 for none."""
+    live = False
     for x in range(CQO.shape[0]):
         c = CQO[x]
-        if AT[c] < PL_N[c] and _known(TI, IS, WI, RV, MO, PL[PL_OFF[c] + AT[c]]) < 0:
-            return
+        if root >= 0 and TI[c, ROOT] != root or AT[c] >= PL_N[c]:
+            continue
+        if _known(TI, IS, WI, RV, MO, PL[PL_OFF[c] + AT[c]], local) < 0:
+            return -2
+        live = True
+    if not live:
+        return -2
+    # The first head to evaluate, by queue: each queue is walked a window at a time, the window
+    # doubled until one is found, so that a deep queue of twins is not walked to its end for a
+    # step another queue bounds at a few rounds.
     step = np.int64(-1)
     for x in range(CQO.shape[0]):
-        c = CQO[x]
-        j = AT[c]
-        n = PL_N[c]
-        while j < n and (step < 0 or j - AT[c] < step):
-            if _known(TI, IS, WI, RV, MO, PL[PL_OFF[c] + j]) < 0:
-                break
-            j += 1
-        if j < n and (step < 0 or j - AT[c] < step):
-            step = j - AT[c]
+        SC[CQO[x]] = AT[CQO[x]]
+    window = 8
+    while True:
+        more = False
+        for x in range(CQO.shape[0]):
+            c = CQO[x]
+            if root >= 0 and TI[c, ROOT] != root:
+                continue
+            n = PL_N[c]
+            end = AT[c] + window if step < 0 else AT[c] + step
+            if end > n:
+                end = n
+            j = SC[c]
+            while j < end and _known(TI, IS, WI, RV, MO, PL[PL_OFF[c] + j], local) >= 0:
+                j += 1
+            SC[c] = j
+            if j < end:
+                step = j - AT[c]
+            elif j < n and step < 0:
+                more = True
+        if step >= 0 or not more:
+            break
+        window *= 2
     for x in range(CQO.shape[0]):
         c = CQO[x]
+        if root >= 0 and TI[c, ROOT] != root:
+            continue
         n = PL_N[c]
         stop = n if step < 0 else min(n, AT[c] + step)
         for j in range(AT[c], stop):
             w = PL[PL_OFF[c] + j]
-            kind = _known(TI, IS, WI, RV, MO, w)
+            kind = _known(TI, IS, WI, RV, MO, w, local)
             if kind > 0:
                 WI[w, W_PARK] = kind
             IS[I_SKIPPED] += 1
         AT[c] = stop
+    return step
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _head_before(WI, sub_t, prio_pre, HB, a, b, wa, wb):
     xa = prio_pre and WI[wa, W_WAIT]
     xb = prio_pre and WI[wb, W_WAIT]
@@ -429,7 +458,7 @@ def _head_before(WI, sub_t, prio_pre, HB, a, b, wa, wb):
 @njit(cache=True)
 def call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN, FN, u, RV, RFREED, MO, CQO,
          PQ, PQ_OFF, PQ_N, PL, PL_N, AT, RQ, RQ_OFF, RQ_N, RPOS, SL, VA, VICT, VL, HW, HT, HS, HG,
-         LOG, LT, LN, HD, HB, out, tw, tvar, tallow, tlca, scratch, path, now, caches):
+         LOG, LT, LN, HD, HB, ROOTS, RESUME, SC, out, tw, tvar, tallow, tlca, scratch, path, now, caches):
     """One ``KueueModel.schedule`` call and the engine applying its decisions; the number of
     victims evicted (the engine calls again at once while there are any)."""
     IS[I_CALLS] += 1
@@ -461,20 +490,47 @@ def call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN
         PL_N[c] = n
         AT[c] = 0
     prio_pre = IS[I_PRIO_PRE]
+    NR = ROOTS.shape[0]
+    # per cohort tree sitting rounds out (``_skip_known_trees``): the round it takes heads again
+    for x in range(NR):
+        RESUME[ROOTS[x]] = 0
+    rnd = 0
     while True:
         if caches:
-            _skip_known(TI, IS, WI, RV, MO, CQO, PL, PQ_OFF, PL_N, AT)
+            resting = False
+            for x in range(NR):
+                if RESUME[ROOTS[x]] > rnd:
+                    resting = True
+            if not resting:
+                _skip_known(TI, IS, WI, RV, MO, CQO, PL, PQ_OFF, PL_N, AT, SC, -1, False)
+            if NR > 1:
+                for x in range(NR):
+                    r = ROOTS[x]
+                    if RESUME[r] > rnd:
+                        continue
+                    step = _skip_known(TI, IS, WI, RV, MO, CQO, PL, PQ_OFF, PL_N, AT, SC, r, True)
+                    if step > 0:
+                        RESUME[r] = rnd + step
         nh = 0
+        held = -1
         for x in range(CQO.shape[0]):
             c = CQO[x]
             if AT[c] < PL_N[c]:
+                back = RESUME[TI[c, ROOT]]
+                if back > rnd:
+                    held = back if held < 0 or back < held else held
+                    continue
                 w = PL[PQ_OFF[c] + AT[c]]
                 AT[c] += 1
                 HD[nh] = w
                 HB[nh] = assign(TI, u, c, WI[w, W_QV], path)[1]
                 nh += 1
         if nh == 0:
-            break
+            if held < 0:
+                break
+            rnd = held  # every tree with heads left sits rounds out: the first to come back
+            continue
+        rnd += 1
         for a in range(1, nh):  # insertion sort: the round's heads in classic order
             w, b_ = HD[a], HB[a]
             b = a - 1
@@ -538,6 +594,12 @@ def run(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN,
     C = CQO.shape[0]
     HD = np.empty(C + 1, np.int64)
     HB = np.empty(C + 1, np.int64)
+    RESUME = np.zeros(T, np.int64)
+    SC = np.zeros(T, np.int64)
+    seen = np.zeros(T, np.bool_)
+    for x in range(C):
+        seen[TI[CQO[x], ROOT]] = True
+    ROOTS = np.nonzero(seen)[0]  # the cohort trees with ClusterQueues, in node order
     cmax = 1
     for w in range(W):
         if WI[w, W_CNT] > cmax:
@@ -580,7 +642,7 @@ def run(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN,
         for _ in range(MAX_ROUNDS):
             if call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN, FN, u, RV, RFREED,
                     MO, CQO, PQ, PQ_OFF, PQ_N, PL, PL_N, AT, RQ, RQ_OFF, RQ_N, RPOS, SL, VA, VICT, VL, HW, HT,
-                    HS, HG, LOG, LT, LN, HD, HB, out, tw, tvar, tallow, tlca, scratch, path, now, caches) == 0:
+                    HS, HG, LOG, LT, LN, HD, HB, ROOTS, RESUME, SC, out, tw, tvar, tallow, tlca, scratch, path, now, caches) == 0:
                 break
             if IS[I_FULL]:
                 return 1
