@@ -96,7 +96,7 @@ def potential_available(TI, i, path):
     return v
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def assign(TI, u, ci, val, path):
     """(mode, borrowing level) of ``assign._one_flavor`` for a request of ``val`` on the one
     flavor-resource (``flavorassign.fits_resource_quota`` without the oracle)."""
@@ -153,13 +153,15 @@ def _is_candidate(WI, sub_t, policy, w, prio, created):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def search(TI, KC_OFF, KC, KQ_OFF, KQ, u0, ci, v, prio, created, WI, sub_t, adm, RQ_OFF, RQ, RQ_N,
-           out_w, out_var, out_allow, out_lca, scratch):
+           out_w, out_var, out_allow, out_lca, SCT, SCW):
     """``preemption._search_one``: the targets (written to ``out_*``, in the search's order) and
-    their number; 0 where there are none. ``scratch`` holds the arrays the search works in."""
+    their number; 0 where there are none. ``SCT`` and ``SCW`` are scratch rows of the forest's
+    and the workloads' sizes."""
     T = TI.shape[0]
-    path, src_node, src_kind, src_adv, src_lca, stack, cw, cv, clca, ckey_tmp, u, taken_i, taken_amt = scratch
+    path, src_node, src_kind, src_adv, src_lca, stack, u = SCT[0], SCT[1], SCT[2], SCT[3], SCT[4], SCT[5], SCT[6]
+    cw, cv, clca, ckind, taken_i, taken_amt, order = SCW[0], SCW[1], SCW[2], SCW[3], SCW[4], SCW[5], SCW[6]
     own_policy = TI[ci, WITHIN]
     reclaim = TI[ci, RECLAIM]
     ns = 0
@@ -209,7 +211,7 @@ def search(TI, KC_OFF, KC, KQ_OFF, KQ, u0, ci, v, prio, created, WI, sub_t, adm,
             anc = TI[anc, PAR]
     # the candidates of every source, with their variant, and the starting sums
     nc = 0
-    nonempty = np.zeros(3, np.bool_)
+    hier = pri = False
     forbidden = not TI[ci, BW_ALLOWED]
     has_th = TI[ci, HASTH]
     th = TI[ci, TH]
@@ -238,16 +240,18 @@ def search(TI, KC_OFF, KC, KQ_OFF, KQ, u0, ci, v, prio, created, WI, sub_t, adm,
             cw[nc] = w
             cv[nc] = var
             clca[nc] = src_lca[s]
-            ckey_tmp[nc] = src_kind[s]
+            ckind[nc] = src_kind[s]
             nc += 1
             every += WI[w, W_QV]
-            nonempty[src_kind[s]] = True
+            if src_kind[s] == 0:
+                hier = True
+            elif src_kind[s] == 1:
+                pri = True
         if every:
             add(TI, u, node, -every)
     if not fits(TI, u, ci, v, True, path):
         return 0
     under_nominal = u0[ci] < TI[ci, NOM]
-    hier, pri = nonempty[0], nonempty[1]
     # Kueue's GetTargets attempts (``preemption._attempts``)
     if (not hier and not pri) or (forbidden and not under_nominal):
         attempts = (1, -1)
@@ -277,12 +281,11 @@ def search(TI, KC_OFF, KC, KQ_OFF, KQ, u0, ci, v, prio, created, WI, sub_t, adm,
     if not any_fits:
         return 0
     # the order the search takes candidates: hierarchy, priority, same queue; each by key
-    order = np.empty(nc, np.int64)
     m = 0
     for kind in range(3):
         start = m
         for c in range(nc):
-            if ckey_tmp[c] == kind:
+            if ckind[c] == kind:
                 order[m] = c
                 m += 1
         # insertion sort of this kind's candidates by CandidatesOrdering
@@ -318,18 +321,17 @@ def search(TI, KC_OFF, KC, KQ_OFF, KQ, u0, ci, v, prio, created, WI, sub_t, adm,
             taken_amt[nt] = amount
             nt += 1
             if fits(TI, u, ci, v, allow == 1, path):
-                keep = np.ones(nt, np.bool_)
-                for k in range(nt - 2, -1, -1):  # fill back
+                for k in range(nt - 2, -1, -1):  # fill back: a target given back is marked -1
                     bc = taken_i[k]
                     bi = WI[cw[bc], W_CQ]
                     add(TI, u, bi, taken_amt[k])
                     if fits(TI, u, ci, v, allow == 1, path):
-                        keep[k] = False
+                        taken_amt[k] = -1
                     else:
                         add(TI, u, bi, -taken_amt[k])
                 n = 0
                 for k in range(nt):
-                    if keep[k]:
+                    if taken_amt[k] >= 0:
                         bc = taken_i[k]
                         out_w[n] = cw[bc]
                         out_var[n] = cv[bc]

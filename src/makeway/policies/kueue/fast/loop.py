@@ -297,12 +297,20 @@ def _start(TI, IS, WI, sub_t, dur, adm, REQ, used, TN, u, RV, PQ, PQ_OFF, PQ_N, 
     IS[I_NLOG] = m + 1
 
 
-@njit(cache=True)
-def _process(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN, FN, u, RV, MO,
-             PQ, PQ_OFF, PQ_N, RQ, RQ_OFF, RQ_N, SL, VA, VICT, VL, HW, HT, HS, HG, LOG, LT, LN,
-             out, tw, tvar, tallow, tlca, scratch, path, w, now):
+@njit(cache=True, inline='always')
+def _process(TI, kids, IS, WI, times, REQ, cap, used, TN, FN, u, RV, MO, queues, SL, VA, VICT, VL, heap, logs,
+             targets, SCT, SCW, path, w, now):
     """``HeadAdmission._process_head`` of a head not known as a twin (``TwinSkipping._process``
-    around it: the outcome of a head that decided nothing is kept for its twins)."""
+    around it: the outcome of a head that decided nothing is kept for its twins).
+
+    Inlined into ``call``, with the arrays grouped in tuples: a call passing each array on its
+    own counts every one's references in and out, and more than 30 arguments cannot be inlined."""
+    KC_OFF, KC, KQ_OFF, KQ = kids
+    sub_t, dur, adm = times
+    PQ, PQ_OFF, PQ_N, RQ, RQ_OFF, RQ_N = queues
+    HW, HT, HS, HG = heap
+    LOG, LT, LN = logs
+    out, tw, tvar, tallow, tlca = targets
     IS[I_EVALS] += 1
     c = WI[w, W_CQ]
     root = TI[c, ROOT]
@@ -321,7 +329,7 @@ def _process(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used
                    LOG, LT, LN, w, out, now)
     else:
         nt = search(TI, KC_OFF, KC, KQ_OFF, KQ, u, c, v, WI[w, W_PRIO], sub_t[w], WI, sub_t, adm, RQ_OFF, RQ,
-                    RQ_N, tw, tvar, tallow, tlca, scratch)
+                    RQ_N, tw, tvar, tallow, tlca, SCT, SCW)
         if nt == 0:
             _set_waiting(WI, sub_t, IS, PQ, PQ_OFF, PQ_N, w, 0)
             WI[w, W_PARK] = QUOTA
@@ -384,7 +392,7 @@ def _process(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used
         MO[k, 3] = WI[w, W_PARK]
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _skip_known(TI, IS, WI, RV, MO, CQO, PL, PL_OFF, PL_N, AT, SC, root, local):
     """``TwinSkipping._skip_known`` (``root`` -1: every queue) and ``_skip_known_trees`` (the
     queues of tree ``root``, with ``local`` stamps): where every head is a known twin, the rounds
@@ -458,7 +466,7 @@ def _head_before(WI, sub_t, prio_pre, HB, a, b, wa, wb):
 @njit(cache=True)
 def call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN, FN, u, RV, RFREED, MO, CQO,
          PQ, PQ_OFF, PQ_N, PL, PL_N, AT, RQ, RQ_OFF, RQ_N, RPOS, SL, VA, VICT, VL, HW, HT, HS, HG,
-         LOG, LT, LN, HD, HB, ROOTS, RESUME, SC, out, tw, tvar, tallow, tlca, scratch, path, now, caches):
+         LOG, LT, LN, HD, HB, ROOTS, RESUME, SC, out, tw, tvar, tallow, tlca, SCT, SCW, path, now, caches):
     """One ``KueueModel.schedule`` call and the engine applying its decisions; the number of
     victims evicted (the engine calls again at once while there are any)."""
     IS[I_CALLS] += 1
@@ -491,6 +499,8 @@ def call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN
         AT[c] = 0
     prio_pre = IS[I_PRIO_PRE]
     NR = ROOTS.shape[0]
+    kids, times, queues = (KC_OFF, KC, KQ_OFF, KQ), (sub_t, dur, adm), (PQ, PQ_OFF, PQ_N, RQ, RQ_OFF, RQ_N)
+    heap, logs, targets = (HW, HT, HS, HG), (LOG, LT, LN), (out, tw, tvar, tallow, tlca)
     # per cohort tree sitting rounds out (``_skip_known_trees``): the round it takes heads again
     for x in range(NR):
         RESUME[ROOTS[x]] = 0
@@ -552,9 +562,8 @@ def call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN
                     WI[w, W_PARK] = kind
                 IS[I_SKIPPED] += 1
                 continue
-            _process(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN, FN, u, RV, MO,
-                     PQ, PQ_OFF, PQ_N, RQ, RQ_OFF, RQ_N, SL, VA, VICT, VL, HW, HT, HS, HG, LOG, LT, LN,
-                     out, tw, tvar, tallow, tlca, scratch, path, w, now)
+            _process(TI, kids, IS, WI, times, REQ, cap, used, TN, FN, u, RV, MO, queues, SL, VA, VICT, VL, heap,
+                     logs, targets, SCT, SCW, path, w, now)
     # the call's end: in-call usage taken back, starts admitted, victims evicted and requeued
     for k in range(IS[I_NVA] - 1, -1, -1):
         add(TI, u, VA[k, 0], -VA[k, 1])
@@ -610,11 +619,8 @@ def run(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN,
     tallow = np.empty(W + 1, np.int64)
     tlca = np.empty(W + 1, np.int64)
     path = np.empty(T + 1, np.int64)
-    scratch = (np.empty(T + 1, np.int64), np.empty(T + 1, np.int64), np.empty(T + 1, np.int64),
-               np.empty(T + 1, np.int64), np.empty(T + 1, np.int64), np.empty(T + 1, np.int64),
-               np.empty(W + 1, np.int64), np.empty(W + 1, np.int64), np.empty(W + 1, np.int64),
-               np.empty(W + 1, np.int64), np.empty(T + 1, np.int64), np.empty(W + 1, np.int64),
-               np.empty(W + 1, np.int64))
+    SCT = np.empty((7, T + 1), np.int64)  # the target search's scratch rows (``kernel.search``)
+    SCW = np.empty((7, W + 1), np.int64)
     while True:
         have_sub = IS[I_NSUB] < W
         if IS[I_HN] == 0 and not have_sub:
@@ -642,7 +648,7 @@ def run(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN,
         for _ in range(MAX_ROUNDS):
             if call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN, FN, u, RV, RFREED,
                     MO, CQO, PQ, PQ_OFF, PQ_N, PL, PL_N, AT, RQ, RQ_OFF, RQ_N, RPOS, SL, VA, VICT, VL, HW, HT,
-                    HS, HG, LOG, LT, LN, HD, HB, ROOTS, RESUME, SC, out, tw, tvar, tallow, tlca, scratch, path, now, caches) == 0:
+                    HS, HG, LOG, LT, LN, HD, HB, ROOTS, RESUME, SC, out, tw, tvar, tallow, tlca, SCT, SCW, path, now, caches) == 0:
                 break
             if IS[I_FULL]:
                 return 1
