@@ -56,14 +56,20 @@ def reference(state, model, workloads):
     for e in out:
         if e[0] == "start":
             e[4] = tuple(sorted(e[4]))
-    return [tuple(e) for e in out], (rec.last_t if rec.stopped_reason else float("inf"))
+    assert rec.stopped_reason is None or rec.stopped_reason.startswith("no-progress")
+    return [tuple(e) for e in out], (rec.last_t if rec.stopped_reason else None), rec.last_t
 
 
 def _same(state_of, workloads, settings=None):
-    ref, stop = reference(state_of(), load_model("kueue", dict(settings or {})), workloads)
-    fast = decisions(state_of(), load_model("kueue", dict(settings or {})), workloads, horizon=stop)
+    """The same decisions, and the same stop where the run cycles (``OPTIONS``' window). The
+    compiled run is bounded by the reference's last instant: one that fails to stop a cycle
+    fails the test instead of running for ever."""
+    ref, stop, last = reference(state_of(), load_model("kueue", dict(settings or {})), workloads)
+    fast, stopped = decisions(state_of(), load_model("kueue", dict(settings or {})), workloads,
+                              horizon=last, window=OPTIONS.no_progress_window)
     assert fast == ref
-    return ref
+    assert stopped == stop
+    return ref, stop
 
 
 @st.composite
@@ -86,7 +92,8 @@ def test_kueue_baseline_decided_the_same():
     deep enough in twins that whole rounds, and one cohort tree's rounds while the others are
     busy, are skipped (at 5% no head is skipped wrongly by a skip that overshoots)."""
     state, workloads = kueue_baseline(scale=0.1)
-    ref = _same(lambda: kueue_baseline(scale=0.1)[0], workloads)
+    ref, stop = _same(lambda: kueue_baseline(scale=0.1)[0], workloads)
+    assert stop is None
     kinds = {e[0] for e in ref}
     assert kinds == {"start", "preempt"} and len(ref) > 6000
     assert {e[5] for e in ref if e[0] == "preempt"} >= {"InCohortReclamation"}
@@ -105,7 +112,7 @@ def test_a_victim_goes_back_to_its_queue_in_order():
     workloads = [Workload("low", "cq", 0.0, 10.0, (TaskGroup(1, {"cpu": 2}),), 0),
                  Workload("high", "cq", 1.0, 20.0, (TaskGroup(1, {"cpu": 2}),), 5),
                  Workload("later", "cq", 2.0, 5.0, (TaskGroup(1, {"cpu": 1}),), 1)]
-    ref = _same(lambda: ClusterState(["cpu"], queues, nodes), workloads)
+    ref, _ = _same(lambda: ClusterState(["cpu"], queues, nodes), workloads)
     assert [(e[0], e[2], e[3]) for e in ref] == [("start", 0.0, "low"), ("preempt", 1.0, "low"), ("start", 1.0, "high"),
                                                  ("start", 21.0, "later"), ("start", 26.0, "low")]
 
@@ -118,3 +125,14 @@ def test_unsupported_names_what_is_outside_the_class():
     assert unsupported(state, load_model("kueue", {}), [gang]) == "workload two-sets: not one pod set"
     with pytest.raises(ValueError, match="fair sharing"):
         decisions(state, load_model("kueue", {"fairSharing": {}}), workloads)
+
+
+def test_a_cycling_run_stops_where_the_engine_stops_it():
+    """The input a random run drew in which victims reclaim their quota back every 0.5 s and no
+    task finishes (``test_memo_equivalence._livelock``): the no-progress watch stops the compiled
+    run at the same instant as the engine's, after the same decisions."""
+    from tests.kueue.test_memo_equivalence import _livelock
+
+    queues, nodes, workloads, _ = _livelock()
+    ref, stop = _same(lambda: ClusterState(["cpu"], queues, nodes), workloads)
+    assert stop is not None and sum(e[0] == "preempt" for e in ref) > 100

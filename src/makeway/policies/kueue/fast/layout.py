@@ -13,7 +13,11 @@ P_NEVER, P_LOWER, P_LOWER_OR_NEWER, P_ANY, P_OTHER = range(5)
 
 # WI: per workload
 W_CQ, W_PRIO, W_RANK, W_CNT, W_QV, W_KEY, W_STATE, W_WAIT, W_PARK, W_GEN, W_TOFF = range(11)
-NWI = 11
+# the no-progress watch (``sim.progress.NoProgressWatch``), per workload: ever evicted, times
+# preempted since the last progress (0: not a victim now), pods preempted for it, and whether
+# it is on the watch's list of workloads to forget at the next progress
+W_EVER, W_VN, W_PCNT, W_TOUCH = range(11, 15)
+NWI = 15
 
 # workload states
 UNSEEN, PENDING, RUNNING, DONE = range(4)

@@ -16,14 +16,19 @@ from numba import njit
 from makeway.policies.kueue.fast.kernel import add, assign, search
 from makeway.policies.kueue.fast.layout import (
     FIT, L_PREEMPT, L_START, NODE, NOFIT, P_ANY, PENDING, QUOTA, RECLAIM, ROOT, RUNNING, DONE, HASBL, BL, NOM,
-    W_CNT, W_CQ, W_GEN, W_KEY, W_PARK, W_PRIO, W_QV, W_RANK, W_STATE, W_TOFF, W_WAIT,
+    W_CNT, W_CQ, W_EVER, W_GEN, W_KEY, W_PARK, W_PCNT, W_PRIO, W_QV, W_RANK, W_STATE, W_TOFF, W_TOUCH, W_VN,
+    W_WAIT,
 )
 
 MAX_ROUNDS = 16  # ``Simulation.MAX_ROUNDS``
 
 # IS: scalars
 (I_NV, I_GV, I_CHANGED, I_FREED, I_NLOG, I_NLN, I_SEQ, I_HN, I_NSUB, I_CALLS, I_PRIO_PRE, I_NVA, I_NSL,
- I_NVICT, I_FULL, I_EVALS, I_SKIPPED, NIS) = range(18)
+ I_NVICT, I_FULL, I_EVALS, I_SKIPPED, I_WPRE, I_NTOUCH, I_PRE_NOW, I_STOP, NIS) = range(22)
+
+# the watch's floats: since, cycling since (NaN: not cycling), the longest gap between two
+# preemptions of one victim, the time the run was stopped at
+X_SINCE, X_CYCLING, X_PERIOD, X_STOPPED = range(4)
 
 
 # -- pending entries per ClusterQueue, in BestEffortFIFO order -------------------------------------
@@ -244,6 +249,73 @@ def _known(TI, IS, WI, RV, MO, w, local=False):
     return kind
 
 
+# -- the no-progress watch (``sim.progress.NoProgressWatch``), per workload: a victim's pods are
+# preempted together, so each of them has the workload's count, last time and gap -----------------
+
+@njit(cache=True)
+def _w_touch(IS, WI, TOUCH, w):
+    if not WI[w, W_TOUCH]:
+        WI[w, W_TOUCH] = 1
+        TOUCH[IS[I_NTOUCH]] = w
+        IS[I_NTOUCH] += 1
+
+
+@njit(cache=True)
+def _w_progress(IS, WI, X, TOUCH, now):
+    X[X_SINCE] = now
+    X[X_CYCLING] = np.nan
+    X[X_PERIOD] = 0.0
+    IS[I_WPRE] = 0
+    for k in range(IS[I_NTOUCH]):
+        w = TOUCH[k]
+        WI[w, W_VN] = 0
+        WI[w, W_PCNT] = 0
+        WI[w, W_TOUCH] = 0
+    IS[I_NTOUCH] = 0
+
+
+@njit(cache=True)
+def _w_preempted(IS, WI, X, VF, TOUCH, w, by, now):
+    """Every pod of victim ``w`` preempted for ``by`` (``NoProgressWatch.preempted``)."""
+    n = WI[w, W_CNT]
+    IS[I_WPRE] += n
+    IS[I_PRE_NOW] = 1
+    WI[w, W_EVER] = 1
+    if WI[w, W_VN] == 0:
+        WI[w, W_VN] = 1
+        VF[w, 0] = now
+        VF[w, 1] = 0.0
+        _w_touch(IS, WI, TOUCH, w)
+    else:
+        gap = now - VF[w, 0]
+        WI[w, W_VN] += 1
+        VF[w, 0] = now
+        if gap > VF[w, 1]:
+            VF[w, 1] = gap
+            if gap > X[X_PERIOD]:
+                X[X_PERIOD] = gap
+    WI[by, W_PCNT] += n
+    _w_touch(IS, WI, TOUCH, by)
+
+
+@njit(cache=True)
+def _w_stuck(IS, WI, X, adm, CQO, RQ, RQ_OFF, RQ_N, window, now):
+    """``NoProgressWatch.stuck`` at an instant where something was preempted."""
+    if IS[I_NSUB] < WI.shape[0] or now - X[X_SINCE] < window / 2 or X[X_PERIOD] <= 0:
+        X[X_CYCLING] = np.nan
+        return False
+    for x in range(CQO.shape[0]):
+        c = CQO[x]
+        for j in range(RQ_OFF[c], RQ_OFF[c] + RQ_N[c]):
+            w = RQ[j]
+            if WI[w, W_VN] == 0 or now - adm[w] > X[X_PERIOD]:
+                X[X_CYCLING] = np.nan
+                return False
+    if X[X_CYCLING] != X[X_CYCLING]:
+        X[X_CYCLING] = now
+    return now - X[X_SINCE] >= window and now - X[X_CYCLING] >= window / 2
+
+
 # -- one call of ``KueueModel.schedule`` --------------------------------------------------------
 
 @njit(cache=True)
@@ -265,8 +337,11 @@ def _log_preempt(IS, LOG, LT, w, by, var, allow, lca, now):
 
 @njit(cache=True)
 def _start(TI, IS, WI, sub_t, dur, adm, REQ, used, TN, u, RV, PQ, PQ_OFF, PQ_N, SL, HW, HT, HS, HG,
-           LOG, LT, LN, w, out, now):
+           LOG, LT, LN, watch, w, out, now):
     c = WI[w, W_CQ]
+    if not WI[w, W_EVER]:  # a first start is progress, a restart is not
+        X, VF, TOUCH = watch
+        _w_progress(IS, WI, X, TOUCH, now)
     _pq_remove(WI, sub_t, IS[I_PRIO_PRE], PQ, PQ_OFF, PQ_N, w)
     WI[w, W_STATE] = RUNNING
     WI[w, W_WAIT] = 0
@@ -299,7 +374,7 @@ def _start(TI, IS, WI, sub_t, dur, adm, REQ, used, TN, u, RV, PQ, PQ_OFF, PQ_N, 
 
 @njit(cache=True, inline='always')
 def _process(TI, kids, IS, WI, times, REQ, cap, used, TN, FN, u, RV, MO, queues, SL, VA, VICT, VL, heap, logs,
-             targets, SCT, SCW, path, w, now):
+             targets, watch, SCT, SCW, path, w, now):
     """``HeadAdmission._process_head`` of a head not known as a twin (``TwinSkipping._process``
     around it: the outcome of a head that decided nothing is kept for its twins).
 
@@ -326,7 +401,7 @@ def _process(TI, kids, IS, WI, times, REQ, cap, used, TN, FN, u, RV, MO, queues,
             WI[w, W_PARK] = NODE
         else:
             _start(TI, IS, WI, sub_t, dur, adm, REQ, used, TN, u, RV, PQ, PQ_OFF, PQ_N, SL, HW, HT, HS, HG,
-                   LOG, LT, LN, w, out, now)
+                   LOG, LT, LN, watch, w, out, now)
     else:
         nt = search(TI, KC_OFF, KC, KQ_OFF, KQ, u, c, v, WI[w, W_PRIO], sub_t[w], WI, sub_t, adm, RQ_OFF, RQ,
                     RQ_N, tw, tvar, tallow, tlca, SCT, SCW)
@@ -372,6 +447,7 @@ def _process(TI, kids, IS, WI, times, REQ, cap, used, TN, FN, u, RV, MO, queues,
                         VL[IS[I_NVICT]] = x
                         IS[I_NVICT] += 1
                         _log_preempt(IS, LOG, LT, x, w, tvar[k], tallow[k], tlca[k], now)
+                        _w_preempted(IS, WI, watch[0], watch[1], watch[2], x, w, now)
                     add(TI, u, c, v)
                     n = IS[I_NVA]
                     VA[n, 0] = c
@@ -466,7 +542,7 @@ def _head_before(WI, sub_t, prio_pre, HB, a, b, wa, wb):
 @njit(cache=True)
 def call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN, FN, u, RV, RFREED, MO, CQO,
          PQ, PQ_OFF, PQ_N, PL, PL_N, AT, RQ, RQ_OFF, RQ_N, RPOS, SL, VA, VICT, VL, HW, HT, HS, HG,
-         LOG, LT, LN, HD, HB, ROOTS, RESUME, SC, out, tw, tvar, tallow, tlca, SCT, SCW, path, now, caches):
+         LOG, LT, LN, X, VF, TOUCH, HD, HB, ROOTS, RESUME, SC, out, tw, tvar, tallow, tlca, SCT, SCW, path, now, caches):
     """One ``KueueModel.schedule`` call and the engine applying its decisions; the number of
     victims evicted (the engine calls again at once while there are any)."""
     IS[I_CALLS] += 1
@@ -501,6 +577,7 @@ def call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN
     NR = ROOTS.shape[0]
     kids, times, queues = (KC_OFF, KC, KQ_OFF, KQ), (sub_t, dur, adm), (PQ, PQ_OFF, PQ_N, RQ, RQ_OFF, RQ_N)
     heap, logs, targets = (HW, HT, HS, HG), (LOG, LT, LN), (out, tw, tvar, tallow, tlca)
+    watch = (X, VF, TOUCH)
     # per cohort tree sitting rounds out (``_skip_known_trees``): the round it takes heads again
     for x in range(NR):
         RESUME[ROOTS[x]] = 0
@@ -563,7 +640,7 @@ def call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN
                 IS[I_SKIPPED] += 1
                 continue
             _process(TI, kids, IS, WI, times, REQ, cap, used, TN, FN, u, RV, MO, queues, SL, VA, VICT, VL, heap,
-                     logs, targets, SCT, SCW, path, w, now)
+                     logs, targets, watch, SCT, SCW, path, w, now)
     # the call's end: in-call usage taken back, starts admitted, victims evicted and requeued
     for k in range(IS[I_NVA] - 1, -1, -1):
         add(TI, u, VA[k, 0], -VA[k, 1])
@@ -595,9 +672,10 @@ def call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN
 @njit(cache=True)
 def run(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN, FN, u, RV, RFREED, MO, CQO,
         PQ, PQ_OFF, PQ_N, PL, PL_N, AT, RQ, RQ_OFF, RQ_N, RPOS, SL, VA, VICT, VL, HW, HT, HS, HG,
-        LOG, LT, LN, FIN, caches, horizon):
+        LOG, LT, LN, FIN, X, VF, TOUCH, caches, horizon, window):
     """The whole run, up to the last instant at or before ``horizon``; returns 0, or 1 when the
-    log filled up (the caller runs again with more room)."""
+    log filled up (the caller runs again with more room). A run found cycling (``window``:
+    ``SimOptions.no_progress_window``) stops as the engine stops it (``IS[I_STOP]``)."""
     W = WI.shape[0]
     T = TI.shape[0]
     C = CQO.shape[0]
@@ -631,12 +709,14 @@ def run(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN,
             now = sub_t[IS[I_NSUB]]
         if now > horizon:
             break
+        IS[I_PRE_NOW] = 0
         while IS[I_HN] and HT[0] == now:
             w, gen = HW[0], HG[0]
             _h_pop(IS, HW, HT, HS, HG)
             if WI[w, W_STATE] != RUNNING or WI[w, W_GEN] != gen:
                 continue  # a victim's end, evicted before it
             _release(TI, IS, WI, REQ, used, TN, u, RQ, RQ_OFF, RQ_N, RPOS, RFREED, w)
+            _w_progress(IS, WI, X, TOUCH, now)
             WI[w, W_STATE] = DONE
             FIN[w] = now
             _bump(TI, IS, RV, WI[w, W_CQ])
@@ -644,14 +724,20 @@ def run(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN,
             w = IS[I_NSUB]
             WI[w, W_STATE] = PENDING
             _pq_insert(WI, sub_t, IS[I_PRIO_PRE], PQ, PQ_OFF, PQ_N, w)
+            _w_progress(IS, WI, X, TOUCH, now)
             IS[I_NSUB] = w + 1
         for _ in range(MAX_ROUNDS):
             if call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN, FN, u, RV, RFREED,
                     MO, CQO, PQ, PQ_OFF, PQ_N, PL, PL_N, AT, RQ, RQ_OFF, RQ_N, RPOS, SL, VA, VICT, VL, HW, HT,
-                    HS, HG, LOG, LT, LN, HD, HB, ROOTS, RESUME, SC, out, tw, tvar, tallow, tlca, SCT, SCW, path, now, caches) == 0:
+                    HS, HG, LOG, LT, LN, X, VF, TOUCH, HD, HB, ROOTS, RESUME, SC, out, tw, tvar, tallow, tlca,
+                    SCT, SCW, path, now, caches) == 0:
                 break
             if IS[I_FULL]:
                 return 1
         if IS[I_FULL]:
             return 1
+        if IS[I_PRE_NOW] and _w_stuck(IS, WI, X, adm, CQO, RQ, RQ_OFF, RQ_N, window, now):
+            X[X_STOPPED] = now
+            IS[I_STOP] = 1
+            break
     return 0

@@ -189,7 +189,9 @@ class Packed:
         self.log_size = 8 * W + 1024  # a first guess: a run that needs more is run again with twice
         self.ln_size = 8 * toff + 1024
 
-    def run(self, horizon: float = float("inf")) -> None:
+    def run(self, horizon: float = float("inf"), window: float = 600.0) -> None:
+        """The whole run, up to ``horizon``, stopped where it cycles for ``window`` seconds
+        (``SimOptions.no_progress_window``; the engine's default for a model without periods)."""
         from makeway.policies.kueue.fast.loop import run
 
         self.LOG = np.zeros((self.log_size, 7), np.int64)
@@ -199,13 +201,24 @@ class Packed:
         self.HT = np.zeros(self.log_size, np.float64)
         self.HS = np.zeros(self.log_size, np.int64)
         self.HG = np.zeros(self.log_size, np.int64)
+        self.X = np.array([0.0, np.nan, 0.0, np.nan])  # the no-progress watch (``loop.X_*``)
+        self.VF = np.zeros((len(self.wls), 2), np.float64)
+        self.TOUCH = np.zeros(len(self.wls) + 1, np.int64)
         rc = run(self.TI, self.KC_OFF, self.KC, self.KQ_OFF, self.KQ, self.IS, self.WI, self.sub_t, self.dur,
                  self.adm, self.REQ, self.cap, self.used, self.TN, self.FN, self.u, self.RV, self.RFREED, self.MO,
                  self.CQO, self.PQ, self.PQ_OFF, self.PQ_N, self.PL, self.PL_N, self.AT, self.RQ, self.RQ_OFF,
                  self.RQ_N, self.RPOS, self.SL, self.VA, self.VICT, self.VL, self.HW, self.HT, self.HS, self.HG,
-                 self.LOG, self.LT, self.LN, self.FIN, self.caches, float(horizon))
+                 self.LOG, self.LT, self.LN, self.FIN, self.X, self.VF, self.TOUCH, self.caches, float(horizon),
+                 float(window))
         if rc:
             raise OverflowError("decision log full")
+
+    @property
+    def stopped_at(self) -> float | None:
+        """When the no-progress watch stopped the run, or None."""
+        from makeway.policies.kueue.fast.loop import I_STOP, X_STOPPED
+
+        return float(self.X[X_STOPPED]) if self.IS[I_STOP] else None
 
     def decisions(self) -> list[tuple]:
         """Per decision, in order: ``("start", call, time, workload, nodes)`` with its pods' nodes
@@ -225,9 +238,10 @@ class Packed:
         return out
 
 
-def decisions(state: ClusterState, model: Any, workloads: Sequence[Workload],
-              horizon: float = float("inf")) -> list[tuple]:
-    """Run the compiled loop (up to ``horizon``) and return its decisions (``Packed.decisions``)."""
+def decisions(state: ClusterState, model: Any, workloads: Sequence[Workload], horizon: float = float("inf"),
+              window: float = 600.0) -> tuple[list[tuple], float | None]:
+    """Run the compiled loop (``Packed.run``); its decisions (``Packed.decisions``) and when the
+    no-progress watch stopped it (None: it ran to the end or the horizon)."""
     why = unsupported(state, model, workloads)
     if why is not None:
         raise ValueError(f"the compiled Kueue loop cannot run this: {why}")
@@ -237,8 +251,8 @@ def decisions(state: ClusterState, model: Any, workloads: Sequence[Workload],
         if size is not None:
             p.log_size, p.ln_size = size
         try:
-            p.run(horizon)
+            p.run(horizon, window)
         except OverflowError:
             size = (2 * p.log_size, 2 * p.ln_size)
             continue
-        return p.decisions()
+        return p.decisions(), p.stopped_at
