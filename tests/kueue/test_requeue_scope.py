@@ -39,7 +39,8 @@ def _visits(caches: bool, state, workloads):
         return inner(state, tree, h, now, *rest)
 
     model._process_strict = visit
-    rec = simulate(state, model, workloads, options=SimOptions())
+    # the model's own heads are watched: the general engine, which calls its ``schedule``
+    rec = simulate(state, model, workloads, options=SimOptions(engine="general"))
     return seen, rec.first_start
 
 

@@ -86,8 +86,9 @@ class SimOptions:
     no_progress_window: float | None = None
     # skip ticks and heartbeats across stretches the model reports quiet (same decisions, less work)
     skip_idle: bool = True
-    # "auto": the struct-of-arrays core (makeway.sim.fast) where it applies; "general": always
-    # this engine (the reference path)
+    # "auto": the struct-of-arrays core (makeway.sim.fast) where it applies, and Kueue's classic
+    # admission decided by its compiled loop (makeway.sim.fast.kueue); "general": always this
+    # engine and the model's own ``schedule`` (the reference path)
     engine: str = "auto"
 
 
@@ -583,4 +584,8 @@ def make_simulation(state: ClusterState, model: PreemptionModel, options: SimOpt
     if why_not(state, model, options, has_changes) is None:
         model.bind(state)
         return core_for(model)(state, model, options)
+    from makeway.sim.fast import kueue
+
+    if kueue.why_not(state, model, options, has_changes) is None:
+        return kueue.CompiledKueue(state, model, options)
     return Simulation(state, model, options)

@@ -31,5 +31,6 @@ WITHIN_CQ, HIERARCHICAL, RECLAIM_WITHOUT_BORROWING, RECLAIM_WHILE_BORROWING = ra
 # flavor assignment modes
 NOFIT, PREEMPT, FIT = range(3)
 
-# the decision log
-L_START, L_PREEMPT = range(2)
+# the decision log; ``L_UNWAIT``: a waiting preemptor found no targets and waits no more (the
+# model's ``_waiting`` entry dropped), which the replay needs for the model's pending reasons
+L_START, L_PREEMPT, L_UNWAIT = range(3)

@@ -15,7 +15,7 @@ from numba import njit
 
 from makeway.policies.kueue.fast.kernel import add, assign, search
 from makeway.policies.kueue.fast.layout import (
-    FIT, L_PREEMPT, L_START, NODE, NOFIT, P_ANY, PENDING, QUOTA, RECLAIM, ROOT, RUNNING, DONE, HASBL, BL, NOM,
+    FIT, L_PREEMPT, L_START, L_UNWAIT, NODE, NOFIT, P_ANY, PENDING, QUOTA, RECLAIM, ROOT, RUNNING, DONE, HASBL, BL, NOM,
     W_CNT, W_CQ, W_EVER, W_GEN, W_KEY, W_PARK, W_PCNT, W_PRIO, W_QV, W_RANK, W_STATE, W_TOFF, W_TOUCH, W_VN,
     W_WAIT,
 )
@@ -319,17 +319,19 @@ def _w_stuck(IS, WI, X, adm, CQO, RQ, RQ_OFF, RQ_N, window, now):
 # -- one call of ``KueueModel.schedule`` --------------------------------------------------------
 
 @njit(cache=True)
-def _log_preempt(IS, LOG, LT, w, by, var, allow, lca, now):
+def _log(IS, LOG, LT, kind, w, a, b, c, d, now):
+    """One entry of the decision log (``L_PREEMPT``: victim ``w``, preemptor ``a``, variant ``b``,
+    allowBorrowing ``c``, lca ``d``; ``L_UNWAIT``: ``w`` alone), stamped with the call."""
     n = IS[I_NLOG]
     if n >= LOG.shape[0]:
         IS[I_FULL] = 1
         return
-    LOG[n, 0] = L_PREEMPT
+    LOG[n, 0] = kind
     LOG[n, 1] = w
-    LOG[n, 2] = by
-    LOG[n, 3] = var
-    LOG[n, 4] = allow
-    LOG[n, 5] = lca
+    LOG[n, 2] = a
+    LOG[n, 3] = b
+    LOG[n, 4] = c
+    LOG[n, 5] = d
     LOG[n, 6] = IS[I_CALLS]
     LT[n] = now
     IS[I_NLOG] = n + 1
@@ -406,6 +408,8 @@ def _process(TI, kids, IS, WI, times, REQ, cap, used, TN, FN, u, RV, MO, queues,
         nt = search(TI, KC_OFF, KC, KQ_OFF, KQ, u, c, v, WI[w, W_PRIO], sub_t[w], WI, sub_t, adm, RQ_OFF, RQ,
                     RQ_N, tw, tvar, tallow, tlca, SCT, SCW)
         if nt == 0:
+            if WI[w, W_WAIT]:
+                _log(IS, LOG, LT, L_UNWAIT, w, 0, 0, 0, 0, now)
             _set_waiting(WI, sub_t, IS, PQ, PQ_OFF, PQ_N, w, 0)
             WI[w, W_PARK] = QUOTA
             if TI[c, RECLAIM] != P_ANY:  # quota held back for it (``HeadAdmission._reserve``)
@@ -446,7 +450,7 @@ def _process(TI, kids, IS, WI, times, REQ, cap, used, TN, FN, u, RV, MO, queues,
                         VICT[x] = 1
                         VL[IS[I_NVICT]] = x
                         IS[I_NVICT] += 1
-                        _log_preempt(IS, LOG, LT, x, w, tvar[k], tallow[k], tlca[k], now)
+                        _log(IS, LOG, LT, L_PREEMPT, x, w, tvar[k], tallow[k], tlca[k], now)
                         _w_preempted(IS, WI, watch[0], watch[1], watch[2], x, w, now)
                     add(TI, u, c, v)
                     n = IS[I_NVA]

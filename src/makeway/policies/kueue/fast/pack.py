@@ -22,7 +22,7 @@ from makeway.policies.kueue.setup import specs_from_queues
 
 _POLICY = {NEVER: L.P_NEVER, "": L.P_NEVER, LOWER_PRIORITY: L.P_LOWER, LOWER_OR_NEWER_EQUAL: L.P_LOWER_OR_NEWER,
            ANY: L.P_ANY}
-_VARIANT_REASON = ("InClusterQueue", "InCohortReclamation", "InCohortReclamation", "InCohortReclaimWhileBorrowing")
+VARIANT_REASON = ("InClusterQueue", "InCohortReclamation", "InCohortReclamation", "InCohortReclaimWhileBorrowing")
 
 
 def _tree(state: ClusterState, model: Any) -> QuotaTree:
@@ -230,18 +230,19 @@ class Packed:
         for k in range(int(self.IS[I_NLOG])):
             kind, w, a, b, c, d, call = self.LOG[k].tolist()
             t = float(self.LT[k])
+            if kind == L.L_UNWAIT:
+                continue
             if kind == L.L_START:
                 out.append(("start", call, t, wls[w].id, tuple(sorted(names[i] for i in self.LN[a:a + b].tolist()))))
             else:
-                out.append(("preempt", call, t, wls[w].id, wls[a].id, _VARIANT_REASON[b], bool(c),
+                out.append(("preempt", call, t, wls[w].id, wls[a].id, VARIANT_REASON[b], bool(c),
                             None if d < 0 else self.tnodes[d].name))
         return out
 
 
-def decisions(state: ClusterState, model: Any, workloads: Sequence[Workload], horizon: float = float("inf"),
-              window: float = 600.0) -> tuple[list[tuple], float | None]:
-    """Run the compiled loop (``Packed.run``); its decisions (``Packed.decisions``) and when the
-    no-progress watch stopped it (None: it ran to the end or the horizon)."""
+def run(state: ClusterState, model: Any, workloads: Sequence[Workload], horizon: float = float("inf"),
+        window: float = 600.0) -> Packed:
+    """The compiled loop's whole run (``Packed.run``), its log enlarged till the run fits in it."""
     why = unsupported(state, model, workloads)
     if why is not None:
         raise ValueError(f"the compiled Kueue loop cannot run this: {why}")
@@ -255,4 +256,12 @@ def decisions(state: ClusterState, model: Any, workloads: Sequence[Workload], ho
         except OverflowError:
             size = (2 * p.log_size, 2 * p.ln_size)
             continue
-        return p.decisions(), p.stopped_at
+        return p
+
+
+def decisions(state: ClusterState, model: Any, workloads: Sequence[Workload], horizon: float = float("inf"),
+              window: float = 600.0) -> tuple[list[tuple], float | None]:
+    """Run the compiled loop (``run``); its decisions (``Packed.decisions``) and when the
+    no-progress watch stopped it (None: it ran to the end or the horizon)."""
+    p = run(state, model, workloads, horizon, window)
+    return p.decisions(), p.stopped_at

@@ -1,0 +1,179 @@
+"""Kueue's classic admission decided by the compiled loop, recorded by the general engine.
+
+``makeway.policies.kueue.fast`` decides a whole run (every ``KueueModel.schedule`` call, at every
+instant the engine calls it) in a small fraction of the model's time. The general engine then
+runs again with ``schedule`` answered from that log, call by call, while the model itself answers
+everything else the engine and its recorder ask (pending reasons, queue orders, options). The
+results document is therefore the model's own: events, reasons, samples, counters and pending
+trails all come from the one recorder, and only the deciding is done elsewhere.
+
+The log and the engine must agree on every call: a call at another instant than the log's, a
+decision the state cannot take, or a run that ends with calls left over or missing is a defect
+of the compiled loop, and stops the run with ``ReplayError`` instead of giving other results.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from makeway.core.decisions import Decision, Note, Preempt, Reason, Start
+from makeway.core.objects import Workload
+from makeway.core.state import ClusterState
+from makeway.policies.kueue.fast import layout as L
+from makeway.policies.kueue.fast import pack
+from makeway.policies.kueue.heads import _HUMAN, _path
+from makeway.sim.engine import SimOptions, Simulation
+from makeway.sim.metrics import Recorder
+
+
+class ReplayError(RuntimeError):
+    """The engine and the compiled loop's log disagree about a call: a defect, never an input error."""
+
+
+def why_not(state: ClusterState, model: Any, options: SimOptions, has_changes: bool) -> str | None:
+    """None when a run of this model may be decided by the compiled loop (the workloads are
+    checked when they are read, ``pack.unsupported``); else the first reason it may not."""
+    from makeway.policies.kueue.model import KueueModel
+
+    if type(model) is not KueueModel:
+        return "not the kueue model itself (a subclass may decide otherwise)"
+    if options.engine == "general":
+        return "the general engine was asked for"
+    from makeway.sim.fast.compiled import enabled
+
+    if not enabled():
+        return "numba is not there or MAKEWAY_JIT=0"
+    if has_changes:
+        return "config events"
+    if options.heartbeat_period or model.heartbeat_period or model.tick_period:
+        return "heartbeats or ticks"
+    if options.kill_at_requested_time:
+        return "kill_at_requested_time"
+    if any(q.max or q.guaranteed for q in state.queues.values()):
+        return "a queue with a max or guaranteed share of its own"
+    return None
+
+
+class CompiledKueue:
+    """A Kueue run fed like the fast cores (``run(workloads)``, sorted by submit time)."""
+
+    def __init__(self, state: ClusterState, model: Any, options: SimOptions):
+        self.state, self.model, self.options = state, model, options
+        self.sim = Simulation(state, model, options)
+        self.replay: _Replay | None = None
+
+    @property
+    def recorder(self) -> Recorder:
+        return self.sim.recorder
+
+    @property
+    def now(self) -> float:
+        return self.sim.now
+
+    @property
+    def events_processed(self) -> int:
+        return self.sim.events_processed
+
+    def run(self, workloads: Iterable[Workload]) -> Recorder:
+        wls = list(workloads)
+        sim, model = self.sim, self.model
+        ordered = all(wls[i].submit <= wls[i + 1].submit for i in range(len(wls) - 1))
+        if not ordered or pack.unsupported(self.state, model, wls) is not None:
+            sim.add_workloads(wls)
+            return sim.run()
+        horizon = self.options.horizon
+        packed = pack.run(self.state, model, wls, float("inf") if horizon is None else float(horizon),
+                          sim._window())
+        self.replay = replay = _Replay(packed, model)
+        model.schedule = replay.schedule
+        try:
+            sim.add_workloads(wls)
+            rec = sim.run()
+        finally:
+            del model.schedule
+        replay.finish()
+        return rec
+
+
+class _Replay:
+    """``schedule`` answered from the compiled loop's log, with the model's ``_waiting`` (the
+    preemptors waiting for their victims, since when) kept as the model keeps it: the queue order
+    and the pending reasons read it."""
+
+    def __init__(self, packed: Any, model: Any):
+        from makeway.policies.kueue.fast.loop import I_CALLS, I_NLOG
+
+        n = int(packed.IS[I_NLOG])
+        self.model = model
+        self.total_calls = int(packed.IS[I_CALLS])
+        self.kind, self.w, self.a, self.b, self.c, self.d, self.call = packed.LOG[:n].T.tolist()
+        self.t = packed.LT[:n].tolist()
+        self.nodes = packed.LN.tolist()
+        self.node_names = packed.node_names
+        self.ids = [wl.id for wl in packed.wls]
+        self.cq_of = {i: packed.tnodes[c].name for i, c in enumerate(packed.WI[:, L.W_CQ].tolist())}
+        self.paths = {n.name: _path(n) for n in packed.tnodes}
+        self.tnames = [n.name for n in packed.tnodes]
+        self.prio = packed.WI[:, L.W_PRIO].tolist()
+        self.n, self.pos, self.calls = n, 0, 0
+
+    def schedule(self, state: ClusterState, now: float) -> list[Decision]:
+        self.calls += 1
+        out: list[Decision] = []
+        k, n, call = self.pos, self.n, self.call
+        waiting = self.model._waiting
+        while k < n and call[k] == self.calls:
+            if self.t[k] != now:
+                raise ReplayError(f"call {self.calls} at t={now}: the compiled log has it at t={self.t[k]}")
+            kind, w = self.kind[k], self.w[k]
+            wl = self.ids[w]
+            if kind == L.L_START:
+                tasks = list(state.pending.get(wl, ()))
+                if len(tasks) != self.b[k]:
+                    raise ReplayError(f"call {self.calls}: {wl} has {len(tasks)} pods pending, the log starts "
+                                      f"{self.b[k]}")
+                at = self.a[k]
+                out.extend(Start(t, self.node_names[self.nodes[at + i]]) for i, t in enumerate(tasks))
+                waiting.pop(wl, None)
+                k += 1
+            elif kind == L.L_UNWAIT:
+                waiting.pop(wl, None)
+                k += 1
+            else:
+                k = self._preemption(state, k, out, now)
+        self.pos = k
+        return out
+
+    def _preemption(self, state: ClusterState, k: int, out: list[Decision], now: float) -> int:
+        """One preemptor's victims (consecutive in the log, in name order) and its note, as
+        ``HeadAdmission._preempt`` writes them; the index after them."""
+        by, call = self.a[k], self.call[k]
+        p, p_cq = self.ids[by], self.cq_of[by]
+        victims = []
+        while k < self.n and self.kind[k] == L.L_PREEMPT and self.a[k] == by and self.call[k] == call:
+            v, var = self.w[k], self.b[k]
+            rule = pack.VARIANT_REASON[var]
+            v_cq = self.cq_of[v]
+            detail = (f"Preempted to accommodate a workload (UID: {p}) due to {_HUMAN[rule]}; "
+                      f"preemptor path: {self.paths[p_cq]}; preemptee path: {self.paths[v_cq]}")
+            values = {"preemptorPriority": self.prio[by], "victimPriority": self.prio[v],
+                      "preemptorClusterQueue": p_cq, "victimClusterQueue": v_cq, "variant": var,
+                      "allowBorrowing": bool(self.c[k]), "lca": None if self.d[k] < 0 else self.tnames[self.d[k]]}
+            reason = Reason("kueue", rule, p, detail, values)
+            allocs = state.allocations
+            tids = [tid for tid in sorted(state.running.get(self.ids[v], ())) if not allocs[tid].preempting]
+            if not tids:
+                raise ReplayError(f"call {self.calls}: victim {self.ids[v]} of {p} is not running")
+            out.extend(Preempt(tid, reason) for tid in tids)
+            victims.append(self.ids[v])
+            k += 1
+        self.model._waiting[p] = now
+        out.append(Note("kueue-preemption", p, f"{p} in {p_cq} preempts {len(victims)} workload(s) to fit",
+                        {"targets": sorted(victims)}))
+        return k
+
+    def finish(self) -> None:
+        """After the engine's run: every logged call made, and every decision of the log taken."""
+        if self.pos != self.n or self.calls != self.total_calls:
+            raise ReplayError(f"the engine made {self.calls} calls and took {self.pos} log entries; the compiled "
+                              f"loop made {self.total_calls} calls and logged {self.n}")
