@@ -130,3 +130,18 @@ def test_the_general_engine_where_the_loop_does_not_apply():
     sim = make_simulation(state, load_model("kueue", {"fairSharing": {}}), SimOptions(), False)
     rec = sim.run(workloads)
     assert sim.replay is None and rec.preemptions == 1
+
+
+def test_a_trace_is_read_no_further_than_the_horizon():
+    """As the general engine streams a trace, the compiled run reads it up to the first workload
+    past the horizon, and packs nothing beyond."""
+    state, workloads = _small()
+
+    def trace():
+        yield from workloads
+        yield Workload("late", "cq", 50.0, 1.0, (TaskGroup(1, {"cpu": 1}),), 0)
+        raise AssertionError("read past the horizon")
+
+    sim = make_simulation(state, load_model("kueue", {}), SimOptions(horizon=10.0), False)
+    rec = sim.run(trace())
+    assert sim.replay is not None and rec.stopped_reason == "horizon" and "late" not in rec.submit_t

@@ -49,8 +49,6 @@ def why_not(state: ClusterState, model: Any, options: SimOptions, has_changes: b
         return "heartbeats or ticks"
     if options.kill_at_requested_time:
         return "kill_at_requested_time"
-    if any(q.max or q.guaranteed for q in state.queues.values()):
-        return "a queue with a max or guaranteed share of its own"
     return None
 
 
@@ -75,19 +73,26 @@ class CompiledKueue:
         return self.sim.events_processed
 
     def run(self, workloads: Iterable[Workload]) -> Recorder:
-        wls = list(workloads)
+        horizon = self.options.horizon
+        # the trace is read no further than the engine would: up to the first workload past the
+        # horizon, which the engine is given too (it is what tells it the run was cut there)
+        wls, late = [], []
+        for wl in workloads:
+            if horizon is not None and wl.submit > horizon:
+                late.append(wl)
+                break
+            wls.append(wl)
         sim, model = self.sim, self.model
         ordered = all(wls[i].submit <= wls[i + 1].submit for i in range(len(wls) - 1))
         if not ordered or pack.unsupported(self.state, model, wls) is not None:
-            sim.add_workloads(wls)
+            sim.add_workloads(wls + late)
             return sim.run()
-        horizon = self.options.horizon
         packed = pack.run(self.state, model, wls, float("inf") if horizon is None else float(horizon),
                           sim._window())
         self.replay = replay = _Replay(packed, model)
         model.schedule = replay.schedule
         try:
-            sim.add_workloads(wls)
+            sim.add_workloads(wls + late)
             rec = sim.run()
         finally:
             del model.schedule
