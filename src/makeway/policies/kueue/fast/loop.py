@@ -232,21 +232,28 @@ def _place_without(WI, REQ, cap, used, TN, FN, w, targets, nt, out):
 
 # -- twins ------------------------------------------------------------------------------------
 
-@njit(cache=True, inline='always')  # read for every head: inlined, not a call
-def _known(TI, IS, WI, RV, MO, w, local=False):
-    """The parked kind of a head whose twin decided nothing under the current stamps, else -1.
-    ``local``: an outcome stamped with the global version counts as not known."""
-    if WI[w, W_WAIT]:
+@njit(cache=True, inline='always')
+def _outcome(wait, at_v, how, stamp, kind, rv, nv, gv, local):
+    """The parked kind of a workload whose twin decided nothing under the current stamps, else
+    -1: from its waiting mark, its key's outcome (``MO``: root version, stamp kind, stamp, parked
+    kind) and the current root, node and global versions. ``local``: an outcome stamped with the
+    global version counts as not known. Scalars only: an inlined helper given arrays counts
+    their references in and out at every use, which in the twin walks was most of a run."""
+    if wait or kind < 0 or at_v != rv:
         return -1
-    k = WI[w, W_KEY]
-    kind = MO[k, 3]
-    if kind < 0 or MO[k, 0] != RV[TI[WI[w, W_CQ], ROOT]]:
+    if how == 1 and stamp != nv:
         return -1
-    if MO[k, 1] == 1 and MO[k, 2] != IS[I_NV]:
-        return -1
-    if MO[k, 1] == 2 and (local or MO[k, 2] != IS[I_GV]):
+    if how == 2 and (local or stamp != gv):
         return -1
     return kind
+
+
+@njit(cache=True, inline='always')
+def _known(TI, IS, WI, RV, MO, w):
+    """``_outcome`` of workload ``w`` as a head, with the global stamps."""
+    k = WI[w, W_KEY]
+    return _outcome(WI[w, W_WAIT], MO[k, 0], MO[k, 1], MO[k, 2], MO[k, 3], RV[TI[WI[w, W_CQ], ROOT]],
+                    IS[I_NV], IS[I_GV], False)
 
 
 # -- the no-progress watch (``sim.progress.NoProgressWatch``), per workload: a victim's pods are
@@ -478,12 +485,15 @@ def _skip_known(TI, IS, WI, RV, MO, CQO, PL, PL_OFF, PL_N, AT, SC, root, local):
     queues of tree ``root``, with ``local`` stamps): where every head is a known twin, the rounds
     up to the first head that must be evaluated are taken at once (they change nothing but
     parking). The rounds taken; -1 for all of them, -2 for none."""
+    nv, gv = IS[I_NV], IS[I_GV]
     live = False
     for x in range(CQO.shape[0]):
         c = CQO[x]
         if root >= 0 and TI[c, ROOT] != root or AT[c] >= PL_N[c]:
             continue
-        if _known(TI, IS, WI, RV, MO, PL[PL_OFF[c] + AT[c]], local) < 0:
+        w = PL[PL_OFF[c] + AT[c]]
+        k = WI[w, W_KEY]
+        if _outcome(WI[w, W_WAIT], MO[k, 0], MO[k, 1], MO[k, 2], MO[k, 3], RV[TI[c, ROOT]], nv, gv, local) < 0:
             return -2
         live = True
     if not live:
@@ -506,7 +516,12 @@ def _skip_known(TI, IS, WI, RV, MO, CQO, PL, PL_OFF, PL_N, AT, SC, root, local):
             if end > n:
                 end = n
             j = SC[c]
-            while j < end and _known(TI, IS, WI, RV, MO, PL[PL_OFF[c] + j], local) >= 0:
+            rv = RV[TI[c, ROOT]]
+            while j < end:
+                w = PL[PL_OFF[c] + j]
+                k = WI[w, W_KEY]
+                if _outcome(WI[w, W_WAIT], MO[k, 0], MO[k, 1], MO[k, 2], MO[k, 3], rv, nv, gv, local) < 0:
+                    break
                 j += 1
             SC[c] = j
             if j < end:
@@ -522,9 +537,11 @@ def _skip_known(TI, IS, WI, RV, MO, CQO, PL, PL_OFF, PL_N, AT, SC, root, local):
             continue
         n = PL_N[c]
         stop = n if step < 0 else min(n, AT[c] + step)
+        rv = RV[TI[c, ROOT]]
         for j in range(AT[c], stop):
             w = PL[PL_OFF[c] + j]
-            kind = _known(TI, IS, WI, RV, MO, w, local)
+            k = WI[w, W_KEY]
+            kind = _outcome(WI[w, W_WAIT], MO[k, 0], MO[k, 1], MO[k, 2], MO[k, 3], rv, nv, gv, local)
             if kind > 0:
                 WI[w, W_PARK] = kind
             IS[I_SKIPPED] += 1
