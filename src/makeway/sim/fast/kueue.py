@@ -14,14 +14,20 @@ of the compiled loop, and stops the run with ``ReplayError`` instead of giving o
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
+from collections.abc import Sequence
 from typing import Any, Iterable
+
+import numpy as np
 
 from makeway.core.decisions import Decision, Note, Preempt, Reason, Start
 from makeway.core.objects import Workload
 from makeway.core.state import ClusterState
+from makeway.policies.kueue.fast import kernel
 from makeway.policies.kueue.fast import layout as L
 from makeway.policies.kueue.fast import pack
 from makeway.policies.kueue.heads import _HUMAN, _path
+from makeway.policies.kueue.quota import units
 from makeway.sim.engine import SimOptions, Simulation
 from makeway.sim.metrics import Recorder
 
@@ -91,11 +97,13 @@ class CompiledKueue:
                           sim._window())
         self.replay = replay = _Replay(packed, model)
         model.schedule = replay.schedule
+        model.pending_reason = replay.pending_reason
+        model.queue_order = replay.queue_order
         try:
             sim.add_workloads(wls + late)
             rec = sim.run()
         finally:
-            del model.schedule
+            del model.schedule, model.pending_reason, model.queue_order
         replay.finish()
         return rec
 
@@ -103,7 +111,15 @@ class CompiledKueue:
 class _Replay:
     """``schedule`` answered from the compiled loop's log, with the model's ``_waiting`` (the
     preemptors waiting for their victims, since when) kept as the model keeps it: the queue order
-    and the pending reasons read it."""
+    and the pending reasons read it.
+
+    The recorder's reason rounds read ``queue_order`` and ``pending_reason``. The model answers
+    them from a snapshot it keeps current in its own calls, which are not made here; rebuilt at
+    every read, they were most of a replay. So the replay answers them too, from what it keeps:
+    each queue's pending workloads in the model's order (its ``_order_key``), brought up to date
+    from the state's journals, and the flavor assignment (``kernel.assign``) on the admitted
+    usage (the state's per-queue usage, in Kueue's units).
+    """
 
     def __init__(self, packed: Any, model: Any):
         from makeway.policies.kueue.fast.loop import I_CALLS, I_NLOG
@@ -121,6 +137,22 @@ class _Replay:
         self.tnames = [n.name for n in packed.tnodes]
         self.prio = packed.WI[:, L.W_PRIO].tolist()
         self.n, self.pos, self.calls = n, 0, 0
+        # the pending reasons: per workload its ClusterQueue and request (Kueue units)
+        self.index = {wl_id: i for i, wl_id in enumerate(self.ids)}
+        self.w_cq = packed.WI[:, L.W_CQ].tolist()
+        self.w_qv = packed.WI[:, L.W_QV].tolist()
+        self.TI = packed.TI
+        self.cqo = packed.CQO
+        self.cq_names = [packed.tnodes[c].name for c in packed.CQO.tolist()]
+        self.resource = packed.resource
+        self.path = np.empty(packed.TI.shape[0] + 1, np.int64)
+        self.u_epoch: tuple | None = None
+        self.modes: dict[tuple[int, int], int] = {}
+        # the queue order: sorted keys per queue, each pending workload's key, the journals read
+        self.keys: dict[str, list[tuple]] = {}
+        self.key_of: dict[str, tuple] = {}
+        self.read_to: tuple[int, int] | None = None
+        self.rekey: set[str] = set()  # waiting marks changed since the last read
 
     def schedule(self, state: ClusterState, now: float) -> list[Decision]:
         self.calls += 1
@@ -139,10 +171,12 @@ class _Replay:
                                       f"{self.b[k]}")
                 at = self.a[k]
                 out.extend(Start(t, self.node_names[self.nodes[at + i]]) for i, t in enumerate(tasks))
-                waiting.pop(wl, None)
+                if waiting.pop(wl, None) is not None:
+                    self.rekey.add(wl)
                 k += 1
             elif kind == L.L_UNWAIT:
                 waiting.pop(wl, None)
+                self.rekey.add(wl)
                 k += 1
             else:
                 k = self._preemption(state, k, out, now)
@@ -173,12 +207,78 @@ class _Replay:
             victims.append(self.ids[v])
             k += 1
         self.model._waiting[p] = now
+        self.rekey.add(p)
         out.append(Note("kueue-preemption", p, f"{p} in {p_cq} preempts {len(victims)} workload(s) to fit",
                         {"targets": sorted(victims)}))
         return k
+
+    def pending_reason(self, state: ClusterState, wl_id: str, now: float) -> tuple[str, str, dict[str, Any]] | None:
+        """``Explain.pending_reason`` as the reason rounds read it (the code and the blocking
+        queue): quota, blocked by the workload's ClusterQueue, unless its flavor assignment on
+        the admitted usage fits (then the generic rules say). The model's ``preempting`` answer
+        needs victims in their grace period, which this class has none of."""
+        epoch = (state.alloc_epoch, state.config_epoch)
+        if self.u_epoch != epoch:
+            used = state.queue_usage
+            amounts = np.array([units(self.resource, used[q].get(self.resource, 0)) for q in self.cq_names],
+                               np.int64)
+            self.u = kernel.usage_of(self.TI, self.cqo, amounts)
+            self.u_epoch, self.modes = epoch, {}
+        w = self.index[wl_id]
+        key = (self.w_cq[w], self.w_qv[w])
+        mode = self.modes.get(key)
+        if mode is None:
+            mode = self.modes[key] = kernel.mode_of(self.TI, self.u, key[0], key[1], self.path)
+        if mode == L.FIT:
+            return None
+        cq = self.cq_of[w]
+        return ("quota", f"ClusterQueue {cq} has no quota for it now", {"clusterQueue": cq, "blocking": cq})
+
+    def queue_order(self, state: ClusterState, queue: str, now: float) -> Sequence[str]:
+        """``Explain.queue_order``: the queue's pending workloads by the model's key."""
+        self._sync(state)
+        return _Ids(self.keys.get(queue, []))
+
+    def _sync(self, state: ClusterState) -> None:
+        fresh = ran = None
+        if self.read_to is not None:
+            fresh = state.pending_log.since(self.read_to[0])
+            ran = state.run_log.since(self.read_to[1]) if fresh is not None else None
+        if ran is None:
+            self.keys, self.key_of = {}, {}
+            touched: Iterable[str] = state.pending
+        else:
+            touched = {*fresh, *ran, *self.rekey}
+        self.rekey = set()
+        self.read_to = (state.pending_log.position, state.run_log.position)
+        wls, pending, model = state.workloads, state.pending, self.model
+        for w in touched:
+            old = self.key_of.pop(w, None)
+            lst = self.keys.setdefault(wls[w].queue, [])
+            if old is not None:
+                del lst[bisect_left(lst, old)]
+            if w in pending:
+                key = self.key_of[w] = model._order_key(wls[w])
+                insort(lst, key)
 
     def finish(self) -> None:
         """After the engine's run: every logged call made, and every decision of the log taken."""
         if self.pos != self.n or self.calls != self.total_calls:
             raise ReplayError(f"the engine made {self.calls} calls and took {self.pos} log entries; the compiled "
                               f"loop made {self.total_calls} calls and logged {self.n}")
+
+
+class _Ids(Sequence):
+    """The workload ids of a sorted key list (the id last in each key), read as they are asked
+    for: a reason round reads a queue's first few, not its whole backlog."""
+
+    def __init__(self, keys: list[tuple]):
+        self._keys = keys
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [k[-1] for k in self._keys[i]]
+        return self._keys[i][-1]

@@ -340,3 +340,19 @@ def search(TI, KC_OFF, KC, KQ_OFF, KQ, u0, ci, v, prio, created, WI, sub_t, adm,
                         n += 1
                 return n
     return 0
+
+
+@njit(cache=True)
+def usage_of(TI, cqs, amounts):
+    """The forest's usage with ``amounts[k]`` admitted in ClusterQueue ``cqs[k]``: sums do not
+    depend on the order they were added in, so this is the usage of every admitted workload."""
+    u = np.zeros(TI.shape[0], np.int64)
+    for k in range(cqs.shape[0]):
+        add(TI, u, cqs[k], amounts[k])
+    return u
+
+
+@njit(cache=True)
+def mode_of(TI, u, ci, val, path):
+    """``assign``'s mode, for a caller in Python."""
+    return assign(TI, u, ci, val, path)[0]

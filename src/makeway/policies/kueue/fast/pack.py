@@ -86,6 +86,7 @@ class Packed:
         cq0 = next(iter(tree.cqs.values()))
         flv, res = cq0.groups[0][1][0], cq0.groups[0][0][0]
         fr = (flv, res)
+        self.resource = res
         # the quota forest: every node of it, cohorts and ClusterQueues, by name
         tnodes = sorted(list(tree.cohorts.values()) + list(tree.cqs.values()), key=lambda n: (not n.is_cq, n.name))
         self.tnodes = tnodes
