@@ -129,8 +129,21 @@ def _warm_bytecode(config) -> None:
     compileall.compile_dir(str(REPO / "tests"), quiet=2)
 
 
+def _warm_compiled_kueue() -> None:
+    """Compile the Kueue loop (``makeway.sim.fast.kueue``, numba's cache) once, before any test
+    runs: in a fresh clone that takes about 40 s, and a test that happens to be first to run Kueue
+    (a fuzzed trace under a 60 s watchdog) would pay it, in every worker at once."""
+    try:
+        from makeway.sim.fast.kueue import warm
+    except ImportError:
+        return
+    warm()
+
+
 def pytest_configure(config):
     config.pluginmanager.register(_GroupsHonoured(), "makeway-groups-honoured")
     workers = getattr(config.option, "numprocesses", None)
     if isinstance(workers, int) and workers > 1 and not hasattr(config, "workerinput"):
         _warm_bytecode(config)
+    if not hasattr(config, "workerinput"):
+        _warm_compiled_kueue()
