@@ -15,6 +15,12 @@ otherwise the pure-Python core (``core.py``, ``strict.py``) runs. ``MAKEWAY_JIT=
 one. Both give the general engine's results document, byte for byte.
 """
 
-from makeway.sim.fast.dispatch import eligible, why_not
+import os as _os
+
+from makeway.jitcache import by_package as _by_package
+
+_by_package(_os.path.dirname(__file__))  # the jit loop (no AOT build) inlines the kernel: any edit recompiles it
+
+from makeway.sim.fast.dispatch import eligible, why_not  # noqa: E402
 
 __all__ = ["eligible", "why_not"]

@@ -1,0 +1,49 @@
+"""``makeway.jitcache``: a compiled function's cache goes stale when any file of its package
+changes, not only its own (a loop that inlines a helper from a sibling file must not keep the
+old helper after an edit or an upgrade)."""
+
+import importlib.util
+import os
+import sys
+
+import pytest
+
+numba = pytest.importorskip("numba")
+
+from makeway import jitcache  # noqa: E402
+
+
+def _load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_a_sibling_edit_recompiles_the_loop(tmp_path, monkeypatch):
+    monkeypatch.setenv("NUMBA_CACHE_DIR", "")
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "helper.py").write_text("from numba import njit\n\n@njit(cache=True, inline='always')\n"
+                                   "def step(x):\n    return x + 1\n")
+    (pkg / "loop.py").write_text("import sys\nfrom numba import njit\nfrom helper import step\n\n"
+                                 "@njit(cache=True)\ndef run(x):\n    return step(x)\n")
+    monkeypatch.syspath_prepend(str(pkg))
+    jitcache.by_package(str(pkg))
+    first = _load(pkg / "loop.py", "jitcache_loop_a")
+    assert first.run(1) == 2
+    (pkg / "helper.py").write_text("from numba import njit\n\n@njit(cache=True, inline='always')\n"
+                                   "def step(x):\n    return x + 10\n")
+    sys.modules.pop("helper", None)
+    second = _load(pkg / "loop.py", "jitcache_loop_b")
+    assert second.run(1) == 11  # numba's own per-file stamp would load the cached 2
+
+
+def test_functions_elsewhere_keep_numbas_locators(tmp_path):
+    jitcache.by_package(str(tmp_path))
+    from numba.core import caching
+
+    impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl
+    mine = [c for c in impl._locator_classes if c.__name__.startswith("Package")]
+    assert mine and all(c.from_function(len, os.__file__) is None for c in mine)
