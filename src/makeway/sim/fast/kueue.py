@@ -2,10 +2,10 @@
 
 ``makeway.policies.kueue.fast`` decides a whole run (every ``KueueModel.schedule`` call, at every
 instant the engine calls it) in a small fraction of the model's time. The general engine then
-runs again with ``schedule`` answered from that log, call by call, while the model itself answers
-everything else the engine and its recorder ask (pending reasons, queue orders, options). The
-results document is therefore the model's own: events, reasons, samples, counters and pending
-trails all come from the one recorder, and only the deciding is done elsewhere.
+runs again with ``schedule`` answered from that log, call by call; the queue order and pending
+reason its reason rounds read are answered by the replay too (``_Replay``), the rest by the model.
+The results document is therefore the general engine's: events, reasons, samples, counters and
+pending trails all come from the one recorder, and only the deciding is done elsewhere.
 
 The log and the engine must agree on every call: a call at another instant than the log's, a
 decision the state cannot take, or a run that ends with calls left over or missing is a defect
@@ -132,7 +132,7 @@ class _Replay:
         self.nodes = packed.LN.tolist()
         self.node_names = packed.node_names
         self.ids = [wl.id for wl in packed.wls]
-        self.cq_of = {i: packed.tnodes[c].name for i, c in enumerate(packed.WI[:, L.W_CQ].tolist())}
+        self.cq_of = [packed.tnodes[c].name for c in packed.WI[:, L.W_CQ].tolist()]
         self.paths = {n.name: _path(n) for n in packed.tnodes}
         self.tnames = [n.name for n in packed.tnodes]
         self.prio = packed.WI[:, L.W_PRIO].tolist()

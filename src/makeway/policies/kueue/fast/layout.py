@@ -32,5 +32,5 @@ WITHIN_CQ, HIERARCHICAL, RECLAIM_WITHOUT_BORROWING, RECLAIM_WHILE_BORROWING = ra
 NOFIT, PREEMPT, FIT = range(3)
 
 # the decision log; ``L_UNWAIT``: a waiting preemptor found no targets and waits no more (the
-# model's ``_waiting`` entry dropped), which the replay needs for the model's pending reasons
+# model's ``_waiting`` entry dropped; the replay keeps it as the model does, the queue order reads it)
 L_START, L_PREEMPT, L_UNWAIT = range(3)
