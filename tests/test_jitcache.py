@@ -47,3 +47,23 @@ def test_functions_elsewhere_keep_numbas_locators(tmp_path):
     impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl
     mine = [c for c in impl._locator_classes if c.__name__.startswith("Package")]
     assert mine and all(c.from_function(len, os.__file__) is None for c in mine)
+
+
+def test_a_prefix_leaves_the_other_files_out(tmp_path):
+    from numba.core import caching
+
+    (tmp_path / "kernel_a.py").write_text("x = 1\n")
+    (tmp_path / "model.py").write_text("y = 1\n")
+    jitcache.by_package(str(tmp_path), prefix="kernel")
+    impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl
+    cls = next(c for c in impl._locator_classes if c.__name__ == "PackageInTreeCacheLocator"
+               and c.from_function(_plain, str(tmp_path / "kernel_a.py")) is not None)
+    stamp = cls.from_function(_plain, str(tmp_path / "kernel_a.py")).get_source_stamp()
+    (tmp_path / "model.py").write_text("y = 2\n")
+    assert cls.from_function(_plain, str(tmp_path / "kernel_a.py")).get_source_stamp() == stamp
+    (tmp_path / "kernel_a.py").write_text("x = 2\n")
+    assert cls.from_function(_plain, str(tmp_path / "kernel_a.py")).get_source_stamp() != stamp
+
+
+def _plain():
+    return None

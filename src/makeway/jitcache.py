@@ -4,8 +4,9 @@ numba keeps a compiled function until its own file changes. A loop that inlines 
 files beside it (the Kueue loop inlines its kernel and layout) would otherwise keep the old
 helpers after an edit or an upgrade that touched only those files, and run them silently.
 ``by_package(directory)`` makes the cache of every function defined there stamped with all the
-``.py`` files of that directory, wherever numba would put it (``NUMBA_CACHE_DIR``, beside the
-sources, or the user's cache).
+``.py`` files of that directory (those whose name starts with ``prefix``, where the compiled
+files share a directory with others), wherever numba would put it (``NUMBA_CACHE_DIR``, beside
+the sources, or the user's cache).
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from typing import Any
 _done: set[str] = set()
 
 
-def by_package(directory: str) -> None:
-    """Stamp the cache of the functions defined in ``directory`` with all its ``.py`` files."""
+def by_package(directory: str, prefix: str = "") -> None:
+    """Stamp the cache of the functions defined in ``directory`` with its ``.py`` files whose name
+    starts with ``prefix``."""
     directory = os.path.dirname(os.path.abspath(os.path.join(directory, "x")))
     if directory in _done:
         return
@@ -38,7 +40,7 @@ def by_package(directory: str) -> None:
         def get_source_stamp(self) -> str:
             h = hashlib.sha256()
             for name in sorted(os.listdir(directory)):
-                if name.endswith(".py"):
+                if name.endswith(".py") and name.startswith(prefix):
                     path = os.path.join(directory, name)
                     st = os.stat(path)
                     h.update(name.encode())
