@@ -36,7 +36,10 @@ def enabled() -> bool:
     """numba is there and the environment does not turn it off (``MAKEWAY_JIT=0``)."""
     global _HAVE_NUMBA
     if _HAVE_NUMBA is None:
-        _HAVE_NUMBA = importlib.util.find_spec("numba") is not None
+        try:
+            _HAVE_NUMBA = importlib.util.find_spec("numba") is not None
+        except (ImportError, ValueError):  # blocked (``sys.modules["numba"] = None``) or broken
+            _HAVE_NUMBA = False
     return _HAVE_NUMBA and os.environ.get("MAKEWAY_JIT", "1") != "0"
 
 

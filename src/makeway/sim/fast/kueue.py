@@ -23,7 +23,6 @@ import numpy as np
 from makeway.core.decisions import Decision, Note, Preempt, Reason, Start
 from makeway.core.objects import Workload
 from makeway.core.state import ClusterState
-from makeway.policies.kueue.fast import kernel
 from makeway.policies.kueue.fast import layout as L
 from makeway.policies.kueue.fast import pack
 from makeway.policies.kueue.heads import _HUMAN, _path
@@ -141,6 +140,9 @@ class _Replay:
         self.index = {wl_id: i for i, wl_id in enumerate(self.ids)}
         self.w_cq = packed.WI[:, L.W_CQ].tolist()
         self.w_qv = packed.WI[:, L.W_QV].tolist()
+        from makeway.policies.kueue.fast import kernel  # numba: imported only once a run is compiled
+
+        self.kernel = kernel
         self.TI = packed.TI
         self.cqo = packed.CQO
         self.cq_names = [packed.tnodes[c].name for c in packed.CQO.tolist()]
@@ -222,13 +224,13 @@ class _Replay:
             used = state.queue_usage
             amounts = np.array([units(self.resource, used[q].get(self.resource, 0)) for q in self.cq_names],
                                np.int64)
-            self.u = kernel.usage_of(self.TI, self.cqo, amounts)
+            self.u = self.kernel.usage_of(self.TI, self.cqo, amounts)
             self.u_epoch, self.modes = epoch, {}
         w = self.index[wl_id]
         key = (self.w_cq[w], self.w_qv[w])
         mode = self.modes.get(key)
         if mode is None:
-            mode = self.modes[key] = kernel.mode_of(self.TI, self.u, key[0], key[1], self.path)
+            mode = self.modes[key] = self.kernel.mode_of(self.TI, self.u, key[0], key[1], self.path)
         if mode == L.FIT:
             return None
         cq = self.cq_of[w]
