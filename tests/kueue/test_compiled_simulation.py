@@ -104,16 +104,15 @@ def test_a_log_out_of_step_with_the_engine_is_an_error(monkeypatch):
 
 
 def test_a_run_left_short_of_the_log_is_an_error(monkeypatch):
+    """A log claiming one call more than the engine makes: the replay says so at the end."""
+    from makeway.policies.kueue.fast.loop import I_CALLS
+
     real = pack.run
 
     def more(*args, **kwargs):
         p = real(*args, **kwargs)
-        p.IS[pack_calls()] += 1
+        p.IS[I_CALLS] += 1
         return p
-
-    def pack_calls():
-        from makeway.policies.kueue.fast.loop import I_CALLS
-        return I_CALLS
 
     monkeypatch.setattr(pack, "run", more)
     state, workloads = _small()
