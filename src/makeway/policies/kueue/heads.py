@@ -217,9 +217,7 @@ class HeadAdmission:
             new.extend(self._preempt(state, t, p, tree))
         decisions.extend(new)
         if new:
-                decisions.append(Note("kueue-preemption", h.wl,
-                                  f"{h.wl} in {cq.name} preempts {len(targets)} workload(s) to fit",
-                                  {"targets": sorted(t.workload.name for t in targets)}))
+            decisions.append(preemption_note(h.wl, cq.name, [t.workload.name for t in targets]))
         self._add_in_call(tree, cq, a.usage)
 
     def _short_of(self, one: tuple, v: int, root: str) -> bool:
@@ -390,13 +388,27 @@ class HeadAdmission:
 
     def _preempt(self, state: ClusterState, t: Target, p: Preemptor, tree: QuotaTree) -> list[Decision]:
         victim = state.workloads[t.workload.name]
-        detail = (f"Preempted to accommodate a workload (UID: {p.name}) due to {_HUMAN.get(t.reason, t.reason)}; "
-                  f"preemptor path: {_path(tree.cqs[p.cq])}; preemptee path: {_path(tree.cqs[t.workload.cq])}")
-        values = {"preemptorPriority": p.priority, "victimPriority": t.workload.priority,
-                  "preemptorClusterQueue": p.cq, "victimClusterQueue": t.workload.cq, **t.values}
-        reason = Reason("kueue", t.reason, p.name, detail, values)
+        reason = preemption_reason(p.name, p.priority, tree.cqs[p.cq], t.workload.priority, tree.cqs[t.workload.cq],
+                                   t.reason, t.values)
         return [Preempt(tid, reason) for tid in sorted(state.running.get(victim.id, ()))
                 if not state.allocations[tid].preempting]
+
+
+def preemption_reason(preemptor: str, priority: int, cq: QNode, victim_priority: int, victim_cq: QNode,
+                      rule: str, values: dict) -> Reason:
+    """The reason a victim of ``preemptor`` (in ClusterQueue ``cq``) carries: Kueue's event text and
+    the search's values (variant, allowBorrowing, lca) after the two workloads' priority and queue."""
+    detail = (f"Preempted to accommodate a workload (UID: {preemptor}) due to {_HUMAN.get(rule, rule)}; "
+              f"preemptor path: {_path(cq)}; preemptee path: {_path(victim_cq)}")
+    return Reason("kueue", rule, preemptor, detail,
+                  {"preemptorPriority": priority, "victimPriority": victim_priority,
+                   "preemptorClusterQueue": cq.name, "victimClusterQueue": victim_cq.name, **values})
+
+
+def preemption_note(preemptor: str, cq: str, targets: list[str]) -> Note:
+    """The note a preemptor's targets are announced with."""
+    return Note("kueue-preemption", preemptor, f"{preemptor} in {cq} preempts {len(targets)} workload(s) to fit",
+                {"targets": sorted(targets)})
 
 
 def _one_flavor(cq: QNode, fr: FR) -> bool:

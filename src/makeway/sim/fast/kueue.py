@@ -20,12 +20,12 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from makeway.core.decisions import Decision, Note, Preempt, Reason, Start
+from makeway.core.decisions import Decision, Preempt, Start
 from makeway.core.objects import Workload
 from makeway.core.state import ClusterState
 from makeway.policies.kueue.fast import layout as L
 from makeway.policies.kueue.fast import pack
-from makeway.policies.kueue.heads import _HUMAN, _path
+from makeway.policies.kueue.heads import preemption_note, preemption_reason
 from makeway.policies.kueue.quota import units
 from makeway.sim.engine import SimOptions, Simulation
 from makeway.sim.metrics import Recorder
@@ -132,8 +132,7 @@ class _Replay:
         self.node_names = packed.node_names
         self.ids = [wl.id for wl in packed.wls]
         self.cq_of = [packed.tnodes[c].name for c in packed.WI[:, L.W_CQ].tolist()]
-        self.paths = {n.name: _path(n) for n in packed.tnodes}
-        self.tnames = [n.name for n in packed.tnodes]
+        self.tnodes = packed.tnodes
         self.prio = packed.WI[:, L.W_PRIO].tolist()
         self.n, self.pos, self.calls = n, 0, 0
         # the pending reasons: per workload its ClusterQueue and request (Kueue units)
@@ -189,18 +188,14 @@ class _Replay:
         """One preemptor's victims (consecutive in the log, in name order) and its note, as
         ``HeadAdmission._preempt`` writes them; the index after them."""
         by, call = self.a[k], self.call[k]
-        p, p_cq = self.ids[by], self.cq_of[by]
+        p, p_cq = self.ids[by], self.tnodes[self.w_cq[by]]
         victims = []
         while k < self.n and self.kind[k] == L.L_PREEMPT and self.a[k] == by and self.call[k] == call:
             v, var = self.w[k], self.b[k]
-            rule = pack.VARIANT_REASON[var]
-            v_cq = self.cq_of[v]
-            detail = (f"Preempted to accommodate a workload (UID: {p}) due to {_HUMAN[rule]}; "
-                      f"preemptor path: {self.paths[p_cq]}; preemptee path: {self.paths[v_cq]}")
-            values = {"preemptorPriority": self.prio[by], "victimPriority": self.prio[v],
-                      "preemptorClusterQueue": p_cq, "victimClusterQueue": v_cq, "variant": var,
-                      "allowBorrowing": bool(self.c[k]), "lca": None if self.d[k] < 0 else self.tnames[self.d[k]]}
-            reason = Reason("kueue", rule, p, detail, values)
+            values = {"variant": var, "allowBorrowing": bool(self.c[k]),
+                      "lca": None if self.d[k] < 0 else self.tnodes[self.d[k]].name}
+            reason = preemption_reason(p, self.prio[by], p_cq, self.prio[v], self.tnodes[self.w_cq[v]],
+                                       pack.VARIANT_REASON[var], values)
             allocs = state.allocations
             tids = [tid for tid in sorted(state.running.get(self.ids[v], ())) if not allocs[tid].preempting]
             if not tids:
@@ -210,8 +205,7 @@ class _Replay:
             k += 1
         self.model._waiting[p] = now
         self.rekey.add(p)
-        out.append(Note("kueue-preemption", p, f"{p} in {p_cq} preempts {len(victims)} workload(s) to fit",
-                        {"targets": sorted(victims)}))
+        out.append(preemption_note(p, p_cq.name, victims))
         return k
 
     def pending_reason(self, state: ClusterState, wl_id: str, now: float) -> tuple[str, str, dict[str, Any]] | None:
