@@ -131,7 +131,6 @@ class _Replay:
         self.nodes = packed.LN.tolist()
         self.node_names = packed.node_names
         self.ids = [wl.id for wl in packed.wls]
-        self.cq_of = [packed.tnodes[c].name for c in packed.WI[:, L.W_CQ].tolist()]
         self.tnodes = packed.tnodes
         self.prio = packed.WI[:, L.W_PRIO].tolist()
         self.n, self.pos, self.calls = n, 0, 0
@@ -147,7 +146,8 @@ class _Replay:
         self.cq_names = [packed.tnodes[c].name for c in packed.CQO.tolist()]
         self.resource = packed.resource
         self.path = np.empty(packed.TI.shape[0] + 1, np.int64)
-        self.u_epoch: tuple | None = None
+        self.u_epoch: tuple | None = None  # the (alloc, config) epochs ``u`` was read at
+        self.u = np.zeros(packed.TI.shape[0], np.int64)
         self.modes: dict[tuple[int, int], int] = {}
         # the queue order: sorted keys per queue, each pending workload's key, the journals read
         self.keys: dict[str, list[tuple]] = {}
@@ -227,7 +227,7 @@ class _Replay:
             mode = self.modes[key] = self.kernel.mode_of(self.TI, self.u, key[0], key[1], self.path)
         if mode == L.FIT:
             return None
-        cq = self.cq_of[w]
+        cq = self.tnodes[self.w_cq[w]].name
         return ("quota", f"ClusterQueue {cq} has no quota for it now", {"clusterQueue": cq, "blocking": cq})
 
     def queue_order(self, state: ClusterState, queue: str, now: float) -> Sequence[str]:
