@@ -38,43 +38,66 @@ def _same(state_of, workloads, model_settings=None, **options):
     sim = make_simulation(state_of(), model, SimOptions(**options), False)
     taken = isinstance(sim, kueue.CompiledKueue)
     got = json.dumps(sim.run(sorted(workloads, key=lambda w: w.submit)).results(), default=str)
-    assert got == ref
-    compiled = taken and sim.replay is not None
+    same = got == ref  # not in the assert: pytest would diff two documents of megabytes
+    assert same, _first_difference(got, ref)
+    compiled = taken and (sim.replay is not None or sim.log_run is not None)
     assert compiled == (pack.unsupported(state_of(), model, workloads) is None)
-    return rec, compiled
+    if compiled:  # recorded from the log exactly where ``kueue_record.why_not`` allows it, else replayed
+        assert (sim.log_run is not None) == (sim.not_recorded is None) != (sim.replay is not None)
+    return rec, sim if compiled else None
+
+
+def _first_difference(got: str, ref: str) -> str:
+    at = next((i for i, (a, b) in enumerate(zip(got, ref)) if a != b), min(len(got), len(ref)))
+    return f"documents differ at {at}: {got[max(0, at - 200):at + 200]!r} != {ref[max(0, at - 200):at + 200]!r}"
 
 
 @st.composite
 def clusters(draw):
     queues, nodes, workloads, resources = draw_cluster(draw, wide=True)
     horizon = draw(st.one_of(st.none(), st.sampled_from([5.0, 20.0])))
-    return queues, nodes, workloads, resources, draw(st.booleans()), draw(st.booleans()), horizon
+    options = {"horizon": horizon, "record_starts": draw(st.booleans()),
+               "check_invariants": draw(st.booleans())}  # checked: the general engine replays the log
+    return queues, nodes, workloads, resources, draw(st.booleans()), draw(st.booleans()), options
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters())
 def test_compiled_run_gives_the_engines_results(drawn):
-    queues, nodes, workloads, resources, caches, prioritize, horizon = drawn
-    _same(lambda: ClusterState(resources, queues, nodes), workloads,
-          {"caches": caches, "prioritizePreemptorWorkloads": prioritize}, no_progress_window=32.0, horizon=horizon)
+    """Recorded from the log (``kueue_record.LogRun``) or replayed by the general engine (with
+    ``check_invariants``), the document is the general engine's."""
+    queues, nodes, workloads, resources, caches, prioritize, options = drawn
+    _, sim = _same(lambda: ClusterState(resources, queues, nodes), workloads,
+                   {"caches": caches, "prioritizePreemptorWorkloads": prioritize}, no_progress_window=32.0, **options)
+    if sim is not None:
+        expected = "check_invariants" if options["check_invariants"] else None
+        assert sim.not_recorded in (expected, "stopped by the no-progress watch")
 
 
 def test_kueue_baseline_results_are_the_engines():
     """Kueue's perf scenario at 10%: thousands of preemptions and their notes, requeued victims,
     waiting preemptors whose wait ends without targets (the reasons read the model's ``_waiting``)."""
     state, workloads = kueue_baseline(scale=0.1)
-    rec, compiled = _same(lambda: kueue_baseline(scale=0.1)[0], workloads)
-    assert compiled and rec.preemptions > 2000
+    rec, sim = _same(lambda: kueue_baseline(scale=0.1)[0], workloads)
+    assert sim.log_run is not None and rec.preemptions > 2000
     assert any(code == "preempting" for trail in rec.reasons.rows().values() for _, code, _ in trail)
+
+
+def test_kueue_baseline_with_preemptors_first_in_line():
+    """The same with ``prioritizePreemptorWorkloads``: a preemptor waiting for its victims, or no
+    longer, moves in its queue's order, which the reason rounds read (the first ``HEAD``)."""
+    state, workloads = kueue_baseline(scale=0.1)
+    rec, sim = _same(lambda: kueue_baseline(scale=0.1)[0], workloads, {"prioritizePreemptorWorkloads": True})
+    assert sim.log_run is not None and rec.preemptions > 2000
 
 
 def test_a_cycling_run_stops_with_the_engines_message():
     from tests.kueue.test_memo_equivalence import _livelock
 
     queues, nodes, workloads, _ = _livelock()
-    rec, compiled = _same(lambda: ClusterState(["cpu"], queues, nodes), workloads, no_progress_window=32.0,
-                          record_starts=True)
-    assert compiled and rec.stopped_reason.startswith("no-progress")
+    rec, sim = _same(lambda: ClusterState(["cpu"], queues, nodes), workloads, no_progress_window=32.0,
+                     record_starts=True)
+    assert sim.replay is not None and rec.stopped_reason.startswith("no-progress")
 
 
 def _small():
@@ -143,4 +166,20 @@ def test_a_trace_is_read_no_further_than_the_horizon():
 
     sim = make_simulation(state, load_model("kueue", {}), SimOptions(horizon=10.0), False)
     rec = sim.run(trace())
-    assert sim.replay is not None and rec.stopped_reason == "horizon" and "late" not in rec.submit_t
+    assert sim.log_run is not None and rec.stopped_reason == "horizon" and "late" not in rec.submit_t
+
+
+def test_a_gang_is_evicted_and_restarted_in_its_pods_name_order():
+    """The engine evicts a victim's pods in name order ("big/0/10" before "big/0/2") and requeues
+    them so: the restart places them in that order, and the events and restarts say so."""
+    queues = [Queue("cq", settings={"kind": "ClusterQueue", "resourceGroups": [
+        {"coveredResources": ["cpu"], "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": 12}]}]}],
+        "preemption": {"withinClusterQueue": "LowerPriority"}})]
+    nodes = [Node(f"n{i:02d}", {"cpu": 1}, {"flavor": "f"}) for i in range(12)]
+    workloads = [Workload("big", "cq", 0.0, 100.0, (TaskGroup(12, {"cpu": 1}),), 0),
+                 Workload("hi", "cq", 1.0, 5.0, (TaskGroup(1, {"cpu": 1}),), 5)]
+    rec, sim = _same(lambda: ClusterState(["cpu"], queues, nodes), workloads, record_starts=True)
+    assert sim.log_run is not None
+    pods = sorted(f"big/0/{i}" for i in range(12))
+    assert [e["allocation"] for e in rec.events if e["kind"] == "evicted"] == pods
+    assert [(a, n) for _, a, n, _ in rec.restarts["big"]] == [(p, f"n{i:02d}") for i, p in enumerate(pods)]

@@ -1,13 +1,18 @@
-"""Kueue's classic admission decided by the compiled loop, recorded by the general engine.
+"""Kueue's classic admission decided by the compiled loop, its results recorded from the log.
 
 ``makeway.policies.kueue.fast`` decides a whole run (every ``KueueModel.schedule`` call, at every
-instant the engine calls it) in a small fraction of the model's time. The general engine then
-runs again with ``schedule`` answered from that log, call by call; the queue order and pending
-reason its reason rounds read are answered by the replay too (``_Replay``), the rest by the model.
-The results document is therefore the general engine's: events, reasons, samples, counters and
-pending trails all come from the one recorder, and only the deciding is done elsewhere.
+instant the engine calls it) in a small fraction of the model's time. Its log is then recorded
+into the general engine's results document, in one of two ways:
 
-The log and the engine must agree on every call: a call at another instant than the log's, a
+* ``kueue_record.LogRun`` walks the engine's instants itself and feeds a recorder on index lists,
+  at a few µs per start, eviction or finish (the usual way);
+* where the engine would read more than the log says (``kueue_record.why_not``: a queue ``max``,
+  ``check_invariants``, a run the no-progress watch stopped...), the general engine runs again
+  with ``schedule`` answered from the log, call by call (``_Replay``); the queue order and
+  pending reason its reason rounds read are answered by the replay too, the rest by the model.
+
+Either way the document is the general engine's: events, reasons, samples, counters and pending
+trails. The log and the walk must agree on every call: a call at another instant than the log's, a
 decision the state cannot take, or a run that ends with calls left over or missing is a defect
 of the compiled loop, and stops the run with ``ReplayError`` instead of giving other results.
 """
@@ -64,6 +69,8 @@ class CompiledKueue:
         self.state, self.model, self.options = state, model, options
         self.sim = Simulation(state, model, options)
         self.replay: _Replay | None = None
+        self.log_run: Any = None  # ``kueue_record.LogRun``: the results recorded from the log
+        self.not_recorded: str | None = None  # why the log was replayed instead (``kueue_record.why_not``)
 
     @property
     def recorder(self) -> Recorder:
@@ -93,7 +100,13 @@ class CompiledKueue:
             sim.add_workloads(wls + late)
             return sim.run()
         packed = pack.run(self.state, model, wls, float("inf") if horizon is None else float(horizon),
-                          sim._window())
+                          sim._window(), checked=True)
+        from makeway.sim.fast import kueue_record
+
+        self.not_recorded = kueue_record.why_not(self.state, self.options, wls, packed)
+        if self.not_recorded is None:
+            self.sim = self.log_run = kueue_record.LogRun(packed, self.state, model, self.options, wls, late)
+            return self.log_run.run()
         self.replay = replay = _Replay(packed, model)
         model.schedule = replay.schedule
         model.pending_reason = replay.pending_reason

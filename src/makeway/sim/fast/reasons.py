@@ -20,7 +20,12 @@ def _add(x: Any, v: Any) -> Any:
     return round(y, 9) if type(y) is float else y
 
 
-class FastReasons:
+class IndexedReasons:
+    """What ``ReasonLog``'s versions on index lists share: the grid of rounds, the first reasons
+    of the workloads fresh at an instant (submitted, or preempted for) with their positions, and
+    the trails. A subclass classifies (``_classify``) and runs the rounds (``_round``); ``sim``
+    has ``q_names``, ``w_q`` and ``w_id``."""
+
     ROUNDS_PER_DOUBLING = ReasonLog.ROUNDS_PER_DOUBLING
     HEAD = ReasonLog.HEAD
 
@@ -31,12 +36,65 @@ class FastReasons:
         self._current: dict[int, tuple[str, str | None]] = {}
         self.fresh: list[int] = []
         self.pending: dict[int, None] = {}
-        self._waiting: dict[str, int] = {}
+        self._waiting: dict[str, int] = {}  # queue name -> its pending workloads, as last counted
+        self._stale: set[int] = set()  # pending ones whose reason may not be the one behind the head
+
+    def observe(self, now: float) -> None:
+        self._stale.update(self.fresh)
+        if now >= self.clock.next:
+            self._round(now)
+            self.clock.tick(now, self.ROUNDS_PER_DOUBLING)
+        elif self.fresh:
+            self._first_reasons(now)
+        self.fresh.clear()
+
+    def _round(self, now: float) -> None:
+        raise NotImplementedError
+
+    def _classify(self, w: int, position: int, ask_model: bool) -> tuple[str, str | None]:
+        raise NotImplementedError
+
+    def _set(self, w: int, now: float, key: tuple[str, str | None]) -> None:
+        if self._current.get(w) == key:
+            return
+        self._current[w] = key
+        trail = self.trail.setdefault(w, [])
+        if trail and trail[-1][0] == now:
+            trail[-1] = (now, *key)
+        else:
+            trail.append((now, *key))
+
+    def _first_reasons(self, now: float) -> None:
+        sim = self.sim
+        pending = self.pending
+        names = sim.q_names
+        done: set[int] = set()
+        for w in self.fresh:
+            if w not in pending or w in done:
+                continue
+            done.add(w)
+            q = names[sim.w_q[w]]
+            if w in self._current:
+                position = 2 if self._waiting.get(q, 0) > 1 else 1
+            else:
+                position = self._waiting.get(q, 0) + 1
+                self._waiting[q] = position
+            self._set(w, now, self._classify(w, position, True))
+
+    def rows(self) -> "_Trails":
+        """The trails by workload id, each made JSON-ready when it is read (rows are written one by
+        one: a second copy of every trail never exists)."""
+        ids = self.sim.w_id
+        return _Trails({ids[w]: trail for w, trail in self.trail.items()})
+
+
+class FastReasons(IndexedReasons):
+    def __init__(self, sim: Any):
+        super().__init__(sim)
         # per queue index: its pending workloads as a heap of (order key, index), started ones
         # left in until they reach the top or the heap is rebuilt, and how many are still pending
         self.heaps: dict[int, list[tuple[tuple, int]]] = {}
         self.live: dict[int, int] = {}
-        self._stale: set[int] = set()  # pending ones whose reason may not be the one behind the head
         # per queue index: its first ``HEAD`` as last read off its heap, kept till a submission
         # lands among them or one of them starts (``dirty``)
         self._tops: dict[int, list[int]] = {}
@@ -66,25 +124,6 @@ class FastReasons:
         self.live[q] -= 1
         if w in self.in_tops:
             self.dirty.add(q)
-
-    def observe(self, now: float) -> None:
-        self._stale.update(self.fresh)
-        if now >= self.clock.next:
-            self._round(now)
-            self.clock.tick(now, self.ROUNDS_PER_DOUBLING)
-        elif self.fresh:
-            self._first_reasons(now)
-        self.fresh.clear()
-
-    def _set(self, w: int, now: float, key: tuple[str, str | None]) -> None:
-        if self._current.get(w) == key:
-            return
-        self._current[w] = key
-        trail = self.trail.setdefault(w, [])
-        if trail and trail[-1][0] == now:
-            trail[-1] = (now, *key)
-        else:
-            trail.append((now, *key))
 
     def _classify(self, w: int, position: int, ask_model: bool) -> tuple[str, str | None]:
         sim = self.sim
@@ -142,23 +181,6 @@ class FastReasons:
                 return True
         return True
 
-    def _first_reasons(self, now: float) -> None:
-        sim = self.sim
-        pending = self.pending
-        names = sim.q_names
-        done: set[int] = set()
-        for w in self.fresh:
-            if w not in pending or w in done:
-                continue
-            done.add(w)
-            q = names[sim.w_q[w]]
-            if w in self._current:
-                position = 2 if self._waiting.get(q, 0) > 1 else 1
-            else:
-                position = self._waiting.get(q, 0) + 1
-                self._waiting[q] = position
-            self._set(w, now, self._classify(w, position, True))
-
     def _round(self, now: float) -> None:
         """Each queue's first ``HEAD`` pending workloads (in the model's order) are classified;
         behind them the reason is "behind others" (or fits nowhere), which only a workload that
@@ -208,12 +230,6 @@ class FastReasons:
         for e in taken:
             heappush(heap, e)
         return [e[1] for e in taken]
-
-    def rows(self) -> "_Trails":
-        """The trails by workload id, each made JSON-ready when it is read (rows are written one by
-        one: a second copy of every trail never exists)."""
-        ids = self.sim.w_id
-        return _Trails({ids[w]: trail for w, trail in self.trail.items()})
 
 
 class _Trails(Mapping):

@@ -128,30 +128,39 @@ class Packed:
         rix = {r: k for k, r in enumerate(state.resources)}
         R = len(state.resources)
         WI = np.zeros((W, L.NWI), np.int64)
-        REQ = np.zeros((W, R), np.int64)
+        req_rows: list[list[int]] = []
+        cols: list[list[int]] = [[] for _ in range(L.NWI)]
         keys: dict[tuple, int] = {}
         toff = 0
         per_cq = np.zeros(T, np.int64)
-        for w, wl in enumerate(self.wls):
+        per_queue = {}  # ClusterQueue name -> (tree index, whether its policies read creation times)
+        for q, cq in tree.cqs.items():
+            per_queue[q] = (ix[id(cq)], LOWER_OR_NEWER_EQUAL in (cq.policy.within_cluster_queue,
+                                                                 cq.policy.reclaim_within_cohort))
+        for wl in self.wls:
             g = wl.groups[0]
-            c = ix[id(tree.cqs[wl.queue])]
+            c, newer = per_queue[wl.queue]
             prio = model.priority(wl)
+            row = [0] * R
             for k, v in g.resources.items():
                 if k in rix:
-                    REQ[w, rix[k]] = v
+                    row[rix[k]] = v
+            req_rows.append(row)
             qv = units(res, g.resources[res] * g.count)
-            cq = tree.cqs[wl.queue]
-            newer = LOWER_OR_NEWER_EQUAL in (cq.policy.within_cluster_queue, cq.policy.reclaim_within_cohort)
-            key = (c, qv, g.count, tuple(REQ[w].tolist()), prio, wl.submit if newer else None)
-            WI[w, L.W_CQ] = c
-            WI[w, L.W_PRIO] = prio
-            WI[w, L.W_RANK] = ranks[wl.id]
-            WI[w, L.W_CNT] = g.count
-            WI[w, L.W_QV] = qv
-            WI[w, L.W_KEY] = keys.setdefault(key, len(keys))
-            WI[w, L.W_TOFF] = toff
+            key = (c, qv, g.count, tuple(row), prio, wl.submit if newer else None)
+            cols[L.W_CQ].append(c)
+            cols[L.W_PRIO].append(prio)
+            cols[L.W_RANK].append(ranks[wl.id])
+            cols[L.W_CNT].append(g.count)
+            cols[L.W_QV].append(qv)
+            cols[L.W_KEY].append(keys.setdefault(key, len(keys)))
+            cols[L.W_TOFF].append(toff)
             toff += g.count
             per_cq[c] += 1
+        for j, col in enumerate(cols):
+            if col:
+                WI[:, j] = col
+        REQ = np.array(req_rows, np.int64).reshape(W, R)
         self.WI, self.REQ = WI, REQ
         self.sub_t = np.array([float(wl.submit) for wl in self.wls], np.float64)
         self.dur = np.array([float(wl.duration) for wl in self.wls], np.float64)
@@ -242,9 +251,10 @@ class Packed:
 
 
 def run(state: ClusterState, model: Any, workloads: Sequence[Workload], horizon: float = float("inf"),
-        window: float = 600.0) -> Packed:
-    """The compiled loop's whole run (``Packed.run``), its log enlarged till the run fits in it."""
-    why = unsupported(state, model, workloads)
+        window: float = 600.0, checked: bool = False) -> Packed:
+    """The compiled loop's whole run (``Packed.run``), its log enlarged till the run fits in it.
+    ``checked``: the caller found ``unsupported`` None for these workloads already."""
+    why = None if checked else unsupported(state, model, workloads)
     if why is not None:
         raise ValueError(f"the compiled Kueue loop cannot run this: {why}")
     size = None
