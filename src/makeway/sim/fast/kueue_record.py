@@ -110,6 +110,7 @@ class KueueReasons(IndexedReasons):
         super().__init__(run)
         self._back: set[int] = set()  # pending again (submitted or requeued) since the last round
         self._victims: dict[int, set[tuple[str, int]]] = {}  # preemptor -> (task, victim) evicted for it
+        self._waiting_on: set[int] = set()  # the pending ones among them (``_victims`` keeps the started)
         self.keys: dict[int, list[tuple]] = {}
         self.key_of: dict[int, tuple] = {}
         self._modes: dict[tuple[int, int], int] = {}
@@ -125,6 +126,8 @@ class KueueReasons(IndexedReasons):
         self.pending[w] = None
         self._back.add(w)
         self._insert(w)
+        if w in self._victims:
+            self._waiting_on.add(w)
 
     def started(self, w: int) -> None:
         """All pods of ``w`` started: its wait ends. (``ReasonLog.started`` also marks it stale
@@ -132,6 +135,7 @@ class KueueReasons(IndexedReasons):
         again only by a requeue, which marks it too.)"""
         del self.pending[w]
         self._current.pop(w, None)
+        self._waiting_on.discard(w)
         lst = self.keys[self.sim.w_q[w]]
         del lst[bisect_left(lst, self.key_of.pop(w))]
 
@@ -152,6 +156,7 @@ class KueueReasons(IndexedReasons):
 
     def preempted_for(self, p: int, tid: str, v: int) -> None:
         self._victims.setdefault(p, set()).add((tid, v))
+        self._waiting_on.add(p)
         self.fresh.append(p)
 
     # -- after each instant ----------------------------------------------------------------------------
@@ -168,6 +173,7 @@ class KueueReasons(IndexedReasons):
             self._victims[w] = alive
         else:
             del self._victims[w]
+            self._waiting_on.discard(w)
         return bool(alive)
 
     def _classify(self, w: int, position: int, ask_model: bool) -> tuple[str, str | None]:
@@ -205,7 +211,7 @@ class KueueReasons(IndexedReasons):
         stale = self._stale
         stale.update(w for w in self._back if w in pending)
         self._back = set()
-        stale.update(self._victims.keys() & pending.keys())
+        stale.update(self._waiting_on)
         heads: set[int] = set()
         waiting: dict[str, int] = {}
         for name, q in sorted((names[q], q) for q, lst in self.keys.items() if lst):
