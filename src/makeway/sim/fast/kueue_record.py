@@ -58,12 +58,11 @@ class _Shape:
     """What ``FastRecorder`` reads of a request: its group (count, [(resource index, amount)], dense
     vector) and whether no node could ever hold one of its pods."""
 
-    __slots__ = ("groups", "nowhere", "need")
+    __slots__ = ("groups", "nowhere")
 
     def __init__(self, count: int, pairs: list, vec: list, nowhere: bool):
         self.groups = [(count, pairs, vec)]
         self.nowhere = nowhere
-        self.need = [(r, v) for r, v in pairs if v > 0]
 
 
 class KueueRecorder(FastRecorder):
@@ -80,22 +79,7 @@ class KueueRecorder(FastRecorder):
 
     def task_evicted(self, w: int, now: float) -> None:
         """A victim's pod leaves and is pending again (``Recorder.evicted``'s sums)."""
-        sim = self.sim
-        pairs = sim.w_shape[w].groups[0][1]
-        used, qusage, pres, pn = self._used, self._qusage, self._pres, self._pn
-        q = sim.w_q[w]
-        for r, v in pairs:
-            used[r] -= v
-        for p in sim.paths[q]:
-            acc = qusage[p]
-            for r, v in pairs:
-                acc[r] -= v
-            if p in pres:
-                acc = pres[p]
-                for r, v in pairs:
-                    acc[r] += v
-                pn[p] += 1
-        self._ptasks[q] += 1
+        self._move(w, 0, -1)
 
 
 class KueueReasons(IndexedReasons):
@@ -184,7 +168,8 @@ class KueueReasons(IndexedReasons):
             return QUOTA, run.cq_name[w]
         if self._preempting(w):
             return PREEMPTING, None
-        if ask_model and run.w_tasks[w] > 1 and not run.fit(w, run.w_tasks[w]) and run.fit(w, 1):
+        shape = run.w_shape[w]
+        if ask_model and run.w_tasks[w] > 1 and not self._free_fit(shape, False) and self._free_fit(shape, True):
             return GANG, None
         if position > 1:
             return PRIORITY, None
@@ -256,7 +241,8 @@ class LogRun:
         nodes = list(state.nodes.values())
         self.node_names = [n.name for n in nodes]
         self.cap = [[n.capacity.get(r, 0) for n in nodes] for r in state.resources]
-        self.node_used = [[0] * len(nodes) for _ in state.resources]
+        self.used = [[0] * len(nodes) for _ in state.resources]  # per resource and node
+        self.N = len(nodes)
         shapes: dict[tuple, _Shape] = {}
         self.w_id = [wl.id for wl in wls]
         self.w_q = [qix[wl.queue] for wl in wls]
@@ -306,24 +292,6 @@ class LogRun:
         amounts = np.array([units_of(res, qusage[q][r]) for q, r in self._cq_cols], np.int64)
         self.u = self.kernel.usage_of(self.TI, self.packed.CQO, amounts)
 
-    def fit(self, w: int, k: int) -> bool:
-        """``pending._free_fit`` for ``k`` pods of ``w``: first fit over the nodes in order, each
-        taking as many as its free room holds."""
-        need = self.w_shape[w].need
-        cap, used = self.cap, self.node_used
-        left = k
-        for i in range(len(self.node_names)):
-            room = left
-            for r, v in need:
-                room = min(room, int((cap[r][i] - used[r][i] + EPS) // v))
-                if room <= 0:
-                    break
-            if room > 0:
-                left -= room
-                if left <= 0:
-                    return True
-        return False
-
     # -- the walk --------------------------------------------------------------------------------------
 
     def run(self) -> Any:
@@ -367,7 +335,7 @@ class LogRun:
                 rec.before_change(now)
                 node = self.on[w][i]
                 for r, v in self.w_shape[w].groups[0][1]:
-                    self.node_used[r][node] -= v
+                    self.used[r][node] -= v
                 self.epoch += 1
                 self.done[w] += 1
                 finished = self.done[w] >= self.w_tasks[w]
@@ -438,7 +406,7 @@ class LogRun:
         at = self.la[k]
         on = self.on[w] = self.ln[at:at + count]
         pairs = self.w_shape[w].groups[0][1]
-        used, cap = self.node_used, self.cap
+        used, cap = self.used, self.cap
         for node in on:
             for r, v in pairs:
                 if used[r][node] + v > cap[r][node] + EPS:
@@ -524,7 +492,7 @@ class LogRun:
         lost = now - start
         qw = rec.queue_wasted.setdefault(queue, {})
         wasted, events, evicted_at, reasons = rec.wasted, rec.events, rec._evicted_at, rec.reasons
-        pairs, used = self.w_shape[v].groups[0][1], self.node_used
+        pairs, used = self.w_shape[v].groups[0][1], self.used
         self.running[v] = False
         self.gen[v] += 1
         n = len(pods)

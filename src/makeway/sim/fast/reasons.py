@@ -64,6 +64,38 @@ class IndexedReasons:
         else:
             trail.append((now, *key))
 
+    def _free_fit(self, shape: Any, first_only: bool) -> bool:
+        """``makeway.core.pending._free_fit`` on the arrays (``sim.used`` and ``sim.cap`` per
+        resource and node): every task (or the first) fits now, first fit in node order."""
+        sim = self.sim
+        used, cap, n = sim.used, sim.cap, sim.N
+        extra: dict[int, list] = {}
+        for count, pairs, vec in shape.groups:
+            if count <= 0:
+                continue
+            pos = [(r, v) for r, v in enumerate(vec) if v > 0]
+            left, i = (1 if first_only else count), 0
+            while left:
+                while i < n:
+                    ex = extra.get(i)
+                    if ex is None:
+                        if all(used[r][i] + v <= cap[r][i] + EPS for r, v in pos):
+                            break
+                    elif all(used[r][i] + ex[r] + v <= cap[r][i] + EPS for r, v in pos):
+                        break
+                    i += 1
+                else:
+                    return False
+                ex = extra.get(i)
+                if ex is None:
+                    ex = extra[i] = [0] * len(used)
+                for r, v in pairs:
+                    ex[r] = _add(ex[r], v)
+                left -= 1
+            if first_only:
+                return True
+        return True
+
     def _first_reasons(self, now: float) -> None:
         sim = self.sim
         pending = self.pending
@@ -149,37 +181,6 @@ class FastReasons(IndexedReasons):
         if all(sim.cap_total[r] - used[r] >= v for r, v in shape.total) and self._free_fit(shape, False):
             return False
         return sim._descend(shape.need) is not None
-
-    def _free_fit(self, shape: Any, first_only: bool) -> bool:
-        """``makeway.core.pending._free_fit`` on the arrays: every task (or the first) fits now."""
-        sim = self.sim
-        used, cap, n = sim.used, sim.cap, sim.N
-        extra: dict[int, list] = {}
-        for count, pairs, vec in shape.groups:
-            if count <= 0:
-                continue
-            pos = [(r, v) for r, v in enumerate(vec) if v > 0]
-            left, i = (1 if first_only else count), 0
-            while left:
-                while i < n:
-                    ex = extra.get(i)
-                    if ex is None:
-                        if all(used[r][i] + v <= cap[r][i] + EPS for r, v in pos):
-                            break
-                    elif all(used[r][i] + ex[r] + v <= cap[r][i] + EPS for r, v in pos):
-                        break
-                    i += 1
-                else:
-                    return False
-                ex = extra.get(i)
-                if ex is None:
-                    ex = extra[i] = [0] * len(used)
-                for r, v in pairs:
-                    ex[r] = _add(ex[r], v)
-                left -= 1
-            if first_only:
-                return True
-        return True
 
     def _round(self, now: float) -> None:
         """Each queue's first ``HEAD`` pending workloads (in the model's order) are classified;

@@ -90,25 +90,14 @@ class FastRecorder(Recorder):
                     self.first_unplaceable = (wl.id, *too_big)
 
     def task_started(self, w: int, g: int, now: float) -> None:
+        if self.ints:
+            self._move(w, g, 1)
+            return
         sim = self.sim
         pairs = sim.w_shape[w].groups[g][1]
         used = self._used
         q = sim.w_q[w]
         qusage, pres, pn = self._qusage, self._pres, self._pn
-        if self.ints:
-            for r, v in pairs:
-                used[r] += v
-            for p in sim.paths[q]:
-                acc = qusage[p]
-                for r, v in pairs:
-                    acc[r] += v
-                if p in pres:
-                    acc = pres[p]
-                    for r, v in pairs:
-                        acc[r] -= v
-                    pn[p] -= 1
-            self._ptasks[q] -= 1
-            return
         for r, v in pairs:
             used[r] = _add(used[r], v)
         for p in sim.paths[q]:
@@ -122,6 +111,26 @@ class FastRecorder(Recorder):
                     acc[r] = _add(acc[r], -v)
                 pn[p] -= 1
         self._ptasks[q] -= 1
+
+    def _move(self, w: int, g: int, sign: int) -> None:
+        """A pod of group ``g`` of ``w`` starts (``sign`` 1) or goes back to pending (-1), with
+        integer quantities: usage up, pending demand down, or the other way."""
+        sim = self.sim
+        pairs = sim.w_shape[w].groups[g][1]
+        used, qusage, pres, pn = self._used, self._qusage, self._pres, self._pn
+        q = sim.w_q[w]
+        for r, v in pairs:
+            used[r] += sign * v
+        for p in sim.paths[q]:
+            acc = qusage[p]
+            for r, v in pairs:
+                acc[r] += sign * v
+            if p in pres:
+                acc = pres[p]
+                for r, v in pairs:
+                    acc[r] -= sign * v
+                pn[p] -= sign
+        self._ptasks[q] -= sign
 
     def workload_started(self, w: int, now: float) -> None:
         self._first[w] = now
