@@ -520,8 +520,11 @@ def _skip_known(TI, IS, WI, RV, MO, CQO, PL, PL_OFF, PL_N, AT, SC, root, local):
             while j < end:
                 w = PL[PL_OFF[c] + j]
                 k = WI[w, W_KEY]
-                if _outcome(WI[w, W_WAIT], MO[k, 0], MO[k, 1], MO[k, 2], MO[k, 3], rv, nv, gv, local) < 0:
+                kind = _outcome(WI[w, W_WAIT], MO[k, 0], MO[k, 1], MO[k, 2], MO[k, 3], rv, nv, gv, local)
+                if kind < 0:
                     break
+                if kind > 0:  # parked as it is scanned; undone below past the rounds taken
+                    WI[w, W_PARK] = kind
                 j += 1
             SC[c] = j
             if j < end:
@@ -537,14 +540,9 @@ def _skip_known(TI, IS, WI, RV, MO, CQO, PL, PL_OFF, PL_N, AT, SC, root, local):
             continue
         n = PL_N[c]
         stop = n if step < 0 else min(n, AT[c] + step)
-        rv = RV[TI[c, ROOT]]
-        for j in range(AT[c], stop):
-            w = PL[PL_OFF[c] + j]
-            k = WI[w, W_KEY]
-            kind = _outcome(WI[w, W_WAIT], MO[k, 0], MO[k, 1], MO[k, 2], MO[k, 3], rv, nv, gv, local)
-            if kind > 0:
-                WI[w, W_PARK] = kind
-            IS[I_SKIPPED] += 1
+        for j in range(stop, SC[c]):  # scanned past the rounds taken: unparked, as in the list
+            WI[PL[PL_OFF[c] + j], W_PARK] = 0
+        IS[I_SKIPPED] += stop - AT[c]
         AT[c] = stop
     return step
 
