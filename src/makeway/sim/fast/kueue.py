@@ -151,17 +151,10 @@ class _Replay:
         self.index = {wl_id: i for i, wl_id in enumerate(self.ids)}
         self.w_cq = packed.WI[:, L.W_CQ].tolist()
         self.w_qv = packed.WI[:, L.W_QV].tolist()
-        from makeway.policies.kueue.fast import kernel  # numba: imported only once a run is compiled
-
-        self.kernel = kernel
-        self.TI = packed.TI
-        self.cqo = packed.CQO
         self.cq_names = [packed.tnodes[c].name for c in packed.CQO.tolist()]
         self.resource = packed.resource
-        self.path = np.empty(packed.TI.shape[0] + 1, np.int64)
-        self.u_epoch: tuple | None = None  # the (alloc, config) epochs ``u`` was read at
-        self.u = np.zeros(packed.TI.shape[0], np.int64)
-        self.modes: dict[tuple[int, int], int] = {}
+        self.modes = QuotaModes(packed)
+        self.state: ClusterState | None = None  # the state a reason round reads, for ``_usage``
         # the queue order: sorted keys per queue, each pending workload's key, the journals read
         self.keys: dict[str, list[tuple]] = {}
         self.key_of: dict[str, tuple] = {}
@@ -226,22 +219,16 @@ class _Replay:
         queue): quota, blocked by the workload's ClusterQueue, unless its flavor assignment on
         the admitted usage fits (then the generic rules say). The model's ``preempting`` answer
         needs victims in their grace period, which this class has none of."""
-        epoch = (state.alloc_epoch, state.config_epoch)
-        if self.u_epoch != epoch:
-            used = state.queue_usage
-            amounts = np.array([units(self.resource, used[q].get(self.resource, 0)) for q in self.cq_names],
-                               np.int64)
-            self.u = self.kernel.usage_of(self.TI, self.cqo, amounts)
-            self.u_epoch, self.modes = epoch, {}
+        self.state = state
         w = self.index[wl_id]
-        key = (self.w_cq[w], self.w_qv[w])
-        mode = self.modes.get(key)
-        if mode is None:
-            mode = self.modes[key] = self.kernel.mode_of(self.TI, self.u, key[0], key[1], self.path)
-        if mode == L.FIT:
+        if self.modes.mode((state.alloc_epoch, state.config_epoch), self._usage, self.w_cq[w], self.w_qv[w]) == L.FIT:
             return None
         cq = self.tnodes[self.w_cq[w]].name
         return ("quota", f"ClusterQueue {cq} has no quota for it now", {"clusterQueue": cq, "blocking": cq})
+
+    def _usage(self) -> list:
+        used, res = self.state.queue_usage, self.resource  # type: ignore[union-attr]
+        return [used[q].get(res, 0) for q in self.cq_names]
 
     def queue_order(self, state: ClusterState, queue: str, now: float) -> Sequence[str]:
         """``Explain.queue_order``: the queue's pending workloads by the model's key."""
@@ -275,6 +262,34 @@ class _Replay:
         if self.pos != self.n or self.calls != self.total_calls:
             raise ReplayError(f"the engine made {self.calls} calls and took {self.pos} log entries; the compiled "
                               f"loop made {self.total_calls} calls and logged {self.n}")
+
+
+class QuotaModes:
+    """Kueue's flavor-assignment mode (``kernel.mode_of``) per (ClusterQueue, request) on the
+    admitted usage, as the pending reasons read it: the usage is read at most once per epoch
+    (``usage``: each ClusterQueue's, in makeway's units, in ``packed.CQO`` order), and the modes
+    are kept till the epoch moves."""
+
+    def __init__(self, packed: Any):
+        from makeway.policies.kueue.fast import kernel  # numba: imported only once a run is compiled
+
+        self.kernel, self.TI, self.cqo, self.resource = kernel, packed.TI, packed.CQO, packed.resource
+        self.path = np.empty(packed.TI.shape[0] + 1, np.int64)
+        self.u = np.zeros(packed.TI.shape[0], np.int64)
+        self.epoch: Any = None
+        self.modes: dict[tuple[int, int], int] = {}
+
+    def mode(self, epoch: Any, usage: Any, cq: int, qv: int) -> int:
+        if epoch != self.epoch:
+            res = self.resource
+            amounts = np.array([units(res, v) for v in usage()], np.int64)
+            self.u = self.kernel.usage_of(self.TI, self.cqo, amounts)
+            self.epoch, self.modes = epoch, {}
+        key = (cq, qv)
+        found = self.modes.get(key)
+        if found is None:
+            found = self.modes[key] = self.kernel.mode_of(self.TI, self.u, cq, qv, self.path)
+        return found
 
 
 class _Ids(Sequence):

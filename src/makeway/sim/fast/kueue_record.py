@@ -20,8 +20,6 @@ import heapq
 from bisect import bisect_left, insort
 from typing import Any, Sequence
 
-import numpy as np
-
 from makeway.core.objects import Workload
 from makeway.core.pending import FITS_NOWHERE, GANG, PREEMPTING, PRIORITY, QUOTA, RESOURCES
 from makeway.core.resources import EPS
@@ -29,9 +27,8 @@ from makeway.core.state import ClusterState
 from makeway.policies.kueue.fast import layout as L
 from makeway.policies.kueue.fast import pack
 from makeway.policies.kueue.heads import preemption_note, preemption_reason
-from makeway.policies.kueue.quota import units
 from makeway.sim.collector import no_collections
-from makeway.sim.fast.kueue import ReplayError
+from makeway.sim.fast.kueue import QuotaModes, ReplayError
 from makeway.sim.fast.reasons import IndexedReasons
 from makeway.sim.fast.recorder import FastRecorder
 
@@ -97,8 +94,6 @@ class KueueReasons(IndexedReasons):
         self._waiting_on: set[int] = set()  # the pending ones among them (``_victims`` keeps the started)
         self.keys: dict[int, list[tuple]] = {}
         self.key_of: dict[int, tuple] = {}
-        self._modes: dict[tuple[int, int], int] = {}
-        self._modes_at = -1
 
     # -- fed by the run ------------------------------------------------------------------------------
 
@@ -164,7 +159,7 @@ class KueueReasons(IndexedReasons):
         run = self.sim
         if run.w_shape[w].nowhere:
             return FITS_NOWHERE, None
-        if ask_model and self._mode(w) != L.FIT:
+        if ask_model and run.modes.mode(run.epoch, run.usage, run.w_cq[w], run.w_qv[w]) != L.FIT:
             return QUOTA, run.cq_name[w]
         if self._preempting(w):
             return PREEMPTING, None
@@ -174,19 +169,6 @@ class KueueReasons(IndexedReasons):
         if position > 1:
             return PRIORITY, None
         return RESOURCES, None
-
-    def _mode(self, w: int) -> int:
-        """The flavor assignment's mode for ``w`` on the admitted usage now, per (ClusterQueue,
-        request) and allocation epoch."""
-        run = self.sim
-        if self._modes_at != run.epoch:
-            run.read_usage()
-            self._modes, self._modes_at = {}, run.epoch
-        key = (run.w_cq[w], run.w_qv[w])
-        mode = self._modes.get(key)
-        if mode is None:
-            mode = self._modes[key] = run.kernel.mode_of(run.TI, run.u, key[0], key[1], run.path)
-        return mode
 
     def _round(self, now: float) -> None:
         """``ReasonLog._changed_round``: each queue's first ``HEAD`` in the model's order asked
@@ -222,7 +204,6 @@ class LogRun:
 
     def __init__(self, packed: Any, state: ClusterState, model: Any, options: Any, wls: list[Workload],
                  late: list[Workload]):
-        from makeway.policies.kueue.fast import kernel  # numba: imported only once a run is compiled
         from makeway.policies.kueue.fast.loop import I_CALLS, I_NLOG
 
         self.state, self.model, self.options = state, model, options
@@ -267,11 +248,7 @@ class LogRun:
         self.w_qv = packed.WI[:, L.W_QV].tolist()
         self.cq_name = [packed.tnodes[c].name for c in self.w_cq]
         self.prio_pre = bool(model.prioritize_preemptors)
-        # the quota tree's usage, read for the pending reasons (``kernel.mode_of``)
-        self.kernel = kernel
-        self.TI = packed.TI
-        self.path = np.empty(packed.TI.shape[0] + 1, np.int64)
-        self.u = np.zeros(packed.TI.shape[0], np.int64)
+        self.modes = QuotaModes(packed)  # the flavor assignment on the usage, for the pending reasons
         self._cq_cols = [(qix[packed.tnodes[c].name], rix[packed.resource]) for c in packed.CQO.tolist()]
         self.epoch = 0  # bumped at every pod start and end
         # per workload: running now, its run's generation, pods (pending order), nodes, start
@@ -287,10 +264,10 @@ class LogRun:
         self.recorder.model_options = model.options()
         self.recorder.record_starts = options.record_starts
 
-    def read_usage(self) -> None:
-        qusage, units_of, res = self.recorder._qusage, units, self.packed.resource
-        amounts = np.array([units_of(res, qusage[q][r]) for q, r in self._cq_cols], np.int64)
-        self.u = self.kernel.usage_of(self.TI, self.packed.CQO, amounts)
+    def usage(self) -> list:
+        """Each ClusterQueue's admitted usage now, in ``packed.CQO`` order (``QuotaModes``)."""
+        qusage = self.recorder._qusage
+        return [qusage[q][r] for q, r in self._cq_cols]
 
     # -- the walk --------------------------------------------------------------------------------------
 
