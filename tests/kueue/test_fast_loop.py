@@ -63,10 +63,11 @@ def reference(state, model, workloads):
 def _same(state_of, workloads, settings=None):
     """The same decisions, and the same stop where the run cycles (``OPTIONS``' window). The
     compiled run is bounded by the reference's last instant: one that fails to stop a cycle
-    fails the test instead of running for ever."""
+    fails the test instead of running for ever. Every call's unparked lists, kept from call to
+    call, are checked against the pending lists (``check_lists``)."""
     ref, stop, last = reference(state_of(), load_model("kueue", dict(settings or {})), workloads)
     fast, stopped = decisions(state_of(), load_model("kueue", dict(settings or {})), workloads,
-                              horizon=last, window=OPTIONS.no_progress_window)
+                              horizon=last, window=OPTIONS.no_progress_window, check_lists=True)
     assert fast == ref
     assert stopped == stop
     return ref, stop

@@ -24,7 +24,7 @@ MAX_ROUNDS = 16  # ``Simulation.MAX_ROUNDS``
 
 # IS: scalars
 (I_NV, I_GV, I_CHANGED, I_FREED, I_NLOG, I_NLN, I_SEQ, I_HN, I_NSUB, I_CALLS, I_PRIO_PRE, I_NVA, I_NSL,
- I_NVICT, I_FULL, I_EVALS, I_SKIPPED, I_WPRE, I_NTOUCH, I_PRE_NOW, I_STOP, NIS) = range(22)
+ I_NVICT, I_FULL, I_EVALS, I_SKIPPED, I_WPRE, I_NTOUCH, I_PRE_NOW, I_STOP, I_CHECK, I_BAD, NIS) = range(24)
 
 # the watch's floats: since, cycling since (NaN: not cycling), the longest gap between two
 # preemptions of one victim, the time the run was stopped at
@@ -480,7 +480,7 @@ def _process(TI, kids, IS, WI, times, REQ, cap, used, TN, FN, u, RV, MO, queues,
 
 
 @njit(cache=True, inline='always')
-def _skip_known(TI, IS, WI, RV, MO, CQO, PL, PL_OFF, PL_N, AT, SC, root, local):
+def _skip_known(TI, IS, WI, RV, MO, CQO, PL, PL_OFF, PL_N, AT, SC, NODEP, root, local):
     """``TwinSkipping._skip_known`` (``root`` -1: every queue) and ``_skip_known_trees`` (the
     queues of tree ``root``, with ``local`` stamps): where every head is a known twin, the rounds
     up to the first head that must be evaluated are taken at once (they change nothing but
@@ -525,6 +525,8 @@ def _skip_known(TI, IS, WI, RV, MO, CQO, PL, PL_OFF, PL_N, AT, SC, root, local):
                     break
                 if kind > 0:  # parked as it is scanned; undone below past the rounds taken
                     WI[w, W_PARK] = kind
+                    if kind == NODE:
+                        NODEP[c] = 1
                 j += 1
             SC[c] = j
             if j < end:
@@ -559,9 +561,84 @@ def _head_before(WI, sub_t, prio_pre, HB, a, b, wa, wb):
 
 
 @njit(cache=True)
+def _rebuild(WI, PQ, PL, lo, n_pq, freed, rel):
+    """A ClusterQueue's unparked entries, read from its whole pending list: where its cohort
+    tree freed quota (``Parked.release_queues``: every parked entry released), or where nodes freed
+    room and it has entries parked for room (``release_nodes``). The number of entries."""
+    n = 0
+    for j in range(lo, lo + n_pq):
+        w = PQ[j]
+        k = WI[w, W_PARK]
+        if k and freed and (rel or k == NODE):
+            WI[w, W_PARK] = 0
+            k = 0
+        if not k:
+            PL[lo + n] = w
+            n += 1
+    return n
+
+
+@njit(cache=True, inline='always')
+def _keep_unparked(WI, A, lo, n):
+    """The entries of ``A[lo:lo + n]`` still pending and unparked, kept in order at its start;
+    their number."""
+    m = 0
+    for j in range(lo, lo + n):
+        w = A[j]
+        if WI[w, W_STATE] == PENDING and not WI[w, W_PARK]:
+            A[lo + m] = w
+            m += 1
+    return m
+
+
+@njit(cache=True)
+def _carry(WI, sub_t, prio_pre, PL, lo, n_pl, NQ, n_nq):
+    """A ClusterQueue's unparked entries where nothing was released for it: the last call's
+    entries still pending and unparked, merged with those queued since (``NQ``, in order). The
+    call walked every last entry, so this costs no more than the call did; the parked backlog is
+    not walked. The number of entries.
+
+    Where preemptors go first, an entry that starts or stops waiting moves in the pending list,
+    and the last call's order may be stale for it. By this call it is parked (it stopped waiting
+    for want of targets), or its victims left and freed its cohort tree's quota, so that its
+    queue was read anew (``_rebuild``). ``Packed.run(check_lists=True)`` checks this."""
+    n = _keep_unparked(WI, PL, lo, n_pl)
+    m = _keep_unparked(WI, NQ, lo, n_nq)
+    i, d = n - 1, n + m - 1
+    for k in range(lo + m - 1, lo - 1, -1):
+        w = NQ[k]
+        while i >= 0 and _pq_before(WI, sub_t, prio_pre, w, PL[lo + i]):
+            PL[lo + d] = PL[lo + i]
+            i -= 1
+            d -= 1
+        PL[lo + d] = w
+        d -= 1
+    return n + m
+
+
+@njit(cache=True)
+def _list_ok(WI, PQ, PL, lo, n_pq, n_pl, freed):
+    """Whether a ClusterQueue's unparked list is its pending list's unparked entries, in order,
+    none parked for room where room was freed (the tests' check of ``_carry``, on with
+    ``IS[I_CHECK]``)."""
+    m = 0
+    for j in range(lo, lo + n_pq):
+        w = PQ[j]
+        k = WI[w, W_PARK]
+        if freed and k == NODE:
+            return False
+        if not k:
+            if m >= n_pl or PL[lo + m] != w:
+                return False
+            m += 1
+    return m == n_pl
+
+
+@njit(cache=True)
 def call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN, FN, u, RV, RFREED, MO, CQO,
          PQ, PQ_OFF, PQ_N, PL, PL_N, AT, RQ, RQ_OFF, RQ_N, RPOS, SL, VA, VICT, VL, HW, HT, HS, HG,
-         LOG, LT, LN, X, VF, TOUCH, HD, HB, ROOTS, RESUME, SC, out, tw, tvar, tallow, tlca, SCT, SCW, path, now, caches):
+         LOG, LT, LN, X, VF, TOUCH, HD, HB, ROOTS, RESUME, SC, NQ, NQ_N, NODEP, out, tw, tvar, tallow, tlca, SCT, SCW, path,
+         now, caches):
     """One ``KueueModel.schedule`` call and the engine applying its decisions; the number of
     victims evicted (the engine calls again at once while there are any)."""
     IS[I_CALLS] += 1
@@ -569,30 +646,26 @@ def call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN
         IS[I_NV] += 1
         IS[I_GV] += 1
         IS[I_CHANGED] = 0
-    if IS[I_FREED]:  # ``Parked.release_queues`` for trees that freed quota, ``release_nodes``
-        for x in range(CQO.shape[0]):
-            c = CQO[x]
-            rel = RFREED[TI[c, ROOT]]
-            for j in range(PQ_OFF[c], PQ_OFF[c] + PQ_N[c]):
-                w = PQ[j]
-                k = WI[w, W_PARK]
-                if k and (rel or k == NODE):
-                    WI[w, W_PARK] = 0
+    prio_pre = IS[I_PRIO_PRE]
+    freed = IS[I_FREED]
+    for x in range(CQO.shape[0]):
+        c = CQO[x]
+        lo = PQ_OFF[c]
+        rel = freed and RFREED[TI[c, ROOT]]
+        if rel or (freed and NODEP[c]):
+            n = _rebuild(WI, PQ, PL, lo, PQ_N[c], freed, rel)
+            NODEP[c] = 0
+        else:
+            n = _carry(WI, sub_t, prio_pre, PL, lo, PL_N[c], NQ, NQ_N[c])
+        NQ_N[c] = 0
+        PL_N[c] = n
+        AT[c] = 0
+        if IS[I_CHECK] and not _list_ok(WI, PQ, PL, lo, PQ_N[c], n, freed):
+            IS[I_BAD] += 1
+    if freed:
         for x in range(CQO.shape[0]):
             RFREED[TI[CQO[x], ROOT]] = 0
         IS[I_FREED] = 0
-    for x in range(CQO.shape[0]):
-        c = CQO[x]
-        n = 0
-        lo = PQ_OFF[c]
-        for j in range(lo, lo + PQ_N[c]):
-            w = PQ[j]
-            if not WI[w, W_PARK]:
-                PL[lo + n] = w
-                n += 1
-        PL_N[c] = n
-        AT[c] = 0
-    prio_pre = IS[I_PRIO_PRE]
     NR = ROOTS.shape[0]
     kids, times, queues = (KC_OFF, KC, KQ_OFF, KQ), (sub_t, dur, adm), (PQ, PQ_OFF, PQ_N, RQ, RQ_OFF, RQ_N)
     heap, logs, targets = (HW, HT, HS, HG), (LOG, LT, LN), (out, tw, tvar, tallow, tlca)
@@ -608,13 +681,13 @@ def call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN
                 if RESUME[ROOTS[x]] > rnd:
                     resting = True
             if not resting:
-                _skip_known(TI, IS, WI, RV, MO, CQO, PL, PQ_OFF, PL_N, AT, SC, -1, False)
+                _skip_known(TI, IS, WI, RV, MO, CQO, PL, PQ_OFF, PL_N, AT, SC, NODEP, -1, False)
             if NR > 1:
                 for x in range(NR):
                     r = ROOTS[x]
                     if RESUME[r] > rnd:
                         continue
-                    step = _skip_known(TI, IS, WI, RV, MO, CQO, PL, PQ_OFF, PL_N, AT, SC, r, True)
+                    step = _skip_known(TI, IS, WI, RV, MO, CQO, PL, PQ_OFF, PL_N, AT, SC, NODEP, r, True)
                     if step > 0:
                         RESUME[r] = rnd + step
         nh = 0
@@ -656,10 +729,14 @@ def call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN
             if kind >= 0:  # parked as its twin was, unevaluated
                 if kind:
                     WI[w, W_PARK] = kind
+                    if kind == NODE:
+                        NODEP[WI[w, W_CQ]] = 1
                 IS[I_SKIPPED] += 1
                 continue
             _process(TI, kids, IS, WI, times, REQ, cap, used, TN, FN, u, RV, MO, queues, SL, VA, VICT, VL, heap,
                      logs, targets, watch, SCT, SCW, path, w, now)
+            if WI[w, W_PARK] == NODE:
+                NODEP[WI[w, W_CQ]] = 1
     # the call's end: in-call usage taken back, starts admitted, victims evicted and requeued
     for k in range(IS[I_NVA] - 1, -1, -1):
         add(TI, u, VA[k, 0], -VA[k, 1])
@@ -683,6 +760,7 @@ def call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN
         WI[w, W_WAIT] = 0
         WI[w, W_PARK] = 0
         _pq_insert(WI, sub_t, prio_pre, PQ, PQ_OFF, PQ_N, w)
+        _pq_insert(WI, sub_t, prio_pre, NQ, PQ_OFF, NQ_N, w)
         _bump(TI, IS, RV, WI[w, W_CQ])
     IS[I_NVICT] = 0
     return nv
@@ -702,6 +780,9 @@ def run(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN,
     HB = np.empty(C + 1, np.int64)
     RESUME = np.zeros(T, np.int64)
     SC = np.zeros(T, np.int64)
+    NQ = np.zeros(max(1, W), np.int64)  # per ClusterQueue (``PQ_OFF``): entries queued since its last call
+    NQ_N = np.zeros(T, np.int64)
+    NODEP = np.zeros(T, np.int64)  # per ClusterQueue: it may have entries parked for room
     seen = np.zeros(T, np.bool_)
     for x in range(C):
         seen[TI[CQO[x], ROOT]] = True
@@ -743,13 +824,14 @@ def run(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN,
             w = IS[I_NSUB]
             WI[w, W_STATE] = PENDING
             _pq_insert(WI, sub_t, IS[I_PRIO_PRE], PQ, PQ_OFF, PQ_N, w)
+            _pq_insert(WI, sub_t, IS[I_PRIO_PRE], NQ, PQ_OFF, NQ_N, w)
             _w_progress(IS, WI, X, TOUCH, now)
             IS[I_NSUB] = w + 1
         for _ in range(MAX_ROUNDS):
             if call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN, FN, u, RV, RFREED,
                     MO, CQO, PQ, PQ_OFF, PQ_N, PL, PL_N, AT, RQ, RQ_OFF, RQ_N, RPOS, SL, VA, VICT, VL, HW, HT,
-                    HS, HG, LOG, LT, LN, X, VF, TOUCH, HD, HB, ROOTS, RESUME, SC, out, tw, tvar, tallow, tlca,
-                    SCT, SCW, path, now, caches) == 0:
+                    HS, HG, LOG, LT, LN, X, VF, TOUCH, HD, HB, ROOTS, RESUME, SC, NQ, NQ_N, NODEP, out, tw, tvar,
+                    tallow, tlca, SCT, SCW, path, now, caches) == 0:
                 break
             if IS[I_FULL]:
                 return 1

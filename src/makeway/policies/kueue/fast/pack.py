@@ -199,10 +199,14 @@ class Packed:
         self.log_size = 8 * W + 1024  # a first guess: a run that needs more is run again with twice
         self.ln_size = 8 * toff + 1024
 
-    def run(self, horizon: float = float("inf"), window: float = 600.0) -> None:
+    def run(self, horizon: float = float("inf"), window: float = 600.0, check_lists: bool = False) -> None:
         """The whole run, up to ``horizon``, stopped where it cycles for ``window`` seconds
-        (``SimOptions.no_progress_window``; the engine's default for a model without periods)."""
-        from makeway.policies.kueue.fast.loop import run
+        (``SimOptions.no_progress_window``; the engine's default for a model without periods).
+        ``check_lists``: every call's unparked lists are checked against the pending lists they
+        are kept for (tests; an ``AssertionError`` names how many were out of step)."""
+        from makeway.policies.kueue.fast.loop import I_BAD, I_CHECK, run
+
+        self.IS[I_CHECK] = int(check_lists)
 
         self.LOG = np.zeros((self.log_size, 7), np.int64)
         self.LT = np.zeros(self.log_size, np.float64)
@@ -222,6 +226,8 @@ class Packed:
                  float(window))
         if rc:
             raise OverflowError("decision log full")
+        if self.IS[I_BAD]:
+            raise AssertionError(f"{int(self.IS[I_BAD])} unparked lists out of step with their pending lists")
 
     @property
     def stopped_at(self) -> float | None:
@@ -251,7 +257,7 @@ class Packed:
 
 
 def run(state: ClusterState, model: Any, workloads: Sequence[Workload], horizon: float = float("inf"),
-        window: float = 600.0, checked: bool = False) -> Packed:
+        window: float = 600.0, checked: bool = False, check_lists: bool = False) -> Packed:
     """The compiled loop's whole run (``Packed.run``), its log enlarged till the run fits in it.
     ``checked``: the caller found ``unsupported`` None for these workloads already."""
     why = None if checked else unsupported(state, model, workloads)
@@ -263,7 +269,7 @@ def run(state: ClusterState, model: Any, workloads: Sequence[Workload], horizon:
         if size is not None:
             p.log_size, p.ln_size = size
         try:
-            p.run(horizon, window)
+            p.run(horizon, window, check_lists)
         except OverflowError:
             size = (2 * p.log_size, 2 * p.ln_size)
             continue
@@ -271,8 +277,8 @@ def run(state: ClusterState, model: Any, workloads: Sequence[Workload], horizon:
 
 
 def decisions(state: ClusterState, model: Any, workloads: Sequence[Workload], horizon: float = float("inf"),
-              window: float = 600.0) -> tuple[list[tuple], float | None]:
+              window: float = 600.0, check_lists: bool = False) -> tuple[list[tuple], float | None]:
     """Run the compiled loop (``run``); its decisions (``Packed.decisions``) and when the
     no-progress watch stopped it (None: it ran to the end or the horizon)."""
-    p = run(state, model, workloads, horizon, window)
+    p = run(state, model, workloads, horizon, window, check_lists=check_lists)
     return p.decisions(), p.stopped_at
