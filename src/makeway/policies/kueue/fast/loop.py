@@ -14,6 +14,7 @@ import numpy as np
 from numba import njit
 
 from makeway.policies.kueue.fast.kernel import add, assign, search
+from makeway.policies.kueue.fast.queues import carry, fifo_before, list_ok, pq_insert, pq_remove, rebuild
 from makeway.policies.kueue.fast.layout import (
     FIT, L_PREEMPT, L_START, L_UNWAIT, NODE, NOFIT, P_ANY, PENDING, QUOTA, RECLAIM, ROOT, RUNNING, DONE, HASBL, BL, NOM,
     W_CNT, W_CQ, W_EVER, W_GEN, W_KEY, W_PARK, W_PCNT, W_PRIO, W_QV, W_RANK, W_STATE, W_TOFF, W_TOUCH, W_VN,
@@ -31,72 +32,16 @@ MAX_ROUNDS = 16  # ``Simulation.MAX_ROUNDS``
 X_SINCE, X_CYCLING, X_PERIOD, X_STOPPED = range(4)
 
 
-# -- pending entries per ClusterQueue, in BestEffortFIFO order -------------------------------------
-
-@njit(cache=True, inline='always')
-def _pq_before(WI, sub_t, prio_pre, a, b):
-    wa = prio_pre and WI[a, W_WAIT]
-    wb = prio_pre and WI[b, W_WAIT]
-    if wa != wb:
-        return wa
-    return _fifo_before(WI, sub_t, a, b)
-
-
-@njit(cache=True, inline='always')
-def _fifo_before(WI, sub_t, a, b):
-    """Higher priority, then earlier creation, then name."""
-    pa, pb = WI[a, W_PRIO], WI[b, W_PRIO]
-    if pa != pb:
-        return pa > pb
-    if sub_t[a] != sub_t[b]:
-        return sub_t[a] < sub_t[b]
-    return WI[a, W_RANK] < WI[b, W_RANK]
-
-
-@njit(cache=True)
-def _pq_find(WI, sub_t, prio_pre, PQ, lo, n, w):
-    """Where ``w`` goes (or is) among the ``n`` entries from ``lo``."""
-    a, b = lo, lo + n
-    while a < b:
-        m = (a + b) // 2
-        if _pq_before(WI, sub_t, prio_pre, PQ[m], w):
-            a = m + 1
-        else:
-            b = m
-    return a
-
-
-@njit(cache=True)
-def _pq_insert(WI, sub_t, prio_pre, PQ, PQ_OFF, PQ_N, w):
-    c = WI[w, W_CQ]
-    lo, n = PQ_OFF[c], PQ_N[c]
-    k = _pq_find(WI, sub_t, prio_pre, PQ, lo, n, w)
-    for j in range(lo + n, k, -1):
-        PQ[j] = PQ[j - 1]
-    PQ[k] = w
-    PQ_N[c] = n + 1
-
-
-@njit(cache=True)
-def _pq_remove(WI, sub_t, prio_pre, PQ, PQ_OFF, PQ_N, w):
-    c = WI[w, W_CQ]
-    lo, n = PQ_OFF[c], PQ_N[c]
-    k = _pq_find(WI, sub_t, prio_pre, PQ, lo, n, w)
-    for j in range(k, lo + n - 1):
-        PQ[j] = PQ[j + 1]
-    PQ_N[c] = n - 1
-
-
 @njit(cache=True)
 def _set_waiting(WI, sub_t, IS, PQ, PQ_OFF, PQ_N, w, flag):
     if WI[w, W_WAIT] == flag:
         return
     pending = WI[w, W_STATE] == PENDING
     if pending:
-        _pq_remove(WI, sub_t, IS[I_PRIO_PRE], PQ, PQ_OFF, PQ_N, w)
+        pq_remove(WI, sub_t, IS[I_PRIO_PRE], PQ, PQ_OFF, PQ_N, w)
     WI[w, W_WAIT] = flag
     if pending:
-        _pq_insert(WI, sub_t, IS[I_PRIO_PRE], PQ, PQ_OFF, PQ_N, w)
+        pq_insert(WI, sub_t, IS[I_PRIO_PRE], PQ, PQ_OFF, PQ_N, w)
 
 
 # -- the finish heap: an evicted workload's entry stays, as the engine's does (its instant is one
@@ -351,7 +296,7 @@ def _start(TI, IS, WI, sub_t, dur, adm, REQ, used, TN, u, RV, PQ, PQ_OFF, PQ_N, 
     if not WI[w, W_EVER]:  # a first start is progress, a restart is not
         X, VF, TOUCH = watch
         _w_progress(IS, WI, X, TOUCH, now)
-    _pq_remove(WI, sub_t, IS[I_PRIO_PRE], PQ, PQ_OFF, PQ_N, w)
+    pq_remove(WI, sub_t, IS[I_PRIO_PRE], PQ, PQ_OFF, PQ_N, w)
     WI[w, W_STATE] = RUNNING
     WI[w, W_WAIT] = 0
     n = WI[w, W_CNT]
@@ -557,81 +502,7 @@ def _head_before(WI, sub_t, prio_pre, HB, a, b, wa, wb):
         return xa
     if HB[a] != HB[b]:
         return HB[a] < HB[b]
-    return _fifo_before(WI, sub_t, wa, wb)
-
-
-@njit(cache=True)
-def _rebuild(WI, PQ, PL, lo, n_pq, freed, rel):
-    """A ClusterQueue's unparked entries, read from its whole pending list: where its cohort
-    tree freed quota (``Parked.release_queues``: every parked entry released), or where nodes freed
-    room and it has entries parked for room (``release_nodes``). The number of entries."""
-    n = 0
-    for j in range(lo, lo + n_pq):
-        w = PQ[j]
-        k = WI[w, W_PARK]
-        if k and freed and (rel or k == NODE):
-            WI[w, W_PARK] = 0
-            k = 0
-        if not k:
-            PL[lo + n] = w
-            n += 1
-    return n
-
-
-@njit(cache=True, inline='always')
-def _keep_unparked(WI, A, lo, n):
-    """The entries of ``A[lo:lo + n]`` still pending and unparked, kept in order at its start;
-    their number."""
-    m = 0
-    for j in range(lo, lo + n):
-        w = A[j]
-        if WI[w, W_STATE] == PENDING and not WI[w, W_PARK]:
-            A[lo + m] = w
-            m += 1
-    return m
-
-
-@njit(cache=True)
-def _carry(WI, sub_t, prio_pre, PL, lo, n_pl, NQ, n_nq):
-    """A ClusterQueue's unparked entries where nothing was released for it: the last call's
-    entries still pending and unparked, merged with those queued since (``NQ``, in order). The
-    call walked every last entry, so this costs no more than the call did; the parked backlog is
-    not walked. The number of entries.
-
-    Where preemptors go first, an entry that starts or stops waiting moves in the pending list,
-    and the last call's order may be stale for it. By this call it is parked (it stopped waiting
-    for want of targets), or its victims left and freed its cohort tree's quota, so that its
-    queue was read anew (``_rebuild``). ``Packed.run(check_lists=True)`` checks this."""
-    n = _keep_unparked(WI, PL, lo, n_pl)
-    m = _keep_unparked(WI, NQ, lo, n_nq)
-    i, d = n - 1, n + m - 1
-    for k in range(lo + m - 1, lo - 1, -1):
-        w = NQ[k]
-        while i >= 0 and _pq_before(WI, sub_t, prio_pre, w, PL[lo + i]):
-            PL[lo + d] = PL[lo + i]
-            i -= 1
-            d -= 1
-        PL[lo + d] = w
-        d -= 1
-    return n + m
-
-
-@njit(cache=True)
-def _list_ok(WI, PQ, PL, lo, n_pq, n_pl, freed):
-    """Whether a ClusterQueue's unparked list is its pending list's unparked entries, in order,
-    none parked for room where room was freed (the tests' check of ``_carry``, on with
-    ``IS[I_CHECK]``)."""
-    m = 0
-    for j in range(lo, lo + n_pq):
-        w = PQ[j]
-        k = WI[w, W_PARK]
-        if freed and k == NODE:
-            return False
-        if not k:
-            if m >= n_pl or PL[lo + m] != w:
-                return False
-            m += 1
-    return m == n_pl
+    return fifo_before(WI, sub_t, wa, wb)
 
 
 @njit(cache=True)
@@ -653,14 +524,14 @@ def call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN
         lo = PQ_OFF[c]
         rel = freed and RFREED[TI[c, ROOT]]
         if rel or (freed and NODEP[c]):
-            n = _rebuild(WI, PQ, PL, lo, PQ_N[c], freed, rel)
+            n = rebuild(WI, PQ, PL, lo, PQ_N[c], freed, rel)
             NODEP[c] = 0
         else:
-            n = _carry(WI, sub_t, prio_pre, PL, lo, PL_N[c], NQ, NQ_N[c])
+            n = carry(WI, sub_t, prio_pre, PL, lo, PL_N[c], NQ, NQ_N[c])
         NQ_N[c] = 0
         PL_N[c] = n
         AT[c] = 0
-        if IS[I_CHECK] and not _list_ok(WI, PQ, PL, lo, PQ_N[c], n, freed):
+        if IS[I_CHECK] and not list_ok(WI, PQ, PL, lo, PQ_N[c], n, freed):
             IS[I_BAD] += 1
     if freed:
         for x in range(CQO.shape[0]):
@@ -759,8 +630,8 @@ def call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN
         WI[w, W_STATE] = PENDING
         WI[w, W_WAIT] = 0
         WI[w, W_PARK] = 0
-        _pq_insert(WI, sub_t, prio_pre, PQ, PQ_OFF, PQ_N, w)
-        _pq_insert(WI, sub_t, prio_pre, NQ, PQ_OFF, NQ_N, w)
+        pq_insert(WI, sub_t, prio_pre, PQ, PQ_OFF, PQ_N, w)
+        pq_insert(WI, sub_t, prio_pre, NQ, PQ_OFF, NQ_N, w)
         _bump(TI, IS, RV, WI[w, W_CQ])
     IS[I_NVICT] = 0
     return nv
@@ -823,8 +694,8 @@ def run(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN,
         while IS[I_NSUB] < W and sub_t[IS[I_NSUB]] <= now:
             w = IS[I_NSUB]
             WI[w, W_STATE] = PENDING
-            _pq_insert(WI, sub_t, IS[I_PRIO_PRE], PQ, PQ_OFF, PQ_N, w)
-            _pq_insert(WI, sub_t, IS[I_PRIO_PRE], NQ, PQ_OFF, NQ_N, w)
+            pq_insert(WI, sub_t, IS[I_PRIO_PRE], PQ, PQ_OFF, PQ_N, w)
+            pq_insert(WI, sub_t, IS[I_PRIO_PRE], NQ, PQ_OFF, NQ_N, w)
             _w_progress(IS, WI, X, TOUCH, now)
             IS[I_NSUB] = w + 1
         for _ in range(MAX_ROUNDS):

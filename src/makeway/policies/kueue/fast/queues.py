@@ -1,0 +1,143 @@
+"""A ClusterQueue's pending entries, in BestEffortFIFO order, and the unparked lists a call of
+the compiled Kueue loop (``loop``) takes its heads from, kept from call to call.
+
+Each ClusterQueue owns a slice of the shared arrays (from its offset, ``PQ_OFF``): ``PQ`` its
+pending entries in order, ``PL`` the unparked ones of the current call, ``NQ`` those queued since
+the last call (arrivals and requeued victims, in order).
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+from makeway.policies.kueue.fast.layout import NODE, PENDING, W_CQ, W_PARK, W_PRIO, W_RANK, W_STATE, W_WAIT
+
+
+@njit(cache=True, inline='always')
+def pq_before(WI, sub_t, prio_pre, a, b):
+    wa = prio_pre and WI[a, W_WAIT]
+    wb = prio_pre and WI[b, W_WAIT]
+    if wa != wb:
+        return wa
+    return fifo_before(WI, sub_t, a, b)
+
+
+@njit(cache=True, inline='always')
+def fifo_before(WI, sub_t, a, b):
+    """Higher priority, then earlier creation, then name."""
+    pa, pb = WI[a, W_PRIO], WI[b, W_PRIO]
+    if pa != pb:
+        return pa > pb
+    if sub_t[a] != sub_t[b]:
+        return sub_t[a] < sub_t[b]
+    return WI[a, W_RANK] < WI[b, W_RANK]
+
+
+@njit(cache=True)
+def pq_find(WI, sub_t, prio_pre, PQ, lo, n, w):
+    """Where ``w`` goes (or is) among the ``n`` entries from ``lo``."""
+    a, b = lo, lo + n
+    while a < b:
+        m = (a + b) // 2
+        if pq_before(WI, sub_t, prio_pre, PQ[m], w):
+            a = m + 1
+        else:
+            b = m
+    return a
+
+
+@njit(cache=True)
+def pq_insert(WI, sub_t, prio_pre, PQ, PQ_OFF, PQ_N, w):
+    c = WI[w, W_CQ]
+    lo, n = PQ_OFF[c], PQ_N[c]
+    k = pq_find(WI, sub_t, prio_pre, PQ, lo, n, w)
+    for j in range(lo + n, k, -1):
+        PQ[j] = PQ[j - 1]
+    PQ[k] = w
+    PQ_N[c] = n + 1
+
+
+@njit(cache=True)
+def pq_remove(WI, sub_t, prio_pre, PQ, PQ_OFF, PQ_N, w):
+    c = WI[w, W_CQ]
+    lo, n = PQ_OFF[c], PQ_N[c]
+    k = pq_find(WI, sub_t, prio_pre, PQ, lo, n, w)
+    for j in range(k, lo + n - 1):
+        PQ[j] = PQ[j + 1]
+    PQ_N[c] = n - 1
+
+
+# -- the unparked lists ---------------------------------------------------------------------------
+
+@njit(cache=True)
+def rebuild(WI, PQ, PL, lo, n_pq, freed, rel):
+    """A ClusterQueue's unparked entries, read from its whole pending list: where its cohort
+    tree freed quota (``Parked.release_queues``: every parked entry released), or where nodes freed
+    room and it has entries parked for room (``release_nodes``). The number of entries."""
+    n = 0
+    for j in range(lo, lo + n_pq):
+        w = PQ[j]
+        k = WI[w, W_PARK]
+        if k and freed and (rel or k == NODE):
+            WI[w, W_PARK] = 0
+            k = 0
+        if not k:
+            PL[lo + n] = w
+            n += 1
+    return n
+
+
+@njit(cache=True, inline='always')
+def keep_unparked(WI, A, lo, n):
+    """The entries of ``A[lo:lo + n]`` still pending and unparked, kept in order at its start;
+    their number."""
+    m = 0
+    for j in range(lo, lo + n):
+        w = A[j]
+        if WI[w, W_STATE] == PENDING and not WI[w, W_PARK]:
+            A[lo + m] = w
+            m += 1
+    return m
+
+
+@njit(cache=True)
+def carry(WI, sub_t, prio_pre, PL, lo, n_pl, NQ, n_nq):
+    """A ClusterQueue's unparked entries where nothing was released for it: the last call's
+    entries still pending and unparked, merged with those queued since (``NQ``, in order). The
+    call walked every last entry, so this costs no more than the call did; the parked backlog is
+    not walked. The number of entries.
+
+    Where preemptors go first, an entry that starts or stops waiting moves in the pending list,
+    and the last call's order may be stale for it. By this call it is parked (it stopped waiting
+    for want of targets), or its victims left and freed its cohort tree's quota, so that its
+    queue was read anew (``rebuild``). ``Packed.run(check_lists=True)`` checks this."""
+    n = keep_unparked(WI, PL, lo, n_pl)
+    m = keep_unparked(WI, NQ, lo, n_nq)
+    i, d = n - 1, n + m - 1
+    for k in range(lo + m - 1, lo - 1, -1):
+        w = NQ[k]
+        while i >= 0 and pq_before(WI, sub_t, prio_pre, w, PL[lo + i]):
+            PL[lo + d] = PL[lo + i]
+            i -= 1
+            d -= 1
+        PL[lo + d] = w
+        d -= 1
+    return n + m
+
+
+@njit(cache=True)
+def list_ok(WI, PQ, PL, lo, n_pq, n_pl, freed):
+    """Whether a ClusterQueue's unparked list is its pending list's unparked entries, in order,
+    none parked for room where room was freed (the tests' check of ``carry``, on with
+    ``IS[I_CHECK]``)."""
+    m = 0
+    for j in range(lo, lo + n_pq):
+        w = PQ[j]
+        k = WI[w, W_PARK]
+        if freed and k == NODE:
+            return False
+        if not k:
+            if m >= n_pl or PL[lo + m] != w:
+                return False
+            m += 1
+    return m == n_pl
