@@ -14,12 +14,12 @@ import numpy as np
 from numba import njit
 
 from makeway.policies.kueue.fast.kernel import add, assign, search
-from makeway.policies.kueue.fast.queues import carry, fifo_before, list_ok, pq_insert, pq_remove, rebuild
 from makeway.policies.kueue.fast.layout import (
     FIT, L_PREEMPT, L_START, L_UNWAIT, NODE, NOFIT, P_ANY, PENDING, QUOTA, RECLAIM, ROOT, RUNNING, DONE, HASBL, BL, NOM,
     W_CNT, W_CQ, W_EVER, W_GEN, W_KEY, W_PARK, W_PCNT, W_PRIO, W_QV, W_RANK, W_STATE, W_TOFF, W_TOUCH, W_VN,
     W_WAIT,
 )
+from makeway.policies.kueue.fast.queues import carry, fifo_before, list_ok, pq_insert, pq_remove, rebuild
 
 MAX_ROUNDS = 16  # ``Simulation.MAX_ROUNDS``
 
