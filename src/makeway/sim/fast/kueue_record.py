@@ -17,6 +17,7 @@ resource the state does not list, ``check_invariants``, and a run the no-progres
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left, insort
 from typing import Any, Sequence
 
 from makeway.core.objects import Workload
@@ -84,18 +85,15 @@ class KueueReasons(IndexedReasons):
     period, so the rules reduce to ``fits-nowhere``, Kueue's ``quota`` (the flavor assignment on
     the admitted usage does not fit: ``_Replay.pending_reason``), ``preempting`` (a victim evicted
     for it runs again), ``gang``, ``priority`` and ``resources``. The queue order is the model's
-    key, kept per queue as workloads become pending, start, or start or stop waiting: a heap of
-    keys, of which only the workload's latest is live (a start or a move drops a key where it is,
-    a round pops past the dropped ones to the first ``HEAD`` live ones)."""
+    key, kept per queue as workloads become pending, start, or start or stop waiting."""
 
     def __init__(self, run: "LogRun"):
         super().__init__(run)
         self._back: set[int] = set()  # pending again (submitted or requeued) since the last round
         self._victims: dict[int, set[tuple[str, int]]] = {}  # preemptor -> (task, victim) evicted for it
         self._waiting_on: set[int] = set()  # the pending ones among them (``_victims`` keeps the started)
-        self.keys: dict[int, list[tuple]] = {}  # per queue: a heap of keys, dropped ones among them
-        self.key_of: dict[int, tuple] = {}  # pending workload -> its live key (by identity)
-        self.queued: dict[int, int] = {}  # per queue: its pending workloads
+        self.keys: dict[int, list[tuple]] = {}
+        self.key_of: dict[int, tuple] = {}
 
     # -- fed by the run ------------------------------------------------------------------------------
 
@@ -117,40 +115,23 @@ class KueueReasons(IndexedReasons):
         del self.pending[w]
         self._current.pop(w, None)
         self._waiting_on.discard(w)
-        self._drop(w)
+        lst = self.keys[self.sim.w_q[w]]
+        del lst[bisect_left(lst, self.key_of.pop(w))]
 
     def rekey(self, w: int) -> None:
         """``w`` started or stopped waiting for its victims: its place in the queue order moves."""
         if w in self.pending:
-            self._drop(w)
+            lst = self.keys[self.sim.w_q[w]]
+            del lst[bisect_left(lst, self.key_of.pop(w))]
             self._insert(w)
-
-    def _drop(self, w: int) -> None:
-        del self.key_of[w]
-        self.queued[self.sim.w_q[w]] -= 1
 
     def _insert(self, w: int) -> None:
         run = self.sim
-        q = run.w_q[w]
         key = self.key_of[w] = (not (run.prio_pre and w in run.waiting), -run.prio[w], run.sub[w], run.w_id[w], w)
-        heap = self.keys.get(q)
-        if heap is None:
-            heap = self.keys[q] = []
-        heapq.heappush(heap, key)
-        self.queued[q] = self.queued.get(q, 0) + 1
-
-    def _heads(self, q: int, n: int) -> list[int]:
-        """The first ``n`` pending workloads of queue ``q`` in order; dropped keys met on the way
-        are gone for good."""
-        heap, live = self.keys[q], self.key_of
-        first: list[tuple] = []
-        while heap and len(first) < n:
-            key = heapq.heappop(heap)
-            if live.get(key[-1]) is key:
-                first.append(key)
-        for key in first:
-            heapq.heappush(heap, key)
-        return [key[-1] for key in first]
+        lst = self.keys.get(run.w_q[w])
+        if lst is None:
+            lst = self.keys[run.w_q[w]] = []
+        insort(lst, key)
 
     def preempted_for(self, p: int, tid: str, v: int) -> None:
         self._victims.setdefault(p, set()).add((tid, v))
@@ -200,9 +181,11 @@ class KueueReasons(IndexedReasons):
         stale.update(self._waiting_on)
         heads: set[int] = set()
         waiting: dict[str, int] = {}
-        for name, q in sorted((names[q], q) for q, n in self.queued.items() if n):
-            waiting[name] = self.queued[q]
-            for i, w in enumerate(self._heads(q, head), 1):
+        for name, q in sorted((names[q], q) for q, lst in self.keys.items() if lst):
+            order = self.keys[q]
+            waiting[name] = len(order)
+            for i, key in enumerate(order[:head], 1):
+                w = key[-1]
                 heads.add(w)
                 self._set(w, now, self._classify(w, i, True))
         for w in stale:
