@@ -425,7 +425,7 @@ def _process(TI, kids, IS, WI, times, REQ, cap, used, TN, FN, u, RV, MO, queues,
 
 
 @njit(cache=True, inline='always')
-def _skip_known(TI, IS, WI, RV, MO, CQO, PL, PL_OFF, PL_N, AT, SC, NODEP, root, local):
+def _skip_known(TI, IS, WI, RV, MO, CQO, PL, PL_OFF, PL_N, AT, SC, root, local):
     """``TwinSkipping._skip_known`` (``root`` -1: every queue) and ``_skip_known_trees`` (the
     queues of tree ``root``, with ``local`` stamps): where every head is a known twin, the rounds
     up to the first head that must be evaluated are taken at once (they change nothing but
@@ -470,8 +470,6 @@ def _skip_known(TI, IS, WI, RV, MO, CQO, PL, PL_OFF, PL_N, AT, SC, NODEP, root, 
                     break
                 if kind > 0:  # parked as it is scanned; undone below past the rounds taken
                     WI[w, W_PARK] = kind
-                    if kind == NODE:
-                        NODEP[c] = 1
                 j += 1
             SC[c] = j
             if j < end:
@@ -552,13 +550,13 @@ def call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN
                 if RESUME[ROOTS[x]] > rnd:
                     resting = True
             if not resting:
-                _skip_known(TI, IS, WI, RV, MO, CQO, PL, PQ_OFF, PL_N, AT, SC, NODEP, -1, False)
+                _skip_known(TI, IS, WI, RV, MO, CQO, PL, PQ_OFF, PL_N, AT, SC, -1, False)
             if NR > 1:
                 for x in range(NR):
                     r = ROOTS[x]
                     if RESUME[r] > rnd:
                         continue
-                    step = _skip_known(TI, IS, WI, RV, MO, CQO, PL, PQ_OFF, PL_N, AT, SC, NODEP, r, True)
+                    step = _skip_known(TI, IS, WI, RV, MO, CQO, PL, PQ_OFF, PL_N, AT, SC, r, True)
                     if step > 0:
                         RESUME[r] = rnd + step
         nh = 0
@@ -600,12 +598,12 @@ def call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN
             if kind >= 0:  # parked as its twin was, unevaluated
                 if kind:
                     WI[w, W_PARK] = kind
-                    if kind == NODE:
-                        NODEP[WI[w, W_CQ]] = 1
                 IS[I_SKIPPED] += 1
                 continue
             _process(TI, kids, IS, WI, times, REQ, cap, used, TN, FN, u, RV, MO, queues, SL, VA, VICT, VL, heap,
                      logs, targets, watch, SCT, SCW, path, w, now)
+            # a release of room reads this queue whole; its twins parked so later need no flag of
+            # their own, since the release that clears the flag also voids their outcome
             if WI[w, W_PARK] == NODE:
                 NODEP[WI[w, W_CQ]] = 1
     # the call's end: in-call usage taken back, starts admitted, victims evicted and requeued
