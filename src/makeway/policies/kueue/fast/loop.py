@@ -522,7 +522,7 @@ def call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN
         lo = PQ_OFF[c]
         rel = freed and RFREED[TI[c, ROOT]]
         if rel or (freed and NODEP[c]):
-            n = rebuild(WI, PQ, PL, lo, PQ_N[c], freed, rel)
+            n = rebuild(WI, PQ, PL, lo, PQ_N[c], rel)
             NODEP[c] = 0
         else:
             n = carry(WI, sub_t, prio_pre, PL, lo, PL_N[c], NQ, NQ_N[c])

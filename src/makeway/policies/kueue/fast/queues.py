@@ -70,15 +70,16 @@ def pq_remove(WI, sub_t, prio_pre, PQ, PQ_OFF, PQ_N, w):
 # -- the unparked lists ---------------------------------------------------------------------------
 
 @njit(cache=True)
-def rebuild(WI, PQ, PL, lo, n_pq, freed, rel):
-    """A ClusterQueue's unparked entries, read from its whole pending list: where its cohort
-    tree freed quota (``Parked.release_queues``: every parked entry released), or where nodes freed
-    room and it has entries parked for room (``release_nodes``). The number of entries."""
+def rebuild(WI, PQ, PL, lo, n_pq, rel):
+    """A ClusterQueue's unparked entries, read from its whole pending list, at a call after a
+    release: where its cohort tree freed quota (``rel``; ``Parked.release_queues``: every parked
+    entry released), or where it has entries parked for room (``release_nodes``). The number of
+    entries."""
     n = 0
     for j in range(lo, lo + n_pq):
         w = PQ[j]
         k = WI[w, W_PARK]
-        if k and freed and (rel or k == NODE):
+        if k and (rel or k == NODE):
             WI[w, W_PARK] = 0
             k = 0
         if not k:
