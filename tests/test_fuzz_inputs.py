@@ -174,7 +174,7 @@ def mutate(doc, rnd: random.Random):
     elif op == 3:
         del parent[key]
     elif op == 4 and isinstance(parent, dict):
-        parent[rnd.choice(["unknown_key", "Max", "guaranted", "\u00fc", "count", "parent"])] = rnd.choice(EVIL)
+        parent[rnd.choice(["unknown_key", "Max", "guaranted", "\u00fc", "count", "parent"])] = copy.deepcopy(rnd.choice(EVIL))
     elif op == 4 and isinstance(parent, list):
         parent.append(copy.deepcopy(value))  # a duplicate element (node, task, resource name)
     elif op == 5 and isinstance(value, (int, float)) and not isinstance(value, bool):
