@@ -227,7 +227,7 @@ def test_a_parked_chain_ends_before_a_wake_up_with_no_cohort_due():
     parked leaves it), so that instant is then run as a call."""
     state, jobs = parked_case((("c", 30, 15),))
     model = YuniKornModel({})
-    sim = make_simulation(state, model, SimOptions(horizon=20000.0, skip_idle=False), False)
+    sim = make_simulation(state, model, SimOptions(horizon=20000.0, skip_idle=False, engine="general"), False)
     sim.add_workloads(jobs)
     sim.run()
     assert model.blocks.nparked == 5
@@ -262,7 +262,7 @@ def test_a_parked_chain_asks_a_cohort_refused_in_another_world_again(own_ends):
     they were (root.a's) moves the world too, and the closed form runs."""
     state, jobs = _own_case()
     model = YuniKornModel({})
-    sim = make_simulation(state, model, SimOptions(horizon=20000.0, skip_idle=False), False)
+    sim = make_simulation(state, model, SimOptions(horizon=20000.0, skip_idle=False, engine="general"), False)
     sim.add_workloads(jobs)
     sim.run()
     assert model.blocks.nparked == 5

@@ -71,7 +71,7 @@ def _run(nodes: int, seed: int, fill: float, grace: float, per_node: int) -> dic
                 q.settings = {"properties": {"preemption.delay": "1s"}}
         jobs = [replace(w, grace=grace) if w.id.startswith("fill") else w
                 for w in preemption_jobs(nodes * per_node, nodes, 10, seed=seed, fill=fill)]
-        simulate(state, YuniKornModel({}), jobs, options=SimOptions())
+        simulate(state, YuniKornModel({}), jobs, options=SimOptions(engine="general"))  # the model's own walk
     return seen
 
 

@@ -588,4 +588,9 @@ def make_simulation(state: ClusterState, model: PreemptionModel, options: SimOpt
 
     if kueue.why_not(state, model, options, has_changes) is None:
         return kueue.CompiledKueue(state, model, options)
+    if getattr(model, "name", None) == "yunikorn":
+        from makeway.sim.fast import yunikorn
+
+        if yunikorn.why_not(state, model, options, has_changes) is None:
+            return yunikorn.CompiledYuniKorn(state, model, options)
     return Simulation(state, model, options)

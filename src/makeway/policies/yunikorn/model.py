@@ -32,6 +32,18 @@ from makeway.policies.yunikorn.victim_index import VictimNodeIndex
 from makeway.policies.yunikorn.views import build_partition, queue_props, nonzero as _nonzero, to_us as _us
 
 
+def preempt_reason(rule: str, ask: str, app: str, queue: str, priority: int, resources: Res, victim: str,
+                   victim_queue: str, victim_priority: int, victim_resources: Res, node: str | None) -> Reason:
+    """The Reason of a victim preempted for an ask, from plain values: the model writes it from its
+    views, and what records a compiled run (``sim.fast.yunikorn_record``) from the log."""
+    return Reason("yunikorn", rule, ask,
+                  f"{ask} ({queue}, priority {priority}) reserves {node}; victim {victim} in {victim_queue}",
+                  {"ask_resources": dict(resources), "ask_queue": queue, "ask_priority": priority,
+                   "victim_queue": victim_queue, "victim_priority": victim_priority,
+                   "victim_resources": dict(victim_resources), "node": node,
+                   "event": preempted_by_scheduler_message(ask, app, queue)})
+
+
 class YuniKornModel(PreemptionModel):
     """YuniKorn: ask-triggered inter-queue preemption, DaemonSet preemption, composed quota preemption.
 
@@ -323,13 +335,8 @@ class YuniKornModel(PreemptionModel):
             run.stream_leaf(leaf, None)
 
     def _reason(self, rule: str, ask: YAsk, v: YAlloc, node: str | None) -> Reason:
-        return Reason("yunikorn", rule, ask.key,
-                      f"{ask.key} ({ask.queue}, priority {ask.priority}) reserves {node}; "
-                      f"victim {v.key} in {v.queue}",
-                      {"ask_resources": dict(ask.resources), "ask_queue": ask.queue, "ask_priority": ask.priority,
-                       "victim_queue": v.queue, "victim_priority": v.priority,
-                       "victim_resources": dict(v.resources), "node": node,
-                       "event": preempted_by_scheduler_message(ask.key, ask.app, ask.queue)})
+        return preempt_reason(rule, ask.key, ask.app, ask.queue, ask.priority, ask.resources, v.key, v.queue,
+                              v.priority, v.resources, node)
 
     def _next_check(self, props: QueueProps, ask: YAsk, now_us: int, running: bool) -> float | None:
         """When this ask could next pass its preconditions, if that may change anything."""
@@ -380,4 +387,4 @@ class YuniKornModel(PreemptionModel):
                 self._resv_released += 1
 
 
-__all__ = ["YuniKornModel", "build_partition", "queue_props"]
+__all__ = ["YuniKornModel", "build_partition", "preempt_reason", "queue_props"]

@@ -12,12 +12,16 @@ rounding or Go-faithful sorts of comparators that are not strict weak orders.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
+
+import numpy as np
 
 from makeway.core.objects import Workload
 from makeway.core.state import ClusterState
 from makeway.policies.yunikorn.common import INT32_MAX, INT32_MIN, QueueProps
-from makeway.policies.yunikorn.views import nonzero, queue_props
+from makeway.policies.yunikorn.fast import layout as L
+from makeway.policies.yunikorn.views import nonzero, queue_props, to_us
 
 
 def _whole(values: Any) -> bool:
@@ -77,4 +81,111 @@ def unsupported(state: ClusterState, model: Any, workloads: Sequence[Workload]) 
     return None
 
 
-__all__ = ["unsupported"]
+class Packed:
+    """One run of the class on arrays (``fast.loop.run``) and its results, read as the trailing
+    comment of ``layout`` lists: ``wls``, ``node_names``, ``LOG[:nlog]``, ``LT[:nlog]``,
+    ``calls``, ``CT[:calls]``, ``WK[:calls]`` and ``stopped``."""
+
+    def __init__(self, state: ClusterState, model: Any, workloads: Sequence[Workload]):
+        self.wls = sorted(workloads, key=lambda w: w.submit)
+        root = state.roots[0]
+        leaves = [q for q in state.descendants(root) if q != root]
+        lix = {q: i for i, q in enumerate(leaves)}
+        nodes = list(state.nodes.values())
+        self.node_names = [n.name for n in nodes]
+        types = list(state.resources)
+        for d in [wl.groups[0].resources for wl in self.wls] + [n.capacity for n in nodes] + \
+                [state.queues[q].guaranteed or {} for q in leaves]:
+            types += [k for k in d if k not in types]
+        rix = {k: i for i, k in enumerate(types)}
+        W, Q, N, R = len(self.wls), len(leaves), len(nodes), len(types)
+        props = queue_props(state)
+        QI = np.zeros((Q, L.NQI), np.int64)
+        G = np.zeros((Q, R), np.int64)
+        GT = np.zeros((Q, R), np.bool_)
+        for i, q in enumerate(leaves):
+            g = nonzero(state.queues[q].guaranteed)
+            QI[i, L.Q_HASG] = int(g is not None)
+            QI[i, L.Q_DELAY] = props[q].preemption_delay_us
+            for k, v in (g or {}).items():
+                G[i, rix[k]] = v
+                GT[i, rix[k]] = True
+        PREFIX = np.zeros((Q, Q), np.bool_)
+        for i, q in enumerate(leaves):
+            for j, a in enumerate(leaves):
+                PREFIX[i, j] = i != j and a.startswith(q) and bool(QI[j, L.Q_HASG])
+        ASKT = np.zeros(R, np.bool_)
+        for k in (self.wls[0].groups[0].resources if self.wls else {}):
+            ASKT[rix[k]] = True
+        INCL = np.zeros(R, np.bool_)
+        CAP = np.zeros((N, R), np.int64)
+        for i, n in enumerate(nodes):
+            for k, v in n.capacity.items():
+                CAP[i, rix[k]] = v
+                INCL[rix[k]] = True
+        CAPT = CAP.sum(axis=0).astype(np.int64)
+        REQ = np.zeros((W, R), np.int64)
+        for i, wl in enumerate(self.wls):
+            for k, v in wl.groups[0].resources.items():
+                REQ[i, rix[k]] = v
+        minreq = REQ.min(axis=0) if W else np.zeros(R, np.int64)
+        NI = np.zeros((N, L.NNI), np.int64)
+        order = sorted(range(N), key=lambda i: self.node_names[i])
+        BYNAME = np.array(order, np.int64)
+        off = 0
+        for i in range(N):
+            NI[i, L.N_RANK] = order.index(i)
+            NI[i, L.N_RESV] = -1
+            most = W
+            for k in range(R):
+                if ASKT[k]:
+                    most = min(most, CAP[i, k] // minreq[k] if minreq[k] > 0 else W)
+            NI[i, L.N_CAPN] = max(0, most) + 1
+            NI[i, L.N_OFF] = off
+            off += NI[i, L.N_CAPN]
+        shapes: dict[tuple, int] = {}
+        TI = np.zeros((W, L.NTI), np.int64)
+        TF = np.zeros((W, L.NTF), np.float64)
+        levels = sorted({wl.priority for wl in self.wls})
+        lev = {p: i for i, p in enumerate(levels)}
+        ranked = sorted(range(W), key=lambda i: (-self.wls[i].priority, self.wls[i].submit, self.wls[i].id))
+        for r, i in enumerate(ranked):
+            TI[i, L.T_RANK] = r
+        for i, wl in enumerate(self.wls):
+            TI[i, L.T_Q] = lix[wl.queue]
+            TI[i, L.T_PRIO] = wl.priority
+            TI[i, L.T_PLEV] = lev[wl.priority]
+            TI[i, L.T_SHAPE] = shapes.setdefault(tuple(REQ[i].tolist()), len(shapes))
+            TI[i, L.T_SUBUS] = to_us(wl.submit)
+            TI[i, L.T_RESV] = -1
+            TI[i, L.T_RESAT] = -1
+            TF[i, L.F_SUB] = float(wl.submit)
+            TF[i, L.F_DUR] = float(wl.duration)
+        SREQ = np.array(list(shapes) or [[0] * R], np.int64).reshape(max(1, len(shapes)), R)
+        self.leaves = leaves
+        self.args = (TI, TF, REQ, QI, G, GT, PREFIX, ASKT, INCL, CAPT, NI, CAP, BYNAME, SREQ,
+                     np.array(ranked, np.int64), max(1, len(levels)))
+        self.TI = TI
+
+    def run(self, horizon: float = math.inf, window: float = math.inf) -> "Packed":
+        from makeway.policies.yunikorn.fast.loop import I_ATTEMPTS, I_CALLS, I_NLOG, I_STOP, I_VISITS, X_STOPPED, run
+
+        LOG, LT, CT, WK, IS, X = run(*self.args, float(horizon), float(window))
+        self.nlog, self.calls = int(IS[I_NLOG]), int(IS[I_CALLS])
+        self.LOG, self.LT, self.CT, self.WK = LOG, LT, CT, WK
+        self.stopped = bool(IS[I_STOP])
+        self.stopped_at = float(X[X_STOPPED]) if self.stopped else None
+        self.attempts, self.visits = int(IS[I_ATTEMPTS]), int(IS[I_VISITS])
+        return self
+
+
+def run(state: ClusterState, model: Any, workloads: Sequence[Workload], horizon: float = math.inf,
+        window: float = math.inf) -> Packed:
+    """The compiled loop's whole run of a case inside the class (``unsupported`` None)."""
+    why = unsupported(state, model, workloads)
+    if why is not None:
+        raise ValueError(f"the compiled YuniKorn loop cannot run this: {why}")
+    return Packed(state, model, workloads).run(horizon, window)
+
+
+__all__ = ["Packed", "run", "unsupported"]

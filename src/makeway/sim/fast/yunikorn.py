@@ -1,0 +1,116 @@
+"""YuniKorn's inter-queue preemption decided by the compiled loop, its results recorded from the log.
+
+``makeway.policies.yunikorn.fast`` decides a whole run of its class (``pack.unsupported``: leaves
+under the root, guarantees, whole numbers, one task per workload...), every ``schedule`` call at
+every instant the engine would call it, wake-ups included. ``yunikorn_record.LogRun`` then
+records the general engine's results document from the log. Where the engine would read more
+than the log says (``yunikorn_record.why_not``: ``check_invariants``, a run the no-progress watch
+stopped), and outside the class, the general engine runs the model itself: a YuniKorn log has
+no replay, since a run outside ``LogRun``'s reach is rare and the model decides it anyway.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from makeway.core.objects import Workload
+from makeway.core.state import ClusterState
+from makeway.policies.yunikorn.fast import pack
+from makeway.sim.engine import SimOptions, Simulation
+from makeway.sim.fast.kueue import ReplayError
+from makeway.sim.metrics import Recorder
+
+__all__ = ["CompiledYuniKorn", "ReplayError", "why_not"]
+
+
+def why_not(state: ClusterState, model: Any, options: SimOptions, has_changes: bool) -> str | None:
+    """None when a run of this model may be decided by the compiled loop (the workloads are
+    checked when they are read, ``pack.unsupported``); else the first reason it may not."""
+    from makeway.policies.yunikorn.model import YuniKornModel
+
+    if type(model) is not YuniKornModel:
+        return "not the yunikorn model itself (a subclass may decide otherwise)"
+    if options.engine == "general":
+        return "the general engine was asked for"
+    from makeway.sim.fast.compiled import enabled
+
+    if not enabled():
+        return "numba is not there or MAKEWAY_JIT=0"
+    if has_changes:
+        return "config events"
+    if options.heartbeat_period or model.heartbeat_period or model.tick_period:
+        return "heartbeats or ticks"
+    if options.kill_at_requested_time:
+        return "kill_at_requested_time"
+    return None
+
+
+class CompiledYuniKorn:
+    """A YuniKorn run fed like the fast cores (``run(workloads)``, sorted by submit time)."""
+
+    def __init__(self, state: ClusterState, model: Any, options: SimOptions):
+        self.state, self.model, self.options = state, model, options
+        self.sim: Any = Simulation(state, model, options)
+        self.log_run: Any = None  # ``yunikorn_record.LogRun``: the results recorded from the log
+        self.not_recorded: str | None = None  # why the general engine ran it instead
+
+    @property
+    def recorder(self) -> Recorder:
+        return self.sim.recorder
+
+    @property
+    def now(self) -> float:
+        return self.sim.now
+
+    @property
+    def events_processed(self) -> int:
+        return self.sim.events_processed
+
+    def run(self, workloads: Iterable[Workload]) -> Recorder:
+        horizon = self.options.horizon
+        # read no further than the engine would: up to the first workload past the horizon
+        wls, late = [], []
+        for wl in workloads:
+            if horizon is not None and wl.submit > horizon:
+                late.append(wl)
+                break
+            wls.append(wl)
+        model = self.model
+        ordered = all(wls[i].submit <= wls[i + 1].submit for i in range(len(wls) - 1))
+        self.not_recorded = ("the trace is not sorted" if not ordered else
+                             "check_invariants" if self.options.check_invariants else
+                             pack.unsupported(self.state, model, wls))
+        if self.not_recorded is None:
+            packed = pack.run(self.state, model, wls, float("inf") if horizon is None else float(horizon),
+                              self.sim._window())
+            from makeway.sim.fast import yunikorn_record
+
+            self.not_recorded = yunikorn_record.why_not(self.state, self.options, wls, packed)
+            if self.not_recorded is None:
+                self.sim = self.log_run = yunikorn_record.LogRun(packed, self.state, model, self.options, wls, late)
+                return self.log_run.run()
+        self.sim.add_workloads(wls + late)
+        return self.sim.run()
+
+
+def warm() -> float:
+    """Load the compiled YuniKorn loop now (numba's cache; compiled first if need be) with a run of
+    two workloads that preempt, so a measurement that follows does not pay it; the CPU seconds it
+    took (0 without numba)."""
+    from makeway.sim.fast.compiled import enabled
+
+    if not enabled():
+        return 0.0
+    import time
+
+    from makeway.core.objects import Node, Queue, TaskGroup
+    from makeway.policies.yunikorn.model import YuniKornModel
+
+    t0 = time.process_time()
+    queues = [Queue("root", settings={"properties": {"preemption.delay": "1s"}}),
+              Queue("a", "root", guaranteed={"cpu": 1}), Queue("b", "root", guaranteed={"cpu": 1})]
+    state = ClusterState(["cpu"], queues, [Node("n0", {"cpu": 2})])
+    CompiledYuniKorn(state, YuniKornModel({}), SimOptions()).run(
+        [Workload("w0", "a", 0.0, 100.0, (TaskGroup(1, {"cpu": 2}),)),
+         Workload("w1", "b", 1.0, 10.0, (TaskGroup(1, {"cpu": 1}),))])
+    return time.process_time() - t0

@@ -1,0 +1,608 @@
+"""The results of a compiled YuniKorn run, recorded straight from its decision log.
+
+``LogRun`` walks the general engine's instants (finishes, stale ones included, then submissions,
+then the model's wake-ups, which the log's ``WK`` says), makes the logged calls there (again, up
+to ``MAX_ROUNDS``, while victims leave at once) and feeds a recorder on index lists
+(``YuniKornRecorder``, the fast core's ``FastRecorder`` with Kueue's preemption counters), with
+``YuniKornReasons`` for the pending-reason trails. The document is the general engine's; the tests
+compare the two whole (``tests/yunikorn_queue/test_log_record.py``).
+
+It is most of a compiled run's time, so the walk takes short ways where the engine's work is
+known in advance: the finishes are the log's starts plus durations (one sorted list, stale ones
+included, instead of a heap), an instant that is only a wake-up with an empty call costs a few
+comparisons, the recorder's sums move by precomputed steps, and a reason round asks again only
+the heads whose answer can have moved.
+
+The walk and the log must agree on every call: a call at another instant than the log's, a start
+of a task that is not pending or does not fit, a victim that is not running, or a run that ends
+with calls left over or missing is a defect of the compiled loop, and raises ``ReplayError``.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_left, bisect_right
+from typing import Any, Sequence
+
+import numpy as np
+
+from makeway.core.objects import Workload
+from makeway.core.pending import FITS_NOWHERE, PREEMPTING, PRIORITY, RESOURCES
+from makeway.core.resources import EPS
+from makeway.core.state import ClusterState
+from makeway.policies.yunikorn.fast import layout as L
+from makeway.policies.yunikorn.model import preempt_reason
+from makeway.sim.collector import no_collections
+from makeway.sim.fast.kueue import ReplayError
+from makeway.sim.fast.kueue_record import KueueReasons, KueueRecorder, _Shape
+from makeway.sim.metrics import _round
+
+
+def why_not(state: ClusterState, options: Any, workloads: Sequence[Workload], packed: Any) -> str | None:
+    """None when ``LogRun`` can record this compiled run; else why the general engine runs it."""
+    if options.check_invariants:
+        return "check_invariants"
+    if packed.stopped:
+        return "stopped by the no-progress watch"
+    known = set(state.resources)
+    for wl in workloads:
+        if not known.issuperset(wl.groups[0].resources):
+            return f"workload {wl.id}: a resource the state does not list"
+    return None
+
+
+class YuniKornReasons(KueueReasons):
+    """``ReasonLog`` for a YuniKorn ``LogRun``. In this class no queue has a ``max`` and no task a
+    grace period, so the rules reduce to ``fits-nowhere``; for the first ``HEAD`` of a queue, the
+    model's ``preempting`` while the ask holds a reservation; ``preempting`` while a victim
+    evicted for it runs again; ``priority``; ``resources``. The queue order is the default key.
+
+    A round costs what changed, not every head: the engine asks the model about each queue's
+    first ``HEAD`` at every round, but an answer moves only when the workload enters or leaves
+    them, takes or loses the first place, or its reservation or victims move, so only those are
+    asked again. The answers, the victims pruned and the trails are the engine's.
+    """
+
+    def __init__(self, run: "LogRun"):
+        super().__init__(run)
+        self._touched: set[int] = set()  # reservation set or cleared since the last round
+
+    def _insert(self, w: int) -> None:
+        """Each queue's pending workloads are kept as their ranks in the default order
+        (``LogRun.rank``). Who enters the first ``HEAD`` (``w``), leaves them (the one pushed
+        behind) or loses the first place is looked at in the next round: their answer may move."""
+        run = self.sim
+        q = run.w_q[w]
+        lst = self.keys.get(q)
+        if lst is None:
+            lst = self.keys[q] = []  # type: ignore[assignment]
+        i = bisect_left(lst, run.rank[w])  # type: ignore[arg-type]
+        lst.insert(i, run.rank[w])  # type: ignore[arg-type]
+        head = self.HEAD
+        if i < head:
+            stale, by_rank = self._stale, run.by_rank
+            stale.add(w)
+            if i == 0 and len(lst) > 1:
+                stale.add(by_rank[lst[1]])
+            if len(lst) > head:
+                stale.add(by_rank[lst[head]])
+
+    def started(self, w: int) -> None:
+        """``w`` leaves its queue: who enters the first ``HEAD`` or takes the first place in its
+        stead is looked at in the next round."""
+        del self.pending[w]
+        self._current.pop(w, None)
+        self._waiting_on.discard(w)
+        run = self.sim
+        lst = self.keys[run.w_q[w]]
+        i = bisect_left(lst, run.rank[w])  # type: ignore[arg-type]
+        del lst[i]
+        head = self.HEAD
+        if i < head:
+            stale, by_rank = self._stale, run.by_rank
+            if len(lst) >= head:
+                stale.add(by_rank[lst[head - 1]])
+            if i == 0 and lst:
+                stale.add(by_rank[lst[0]])
+
+    def reservation_moved(self, w: int) -> None:
+        self._touched.add(w)
+
+    def _classify(self, w: int, position: int, ask_model: bool) -> tuple[str, str | None]:
+        run = self.sim
+        if run.w_shape[w].nowhere:
+            return FITS_NOWHERE, None
+        if ask_model and w in run.resv:  # the model's answer: no pruning of the victims then
+            return PREEMPTING, None
+        if w in self._victims and self._preempting(w):
+            return PREEMPTING, None
+        if position > 1:
+            return PRIORITY, None
+        return RESOURCES, None
+
+    def _round(self, now: float) -> None:
+        """``ReasonLog._changed_round``, asking only what can have moved since the last round:
+        the workloads pending again, fresh, waiting for victims, whose reservation moved, or
+        that entered, left or moved across the first place of their queue's first ``HEAD``
+        (``_insert``, ``started``); each at its place in its queue now."""
+        pending, head, put, classify = self.pending, self.HEAD, self._set, self._classify
+        flag = self._stale
+        flag.update(w for w in self._back if w in pending)
+        self._back = set()
+        flag.update(self._waiting_on)
+        flag.update(self._touched)
+        self._touched = set()
+        run = self.sim
+        keys, w_q, rank = self.keys, run.w_q, run.rank
+        for w in flag:
+            if w in pending:
+                i = bisect_left(keys[w_q[w]], rank[w])  # type: ignore[arg-type]
+                put(w, now, classify(w, i + 1, True) if i < head else classify(w, head + 1, False))
+        flag.clear()
+        names = run.q_names
+        self._waiting = {names[q]: len(lst) for q, lst in keys.items() if lst}
+
+
+class YuniKornRecorder(KueueRecorder):
+    """``KueueRecorder`` with its sums moved by precomputed steps: in this class every workload is
+    one task of whole numbers, so a start, an eviction, a finish or a submission adds fixed amounts
+    to fixed cells (usage per resource and per queue of the path, pending demand of the tracked
+    queues), the same sums ``FastRecorder`` makes, in fewer Python steps. The samples are taken
+    the same way, from cells found once (again after each thinning); a model without shares
+    (``queue_shares`` not overridden) has none to sample."""
+
+    def __init__(self, state: ClusterState, model: Any, run: "LogRun"):
+        super().__init__(state, model, run)
+        self.reasons = YuniKornReasons(run)  # type: ignore[assignment]
+        self._steps: dict[tuple[int, int], tuple[list, list, list]] = {}
+        self._w_steps: list = []
+        from makeway.core.policy import PreemptionModel
+
+        self._no_shares = getattr(type(model), "queue_shares", None) is PreemptionModel.queue_shares
+        self._cells: tuple | None = None
+        self._nonzero_caps: list | None = None
+
+    def steps(self, q: int, shape: Any) -> tuple[list, list, list]:
+        """(start, finish, submit) steps of a task of ``shape`` in queue ``q``: (cells, index,
+        amount); an eviction is the start's, negated."""
+        key = (q, id(shape))
+        found = self._steps.get(key)
+        if found is None:
+            pairs = shape.groups[0][1]
+            used, qusage, pres, pn, ptasks = self._used, self._qusage, self._pres, self._pn, self._ptasks
+            path, tracked = self.sim.paths[q], self._tracked_paths[q]
+            run = [(used, r, v) for r, v in pairs] + [(qusage[p], r, v) for p in path for r, v in pairs]
+            demand = [(pres[p], r, v) for p in tracked for r, v in pairs] + [(pn, p, 1) for p in tracked]
+            start = run + [(a, i, -v) for a, i, v in demand] + [(ptasks, q, -1)]
+            submit = demand + [(ptasks, q, 1)]
+            found = self._steps[key] = (start, [(a, i, -v) for a, i, v in run], submit)
+        return found
+
+    def task_started(self, w: int, g: int, now: float) -> None:
+        for acc, i, v in self._w_steps[w][0]:
+            acc[i] += v
+
+    def task_evicted(self, w: int, now: float) -> None:
+        for acc, i, v in self._w_steps[w][0]:
+            acc[i] -= v
+
+    def task_finished(self, w: int, g: int, now: float, killed: bool, done: bool) -> None:
+        for acc, i, v in self._w_steps[w][1]:
+            acc[i] += v
+        self._finished.append((w, now))
+        if now > self.end_t:
+            self.end_t = now
+
+    def submitted(self, w: int, wl: Workload, shape: Any, now: float) -> None:
+        if self.first_t is None:
+            self.first_t = now
+        steps = self.steps(self.sim.w_q[w], shape)
+        self._w_steps.append(steps)
+        for acc, i, v in steps[2]:
+            acc[i] += v
+        self._first.append(None)
+        self.reasons.submitted(w)
+        if shape.nowhere:
+            too_big = self.beyond_every_node(wl)
+            if too_big is not None:
+                self.unplaceable += 1
+                if self.first_unplaceable is None:
+                    self.first_unplaceable = (wl.id, *too_big)
+
+    def _thin(self) -> None:
+        super()._thin()
+        self._cells = None
+
+    def _sample(self, now: float) -> None:
+        if len(self.series_t) >= self.MAX_SAMPLES:
+            self._thin()
+        cells = self._cells
+        if cells is None:
+            cells = self._cells = self._find_cells()
+        self.series_t.append(now)
+        used_cells, queue_cells = cells
+        for series, r, cap in used_cells:
+            series.append(self._used[r] / cap if cap else 0.0)
+        ints, pn = self.ints, self._pn
+        for u, p, cols, pn_series, i in queue_cells:
+            for su, sp, r in cols:
+                su.append(u[r])
+                sp.append(p[r] if ints else _round(p[r]))
+            pn_series.append(pn[i])
+        if not self._no_shares:
+            self._sample_shares(now, len(self.series_t) - 1)
+        if not self._quotas_read:
+            self._read_quotas()
+        self.series_jain.append(self.jain_now())
+
+    def _find_cells(self) -> tuple[list, list]:
+        res, qix = self._res, self._qix
+        used_cells = [(self.series_used[k], r, self._caps[r]) for r, k in enumerate(res)]
+        queue_cells = []
+        for q, per_res in self.series_queues.items():
+            i = qix[q]
+            pending = self.series_pending[q]
+            queue_cells.append((self._qusage[i], self._pres[i], [(per_res[k], pending[k], r) for r, k in enumerate(res)],
+                                self.series_pending_n[q], i))
+        return used_cells, queue_cells
+
+    def jain_now(self) -> float:
+        caps = self._nonzero_caps
+        if caps is None:
+            caps = self._nonzero_caps = [(r, c) for r, c in enumerate(self._caps) if c]
+        xs = []
+        qusage, ptasks = self._qusage, self._ptasks
+        for i, weight in self._leaves:
+            usage = qusage[i]
+            if not ptasks[i] and not any(usage):
+                continue
+            share = max([usage[r] / c for r, c in caps]) if caps else 0.0
+            xs.append(share / weight)
+        if not xs:
+            return 1.0
+        total, sq = sum(xs), sum([x * x for x in xs])
+        return (total * total) / (len(xs) * sq) if sq > 0 else 1.0
+
+
+class LogRun:
+    """The engine's walk of a compiled YuniKorn run, fed from its log (see the module docstring);
+    ``run()`` returns the recorder, as ``Simulation.run`` does."""
+
+    MAX_ROUNDS = 16
+
+    def __init__(self, packed: Any, state: ClusterState, model: Any, options: Any, wls: list[Workload],
+                 late: list[Workload]):
+        self.state, self.model, self.options = state, model, options
+        self.packed, self.wls, self.late = packed, wls, late
+        self.now = 0.0
+        self.events_processed = 0
+        self.n = int(packed.nlog)
+        self.total_calls = int(packed.calls)
+        names = list(state.queues)
+        self.q_names = names
+        qix = {q: i for i, q in enumerate(names)}
+        self.paths = [[qix[a] for a in state.path_to_root(q)] for q in names]
+        self.ints = True
+        rix = {r: i for i, r in enumerate(state.resources)}
+        nodes = list(state.nodes.values())
+        self.node_names = [n.name for n in nodes]
+        self.cap = [[n.capacity.get(r, 0) for n in nodes] for r in state.resources]
+        self.used = [[0] * len(nodes) for _ in state.resources]
+        self.N = len(nodes)
+        shapes: dict[tuple, _Shape] = {}
+        self.w_id = [wl.id for wl in wls]
+        self.w_q = [qix[wl.queue] for wl in wls]
+        self.w_tasks = [1] * len(wls)
+        self.w_shape = []
+        for wl in wls:
+            res = wl.groups[0].resources
+            raw = tuple(res.items())
+            shape = shapes.get(raw)
+            if shape is None:
+                vec = [0] * len(rix)
+                for k, v in res.items():
+                    vec[rix[k]] = v
+                nowhere = not any(all(v <= n.capacity.get(k, 0) + EPS for k, v in res.items()) for n in nodes)
+                shape = shapes[raw] = _Shape(1, [(rix[k], v) for k, v in res.items()], vec, nowhere)
+            self.w_shape.append(shape)
+        self.sub = [wl.submit for wl in wls]
+        self.prio = [wl.priority for wl in wls]
+        # the default queue order (priority, submit time, id) as one rank per workload
+        self.by_rank = sorted(range(len(wls)), key=lambda w: (-self.prio[w], self.sub[w], self.w_id[w]))
+        self.rank = [0] * len(wls)
+        for i, w in enumerate(self.by_rank):
+            self.rank[w] = i
+        W = len(wls)
+        self.running = [False] * W
+        self.start_row = [-1] * W  # the log row of each task's current (or last) start
+        self.on = [0] * W
+        self.started_at = [0.0] * W
+        self.resv: dict[int, int] = {}  # pending ask -> the node it reserved
+        self.recorder = YuniKornRecorder(state, model, self)
+        self.recorder.model_options = model.options()
+        self.recorder.record_starts = options.record_starts
+
+    def run(self) -> Any:
+        with no_collections():
+            return self._run()
+
+    def _run(self) -> Any:
+        """The engine's loop (``Simulation._run``) on the three streams of instants. Most instants
+        of a preemption run are the model's own wake-ups, deciding nothing: those take a short way
+        (a wake-up before any finish or submission, a call without a log row)."""
+        self.model.bind(self.state)
+        packed, n = self.packed, self.n
+        log = packed.LOG[:n]
+        self.kind, self.la, self.lb, self.lc, self.lcall = (log[:, c].tolist() for c in
+                                                            (L.C_KIND, L.C_A, L.C_B, L.C_C, L.C_CALL))
+        self.lt = packed.LT[:n].tolist()
+        total = self.total_calls
+        nan = float("nan")  # past the last call: no instant equals it
+        ct, wk = packed.CT[:total].tolist() + [nan], packed.WK[:total].tolist() + [nan]
+        chain_end = self._chains()
+        rec = self.recorder
+        reasons = rec.reasons
+        clock = reasons.clock
+        wls, state = self.wls, self.state
+        inf = float("inf")
+        horizon = self.options.horizon
+        stop = inf if horizon is None else horizon
+        progress = self.options.progress
+        fin_t, fin_row, fin_w = self._finishes()
+        fi = 0
+        wakes: list = []
+        pending_wakes: set = set()
+        subs = self.sub + [wl.submit for wl in self.late] + [inf]
+        W, ns = len(wls), 0
+        max_rounds = self.MAX_ROUNDS
+        pos, calls, events = 0, 0, 0
+        lcall = self.lcall
+        next_call = lcall[0] if n else -1
+        running, start_row = self.running, self.start_row
+        shapes, used, on = self.w_shape, self.used, self.on
+        heappop, heappush = heapq.heappop, heapq.heappush
+        while True:
+            now = subs[ns]
+            if fin_t[fi] < now:
+                now = fin_t[fi]
+            if wakes and wakes[0] < now:  # a wake-up alone
+                now = wakes[0]
+                if now > stop:
+                    rec.stopped_reason = "horizon"
+                    break
+                self.now = now
+                heappop(wakes)
+                pending_wakes.discard(now)
+                events += 1
+                if ct[calls] != now:
+                    self._out_of_step(calls, ct, now)
+                if next_call != calls + 1:
+                    if not wakes and now < clock.next and progress is None:
+                        # the only wake-up, and its call's wake-up the next call's instant: a
+                        # stretch of them before the next other event or round, run at once
+                        k = calls
+                        last = chain_end[bisect_left(chain_end, k)]
+                        limit = subs[ns]
+                        if fin_t[fi] < limit:
+                            limit = fin_t[fi]
+                        if clock.next < limit:
+                            limit = clock.next
+                        m = bisect_left(ct, limit, k, last + 1) - 1
+                        if ct[m] > stop:
+                            m = bisect_right(ct, stop, k, m + 1) - 1
+                        events += m - k
+                        calls = m
+                        now = self.now = ct[m]
+                    calls += 1
+                    if now >= clock.next:
+                        reasons.observe(now)
+                    wake = wk[calls - 1]
+                    if wake > now and wake not in pending_wakes:
+                        pending_wakes.add(wake)
+                        heappush(wakes, wake)
+                    if progress is not None:
+                        progress(now, events)
+                    continue
+                changed = True
+            else:
+                if now == inf:
+                    break
+                if now > stop:
+                    rec.stopped_reason = "horizon"
+                    break
+                self.now = now
+                changed = False
+                while fin_t[fi] == now and fin_row[fi] < pos:
+                    w = fin_w[fi]
+                    fi += 1
+                    events += 1
+                    if start_row[w] != fin_row[fi - 1] or not running[w]:
+                        continue
+                    changed = True
+                    if rec.last_t != now:
+                        rec.before_change(now)
+                    node = on[w]
+                    for r, v in shapes[w].groups[0][1]:
+                        used[r][node] -= v
+                    running[w] = False
+                    rec.task_finished(w, 0, now, False, True)
+                    if rec.record_starts:
+                        rec.events.append({"time": now, "kind": "finish", "allocation": f"{self.w_id[w]}/0/0",
+                                           "workload": self.w_id[w]})
+                while subs[ns] == now and ns < W:
+                    wl = wls[ns]
+                    events += 1
+                    changed = True
+                    if rec.last_t != now:
+                        rec.before_change(now)
+                    state.workloads[wl.id] = wl
+                    rec.submitted(ns, wl, shapes[ns], now)
+                    ns += 1
+                if wakes and wakes[0] == now:
+                    heappop(wakes)
+                    pending_wakes.discard(now)
+                    events += 1
+                    changed = True
+            made = False
+            for _ in range(max_rounds):
+                if ct[calls] != now:
+                    self._out_of_step(calls, ct, now)
+                calls += 1
+                if next_call == calls:
+                    pos, decided, freed = self._call(pos, calls, now)
+                    next_call = lcall[pos] if pos < n else -1
+                    made |= decided
+                    if freed:
+                        continue
+                break
+            if made or changed:
+                if reasons.fresh or now >= clock.next:
+                    reasons.observe(now)
+            wake = wk[calls - 1]
+            if wake > now and wake not in pending_wakes:
+                pending_wakes.add(wake)
+                heappush(wakes, wake)
+            if progress is not None:
+                progress(now, events)
+        self.events_processed = events
+        if pos != n or calls != total:
+            raise ReplayError(f"the engine made {calls} calls and took {pos} log entries; the compiled "
+                              f"loop made {total} calls and logged {n}")
+        self.pos, self.calls = pos, calls
+        rec.close(self.now)
+        return rec
+
+    def _chains(self) -> list[int]:
+        """The calls that end a chain of wake-ups (ascending, the last call among them): from a
+        call with no log row up to the next such end, each call has no row and its ``WK`` is the
+        next call's instant. Where nothing else happens meanwhile, the engine runs those instants
+        one after the other, each only moving the wake-up to the next (``_run``)."""
+        total, packed = self.total_calls, self.packed
+        ct, wk = packed.CT[:total], packed.WK[:total]
+        norow = np.ones(total + 1, bool)
+        calls = packed.LOG[:self.n, L.C_CALL] - 1
+        norow[calls[(calls >= 0) & (calls < total)]] = False
+        norow[total] = False
+        linked = norow[:total] & norow[1:]
+        linked[:-1] &= (wk[:-1] > ct[:-1]) & (wk[:-1] == ct[1:])
+        if total:
+            linked[-1] = False
+        return np.flatnonzero(~linked).tolist()
+
+    def _finishes(self) -> tuple[list, list, list]:
+        """Every finish the engine will have in its heap, stale ones included, known from the log:
+        each start's instant plus the task's duration (the float sum the engine makes), in time
+        order and, at one instant, in the order of the starts. A finish is taken once its start
+        was (a task of no duration finishes in a new round of its start's instant)."""
+        n = self.n
+        rows = np.flatnonzero(self.packed.LOG[:n, L.C_KIND] == L.L_START)
+        tasks = self.packed.LOG[:n, L.C_A][rows]
+        ends = self.packed.LT[:n][rows] + np.array([wl.duration for wl in self.wls], np.float64)[tasks]
+        order = np.argsort(ends, kind="stable")
+        return ends[order].tolist() + [float("inf")], rows[order].tolist(), tasks[order].tolist()
+
+    def _out_of_step(self, calls: int, ct: list, now: float) -> None:
+        at = ct[calls] if calls < self.total_calls else None
+        raise ReplayError(f"call {calls + 1} at t={now}: the compiled log has it at t={at}")
+
+    def _call(self, k: int, call: int, now: float) -> tuple[int, bool, bool]:
+        """One logged ``schedule`` call applied as the engine applies it: (the next log index,
+        decided, victims left)."""
+        n, lcall, kind, lt, la = self.n, self.lcall, self.kind, self.lt, self.la
+        decided = freed = False
+        while k < n and lcall[k] == call:
+            if lt[k] != now:
+                raise ReplayError(f"call {call} at t={now}: the compiled log has it at t={lt[k]}")
+            what = kind[k]
+            if what == L.L_START:
+                self._start(k, la[k], self.lb[k], now)
+                decided = True
+            elif what == L.L_PREEMPT:
+                self._preempt(la[k], self.lb[k], self.lc[k], now)
+                decided = freed = True
+            else:
+                if self.resv.pop(la[k], None) is None:
+                    raise ReplayError(f"call {call}: the log unreserves {self.w_id[la[k]]}, which holds no reservation")
+                self.recorder.reasons.reservation_moved(la[k])
+            k += 1
+        return k, decided, freed
+
+    def _start(self, k: int, w: int, node: int, now: float) -> None:
+        """The engine's ``_start`` and ``Recorder.start`` (the recorder's steps inlined: the walk's
+        most frequent decision)."""
+        rec = self.recorder
+        reasons = rec.reasons
+        if self.running[w] or w not in reasons.pending:
+            raise ReplayError(f"the log starts {self.w_id[w]} at t={now}, which is not pending")
+        used, cap = self.used, self.cap
+        pairs = self.w_shape[w].groups[0][1]
+        for r, v in pairs:
+            if used[r][node] + v > cap[r][node]:
+                raise ReplayError(f"t={now}: {self.w_id[w]} does not fit on {self.node_names[node]}")
+        for r, v in pairs:
+            used[r][node] += v
+        if self.resv.pop(w, None) is not None:
+            reasons.reservation_moved(w)
+        self.start_row[w] = k
+        self.running[w] = True
+        self.on[w] = node
+        self.started_at[w] = now
+        if rec.last_t != now:
+            rec.before_change(now)
+        for acc, i, x in rec._w_steps[w][0]:
+            acc[i] += x
+        reasons.started(w)
+        if rec._first[w] is None:
+            rec._first[w] = now
+            rec._started.append(w)
+        if rec._evicted_at or rec.record_starts:
+            tid = f"{self.w_id[w]}/0/0"
+            if rec._evicted_at:
+                ev = rec._evicted_at.pop(tid, None)
+                if ev is not None:
+                    rec.restarts.setdefault(self.w_id[w], []).append((now, tid, self.node_names[node], ev))
+            if rec.record_starts:
+                rec.events.append({"time": now, "kind": "start", "allocation": tid, "workload": self.w_id[w],
+                                   "node": self.node_names[node]})
+
+    def _preempt(self, v: int, by: int, node: int, now: float) -> None:
+        """``Recorder.preempt`` of the victim ``v`` for the ask ``by``, which reserves ``node`` (if it
+        holds no reservation yet), then the engine's ``_evict``: no grace period in this class."""
+        if not self.running[v]:
+            raise ReplayError(f"t={now}: victim {self.w_id[v]} of {self.w_id[by]} is not running")
+        rec = self.recorder
+        reasons = rec.reasons
+        if by not in self.resv:
+            self.resv[by] = node
+            reasons.reservation_moved(by)
+        wl, ask = self.wls[v], self.wls[by]
+        vid, queue, res = wl.id, wl.queue, wl.groups[0].resources
+        tid, names = f"{vid}/0/0", self.node_names
+        reason = preempt_reason(L.RULE, f"{ask.id}/0/0", ask.id, ask.queue, ask.priority, ask.groups[0].resources,
+                                tid, queue, wl.priority, res, names[node])
+        start = self.started_at[v]
+        lost = now - start
+        self.running[v] = False
+        rec.preemptions += 1
+        rec.preempt_count[vid] = rec.preempt_count.get(vid, 0) + 1
+        rec.queue_preemptions[queue] = rec.queue_preemptions.get(queue, 0) + 1
+        rule = f"{reason.model}/{reason.rule}"
+        rec.by_rule[rule] = rec.by_rule.get(rule, 0) + 1
+        reasons.preempted_for(by, tid, v)
+        events = rec.events
+        events.append({"time": now, "kind": "preempt", "allocation": tid, "workload": vid, "queue": queue,
+                       "node": names[self.on[v]], "start": start, "resources": dict(res), "grace": wl.grace,
+                       "reason": reason.to_dict()})
+        rec.before_change(now)
+        used, at = self.used, self.on[v]
+        for r, x in self.w_shape[v].groups[0][1]:
+            used[r][at] -= x
+        rec.task_evicted(v, now)
+        wasted, qw = rec.wasted, rec.queue_wasted.setdefault(queue, {})
+        for k, x in res.items():
+            wasted[k] = wasted.get(k, 0) + x * lost
+            qw[k] = qw.get(k, 0) + x * lost
+        rec._evicted_at[tid] = now
+        events.append({"time": now, "kind": "evicted", "allocation": tid, "workload": vid, "queue": queue,
+                       "resources": dict(res), "lost_seconds": lost})
+        reasons.became_pending(v)

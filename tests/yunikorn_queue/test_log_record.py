@@ -1,0 +1,225 @@
+"""A compiled YuniKorn run's results, recorded from its log (``sim.fast.yunikorn_record.LogRun``),
+are the general engine's, byte for byte once dumped: events with their reasons, samples,
+counters, finish and wait columns, pending-reason trails, the stop.
+
+The compiled loop's log is stood in for by the general engine's own decisions written in the log's
+format (``general_log``), with every wake-up run as a call; the reference is a plain run of the
+general engine, which skips wake-ups where the model can. A log out of step with the engine's
+instants is refused, loudly.
+"""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from makeway.benchmarks import preemption_scenario
+from makeway.core.objects import Node, Queue, TaskGroup, Workload
+from makeway.core.state import ClusterState
+from makeway.policies.yunikorn.fast import pack
+from makeway.registry import load_model
+from makeway.sim.engine import SimOptions, make_simulation, simulate
+from makeway.sim.fast import yunikorn
+from makeway.sim.fast.kueue import ReplayError
+from makeway.sim.fast.yunikorn_record import LogRun
+from tests.yunikorn_queue import general_log
+
+
+def _dump(rec) -> str:
+    return json.dumps(rec.results(), default=str)
+
+
+def _first_difference(got: str, ref: str) -> str:
+    at = next((i for i, (a, b) in enumerate(zip(got, ref)) if a != b), min(len(got), len(ref)))
+    return f"documents differ at {at}: {got[max(0, at - 200):at + 200]!r} != {ref[max(0, at - 200):at + 200]!r}"
+
+
+def _recorded(state_of, workloads, **options):
+    """The document ``LogRun`` records from the stand-in's log, and the log."""
+    opts = SimOptions(**options)
+    horizon = math.inf if opts.horizon is None else opts.horizon
+    wls = [w for w in workloads if w.submit <= horizon]
+    late = [w for w in workloads if w.submit > horizon][:1]
+    packed = general_log.run(state_of(), load_model("yunikorn", {}), wls, horizon)
+    run = LogRun(packed, state_of(), load_model("yunikorn", {}), opts, wls, late)
+    return _dump(run.run()), packed
+
+
+def _same(state_of, workloads, **options):
+    workloads = sorted(workloads, key=lambda w: w.submit)
+    assert pack.unsupported(state_of(), load_model("yunikorn", {}), workloads) is None
+    ref_rec = simulate(state_of(), load_model("yunikorn", {}), workloads, options=SimOptions(engine="general", **options))
+    got, packed = _recorded(state_of, workloads, **options)
+    ref = _dump(ref_rec)
+    same = got == ref  # not in the assert: pytest would diff two documents of megabytes
+    assert same, _first_difference(got, ref)
+    return ref_rec, packed
+
+
+@st.composite
+def runs(draw):
+    """Leaves under the root (``q1`` and ``q10`` side by side from 11 on, for the prefix rule),
+    guarantees on cpu, memory or both, the root's ``preemption.delay`` of 1 s (a leaf may
+    set its own), a few nodes, priorities 0 and 100, and bursts of submissions at one instant."""
+    n_leaves = draw(st.integers(1, 12))
+    queues = [Queue("root", settings={"properties": {"preemption.delay": "1s"}})]
+    for i in range(n_leaves):
+        kinds = draw(st.sampled_from([(), ("cpu",), ("memory",), ("cpu", "memory")]))
+        guaranteed = {k: draw(st.integers(0, 12)) for k in kinds} or None
+        props = {"preemption.delay": draw(st.sampled_from(["1s", "3s"]))} if draw(st.booleans()) else {}
+        queues.append(Queue(f"q{i}", "root", guaranteed=guaranteed, settings={"properties": props} if props else {}))
+    nodes = [Node(f"n{i}", {"cpu": draw(st.integers(2, 8)), "memory": draw(st.integers(2, 16))})
+             for i in range(draw(st.integers(1, 5)))]
+    instants = draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.5, 7.0, 12.0]), min_size=1, max_size=4))
+    workloads = []
+    for j in range(draw(st.integers(3, 40))):
+        workloads.append(Workload(f"w{j}", f"q{draw(st.integers(0, n_leaves - 1))}", draw(st.sampled_from(instants)),
+                                  float(draw(st.integers(1, 30))),
+                                  (TaskGroup(1, {"cpu": draw(st.integers(1, 4)), "memory": draw(st.integers(1, 6))}),),
+                                  draw(st.sampled_from([0, 100]))))
+    options = {"horizon": draw(st.sampled_from([None, None, 4.0, 15.0])), "record_starts": draw(st.booleans())}
+    return queues, nodes, workloads, options
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(runs())
+def test_recorded_from_the_log_is_the_engines_document(drawn):
+    queues, nodes, workloads, options = drawn
+    _same(lambda: ClusterState(["cpu", "memory"], queues, nodes), workloads, **options)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(runs(), st.sampled_from([1, 2, 3]))
+def test_with_few_heads_per_queue(drawn, head):
+    """The reason rounds ask the model about each queue's first ``HEAD`` only (32): with one to
+    three, workloads enter, leave and cross the first place of the heads all the time."""
+    from makeway.sim.fast.reasons import IndexedReasons
+    from makeway.sim.pending import ReasonLog
+
+    queues, nodes, workloads, options = drawn
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ReasonLog, "HEAD", head)
+        mp.setattr(IndexedReasons, "HEAD", head)
+        _same(lambda: ClusterState(["cpu", "memory"], queues, nodes), workloads, **options)
+
+
+def test_the_preemption_benchmark_at_a_tenth():
+    """Hundreds of preemptions of long fill jobs, requeued victims waiting behind their queues'
+    heads, pending-reason rounds on queues hundreds deep."""
+    rec, packed = _same(lambda: preemption_scenario(300, 100)[0], preemption_scenario(300, 100)[1])
+    assert rec.preemptions > 200 and packed.calls > 5000
+    codes = {code for trail in rec.reasons.rows().values() for _, code, _ in trail}
+    assert {"priority", "resources"} <= codes
+
+
+def test_the_preemption_benchmark_cut_by_a_horizon():
+    rec, _ = _same(lambda: preemption_scenario(300, 100)[0], preemption_scenario(300, 100)[1], horizon=60.0,
+                   record_starts=True)
+    assert rec.stopped_reason == "horizon"
+
+
+def test_a_reservation_that_times_out():
+    """An ask whose victims' room went to others holds its reservation for an hour, then loses it
+    (``L_UNRESERVE``): it is ``preempting`` to the reason rounds till then, and then no longer."""
+    queues = [Queue("root", settings={"properties": {"preemption.delay": "1s"}}),
+              Queue("q0", "root", guaranteed={"memory": 0}), Queue("q2", "root", guaranteed={"cpu": 0, "memory": 11}),
+              Queue("q5", "root", guaranteed={"cpu": 8})]
+    nodes = [Node("n0", {"cpu": 6, "memory": 14})]
+    specs = [("q5", 1, 4, 1, 0), ("q0", 3000, 4, 3, 100), ("q0", 3000, 3, 2, 100), ("q5", 3000, 3, 6, 0),
+             ("q0", 30, 3, 5, 0), ("q0", 3000, 2, 4, 100), ("q0", 3000, 4, 6, 100), ("q0", 15, 2, 5, 0),
+             ("q0", 21, 1, 1, 0), ("q0", 18, 2, 1, 100), ("q2", 5000, 3, 1, 0), ("q0", 7, 2, 1, 100),
+             ("q0", 4, 3, 1, 100)]
+    ids = [5, 7, 9, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22]  # the order of ties is the ids'
+    workloads = [Workload(f"w{i}", q, 0.0, float(d), (TaskGroup(1, {"cpu": c, "memory": m}),), p)
+                 for i, (q, d, c, m, p) in zip(ids, specs)]
+    rec, packed = _same(lambda: ClusterState(["cpu", "memory"], queues, nodes), workloads, record_starts=True)
+    kinds = packed.LOG[:, 0].tolist()
+    assert 2 in kinds and kinds.index(1) < kinds.index(2)
+    assert any(code == "preempting" for trail in rec.reasons.rows().values() for _, code, _ in trail)
+
+
+def _small():
+    queues = [Queue("root", settings={"properties": {"preemption.delay": "1s"}}),
+              Queue("q0", "root", guaranteed={"cpu": 2}), Queue("q1", "root", guaranteed={"cpu": 2})]
+    nodes = [Node("n0", {"cpu": 4, "memory": 8})]
+    workloads = [Workload("low", "q0", 0.0, 100.0, (TaskGroup(1, {"cpu": 2, "memory": 1}),), 0),
+                 Workload("low2", "q0", 0.0, 100.0, (TaskGroup(1, {"cpu": 2, "memory": 1}),), 0),
+                 Workload("high", "q1", 1.0, 20.0, (TaskGroup(1, {"cpu": 2, "memory": 1}),), 0)]
+    return (lambda: ClusterState(["cpu", "memory"], queues, nodes)), workloads
+
+
+def test_a_log_out_of_step_with_the_engine_is_an_error():
+    """The preemption logged one instant late: the engine's call at that instant is not the log's."""
+    state_of, workloads = _small()
+    packed = general_log.run(state_of(), load_model("yunikorn", {}), workloads)
+    assert packed.LOG[:, 0].tolist().count(1) == 1
+    k = int(packed.LOG[packed.LOG[:, 0] == 1][0, 4]) - 1
+    packed.CT[k] += 0.25
+    with pytest.raises(ReplayError, match="compiled log has it at"):
+        LogRun(packed, state_of(), load_model("yunikorn", {}), SimOptions(), workloads, []).run()
+
+
+def test_a_log_with_a_call_too_many_is_an_error():
+    state_of, workloads = _small()
+    packed = general_log.run(state_of(), load_model("yunikorn", {}), workloads)
+    packed.calls += 1
+    packed.CT, packed.WK = np.append(packed.CT, 1e9), np.append(packed.WK, np.nan)
+    with pytest.raises(ReplayError, match="calls"):
+        LogRun(packed, state_of(), load_model("yunikorn", {}), SimOptions(), workloads, []).run()
+
+
+def test_a_start_that_does_not_fit_is_an_error():
+    state_of, workloads = _small()
+    packed = general_log.run(state_of(), load_model("yunikorn", {}), workloads)
+    first = packed.LOG[:, 0].tolist().index(1)
+    packed.LOG[first, 0] = 0  # the victim is not preempted: the preemptor's start does not fit
+    with pytest.raises(ReplayError):
+        LogRun(packed, state_of(), load_model("yunikorn", {}), SimOptions(), workloads, []).run()
+
+
+def _compiled(monkeypatch, stopped=False):
+    """``make_simulation`` with the stand-in as the compiled loop (and numba taken as there)."""
+    def run(*args, **kwargs):
+        packed = general_log.run(*args, **kwargs)
+        packed.stopped = packed.stopped or stopped
+        return packed
+
+    monkeypatch.setattr(pack, "run", run, raising=False)
+    monkeypatch.setattr("makeway.sim.fast.compiled.enabled", lambda: True)
+
+
+def test_simulate_takes_the_compiled_loop_once_it_is_there(monkeypatch):
+    state_of, workloads = _small()
+    ref = _dump(simulate(state_of(), load_model("yunikorn", {}), workloads, options=SimOptions(engine="general")))
+    _compiled(monkeypatch)
+    sim = make_simulation(state_of(), load_model("yunikorn", {}), SimOptions(), False)
+    assert isinstance(sim, yunikorn.CompiledYuniKorn)
+    assert _dump(sim.run(workloads)) == ref and sim.log_run is not None and sim.not_recorded is None
+
+
+@pytest.mark.parametrize("case", ["check_invariants", "stopped", "unsorted", "outside"])
+def test_the_general_engine_where_the_log_is_not_recorded(monkeypatch, case):
+    _compiled(monkeypatch, stopped=case == "stopped")
+    state_of, workloads = _small()
+    options = SimOptions(check_invariants=case == "check_invariants")
+    model = load_model("yunikorn", {"preemptionEnabled": False} if case == "outside" else {})
+    trace = workloads[::-1] if case == "unsorted" else workloads
+    ref = _dump(simulate(state_of(), load_model("yunikorn", dict(model.settings)), trace,
+                         options=SimOptions(engine="general")))
+    sim = make_simulation(state_of(), model, options, False)
+    assert isinstance(sim, yunikorn.CompiledYuniKorn)
+    rec = sim.run(trace)
+    assert sim.log_run is None and sim.not_recorded is not None
+    assert _dump(rec) == ref
+
+
+def test_refused_at_dispatch(monkeypatch):
+    _compiled(monkeypatch)
+    state_of, _ = _small()
+    for options, changes in ((SimOptions(engine="general"), False), (SimOptions(), True),
+                             (SimOptions(kill_at_requested_time=True), False), (SimOptions(heartbeat_period=5.0), False)):
+        assert not isinstance(make_simulation(state_of(), load_model("yunikorn", {}), options, changes),
+                              yunikorn.CompiledYuniKorn)
