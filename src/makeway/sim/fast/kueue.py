@@ -32,7 +32,8 @@ from makeway.policies.kueue.fast import layout as L
 from makeway.policies.kueue.fast import pack
 from makeway.policies.kueue.heads import preemption_note, preemption_reason
 from makeway.policies.kueue.quota import units
-from makeway.sim.engine import SimOptions, Simulation
+from makeway.sim.engine import SimOptions
+from makeway.sim.fast import logged
 from makeway.sim.metrics import Recorder
 
 
@@ -45,62 +46,23 @@ def why_not(state: ClusterState, model: Any, options: SimOptions, has_changes: b
     checked when they are read, ``pack.unsupported``); else the first reason it may not."""
     from makeway.policies.kueue.model import KueueModel
 
-    if type(model) is not KueueModel:
-        return "not the kueue model itself (a subclass may decide otherwise)"
-    if options.engine == "general":
-        return "the general engine was asked for"
-    from makeway.sim.fast.compiled import enabled
-
-    if not enabled():
-        return "numba is not there or MAKEWAY_JIT=0"
-    if has_changes:
-        return "config events"
-    if options.heartbeat_period or model.heartbeat_period or model.tick_period:
-        return "heartbeats or ticks"
-    if options.kill_at_requested_time:
-        return "kill_at_requested_time"
-    return None
+    return logged.why_not(model, KueueModel, options, has_changes)
 
 
-class CompiledKueue:
+class CompiledKueue(logged.LoggedRun):
     """A Kueue run fed like the fast cores (``run(workloads)``, sorted by submit time)."""
 
     def __init__(self, state: ClusterState, model: Any, options: SimOptions):
-        self.state, self.model, self.options = state, model, options
-        self.sim = Simulation(state, model, options)
+        super().__init__(state, model, options)
         self.replay: _Replay | None = None
-        self.log_run: Any = None  # ``kueue_record.LogRun``: the results recorded from the log
-        self.not_recorded: str | None = None  # why the log was replayed instead (``kueue_record.why_not``)
-
-    @property
-    def recorder(self) -> Recorder:
-        return self.sim.recorder
-
-    @property
-    def now(self) -> float:
-        return self.sim.now
-
-    @property
-    def events_processed(self) -> int:
-        return self.sim.events_processed
 
     def run(self, workloads: Iterable[Workload]) -> Recorder:
-        horizon = self.options.horizon
-        # the trace is read no further than the engine would: up to the first workload past the
-        # horizon, which the engine is given too (it is what tells it the run was cut there)
-        wls, late = [], []
-        for wl in workloads:
-            if horizon is not None and wl.submit > horizon:
-                late.append(wl)
-                break
-            wls.append(wl)
+        wls, late, ordered = self.read(workloads)
         sim, model = self.sim, self.model
-        ordered = all(wls[i].submit <= wls[i + 1].submit for i in range(len(wls) - 1))
         if not ordered or pack.unsupported(self.state, model, wls) is not None:
             sim.add_workloads(wls + late)
             return sim.run()
-        packed = pack.run(self.state, model, wls, float("inf") if horizon is None else float(horizon),
-                          sim._window(), checked=True)
+        packed = pack.run(self.state, model, wls, self.horizon(), sim._window(), checked=True)
         from makeway.sim.fast import kueue_record
 
         self.not_recorded = kueue_record.why_not(self.state, self.options, wls, packed)

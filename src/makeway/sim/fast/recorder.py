@@ -82,6 +82,10 @@ class FastRecorder(Recorder):
             for p in tracked:
                 self._pn[p] += tasks
         self.reasons.submitted(w)
+        self.count_unplaceable(wl, shape)
+
+    def count_unplaceable(self, wl: Any, shape: Any) -> None:
+        """A submitted workload no node could ever hold counts as unplaceable (the first one named)."""
         if shape.nowhere:
             too_big = self.beyond_every_node(wl)
             if too_big is not None:

@@ -16,7 +16,8 @@ from typing import Any, Iterable
 from makeway.core.objects import Workload
 from makeway.core.state import ClusterState
 from makeway.policies.yunikorn.fast import pack
-from makeway.sim.engine import SimOptions, Simulation
+from makeway.sim.engine import SimOptions
+from makeway.sim.fast import logged
 from makeway.sim.fast.kueue import ReplayError
 from makeway.sim.metrics import Recorder
 
@@ -28,61 +29,20 @@ def why_not(state: ClusterState, model: Any, options: SimOptions, has_changes: b
     checked when they are read, ``pack.unsupported``); else the first reason it may not."""
     from makeway.policies.yunikorn.model import YuniKornModel
 
-    if type(model) is not YuniKornModel:
-        return "not the yunikorn model itself (a subclass may decide otherwise)"
-    if options.engine == "general":
-        return "the general engine was asked for"
-    from makeway.sim.fast.compiled import enabled
-
-    if not enabled():
-        return "numba is not there or MAKEWAY_JIT=0"
-    if has_changes:
-        return "config events"
-    if options.heartbeat_period or model.heartbeat_period or model.tick_period:
-        return "heartbeats or ticks"
-    if options.kill_at_requested_time:
-        return "kill_at_requested_time"
-    return None
+    return logged.why_not(model, YuniKornModel, options, has_changes)
 
 
-class CompiledYuniKorn:
+class CompiledYuniKorn(logged.LoggedRun):
     """A YuniKorn run fed like the fast cores (``run(workloads)``, sorted by submit time)."""
 
-    def __init__(self, state: ClusterState, model: Any, options: SimOptions):
-        self.state, self.model, self.options = state, model, options
-        self.sim: Any = Simulation(state, model, options)
-        self.log_run: Any = None  # ``yunikorn_record.LogRun``: the results recorded from the log
-        self.not_recorded: str | None = None  # why the general engine ran it instead
-
-    @property
-    def recorder(self) -> Recorder:
-        return self.sim.recorder
-
-    @property
-    def now(self) -> float:
-        return self.sim.now
-
-    @property
-    def events_processed(self) -> int:
-        return self.sim.events_processed
-
     def run(self, workloads: Iterable[Workload]) -> Recorder:
-        horizon = self.options.horizon
-        # read no further than the engine would: up to the first workload past the horizon
-        wls, late = [], []
-        for wl in workloads:
-            if horizon is not None and wl.submit > horizon:
-                late.append(wl)
-                break
-            wls.append(wl)
+        wls, late, ordered = self.read(workloads)
         model = self.model
-        ordered = all(wls[i].submit <= wls[i + 1].submit for i in range(len(wls) - 1))
         self.not_recorded = ("the trace is not sorted" if not ordered else
                              "check_invariants" if self.options.check_invariants else
                              pack.unsupported(self.state, model, wls))
         if self.not_recorded is None:
-            packed = pack.run(self.state, model, wls, float("inf") if horizon is None else float(horizon),
-                              self.sim._window())
+            packed = pack.run(self.state, model, wls, self.horizon(), self.sim._window())
             from makeway.sim.fast import yunikorn_record
 
             self.not_recorded = yunikorn_record.why_not(self.state, self.options, wls, packed)

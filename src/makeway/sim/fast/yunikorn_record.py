@@ -202,12 +202,7 @@ class YuniKornRecorder(KueueRecorder):
             acc[i] += v
         self._first.append(None)
         self.reasons.submitted(w)
-        if shape.nowhere:
-            too_big = self.beyond_every_node(wl)
-            if too_big is not None:
-                self.unplaceable += 1
-                if self.first_unplaceable is None:
-                    self.first_unplaceable = (wl.id, *too_big)
+        self.count_unplaceable(wl, shape)
 
     def _thin(self) -> None:
         super()._thin()
