@@ -129,15 +129,18 @@ def _warm_bytecode(config) -> None:
     compileall.compile_dir(str(REPO / "tests"), quiet=2)
 
 
-def _warm_compiled_kueue() -> None:
-    """Compile the Kueue loop (``makeway.sim.fast.kueue``, numba's cache) once, before any test
-    runs: in a fresh clone that takes about 40 s, and a test that happens to be first to run Kueue
-    (a fuzzed trace under a 60 s watchdog) would pay it, in every worker at once."""
+def _warm_compiled_loops() -> None:
+    """Compile the Kueue and YuniKorn loops (``makeway.sim.fast.kueue``, ``.yunikorn``; numba's
+    cache) once, before any test runs: in a fresh clone each takes about 40 s, and a test that
+    happens to be first to run the model (a fuzzed trace or config under a 60 s watchdog) would
+    pay it, in every worker at once."""
     try:
-        from makeway.sim.fast.kueue import warm
+        from makeway.sim.fast.kueue import warm as warm_kueue
+        from makeway.sim.fast.yunikorn import warm as warm_yunikorn
     except ImportError:
         return
-    warm()
+    warm_kueue()
+    warm_yunikorn()
 
 
 def pytest_configure(config):
@@ -146,4 +149,4 @@ def pytest_configure(config):
     if isinstance(workers, int) and workers > 1 and not hasattr(config, "workerinput"):
         _warm_bytecode(config)
     if not hasattr(config, "workerinput"):
-        _warm_compiled_kueue()
+        _warm_compiled_loops()
