@@ -42,7 +42,7 @@ class CompiledYuniKorn(logged.LoggedRun):
                              "check_invariants" if self.options.check_invariants else
                              pack.unsupported(self.state, model, wls))
         if self.not_recorded is None:
-            packed = pack.run(self.state, model, wls, self.horizon(), self.sim._window())
+            packed = pack.run(self.state, model, wls, self.horizon(), self.sim._window(), checked=True)
             from makeway.sim.fast import yunikorn_record
 
             self.not_recorded = yunikorn_record.why_not(self.state, self.options, wls, packed)

@@ -180,9 +180,10 @@ class Packed:
 
 
 def run(state: ClusterState, model: Any, workloads: Sequence[Workload], horizon: float = math.inf,
-        window: float = math.inf) -> Packed:
-    """The compiled loop's whole run of a case inside the class (``unsupported`` None)."""
-    why = unsupported(state, model, workloads)
+        window: float = math.inf, checked: bool = False) -> Packed:
+    """The compiled loop's whole run of a case inside the class (``unsupported`` None).
+    ``checked``: the caller found ``unsupported`` None for these workloads already."""
+    why = None if checked else unsupported(state, model, workloads)
     if why is not None:
         raise ValueError(f"the compiled YuniKorn loop cannot run this: {why}")
     return Packed(state, model, workloads).run(horizon, window)
