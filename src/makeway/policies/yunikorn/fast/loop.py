@@ -45,7 +45,7 @@ X_SINCE, X_CYCLING, X_PERIOD, X_STOPPED = range(4)
 
 # -- the no-progress watch (``sim.progress.NoProgressWatch``) -----------------------------------
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def _w_progress(IS, TI, X, TOUCH, now):
     X[X_SINCE] = now
     X[X_CYCLING] = np.nan
@@ -56,7 +56,7 @@ def _w_progress(IS, TI, X, TOUCH, now):
     IS[I_NTOUCH] = 0
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def _w_preempted(IS, TI, TF, X, TOUCH, v, now):
     IS[I_PRE_NOW] = 1
     TI[v, T_EVER] = 1
@@ -96,7 +96,7 @@ def _w_stuck(IS, TI, TF, QI, LL, X, window, now, pending):
 
 # -- the state's side --------------------------------------------------------------------------
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def _log(IS, LOG, LT, kind, a, b, c, now):
     n = IS[I_NLOG]
     LOG[n, 0] = kind
@@ -108,10 +108,9 @@ def _log(IS, LOG, LT, kind, a, b, c, now):
     IS[I_NLOG] = n + 1
 
 
-@njit(cache=True, inline='always')
-def _room(st, x, n, sign):
+@njit(cache=True)
+def _room(TI, REQ, U, UR, NI, CAP, USED, T, size, x, n, sign):
     """Task ``x``'s usage on node ``n``, its leaf and the root, added (1) or taken away (-1)."""
-    TI, TF, REQ, QI, U, UR, NI, CAP, USED, NL, LL, LC, T, size = st
     q = TI[x, T_Q]
     for k in range(REQ.shape[1]):
         USED[n, k] += sign * REQ[x, k]
@@ -120,10 +119,9 @@ def _room(st, x, n, sign):
     t_leaf(T, size, CAP, USED, NI, N_RESV, n)
 
 
-@njit(cache=True, inline='always')
-def _start(st, bits, IS, X, TOUCH, HT, HI, LOG, LT, VL, x, n, in_ps, now, now_us):
-    TI, TF, REQ, QI, U, UR, NI, CAP, USED, NL, LL, LC, T, size = st
-    PSB, PSS, PSN, DSB, DSS, DSN = bits
+@njit(cache=True)
+def _start(TI, TF, REQ, QI, U, UR, NI, CAP, USED, NL, LL, T, size, PSB, PSS, PSN, DSB, DSS, DSN, IS, X, TOUCH,
+           HT, HI, LOG, LT, VL, x, n, in_ps, now, now_us):
     q = TI[x, T_Q]
     if TI[x, T_DUE]:
         TI[x, T_DUE] = 0
@@ -139,7 +137,7 @@ def _start(st, bits, IS, X, TOUCH, HT, HI, LOG, LT, VL, x, n, in_ps, now, now_us
     IS[I_SEQ] += 1
     TI[x, T_SEQ] = IS[I_SEQ]
     TI[x, T_GEN] += 1
-    _room(st, x, n, 1)
+    _room(TI, REQ, U, UR, NI, CAP, USED, T, size, x, n, 1)
     c = NI[n, N_CNT]
     NL[NI[n, N_OFF] + c] = x
     TI[x, T_NPOS] = c
@@ -167,13 +165,12 @@ def _start(st, bits, IS, X, TOUCH, HT, HI, LOG, LT, VL, x, n, in_ps, now, now_us
         _w_progress(IS, TI, X, TOUCH, now)
 
 
-@njit(cache=True, inline='always')
-def _end(st, x):
+@njit(cache=True)
+def _end(TI, REQ, QI, U, UR, NI, CAP, USED, NL, LL, LC, T, size, x):
     """Running task ``x`` leaves (finished or evicted)."""
-    TI, TF, REQ, QI, U, UR, NI, CAP, USED, NL, LL, LC, T, size = st
     n = TI[x, T_NODE]
     q = TI[x, T_Q]
-    _room(st, x, n, -1)
+    _room(TI, REQ, U, UR, NI, CAP, USED, T, size, x, n, -1)
     o = NI[n, N_OFF]
     last = NI[n, N_CNT] - 1
     moved = NL[o + last]
@@ -186,11 +183,9 @@ def _end(st, x):
         LC[q, TI[x, T_PLEV]] -= 1
 
 
-@njit(cache=True, inline='always')
-def _pend(st, bits, HK, HX, HN, x):
+@njit(cache=True)
+def _pend(TI, QI, PSB, PSS, PSN, HK, HX, HN, x):
     """Task ``x`` is pending as a fresh ask: in its shape's stream, due at submit + delay."""
-    TI, TF, REQ, QI, U, UR, NI, CAP, USED, NL, LL, LC, T, size = st
-    PSB, PSS, PSN, DSB, DSS, DSN = bits
     TI[x, T_STATE] = S_PENDING
     TI[x, T_TRIG] = 0
     TI[x, T_CHK] = 0
@@ -200,9 +195,9 @@ def _pend(st, bits, HK, HX, HN, x):
     d_push(HK, HX, HN, 0, TI[x, T_SUBUS] + QI[TI[x, T_Q], Q_DELAY], x, TI[x, T_HGEN])
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def _valid(TI, x, gen):
-    return TI[x, T_STATE] == S_PENDING and not TI[x, T_TRIG] and TI[x, T_HGEN] == gen
+    return (TI[x, T_STATE] == S_PENDING) & (TI[x, T_TRIG] == 0) & (TI[x, T_HGEN] == gen)  # no branches
 
 
 @njit(cache=True)
@@ -221,12 +216,13 @@ def _compact(TI, HK, HX, HN, h):
         d_push(HK, HX, HN, h, HK[h, j], HX[h, j, 0], HX[h, j, 1])
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def _headroom(SREQ, ASKT, INCL, CAPT, UR, s):
+    ok = True
     for k in range(SREQ.shape[1]):
-        if ASKT[k] and INCL[k] and SREQ[s, k] > max(0, CAPT[k] - UR[k]):
-            return False
-    return True
+        if ASKT[k] & INCL[k] & (SREQ[s, k] > max(0, CAPT[k] - UR[k])):
+            ok = False
+    return ok
 
 
 @njit(cache=True)
@@ -239,10 +235,9 @@ def _free_fits(REQ, ASKT, CAP, USED, n, x):
 
 # -- one call of ``YuniKornModel.schedule`` -----------------------------------------------------
 
-@njit(cache=True, inline='always')
-def _unreserve(st, RL, IS, x, i):
+@njit(cache=True)
+def _unreserve(TI, NI, CAP, USED, T, size, RL, IS, x, i):
     """Ask ``x`` (``RL[i]``) lets its reserved node go."""
-    TI, TF, REQ, QI, U, UR, NI, CAP, USED, NL, LL, LC, T, size = st
     n = TI[x, T_RESV]
     NI[n, N_RESV] = -1
     t_leaf(T, size, CAP, USED, NI, N_RESV, n)
@@ -252,172 +247,6 @@ def _unreserve(st, RL, IS, x, i):
     for j in range(i + 1, IS[I_NRL]):
         RL[j - 1] = RL[j]
     IS[I_NRL] -= 1
-
-
-@njit(cache=True, inline='always')
-def _visit(st, bits, pre, scratch, final, fixed, IS, X, TOUCH, HT, HI, HK, HX, HN, LOG, LT, RL, VL, live, hdead,
-           x, now, now_us):
-    """``try_allocate`` for ask ``x`` and what the model does with its result."""
-    TI, TF, REQ, QI, U, UR, NI, CAP, USED, NL, LL, LC, T, size = st
-    PSB, PSS, PSN, DSB, DSS, DSN = bits
-    SREQ, ASKT, INCL, CAPT, P, tstack = fixed[:6]
-    IS[I_VISITS] += 1
-    s = TI[x, T_SHAPE]
-    q = TI[x, T_Q]
-    N = CAP.shape[0]
-    if TI[x, T_RESV] >= 0:
-        if not _headroom(SREQ, ASKT, INCL, CAPT, UR, s):
-            return
-        n0 = TI[x, T_RESV]
-        node = n0
-        if not _free_fits(REQ, ASKT, CAP, USED, n0, x):
-            node = t_first(T, size, N, SREQ, s, ASKT, tstack)
-            for i in range(IS[I_NRL]):
-                m = TI[RL[i], T_RESV]
-                if (node < 0 or m < node) and _free_fits(REQ, ASKT, CAP, USED, m, x):
-                    node = m
-        if node < 0:
-            return
-        for i in range(IS[I_NRL]):
-            if RL[i] == x:
-                _unreserve(st, RL, IS, x, i)
-                break
-        _start(st, bits, IS, X, TOUCH, HT, HI, LOG, LT, VL, x, node, False, now, now_us)
-        for r in range(live.shape[0]):  # a node came back: dead shapes may fit again
-            if not live[r] and not hdead[r] and PSN[r] > 0:
-                live[r] = t_first(T, size, N, SREQ, r, ASKT, tstack) >= 0
-        return
-    room = _headroom(SREQ, ASKT, INCL, CAPT, UR, s)
-    if room:
-        if live[s]:
-            n = t_first(T, size, N, SREQ, s, ASKT, tstack)
-            if n >= 0:
-                _start(st, bits, IS, X, TOUCH, HT, HI, LOG, LT, VL, x, n, True, now, now_us)
-                return
-            live[s] = False
-            fixed[6][s] = IS[I_FREED]
-    else:
-        live[s] = False
-        hdead[s] = True
-    if not TI[x, T_DUE] or QI[q, Q_BUDGET] <= 0:
-        return
-    QI[q, Q_BUDGET] -= 1
-    IS[I_ATTEMPTS] += 1
-    TI[x, T_DUE] = 0
-    DSN[q] -= 1
-    b_clear(DSB, DSS, q, TI[x, T_RANK])
-    TI[x, T_LAST] = now_us
-    TI[x, T_CHK] = 1
-    w, extra = pre
-    node, nf = -1, 0
-    if guarantees(TI, REQ, QI, w[3], w[4], U, P, w[7], ASKT, INCL, CAPT, LC, scratch[0], x, q):
-        node, nf = try_preemption(w, extra, x, q, room, scratch, final)
-    if node < 0:
-        TI[x, T_HGEN] += 1
-        d_push(HK, HX, HN, 1, now_us + FREQ_US, x, TI[x, T_HGEN])
-        return
-    for j in range(nf):
-        v = final[j]
-        qv = TI[v, T_Q]
-        TI[v, T_VICT] = 1
-        for k in range(REQ.shape[1]):
-            P[qv, k] += REQ[v, k]
-        LC[qv, TI[v, T_PLEV]] -= 1
-        _log(IS, LOG, LT, L_PREEMPT, v, x, node, now)
-        VL[IS[I_NVICT]] = v
-        IS[I_NVICT] += 1
-        _w_preempted(IS, TI, TF, X, TOUCH, v, now)
-    TI[x, T_TRIG] = 1
-    NI[node, N_RESV] = x
-    TI[x, T_RESV] = node
-    TI[x, T_RESAT] = now_us
-    RL[IS[I_NRL]] = x
-    IS[I_NRL] += 1
-    t_leaf(T, size, CAP, USED, NI, N_RESV, node)
-    b_clear(PSB, PSS, s, TI[x, T_RANK])
-    PSN[s] -= 1
-
-
-@njit(cache=True, inline='always')
-def call(st, bits, pre, scratch, final, fixed, IS, X, TOUCH, HT, HI, HK, HX, HN, LOG, LT, CT, WK, RL, VL, RANK2T,
-         live, hdead, now):
-    """One ``schedule`` call, logged; its victims are left in ``VL[:IS[I_NVICT]]``."""
-    TI, TF, REQ, QI, U, UR, NI, CAP, USED, NL, LL, LC, T, size = st
-    PSB, PSS, PSN, DSB, DSS, DSN = bits
-    SREQ, ASKT, INCL, CAPT, P, tstack = fixed[:6]
-    N = CAP.shape[0]
-    IS[I_CALLS] += 1
-    CT[IS[I_CALLS] - 1] = now
-    pre[1][5][0] = IS[I_SEQ]
-    now_us = np.int64(np.rint(now * 1e6))
-    running = IS[I_NRUN] > 0
-    while IS[I_NRL] > 0 and now_us - TI[RL[0], T_RESAT] > TIMEOUT_US:  # ``_drop_stale``
-        x = RL[0]
-        _log(IS, LOG, LT, L_UNRESERVE, x, 0, 0, now)
-        _unreserve(st, RL, IS, x, 0)
-        b_set(PSB, PSS, TI[x, T_SHAPE], TI[x, T_RANK])
-        PSN[TI[x, T_SHAPE]] += 1
-    for h in range(2):
-        while HN[h] > 0 and HK[h, 0] <= now_us:
-            x, gen = HX[h, 0, 0], HX[h, 0, 1]
-            d_pop(HK, HX, HN, h)
-            if _valid(TI, x, gen):
-                TI[x, T_DUE] = 1
-                DSN[TI[x, T_Q]] += 1
-                b_set(DSB, DSS, TI[x, T_Q], TI[x, T_RANK])
-    DEADAT = fixed[6]
-    for s in range(live.shape[0]):
-        hdead[s] = PSN[s] > 0 and not _headroom(SREQ, ASKT, INCL, CAPT, UR, s)
-        live[s] = False
-        if PSN[s] > 0 and not hdead[s] and DEADAT[s] != IS[I_FREED]:  # nothing freed: still no fit
-            live[s] = t_first(T, size, N, SREQ, s, ASKT, tstack) >= 0
-            if not live[s]:
-                DEADAT[s] = IS[I_FREED]
-    Q = QI.shape[0]
-    for q in range(Q):
-        QI[q, Q_BUDGET] = BUDGET
-    pos = 0
-    big = RANK2T.shape[0]
-    while True:
-        nxt = big
-        for s in range(live.shape[0]):
-            if live[s]:
-                r = b_next(PSB, PSS, s, pos)
-                if r >= 0 and r < nxt:
-                    nxt = r
-        for q in range(Q):
-            if QI[q, Q_BUDGET] > 0 and DSN[q] > 0:
-                r = b_next(DSB, DSS, q, pos)
-                if r >= 0 and r < nxt:
-                    nxt = r
-        for i in range(IS[I_NRL]):
-            r = TI[RL[i], T_RANK]
-            if r >= pos and r < nxt:
-                nxt = r
-        if nxt == big:
-            break
-        _visit(st, bits, pre, scratch, final, fixed, IS, X, TOUCH, HT, HI, HK, HX, HN, LOG, LT, RL, VL, live, hdead,
-               RANK2T[nxt], now, now_us)
-        pos = nxt + 1
-    best = NOT_SET
-    for h in range(2):
-        if h == 1 and not running:
-            continue
-        while HN[h] > 0 and not _valid(TI, HX[h, 0, 0], HX[h, 0, 1]):
-            d_pop(HK, HX, HN, h)
-        if HN[h] > 0 and HK[h, 0] < best:
-            best = HK[h, 0]
-    wake = np.nan
-    if best != NOT_SET and best > now_us:
-        wake = best / 1e6
-        if not wake > now:
-            wake = np.nan
-    WK[IS[I_CALLS] - 1] = wake
-    for j in range(IS[I_NSL]):  # the call's starts are candidates from the next call on
-        t = VL[VL.shape[0] - 1 - j]
-        LC[TI[t, T_Q], TI[t, T_PLEV]] += 1
-    IS[I_NSL] = 0
-    return IS[I_NVICT]
 
 
 # -- the run ------------------------------------------------------------------------------------
@@ -491,15 +320,12 @@ def run(TI, TF, REQ, QI, G, GT, PREFIX, ASKT, INCL, CAPT, NI, CAP, BYNAME, SREQ,
     ccap = 1
     for n in range(N):
         ccap = max(ccap, NI[n, 4])
-    scratch = (np.zeros(Q, np.bool_), np.zeros(Q, np.bool_), np.zeros(Q, np.int64), np.zeros((Q, R), np.int64),
-               np.zeros(R, np.int64), np.zeros(R, np.int64), np.zeros(ccap + 1, np.int64),
-               np.zeros(ccap + 1, np.int64), np.zeros(ccap + 1, np.int64), np.zeros(ccap + 1, np.int64),
-               np.zeros(ccap + 1, np.int64))
-    st = (TI, TF, REQ, QI, U, UR, NI, CAP, USED, NL, LL, LC, T, size)
-    bits = (PSB, PSS, PSN, DSB, DSS, np.zeros(Q, np.int64))
-    seq0 = np.zeros(1, np.int64)
-    pre = ((TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, NI, CAP, USED, NL), (INCL, CAPT, BYNAME, LL, LC, seq0))
-    fixed = (SREQ, ASKT, INCL, CAPT, P, tstack, np.full(S, -1, np.int64))
+    SCOPE, REFUSED, PTR = np.zeros(Q, np.bool_), np.zeros(Q, np.bool_), np.zeros(Q, np.int64)
+    Uw, avail, total = np.zeros((Q, R), np.int64), np.zeros(R, np.int64), np.zeros(R, np.int64)
+    cand, head, tail = np.zeros(ccap + 1, np.int64), np.zeros(ccap + 1, np.int64), np.zeros(ccap + 1, np.int64)
+    res, bestv = np.zeros(ccap + 1, np.int64), np.zeros(ccap + 1, np.int64)
+    DSN = np.zeros(Q, np.int64)
+    DEADAT = np.full(S, -1, np.int64)  # per shape: ``IS[I_FREED]`` when it last found no fit
     inf = np.inf
     while True:
         have_sub = IS[I_NSUB] < W
@@ -518,7 +344,7 @@ def run(TI, TF, REQ, QI, G, GT, PREFIX, ASKT, INCL, CAPT, NI, CAP, BYNAME, SREQ,
             IS[I_FN] = f_pop(HT, HI, IS[I_FN])
             if TI[x, T_STATE] != S_RUNNING or TI[x, T_GEN] != gen:
                 continue  # a victim's finish: the instant stays
-            _end(st, x)
+            _end(TI, REQ, QI, U, UR, NI, CAP, USED, NL, LL, LC, T, size, x)
             IS[I_FREED] += 1
             IS[I_NRUN] -= 1
             TI[x, T_STATE] = S_DONE
@@ -527,35 +353,182 @@ def run(TI, TF, REQ, QI, G, GT, PREFIX, ASKT, INCL, CAPT, NI, CAP, BYNAME, SREQ,
             x = IS[I_NSUB]
             if HN[0] + 2 * W + 10 * Q + 16 > hcap:
                 _compact(TI, HK, HX, HN, 0)
-            _pend(st, bits, HK, HX, HN, x)
+            _pend(TI, QI, PSB, PSS, PSN, HK, HX, HN, x)
             _w_progress(IS, TI, X, TOUCH, now)
             IS[I_NSUB] = x + 1
         while IS[I_WN] > 0 and WH[0] == now:
             IS[I_WN] = w_pop(WH, IS[I_WN])
         for _ in range(MAX_ROUNDS):
             c = IS[I_CALLS]
-            CT = _grown(CT, c + 1)
-            WK = _grown(WK, c + 1)
-            LOG = _grown(LOG, IS[I_NLOG] + 2 * W + 16)
-            LT = _grown(LT, IS[I_NLOG] + 2 * W + 16)
+            if c + 1 > CT.shape[0]:
+                CT = _grown(CT, c + 1)
+                WK = _grown(WK, c + 1)
+            if IS[I_NLOG] + 2 * W + 16 > LOG.shape[0]:
+                LOG = _grown(LOG, IS[I_NLOG] + 2 * W + 16)
+                LT = _grown(LT, IS[I_NLOG] + 2 * W + 16)
             if IS[I_FN] + W + 1 > HT.shape[0]:
                 HT = _grown(HT, IS[I_FN] + W + 1)
                 HI = _grown(HI, IS[I_FN] + W + 1)
             for h in range(2):
                 if HN[h] + 2 * W + 10 * Q + 16 > hcap:
                     _compact(TI, HK, HX, HN, h)
-            nv = call(st, bits, pre, scratch, final, fixed, IS, X, TOUCH, HT, HI, HK, HX, HN, LOG, LT, CT, WK, RL,
-                      VL, RANK2T, live, hdead, now)
+            # -- one ``schedule`` call, logged; its victims are left in ``VL[:IS[I_NVICT]]`` --
+            IS[I_CALLS] += 1
+            CT[IS[I_CALLS] - 1] = now
+            seq0 = IS[I_SEQ]
+            now_us = np.int64(np.rint(now * 1e6))
+            running = IS[I_NRUN] > 0
+            while IS[I_NRL] > 0 and now_us - TI[RL[0], T_RESAT] > TIMEOUT_US:  # ``_drop_stale``
+                x = RL[0]
+                _log(IS, LOG, LT, L_UNRESERVE, x, 0, 0, now)
+                _unreserve(TI, NI, CAP, USED, T, size, RL, IS, x, 0)
+                b_set(PSB, PSS, TI[x, T_SHAPE], TI[x, T_RANK])
+                PSN[TI[x, T_SHAPE]] += 1
+            for h in range(2):
+                while HN[h] > 0 and HK[h, 0] <= now_us:
+                    x, gen = HX[h, 0, 0], HX[h, 0, 1]
+                    d_pop(HK, HX, HN, h)
+                    if _valid(TI, x, gen):
+                        TI[x, T_DUE] = 1
+                        DSN[TI[x, T_Q]] += 1
+                        b_set(DSB, DSS, TI[x, T_Q], TI[x, T_RANK])
+            for s in range(S):
+                hdead[s] = PSN[s] > 0 and not _headroom(SREQ, ASKT, INCL, CAPT, UR, s)
+                live[s] = False
+                if PSN[s] > 0 and not hdead[s] and DEADAT[s] != IS[I_FREED]:  # nothing freed: still no fit
+                    live[s] = t_first(T, size, N, SREQ, s, ASKT, tstack) >= 0
+                    if not live[s]:
+                        DEADAT[s] = IS[I_FREED]
+            for q in range(Q):
+                QI[q, Q_BUDGET] = BUDGET
+            pos = 0
+            while True:
+                nxt = W
+                for s in range(S):
+                    if live[s]:
+                        r = b_next(PSB, PSS, s, pos)
+                        if r >= 0 and r < nxt:
+                            nxt = r
+                for q in range(Q):
+                    if QI[q, Q_BUDGET] > 0 and DSN[q] > 0:
+                        r = b_next(DSB, DSS, q, pos)
+                        if r >= 0 and r < nxt:
+                            nxt = r
+                for i in range(IS[I_NRL]):
+                    r = TI[RL[i], T_RANK]
+                    if r >= pos and r < nxt:
+                        nxt = r
+                if nxt == W:
+                    break
+                pos = nxt + 1
+                # ``try_allocate`` for ask ``x`` and what the model does with its result
+                x = RANK2T[nxt]
+                IS[I_VISITS] += 1
+                s = TI[x, T_SHAPE]
+                q = TI[x, T_Q]
+                if TI[x, T_RESV] >= 0:
+                    if not _headroom(SREQ, ASKT, INCL, CAPT, UR, s):
+                        continue
+                    n0 = TI[x, T_RESV]
+                    node = n0
+                    if not _free_fits(REQ, ASKT, CAP, USED, n0, x):
+                        node = t_first(T, size, N, SREQ, s, ASKT, tstack)
+                        for i in range(IS[I_NRL]):
+                            m = TI[RL[i], T_RESV]
+                            if (node < 0 or m < node) and _free_fits(REQ, ASKT, CAP, USED, m, x):
+                                node = m
+                    if node < 0:
+                        continue
+                    for i in range(IS[I_NRL]):
+                        if RL[i] == x:
+                            _unreserve(TI, NI, CAP, USED, T, size, RL, IS, x, i)
+                            break
+                    _start(TI, TF, REQ, QI, U, UR, NI, CAP, USED, NL, LL, T, size, PSB, PSS, PSN, DSB, DSS, DSN, IS, X,
+                           TOUCH, HT, HI, LOG, LT, VL, x, node, False, now, now_us)
+                    for r in range(S):  # a node came back: dead shapes may fit again
+                        if not live[r] and not hdead[r] and PSN[r] > 0:
+                            live[r] = t_first(T, size, N, SREQ, r, ASKT, tstack) >= 0
+                    continue
+                room = _headroom(SREQ, ASKT, INCL, CAPT, UR, s)
+                if room:
+                    if live[s]:
+                        n = t_first(T, size, N, SREQ, s, ASKT, tstack)
+                        if n >= 0:
+                            _start(TI, TF, REQ, QI, U, UR, NI, CAP, USED, NL, LL, T, size, PSB, PSS, PSN, DSB, DSS,
+                                   DSN, IS, X, TOUCH, HT, HI, LOG, LT, VL, x, n, True, now, now_us)
+                            continue
+                        live[s] = False
+                        DEADAT[s] = IS[I_FREED]
+                else:
+                    live[s] = False
+                    hdead[s] = True
+                if not TI[x, T_DUE] or QI[q, Q_BUDGET] <= 0:
+                    continue
+                QI[q, Q_BUDGET] -= 1
+                IS[I_ATTEMPTS] += 1
+                TI[x, T_DUE] = 0
+                DSN[q] -= 1
+                b_clear(DSB, DSS, q, TI[x, T_RANK])
+                TI[x, T_LAST] = now_us
+                TI[x, T_CHK] = 1
+                node, nf = -1, 0
+                if guarantees(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, INCL, CAPT, LC, SCOPE, x, q):
+                    node, nf = try_preemption(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, NI, CAP, USED, NL, BYNAME, LL,
+                                              SCOPE, REFUSED, PTR, Uw, avail, total, cand, head, tail, res, bestv,
+                                              seq0, x, q, room, final)
+                if node < 0:
+                    TI[x, T_HGEN] += 1
+                    d_push(HK, HX, HN, 1, now_us + FREQ_US, x, TI[x, T_HGEN])
+                    continue
+                for j in range(nf):
+                    v = final[j]
+                    qv = TI[v, T_Q]
+                    TI[v, T_VICT] = 1
+                    for k in range(R):
+                        P[qv, k] += REQ[v, k]
+                    LC[qv, TI[v, T_PLEV]] -= 1
+                    _log(IS, LOG, LT, L_PREEMPT, v, x, node, now)
+                    VL[IS[I_NVICT]] = v
+                    IS[I_NVICT] += 1
+                    _w_preempted(IS, TI, TF, X, TOUCH, v, now)
+                TI[x, T_TRIG] = 1
+                NI[node, N_RESV] = x
+                TI[x, T_RESV] = node
+                TI[x, T_RESAT] = now_us
+                RL[IS[I_NRL]] = x
+                IS[I_NRL] += 1
+                t_leaf(T, size, CAP, USED, NI, N_RESV, node)
+                b_clear(PSB, PSS, s, TI[x, T_RANK])
+                PSN[s] -= 1
+            best = NOT_SET
+            for h in range(2):
+                if h == 1 and not running:
+                    continue
+                while HN[h] > 0 and not _valid(TI, HX[h, 0, 0], HX[h, 0, 1]):
+                    d_pop(HK, HX, HN, h)
+                if HN[h] > 0 and HK[h, 0] < best:
+                    best = HK[h, 0]
+            wake = np.nan
+            if best != NOT_SET and best > now_us:
+                wake = best / 1e6
+                if not wake > now:
+                    wake = np.nan
+            WK[IS[I_CALLS] - 1] = wake
+            for j in range(IS[I_NSL]):  # the call's starts are candidates from the next call on
+                t = VL[VL.shape[0] - 1 - j]
+                LC[TI[t, T_Q], TI[t, T_PLEV]] += 1
+            IS[I_NSL] = 0
+            nv = IS[I_NVICT]
             for j in range(nv):  # the engine: victims leave at once and ask again
                 v = VL[j]
-                _end(st, v)
+                _end(TI, REQ, QI, U, UR, NI, CAP, USED, NL, LL, LC, T, size, v)
                 IS[I_FREED] += 1
                 IS[I_NRUN] -= 1
                 TI[v, T_VICT] = 0
                 qv = TI[v, T_Q]
                 for k in range(R):
                     P[qv, k] -= REQ[v, k]
-                _pend(st, bits, HK, HX, HN, v)
+                _pend(TI, QI, PSB, PSS, PSN, HK, HX, HN, v)
             IS[I_NVICT] = 0
             if nv == 0:
                 break

@@ -27,13 +27,7 @@ from makeway.policies.yunikorn.fast.layout import (
 by_package(os.path.dirname(__file__))  # the loop inlines helpers from every file here: any edit recompiles
 
 
-@njit(cache=True, inline='always')
-def _rset(QI, PREFIX, q, a):
-    """Whether queue ``q``'s remaining guarantee is set, seen from ask queue ``a``."""
-    return QI[q, Q_HASG] != 0 and (q == a or not PREFIX[q, a])
-
-
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def over(G, GT, P, ASKT, Uw, q):
     """``victim_queue_over``: some ask type of ``q``'s remainder is negative."""
     for k in range(G.shape[1]):
@@ -42,7 +36,7 @@ def over(G, GT, P, ASKT, Uw, q):
     return False
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def fits_rem(G, GT, P, ASKT, Uw, q, REQ, v):
     """``fit_in_actual(remaining(q), REQ[v])``."""
     for k in range(G.shape[1]):
@@ -51,7 +45,7 @@ def fits_rem(G, GT, P, ASKT, Uw, q, REQ, v):
     return True
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def within(G, GT, P, Uw, q):
     for k in range(G.shape[1]):
         if GT[q, k] and G[q, k] - Uw[q, k] + P[q, k] < 0:
@@ -59,7 +53,7 @@ def within(G, GT, P, Uw, q):
     return True
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def _before(TI, a, b):
     """The candidates' order: newest start first, then leaf order, then start order."""
     if TI[a, T_STARTUS] != TI[b, T_STARTUS]:
@@ -69,7 +63,7 @@ def _before(TI, a, b):
     return TI[a, T_SEQ] < TI[b, T_SEQ]
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def sgt(ASKT, REQ, x, total, empty):
     """``strictly_greater_than_only_existing(ask, total)``; every request has the ask's types."""
     if empty:
@@ -85,28 +79,13 @@ def sgt(ASKT, REQ, x, total, empty):
 
 
 @njit(cache=True, inline='always')
-def _by_node(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, NI, CAP, USED, NL, x, a, n, seq0, beat, SCOPE, Uw, avail, cand,
-             head, tail, res):
-    """``victims_by_node`` on a node where the ask does not fit as it is: (index, count of
-    ``res``), or (-1, -1) for None. With ``beat`` 1 (only an index of 0 can win), a node where
-    no single candidate makes the ask fit answers None at once: its index is at least 1."""
+def _by_node(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, CAP, USED, x, a, n, nc, beat, Uw, avail, cand, head,
+             tail, res):
+    """``victims_by_node`` on a node where the ask does not fit as it is, its ``nc`` candidates in
+    ``cand`` (``try_preemption`` collects them; a node without any, or with ``beat`` 1 and no single
+    candidate that makes the ask fit, answers None there): (index, count of ``res``), or (-1, -1)
+    for None."""
     R = REQ.shape[1]
-    p = TI[x, T_PRIO]
-    nc = 0
-    one = beat != 1
-    for j in range(NI[n, N_OFF], NI[n, N_OFF] + NI[n, N_CNT]):
-        t = NL[j]
-        if SCOPE[TI[t, T_Q]] and TI[t, T_PRIO] <= p and not TI[t, T_VICT] and TI[t, T_SEQ] <= seq0:
-            cand[nc] = t
-            nc += 1
-            if not one:
-                one = True
-                for k in range(R):
-                    if ASKT[k] and REQ[x, k] > CAP[n, k] - USED[n, k] + REQ[t, k]:
-                        one = False
-                        break
-    if nc == 0 or not one:
-        return -1, -1
     if beat > 1:  # only an index below ``beat`` wins: ``beat`` candidates at most must make it fit
         for k in range(R):
             if not ASKT[k]:
@@ -150,7 +129,7 @@ def _by_node(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, NI, CAP, USED, NL, x, a, n,
     for i in range(nc):
         v = cand[i]
         qs = TI[v, T_Q]
-        is_over = not _rset(QI, PREFIX, qs, a) or over(G, GT, P, ASKT, Uw, qs)
+        is_over = not (QI[qs, Q_HASG] != 0 and (qs == a or not PREFIX[qs, a])) or over(G, GT, P, ASKT, Uw, qs)
         for k in range(R):
             Uw[qs, k] -= REQ[v, k]
         if is_over:
@@ -194,7 +173,7 @@ def _by_node(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, NI, CAP, USED, NL, x, a, n,
     for i in range(nh + nt):
         v = head[i]
         qs = TI[v, T_Q]
-        is_over = not _rset(QI, PREFIX, qs, a) or over(G, GT, P, ASKT, Uw, qs)
+        is_over = not (QI[qs, Q_HASG] != 0 and (qs == a or not PREFIX[qs, a])) or over(G, GT, P, ASKT, Uw, qs)
         for k in range(R):
             Uw[qs, k] -= REQ[v, k]
         if is_over:
@@ -218,25 +197,7 @@ def _by_node(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, NI, CAP, USED, NL, x, a, n,
     return index, nr
 
 
-@njit(cache=True, inline='always')
-def _free_fits(REQ, ASKT, CAP, USED, n, x):
-    for k in range(REQ.shape[1]):
-        if ASKT[k] and REQ[x, k] > CAP[n, k] - USED[n, k]:
-            return False
-    return True
-
-
-@njit(cache=True, inline='always')
-def _usable(REQ, ASKT, NI, CAP, n, x):
-    if NI[n, N_RESV] >= 0 and NI[n, N_RESV] != x:
-        return False
-    for k in range(REQ.shape[1]):
-        if ASKT[k] and REQ[x, k] > max(0, CAP[n, k]):
-            return False
-    return True
-
-
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def guarantees(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, INCL, CAPT, LC, SCOPE, x, a):
     """The leaves in scope (``SCOPE``: not within their guarantee, with a candidate; none when
     the ask's leaf is fenced) and ``check_queue_guarantees`` in closed form: whether the attempt
@@ -252,7 +213,7 @@ def guarantees(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, INCL, CAPT, LC, SCOPE, x,
         SCOPE[q] = False
         if fenced or q == a:
             continue
-        if _rset(QI, PREFIX, q, a) and within(G, GT, P, U, q):
+        if QI[q, Q_HASG] != 0 and (q == a or not PREFIX[q, a]) and within(G, GT, P, U, q):
             continue
         c = 0
         for lv in range(plev + 1):
@@ -272,32 +233,68 @@ def guarantees(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, INCL, CAPT, LC, SCOPE, x,
 
 
 @njit(cache=True)
-def try_preemption(w, extra, x, a, nodes_tried, scratch, final):
+def try_preemption(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, NI, CAP, USED, NL, BYNAME, LL, SCOPE, REFUSED, PTR, Uw,
+                   avail, total, cand, head, tail, res, best, seq0, x, a, nodes_tried, final):
     """The attempt of ask ``x`` (leaf ``a``) once its preconditions and ``guarantees`` held,
     with ``SCOPE`` as that left it: (node, victims in ``final[:count]``), or (-1, 0). Nothing is
-    committed here."""
-    TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, NI, CAP, USED, NL = w
-    INCL, CAPT, BYNAME, LL, LC, SEQ0 = extra
-    SCOPE, REFUSED, PTR, Uw, avail, total, cand, head, tail, res, best = scratch
+    committed here (``seq0``: the last start sequence before the call)."""
     R = G.shape[1]
     N = CAP.shape[0]
     # the node: least (index, name)
-    seq0 = SEQ0[0]
+    p = TI[x, T_PRIO]
     chosen = -1
     index = -1
     if not nodes_tried:
         for i in range(N):
             n = BYNAME[i]
-            if _usable(REQ, ASKT, NI, CAP, n, x) and _free_fits(REQ, ASKT, CAP, USED, n, x):
+            rv = NI[n, N_RESV]
+            if rv >= 0 and rv != x:  # reserved by another ask
+                continue
+            ok = True
+            for k in range(R):
+                if ASKT[k] and (REQ[x, k] > max(0, CAP[n, k]) or REQ[x, k] > CAP[n, k] - USED[n, k]):
+                    ok = False
+                    break
+            if ok:
                 chosen = n
                 break
     if chosen < 0:
         for i in range(N):
             n = BYNAME[i]
-            if not _usable(REQ, ASKT, NI, CAP, n, x) or _free_fits(REQ, ASKT, CAP, USED, n, x):
+            rv = NI[n, N_RESV]
+            if rv >= 0 and rv != x:  # reserved by another ask
                 continue
-            idx, cnt = _by_node(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, NI, CAP, USED, NL, x, a, n, seq0,
-                                index if chosen >= 0 else -1, SCOPE, Uw, avail, cand, head, tail, res)
+            skip = False
+            free = True
+            for k in range(R):
+                if ASKT[k]:
+                    if REQ[x, k] > max(0, CAP[n, k]):
+                        skip = True
+                        break
+                    if REQ[x, k] > CAP[n, k] - USED[n, k]:
+                        free = False
+            if skip or free:
+                continue
+            # the node's candidates; with ``beat`` 1 (only an index of 0 can win), a node where no
+            # single candidate makes the ask fit answers None at once: its index is at least 1
+            beat = index if chosen >= 0 else -1
+            nc = 0
+            one = beat != 1
+            for j in range(NI[n, N_OFF], NI[n, N_OFF] + NI[n, N_CNT]):
+                t = NL[j]
+                if SCOPE[TI[t, T_Q]] and TI[t, T_PRIO] <= p and not TI[t, T_VICT] and TI[t, T_SEQ] <= seq0:
+                    cand[nc] = t
+                    nc += 1
+                    if not one:
+                        one = True
+                        for k in range(R):
+                            if ASKT[k] and REQ[x, k] > CAP[n, k] - USED[n, k] + REQ[t, k]:
+                                one = False
+                                break
+            if nc == 0 or not one:
+                continue
+            idx, cnt = _by_node(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, CAP, USED, x, a, n, nc, beat, Uw, avail,
+                                cand, head, tail, res)
             if cnt < 0:
                 continue
             if chosen < 0 or idx < index:
@@ -330,19 +327,18 @@ def try_preemption(w, extra, x, a, nodes_tried, scratch, final):
             if GT[a, k] and ASKT[k]:
                 gshared = True
         if gshared:
-            nf, empty = _extras(w, extra, scratch, x, a, chosen, fits, index, final, nf, empty)
+            nf, empty = _extras(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, LL, SCOPE, REFUSED, PTR, Uw, total, best,
+                                seq0, x, a, chosen, fits, index, final, nf, empty)
     if sgt(ASKT, REQ, x, total, empty):
         return -1, 0
     return chosen, nf
 
 
 @njit(cache=True)
-def _extras(w, extra, scratch, x, a, chosen, fits, index, final, nf, empty):
+def _extras(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, LL, SCOPE, REFUSED, PTR, Uw, total, best, seq0, x, a, chosen,
+            fits, index, final, nf, empty):
     """``additional_victims``' walk, each victim kept going to the final selection at once; it
     stops when the selection is full (``strictly_greater_than_only_existing`` turned false)."""
-    TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, NI, CAP, USED, NL = w
-    INCL, CAPT, BYNAME, LL, LC, SEQ0 = extra
-    SCOPE, REFUSED, PTR, Uw, avail, total, cand, head, tail, res, best = scratch
     Q, R = G.shape[0], G.shape[1]
     p = TI[x, T_PRIO]
     Uw[:, :] = U
@@ -386,11 +382,11 @@ def _extras(w, extra, scratch, x, a, chosen, fits, index, final, nf, empty):
         PTR[bq] = b - 1
         for j in range(b, top + 1):
             v = LL[bq, j]
-            if v < 0 or TI[v, T_PRIO] > p or TI[v, T_VICT] or TI[v, T_MARK] or TI[v, T_SEQ] > SEQ0[0]:
+            if v < 0 or TI[v, T_PRIO] > p or TI[v, T_VICT] or TI[v, T_MARK] or TI[v, T_SEQ] > seq0:
                 continue
             if REFUSED[bq]:
                 break
-            if _rset(QI, PREFIX, bq, a) and not over(G, GT, P, ASKT, Uw, bq):
+            if QI[bq, Q_HASG] != 0 and (bq == a or not PREFIX[bq, a]) and not over(G, GT, P, ASKT, Uw, bq):
                 REFUSED[bq] = True
                 break
             if not fits_rem(G, GT, P, ASKT, Uw, a, REQ, v):
