@@ -40,6 +40,7 @@ class FastRecorder(Recorder):
         self._tracked_paths = [[p for p in sim.paths[i] if p in self._pres] for i in range(nq)]
         self._leaves = [(qix[q], state.queues[q].weight or 1.0) for q in self.leaves]
         self._caps = [self.capacity.get(k, 0) for k in res]
+        self._nonzero_caps = [(r, c) for r, c in enumerate(self._caps) if c]  # what ``jain_now`` divides by
         self._first: list[float | None] = []
         self._started: list[int] = []
         self._finished: list[tuple[int, float]] = []
@@ -192,18 +193,18 @@ class FastRecorder(Recorder):
         self.series_jain.append(self.jain_now())
 
     def jain_now(self) -> float:
-        caps = [(r, c) for r, c in enumerate(self._caps) if c]
+        caps = self._nonzero_caps
         xs = []
         qusage, ptasks = self._qusage, self._ptasks
         for i, weight in self._leaves:
             usage = qusage[i]
             if not ptasks[i] and not any(usage):
                 continue
-            share = max((usage[r] / c for r, c in caps), default=0.0)
+            share = max([usage[r] / c for r, c in caps]) if caps else 0.0
             xs.append(share / weight)
         if not xs:
             return 1.0
-        total, sq = sum(xs), sum(x * x for x in xs)
+        total, sq = sum(xs), sum([x * x for x in xs])
         return (total * total) / (len(xs) * sq) if sq > 0 else 1.0
 
     # -- the end ----------------------------------------------------------------------------------

@@ -160,7 +160,6 @@ class YuniKornRecorder(KueueRecorder):
 
         self._no_shares = getattr(type(model), "queue_shares", None) is PreemptionModel.queue_shares
         self._cells: tuple | None = None
-        self._nonzero_caps: list | None = None
 
     def steps(self, q: int, shape: Any) -> tuple[list, list, list]:
         """(start, finish, submit) steps of a task of ``shape`` in queue ``q``: (cells, index,
@@ -240,23 +239,6 @@ class YuniKornRecorder(KueueRecorder):
             queue_cells.append((self._qusage[i], self._pres[i], [(per_res[k], pending[k], r) for r, k in enumerate(res)],
                                 self.series_pending_n[q], i))
         return used_cells, queue_cells
-
-    def jain_now(self) -> float:
-        caps = self._nonzero_caps
-        if caps is None:
-            caps = self._nonzero_caps = [(r, c) for r, c in enumerate(self._caps) if c]
-        xs = []
-        qusage, ptasks = self._qusage, self._ptasks
-        for i, weight in self._leaves:
-            usage = qusage[i]
-            if not ptasks[i] and not any(usage):
-                continue
-            share = max([usage[r] / c for r, c in caps]) if caps else 0.0
-            xs.append(share / weight)
-        if not xs:
-            return 1.0
-        total, sq = sum(xs), sum([x * x for x in xs])
-        return (total * total) / (len(xs) * sq) if sq > 0 else 1.0
 
 
 class LogRun:
