@@ -124,18 +124,16 @@ class Packed:
                 CAP[i, rix[k]] = v
                 INCL[rix[k]] = True
         CAPT = CAP.sum(axis=0).astype(np.int64)
-        REQ = np.zeros((W, R), np.int64)
-        for i, wl in enumerate(self.wls):
-            for k, v in wl.groups[0].resources.items():
-                REQ[i, rix[k]] = v
+        rows = [tuple(wl.groups[0].resources.get(k, 0) for k in types) for wl in self.wls]
+        REQ = np.array(rows, np.int64).reshape(W, R)
         minreq = REQ.min(axis=0) if W else np.zeros(R, np.int64)
         NI = np.zeros((N, L.NNI), np.int64)
         order = sorted(range(N), key=lambda i: self.node_names[i])
         BYNAME = np.array(order, np.int64)
         off = 0
+        NI[order, L.N_RANK] = np.arange(N)
+        NI[:, L.N_RESV] = -1
         for i in range(N):
-            NI[i, L.N_RANK] = order.index(i)
-            NI[i, L.N_RESV] = -1
             most = W
             for k in range(R):
                 if ASKT[k]:
@@ -149,18 +147,18 @@ class Packed:
         levels = sorted({wl.priority for wl in self.wls})
         lev = {p: i for i, p in enumerate(levels)}
         ranked = sorted(range(W), key=lambda i: (-self.wls[i].priority, self.wls[i].submit, self.wls[i].id))
-        for r, i in enumerate(ranked):
-            TI[i, L.T_RANK] = r
-        for i, wl in enumerate(self.wls):
-            TI[i, L.T_Q] = lix[wl.queue]
-            TI[i, L.T_PRIO] = wl.priority
-            TI[i, L.T_PLEV] = lev[wl.priority]
-            TI[i, L.T_SHAPE] = shapes.setdefault(tuple(REQ[i].tolist()), len(shapes))
-            TI[i, L.T_SUBUS] = to_us(wl.submit)
-            TI[i, L.T_RESV] = -1
-            TI[i, L.T_RESAT] = -1
-            TF[i, L.F_SUB] = float(wl.submit)
-            TF[i, L.F_DUR] = float(wl.duration)
+        if W:  # whole columns at once: an element write costs as much as building its list entry
+            wls = self.wls
+            TI[ranked, L.T_RANK] = np.arange(W)
+            TI[:, L.T_Q] = [lix[wl.queue] for wl in wls]
+            TI[:, L.T_PRIO] = [wl.priority for wl in wls]
+            TI[:, L.T_PLEV] = [lev[wl.priority] for wl in wls]
+            TI[:, L.T_SHAPE] = [shapes.setdefault(row, len(shapes)) for row in rows]
+            TI[:, L.T_SUBUS] = [to_us(wl.submit) for wl in wls]
+            TI[:, L.T_RESV] = -1
+            TI[:, L.T_RESAT] = -1
+            TF[:, L.F_SUB] = [float(wl.submit) for wl in wls]
+            TF[:, L.F_DUR] = [float(wl.duration) for wl in wls]
         SREQ = np.array(list(shapes) or [[0] * R], np.int64).reshape(max(1, len(shapes)), R)
         self.leaves = leaves
         self.args = (TI, TF, REQ, QI, G, GT, PREFIX, ASKT, INCL, CAPT, NI, CAP, BYNAME, SREQ,
