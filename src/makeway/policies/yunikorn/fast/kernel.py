@@ -134,6 +134,19 @@ def t_first(T, size, N, SREQ, s, ASKT, stack):
 # -- heaps ------------------------------------------------------------------------------------
 
 @njit(cache=True)
+def _f_before(HT, HI, i, j):
+    """Finish-heap order: time, then push sequence (the engine's heap breaks ties by its seq)."""
+    return HT[i] < HT[j] or (HT[i] == HT[j] and HI[i, 0] < HI[j, 0])
+
+
+@njit(cache=True)
+def _f_swap(HT, HI, i, j):
+    HT[i], HT[j] = HT[j], HT[i]
+    for c in range(3):
+        HI[i, c], HI[j, c] = HI[j, c], HI[i, c]
+
+
+@njit(cache=True)
 def f_push(HT, HI, n, t, seq, task, gen):
     """Push (time ``t``, seq) onto the finish heap of ``n`` entries; the new count."""
     HT[n] = t
@@ -143,10 +156,8 @@ def f_push(HT, HI, n, t, seq, task, gen):
     k = n
     while k > 0:
         p = (k - 1) >> 1
-        if HT[k] < HT[p] or (HT[k] == HT[p] and HI[k, 0] < HI[p, 0]):
-            HT[k], HT[p] = HT[p], HT[k]
-            for c in range(3):
-                HI[k, c], HI[p, c] = HI[p, c], HI[k, c]
+        if _f_before(HT, HI, k, p):
+            _f_swap(HT, HI, k, p)
             k = p
         else:
             break
@@ -167,12 +178,10 @@ def f_pop(HT, HI, n):
                 break
             b = a + 1
             m = a
-            if b < n and (HT[b] < HT[a] or (HT[b] == HT[a] and HI[b, 0] < HI[a, 0])):
+            if b < n and _f_before(HT, HI, b, a):
                 m = b
-            if HT[m] < HT[k] or (HT[m] == HT[k] and HI[m, 0] < HI[k, 0]):
-                HT[m], HT[k] = HT[k], HT[m]
-                for c in range(3):
-                    HI[m, c], HI[k, c] = HI[k, c], HI[m, c]
+            if _f_before(HT, HI, m, k):
+                _f_swap(HT, HI, m, k)
                 k = m
             else:
                 break
