@@ -21,6 +21,8 @@ with calls left over or missing is a defect of the compiled loop, and raises ``R
 from __future__ import annotations
 
 import heapq
+import sys
+from array import array
 from bisect import bisect_left, bisect_right
 from typing import Any, Sequence
 
@@ -35,7 +37,7 @@ from makeway.policies.yunikorn.model import preempt_reason
 from makeway.sim.collector import no_collections
 from makeway.sim.fast.kueue import ReplayError
 from makeway.sim.fast.kueue_record import KueueReasons, KueueRecorder, _Shape
-from makeway.sim.metrics import _round
+from makeway.sim.fast.sums import E_EVICT, E_FINISH, E_START, E_SUBMIT, replay
 
 
 def why_not(state: ClusterState, options: Any, workloads: Sequence[Workload], packed: Any) -> str | None:
@@ -144,101 +146,92 @@ class YuniKornReasons(KueueReasons):
 
 
 class YuniKornRecorder(KueueRecorder):
-    """``KueueRecorder`` with its sums moved by precomputed steps: in this class every workload is
-    one task of whole numbers, so a start, an eviction, a finish or a submission adds fixed amounts
-    to fixed cells (usage per resource and per queue of the path, pending demand of the tracked
-    queues), the same sums ``FastRecorder`` makes, in fewer Python steps. The samples are taken
-    the same way, from cells found once (again after each thinning); a model without shares
-    (``queue_shares`` not overridden) has none to sample."""
+    """``KueueRecorder`` whose sums are made once, at the close: in this class every workload is
+    one task of whole numbers, so a start, an eviction, a finish or a submission only appends its
+    code to ``feed`` (a change of instant, its mark), and ``sums.replay`` makes the sums, the
+    utilisation integral and the samples from them as ``FastRecorder`` would have as it went
+    (a model without shares, ``queue_shares`` not overridden, has none to sample: the class is
+    exactly ``YuniKornModel``)."""
 
     def __init__(self, state: ClusterState, model: Any, run: "LogRun"):
         super().__init__(state, model, run)
         self.reasons = YuniKornReasons(run)  # type: ignore[assignment]
-        self._steps: dict[tuple[int, int], tuple[list, list, list]] = {}
-        self._w_steps: list = []
-        from makeway.core.policy import PreemptionModel
+        self.feed = array("q")  # event codes (``sums``)
+        self._marks = array("d")
 
-        self._no_shares = getattr(type(model), "queue_shares", None) is PreemptionModel.queue_shares
-        self._cells: tuple | None = None
-
-    def steps(self, q: int, shape: Any) -> tuple[list, list, list]:
-        """(start, finish, submit) steps of a task of ``shape`` in queue ``q``: (cells, index,
-        amount); an eviction is the start's, negated."""
-        key = (q, id(shape))
-        found = self._steps.get(key)
-        if found is None:
-            pairs = shape.groups[0][1]
-            used, qusage, pres, pn, ptasks = self._used, self._qusage, self._pres, self._pn, self._ptasks
-            path, tracked = self.sim.paths[q], self._tracked_paths[q]
-            run = [(used, r, v) for r, v in pairs] + [(qusage[p], r, v) for p in path for r, v in pairs]
-            demand = [(pres[p], r, v) for p in tracked for r, v in pairs] + [(pn, p, 1) for p in tracked]
-            start = run + [(a, i, -v) for a, i, v in demand] + [(ptasks, q, -1)]
-            submit = demand + [(ptasks, q, 1)]
-            found = self._steps[key] = (start, [(a, i, -v) for a, i, v in run], submit)
-        return found
-
-    def task_started(self, w: int, g: int, now: float) -> None:
-        for acc, i, v in self._w_steps[w][0]:
-            acc[i] += v
-
-    def task_evicted(self, w: int, now: float) -> None:
-        for acc, i, v in self._w_steps[w][0]:
-            acc[i] -= v
+    def before_change(self, now: float) -> None:
+        if now - self.last_t > 0:
+            self.last_t = now
+            self.feed.append(-1 - len(self._marks))
+            self._marks.append(now)
 
     def task_finished(self, w: int, g: int, now: float, killed: bool, done: bool) -> None:
-        for acc, i, v in self._w_steps[w][1]:
-            acc[i] += v
+        self.feed.append(4 * w + E_FINISH)
         self._finished.append((w, now))
         if now > self.end_t:
             self.end_t = now
 
+    def task_evicted(self, w: int, now: float) -> None:
+        self.feed.append(4 * w + E_EVICT)
+
     def submitted(self, w: int, wl: Workload, shape: Any, now: float) -> None:
         if self.first_t is None:
             self.first_t = now
-        steps = self.steps(self.sim.w_q[w], shape)
-        self._w_steps.append(steps)
-        for acc, i, v in steps[2]:
-            acc[i] += v
+        self.feed.append(4 * w + E_SUBMIT)
         self._first.append(None)
         self.reasons.submitted(w)
         self.count_unplaceable(wl, shape)
 
-    def _thin(self) -> None:
-        super()._thin()
-        self._cells = None
+    def close(self, now: float) -> None:
+        self.before_change(now)
+        self.end_t = max(self.end_t, now)
+        self._replay()
+        self._materialise()
 
-    def _sample(self, now: float) -> None:
-        if len(self.series_t) >= self.MAX_SAMPLES:
-            self._thin()
-        cells = self._cells
-        if cells is None:
-            cells = self._cells = self._find_cells()
-        self.series_t.append(now)
-        used_cells, queue_cells = cells
-        for series, r, cap in used_cells:
-            series.append(self._used[r] / cap if cap else 0.0)
-        ints, pn = self.ints, self._pn
-        for u, p, cols, pn_series, i in queue_cells:
-            for su, sp, r in cols:
-                su.append(u[r])
-                sp.append(p[r] if ints else _round(p[r]))
-            pn_series.append(pn[i])
-        if not self._no_shares:
-            self._sample_shares(now, len(self.series_t) - 1)
-        if not self._quotas_read:
+    def _replay(self) -> None:
+        """The sums and samples from the feed (``sums.replay``), where ``FastRecorder`` keeps them."""
+        run, res = self.sim, self._res
+        R, nq = len(res), len(run.q_names)
+        W = len(run.w_shape)
+        REQ = np.zeros((max(1, W), max(1, R)), np.int64)
+        if W and R:
+            REQ[:W, :R] = [shape.groups[0][2] for shape in run.w_shape]
+        depth = max([len(p) for p in run.paths] + [1])
+        PATH = np.full((nq, depth), -1, np.int64)
+        TRK = np.full((nq, depth), -1, np.int64)
+        for q in range(nq):
+            PATH[q, :len(run.paths[q])] = run.paths[q]
+            TRK[q, :len(self._tracked_paths[q])] = self._tracked_paths[q]
+        qix = self._qix
+        tq = np.array([qix[q] for q in self.series_queues], np.int64)
+        leaf_q = np.array([i for i, _ in self._leaves], np.int64)
+        leaf_w = np.array([float(w) for _, w in self._leaves], np.float64)
+        out = replay(np.frombuffer(self.feed, np.int64) if self.feed else np.zeros(0, np.int64),
+                     np.frombuffer(self._marks, np.float64) if self._marks else np.zeros(0, np.float64),
+                     REQ, np.array(run.w_q + [0], np.int64), PATH, TRK, nq, 0.0, float(self.sample_interval),
+                     self.MAX_SAMPLES, leaf_q, leaf_w, np.array(self._caps, np.int64), tq, sys.version_info >= (3, 12))
+        used, integral, qusage, pres, pn, ptasks, ST, SU, SQ, SP, SPN, SJ, ns, interval, _ = out
+        self._used = used[:R].tolist()
+        self._integral = [v if v else 0 for v in integral[:R].tolist()]
+        self._qusage = [row[:R] for row in qusage.tolist()]
+        self._ptasks = ptasks.tolist()
+        pres_l, pn_l = pres.tolist(), pn.tolist()
+        self._pres = {i: pres_l[i][:R] for i in self._pres}
+        self._pn = {i: pn_l[i] for i in self._pn}
+        self.sample_interval = float(interval)
+        self.series_t = ST[:ns].tolist()
+        for r, k in enumerate(res):
+            cap = self._caps[r]
+            self.series_used[k] = [u / cap if cap else 0.0 for u in SU[:ns, r].tolist()]
+        for t, q in enumerate(self.series_queues):
+            per_res, pending = self.series_queues[q], self.series_pending[q]
+            for r, k in enumerate(res):
+                per_res[k] = SQ[:ns, t, r].tolist()
+                pending[k] = SP[:ns, t, r].tolist()
+            self.series_pending_n[q] = SPN[:ns, t].tolist()
+        self.series_jain = SJ[:ns].tolist()
+        if ns and not self._quotas_read:
             self._read_quotas()
-        self.series_jain.append(self.jain_now())
-
-    def _find_cells(self) -> tuple[list, list]:
-        res, qix = self._res, self._qix
-        used_cells = [(self.series_used[k], r, self._caps[r]) for r, k in enumerate(res)]
-        queue_cells = []
-        for q, per_res in self.series_queues.items():
-            i = qix[q]
-            pending = self.series_pending[q]
-            queue_cells.append((self._qusage[i], self._pres[i], [(per_res[k], pending[k], r) for r, k in enumerate(res)],
-                                self.series_pending_n[q], i))
-        return used_cells, queue_cells
 
 
 class LogRun:
@@ -526,8 +519,7 @@ class LogRun:
         self.started_at[w] = now
         if rec.last_t != now:
             rec.before_change(now)
-        for acc, i, x in rec._w_steps[w][0]:
-            acc[i] += x
+        rec.feed.append(4 * w + E_START)
         reasons.started(w)
         if rec._first[w] is None:
             rec._first[w] = now
