@@ -30,7 +30,7 @@ from makeway.core.pending import blocking_usage
 from makeway.core.policy import PreemptionModel
 from makeway.core.state import ClusterState
 from makeway.policies.ytsaurus import (catchup, classify, clockheap, durations, fairshare, grouping, heartbeat, integral,
-                                      live, preemptive, quiet, starvation, treeops, views, waiting)
+                                      live, onedim, preemptive, quiet, starvation, treeops, views, waiting)
 from makeway.policies.ytsaurus.classify import AP, NP, P
 from makeway.errors import ConfigError
 from makeway.policies.ytsaurus.schedule import HeapPicker, Picker, ReferencePicker
@@ -86,6 +86,7 @@ class YTsaurusModel(PreemptionModel):
         self._limits_any = False
         self.curve_cache = fairshare.CurveCache() if self.caches else None
         self.kernel = bool(s.get("fair_share_kernel", False))
+        self.closed_form = bool(s.get("fair_share_closed_form", False))  # ``onedim`` for the trees it takes
         self.groups = bool(s.get("fair_share_groups", True))
         self.batching = fairshare.Batching(min_pools=int(s.get("fair_share_batch_min_pools", 8)))
         if self.kernel and not fairshare.kernel_available():
@@ -174,7 +175,8 @@ class YTsaurusModel(PreemptionModel):
         return []
 
     def options(self) -> dict[str, Any]:
-        return {**super().options(), "fair_share_kernel": self.kernel}
+        return {**super().options(), "fair_share_kernel": self.kernel,
+                **({"fair_share_closed_form": True} if self.closed_form else {})}
 
     def _alloc_sig(self, state: ClusterState, wid: str) -> tuple:
         running = state.running.get(wid) or {}
@@ -448,8 +450,8 @@ class YTsaurusModel(PreemptionModel):
 
     def _compute(self, tree: Tree, caps: list[list[float]] | None,
                  delta: tuple[list[str] | None, int] | None = None) -> fairshare.FairShareResult:
-        result = None
-        if self.groups and not self.kernel:
+        result = onedim.compute(tree, caps, self.integral) if self.closed_form else None
+        if result is None and self.groups and not self.kernel:
             group = grouping.waiting_groups if delta is None else functools.partial(
                 self._kept_groups.groups, changed=delta[0], gen=delta[1], index=self._tree_ops.index)
             result = grouping.grouped_compute(tree, caps, self.integral, self.curve_cache, self.batching,
