@@ -97,11 +97,11 @@ def test_caches_decide_as_full_evaluation_with_the_closed_form(case):
     assert run(Recording, case).log == run(FullEvaluation, case).log
 
 
-def test_the_setting_is_off_by_default_and_shown_in_the_options_only_when_on():
-    assert "fair_share_closed_form" not in YTsaurusModel().options()
-    assert YTsaurusModel({"fair_share_closed_form": True}).options()["fair_share_closed_form"] is True
+def test_the_setting_is_on_by_default_and_shown_in_the_options():
+    assert YTsaurusModel().options()["fair_share_closed_form"] is True
+    assert YTsaurusModel({"fair_share_closed_form": False}).options()["fair_share_closed_form"] is False
     from makeway.policies.ytsaurus.settings import YTsaurusSettings
-    assert YTsaurusSettings().fair_share_closed_form is False
+    assert YTsaurusSettings().fair_share_closed_form is True
 
 
 def test_conformance_with_the_closed_form_forced_on(monkeypatch):

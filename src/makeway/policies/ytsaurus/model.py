@@ -86,7 +86,7 @@ class YTsaurusModel(PreemptionModel):
         self._limits_any = False
         self.curve_cache = fairshare.CurveCache() if self.caches else None
         self.kernel = bool(s.get("fair_share_kernel", False))
-        self.closed_form = bool(s.get("fair_share_closed_form", False))  # ``onedim`` for the trees it takes
+        self.closed_form = bool(s.get("fair_share_closed_form", True))  # ``onedim`` for the trees it takes
         self.groups = bool(s.get("fair_share_groups", True))
         self.batching = fairshare.Batching(min_pools=int(s.get("fair_share_batch_min_pools", 8)))
         if self.kernel and not fairshare.kernel_available():
@@ -175,8 +175,7 @@ class YTsaurusModel(PreemptionModel):
         return []
 
     def options(self) -> dict[str, Any]:
-        return {**super().options(), "fair_share_kernel": self.kernel,
-                **({"fair_share_closed_form": True} if self.closed_form else {})}
+        return {**super().options(), "fair_share_kernel": self.kernel, "fair_share_closed_form": self.closed_form}
 
     def _alloc_sig(self, state: ClusterState, wid: str) -> tuple:
         running = state.running.get(wid) or {}

@@ -78,7 +78,7 @@ class YTsaurusSettings(ModelSettings):
         default=8, description="leaf pools per level from which the Python update computes them in arrays")
     fair_share_groups: Flag = Field(default=True, description="equal waiting operations of a pool computed "
                                     "as one group element (the same fair shares bit for bit)")
-    fair_share_closed_form: Flag = Field(default=False, description="one-resource trees (fair share pools, no pool "
+    fair_share_closed_form: Flag = Field(default=True, description="one-resource trees (fair share pools, no pool "
                                          "limits, no integral or promised guarantees) by water-filling "
                                          "(onedim) instead of the curves: exact, and at the cost of the distinct "
                                          "operations of each pool")
