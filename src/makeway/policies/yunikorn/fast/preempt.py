@@ -198,6 +198,79 @@ def _by_node(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, CAP, USED, x, a, n, nc, bea
 
 
 @njit(cache=True)
+def _eligible(REQ, ASKT, NI, CAP, USED, x, n):
+    """Node ``n`` is searched for victims of ask ``x``: not reserved by another ask, large
+    enough, and without room for the ask as it is."""
+    rv = NI[n, N_RESV]
+    if rv >= 0 and rv != x:
+        return False
+    free = True
+    for k in range(REQ.shape[1]):
+        if ASKT[k]:
+            if REQ[x, k] > max(0, CAP[n, k]):
+                return False
+            if REQ[x, k] > CAP[n, k] - USED[n, k]:
+                free = False
+    return not free
+
+
+@njit(cache=True)
+def _candidate(TI, SCOPE, p, seq0, t):
+    return SCOPE[TI[t, T_Q]] and TI[t, T_PRIO] <= p and not TI[t, T_VICT] and TI[t, T_SEQ] <= seq0
+
+
+@njit(cache=True)
+def _first_over(TI, NI, NL, SCOPE, OV, p, seq0, n):
+    """The first of node ``n``'s candidates in the victims' order whose leaf is over its guarantee
+    (``OV``), or -1: ``_by_node``'s walk skips the others and leaves its usages as they were."""
+    first = -1
+    for j in range(NI[n, N_OFF], NI[n, N_OFF] + NI[n, N_CNT]):
+        t = NL[j]
+        if OV[TI[t, T_Q]] and _candidate(TI, SCOPE, p, seq0, t) and (first < 0 or _before(TI, t, first)):
+            first = t
+    return first
+
+
+@njit(cache=True)
+def _fits_after(REQ, ASKT, CAP, USED, x, n, v):
+    """Whether ask ``x`` fits on ``n`` once victim ``v`` alone is gone. Where ``v`` is the node's
+    ``_first_over`` and fits the ask queue's remainder, this is ``_by_node``'s index being 0: every
+    request is positive in every ask type (``pack.unsupported``), so ``v`` cuts the shortfall and
+    heads the node's victims."""
+    for k in range(REQ.shape[1]):
+        if ASKT[k] and REQ[x, k] > max(0, CAP[n, k] - USED[n, k] + REQ[v, k]):
+            return False
+    return True
+
+
+@njit(cache=True)
+def _node_index(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, NI, CAP, USED, NL, SCOPE, Uw, avail, cand, head, tail, res,
+                seq0, x, a, n, beat):
+    """``victims_by_node`` on eligible node ``n`` as ``_by_node`` answers it, its candidates
+    collected here; with ``beat`` 1 (only an index of 0 can win), a node where no single candidate
+    makes the ask fit answers None at once: its index is at least 1."""
+    R = REQ.shape[1]
+    p = TI[x, T_PRIO]
+    nc = 0
+    one = beat != 1
+    for j in range(NI[n, N_OFF], NI[n, N_OFF] + NI[n, N_CNT]):
+        t = NL[j]
+        if _candidate(TI, SCOPE, p, seq0, t):
+            cand[nc] = t
+            nc += 1
+            if not one:
+                one = True
+                for k in range(R):
+                    if ASKT[k] and REQ[x, k] > CAP[n, k] - USED[n, k] + REQ[t, k]:
+                        one = False
+                        break
+    if nc == 0 or not one:
+        return -1, -1
+    return _by_node(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, CAP, USED, x, a, n, nc, beat, Uw, avail, cand, head,
+                    tail, res)
+
+
+@njit(cache=True)
 def guarantees(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, INCL, CAPT, LC, SCOPE, x, a):
     """The leaves in scope (``SCOPE``: not within their guarantee, with a candidate; none when
     the ask's leaf is fenced) and ``check_queue_guarantees`` in closed form: whether the attempt
@@ -234,67 +307,42 @@ def guarantees(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, INCL, CAPT, LC, SCOPE, x,
 
 @njit(cache=True)
 def try_preemption(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, NI, CAP, USED, NL, BYNAME, LL, SCOPE, REFUSED, PTR, Uw,
-                   avail, total, cand, head, tail, res, best, seq0, x, a, nodes_tried, final):
+                   avail, total, cand, head, tail, res, best, OV, KEPT, seq0, x, a, final):
     """The attempt of ask ``x`` (leaf ``a``) once its preconditions and ``guarantees`` held,
     with ``SCOPE`` as that left it: (node, victims in ``final[:count]``), or (-1, 0). Nothing is
     committed here (``seq0``: the last start sequence before the call)."""
     R = G.shape[1]
     N = CAP.shape[0]
-    # the node: least (index, name)
+    # the node: least (index, name). The model first looks for a node with room for the ask as it
+    # is when the ask exceeded the partition's headroom (nodes not tried); no node has more room
+    # than the headroom (usage never passes capacity in the class), so that search is left out.
     p = TI[x, T_PRIO]
     chosen = -1
     index = -1
-    if not nodes_tried:
-        for i in range(N):
-            n = BYNAME[i]
-            rv = NI[n, N_RESV]
-            if rv >= 0 and rv != x:  # reserved by another ask
-                continue
-            ok = True
-            for k in range(R):
-                if ASKT[k] and (REQ[x, k] > max(0, CAP[n, k]) or REQ[x, k] > CAP[n, k] - USED[n, k]):
-                    ok = False
-                    break
-            if ok:
-                chosen = n
-                break
+    for q in range(G.shape[0]):
+        OV[q] = not (QI[q, Q_HASG] != 0 and (q == a or not PREFIX[q, a])) or over(G, GT, P, ASKT, U, q)
+    # first the least node whose index is 0 (it wins at once, so the nodes before it need no
+    # index); the nodes that may have an index are kept for the search by index, should there be none
+    nk = 0
+    for i in range(N):
+        n = BYNAME[i]
+        if not _eligible(REQ, ASKT, NI, CAP, USED, x, n):
+            continue
+        v0 = _first_over(TI, NI, NL, SCOPE, OV, p, seq0, n)
+        if v0 < 0 or not (QI[a, Q_HASG] and fits_rem(G, GT, P, ASKT, U, a, REQ, v0)):
+            continue  # no victim at all here: the walk takes none or stops at the first
+        if _fits_after(REQ, ASKT, CAP, USED, x, n, v0):
+            chosen, index = n, 0
+            best[0] = v0
+            break
+        KEPT[nk] = n
+        nk += 1
     if chosen < 0:
-        for i in range(N):
-            n = BYNAME[i]
-            rv = NI[n, N_RESV]
-            if rv >= 0 and rv != x:  # reserved by another ask
-                continue
-            skip = False
-            free = True
-            for k in range(R):
-                if ASKT[k]:
-                    if REQ[x, k] > max(0, CAP[n, k]):
-                        skip = True
-                        break
-                    if REQ[x, k] > CAP[n, k] - USED[n, k]:
-                        free = False
-            if skip or free:
-                continue
-            # the node's candidates; with ``beat`` 1 (only an index of 0 can win), a node where no
-            # single candidate makes the ask fit answers None at once: its index is at least 1
+        for i in range(nk):
+            n = KEPT[i]
             beat = index if chosen >= 0 else -1
-            nc = 0
-            one = beat != 1
-            for j in range(NI[n, N_OFF], NI[n, N_OFF] + NI[n, N_CNT]):
-                t = NL[j]
-                if SCOPE[TI[t, T_Q]] and TI[t, T_PRIO] <= p and not TI[t, T_VICT] and TI[t, T_SEQ] <= seq0:
-                    cand[nc] = t
-                    nc += 1
-                    if not one:
-                        one = True
-                        for k in range(R):
-                            if ASKT[k] and REQ[x, k] > CAP[n, k] - USED[n, k] + REQ[t, k]:
-                                one = False
-                                break
-            if nc == 0 or not one:
-                continue
-            idx, cnt = _by_node(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, CAP, USED, x, a, n, nc, beat, Uw, avail,
-                                cand, head, tail, res)
+            idx, cnt = _node_index(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, NI, CAP, USED, NL, SCOPE, Uw, avail,
+                                   cand, head, tail, res, seq0, x, a, n, beat)
             if cnt < 0:
                 continue
             if chosen < 0 or idx < index:
@@ -302,12 +350,9 @@ def try_preemption(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, NI, CAP, USED, NL, BY
                 index = idx
                 for j in range(idx + 1):
                     best[j] = res[j]
-                if idx <= 0:
-                    break
     if chosen < 0:
         return -1, 0
     # final selection over the node's victims, then additional_victims' as they come
-    fits = index < 0
     nf = 0
     for k in range(R):
         total[k] = 0
@@ -321,14 +366,14 @@ def try_preemption(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, NI, CAP, USED, NL, BY
         empty = False
         if not sgt(ASKT, REQ, x, total, empty):
             break
-    if sgt(ASKT, REQ, x, total, empty) and QI[a, Q_HASG]:
+    if sgt(ASKT, REQ, x, total, empty) and QI[a, Q_HASG]:  # the ask does not fit as it is: not ``fits``
         gshared = False
         for k in range(R):
             if GT[a, k] and ASKT[k]:
                 gshared = True
         if gshared:
             nf, empty = _extras(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, LL, SCOPE, REFUSED, PTR, Uw, total, best,
-                                seq0, x, a, chosen, fits, index, final, nf, empty)
+                                seq0, x, a, chosen, index, final, nf, empty)
     if sgt(ASKT, REQ, x, total, empty):
         return -1, 0
     return chosen, nf
@@ -336,7 +381,7 @@ def try_preemption(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, NI, CAP, USED, NL, BY
 
 @njit(cache=True)
 def _extras(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, LL, SCOPE, REFUSED, PTR, Uw, total, best, seq0, x, a, chosen,
-            fits, index, final, nf, empty):
+            index, final, nf, empty):
     """``additional_victims``' walk, each victim kept going to the final selection at once; it
     stops when the selection is full (``strictly_greater_than_only_existing`` turned false)."""
     Q, R = G.shape[0], G.shape[1]
@@ -395,7 +440,7 @@ def _extras(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, LL, SCOPE, REFUSED, PTR, Uw,
             for k in range(R):
                 Uw[a, k] += REQ[v, k]
                 Uw[bq, k] -= REQ[v, k]
-            if fits or TI[v, T_NODE] == chosen:
+            if TI[v, T_NODE] == chosen:
                 final[nf] = v
                 nf += 1
                 for k in range(R):
