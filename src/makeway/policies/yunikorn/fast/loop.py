@@ -321,7 +321,7 @@ def run(TI, TF, REQ, QI, G, GT, PREFIX, ASKT, INCL, CAPT, NI, CAP, BYNAME, SREQ,
     for n in range(N):
         ccap = max(ccap, NI[n, 4])
     SCOPE, REFUSED, PTR = np.zeros(Q, np.bool_), np.zeros(Q, np.bool_), np.zeros(Q, np.int64)
-    OV, KEPT = np.zeros(Q, np.bool_), np.zeros(N + 1, np.int64)
+    KEPT = np.zeros(N + 1, np.int64)
     Uw, avail, total = np.zeros((Q, R), np.int64), np.zeros(R, np.int64), np.zeros(R, np.int64)
     cand, head, tail = np.zeros(ccap + 1, np.int64), np.zeros(ccap + 1, np.int64), np.zeros(ccap + 1, np.int64)
     res, bestv = np.zeros(ccap + 1, np.int64), np.zeros(ccap + 1, np.int64)
@@ -476,7 +476,7 @@ def run(TI, TF, REQ, QI, G, GT, PREFIX, ASKT, INCL, CAPT, NI, CAP, BYNAME, SREQ,
                 if guarantees(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, INCL, CAPT, LC, SCOPE, x, q):
                     node, nf = try_preemption(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, NI, CAP, USED, NL, BYNAME, LL,
                                               SCOPE, REFUSED, PTR, Uw, avail, total, cand, head, tail, res, bestv,
-                                              OV, KEPT, seq0, x, q, final)
+                                              KEPT, seq0, x, q, final)
                 if node < 0:
                     TI[x, T_HGEN] += 1
                     d_push(HK, HX, HN, 1, now_us + FREQ_US, x, TI[x, T_HGEN])

@@ -220,13 +220,14 @@ def _candidate(TI, SCOPE, p, seq0, t):
 
 
 @njit(cache=True)
-def _first_over(TI, NI, NL, SCOPE, OV, p, seq0, n):
-    """The first of node ``n``'s candidates in the victims' order whose leaf is over its guarantee
-    (``OV``), or -1: ``_by_node``'s walk skips the others and leaves its usages as they were."""
+def _first(TI, NI, NL, SCOPE, p, seq0, n):
+    """The first of node ``n``'s candidates in the victims' order, or -1. ``_by_node``'s walk
+    starts there: a leaf in scope is over its guarantee in some ask type (in the class no usage
+    lies outside the ask types), so the walk skips none of its candidates."""
     first = -1
     for j in range(NI[n, N_OFF], NI[n, N_OFF] + NI[n, N_CNT]):
         t = NL[j]
-        if OV[TI[t, T_Q]] and _candidate(TI, SCOPE, p, seq0, t) and (first < 0 or _before(TI, t, first)):
+        if _candidate(TI, SCOPE, p, seq0, t) and (first < 0 or _before(TI, t, first)):
             first = t
     return first
 
@@ -234,7 +235,7 @@ def _first_over(TI, NI, NL, SCOPE, OV, p, seq0, n):
 @njit(cache=True)
 def _fits_after(REQ, ASKT, CAP, USED, x, n, v):
     """Whether ask ``x`` fits on ``n`` once victim ``v`` alone is gone. Where ``v`` is the node's
-    ``_first_over`` and fits the ask queue's remainder, this is ``_by_node``'s index being 0: every
+    ``_first`` and fits the ask queue's remainder, this is ``_by_node``'s index being 0: every
     request is positive in every ask type (``pack.unsupported``), so ``v`` cuts the shortfall and
     heads the node's victims."""
     for k in range(REQ.shape[1]):
@@ -307,7 +308,7 @@ def guarantees(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, INCL, CAPT, LC, SCOPE, x,
 
 @njit(cache=True)
 def try_preemption(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, NI, CAP, USED, NL, BYNAME, LL, SCOPE, REFUSED, PTR, Uw,
-                   avail, total, cand, head, tail, res, best, OV, KEPT, seq0, x, a, final):
+                   avail, total, cand, head, tail, res, best, KEPT, seq0, x, a, final):
     """The attempt of ask ``x`` (leaf ``a``) once its preconditions and ``guarantees`` held,
     with ``SCOPE`` as that left it: (node, victims in ``final[:count]``), or (-1, 0). Nothing is
     committed here (``seq0``: the last start sequence before the call)."""
@@ -319,8 +320,6 @@ def try_preemption(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, NI, CAP, USED, NL, BY
     p = TI[x, T_PRIO]
     chosen = -1
     index = -1
-    for q in range(G.shape[0]):
-        OV[q] = not (QI[q, Q_HASG] != 0 and (q == a or not PREFIX[q, a])) or over(G, GT, P, ASKT, U, q)
     # first the least node whose index is 0 (it wins at once, so the nodes before it need no
     # index); the nodes that may have an index are kept for the search by index, should there be none
     nk = 0
@@ -328,7 +327,7 @@ def try_preemption(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, NI, CAP, USED, NL, BY
         n = BYNAME[i]
         if not _eligible(REQ, ASKT, NI, CAP, USED, x, n):
             continue
-        v0 = _first_over(TI, NI, NL, SCOPE, OV, p, seq0, n)
+        v0 = _first(TI, NI, NL, SCOPE, p, seq0, n)
         if v0 < 0 or not (QI[a, Q_HASG] and fits_rem(G, GT, P, ASKT, U, a, REQ, v0)):
             continue  # no victim at all here: the walk takes none or stops at the first
         if _fits_after(REQ, ASKT, CAP, USED, x, n, v0):
