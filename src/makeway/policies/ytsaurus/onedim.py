@@ -201,15 +201,15 @@ def unit_guarantees(tree: Tree, r: int, scale_root: bool) -> dict[str, float]:
     preorder = tree.pool_preorder()
     if scale_root:
         tot = 0.0
-        for c in elements[ROOT].children:
-            tot += gu.get(c, 0.0)
+        for c in tree.pool_children(ROOT):  # an operation adds no guarantee
+            tot += gu[c]
         if tot > T + EPS * T:
             k = T / tot
             for name in preorder:
                 if name != ROOT:
                     gu[name] = gu[name] * k
     for name in preorder:
-        kids = [c for c in elements[name].children if gu.get(c, 0.0) != 0.0]
+        kids = [c for c in tree.pool_children(name) if gu[c] != 0.0]
         if not kids:
             continue
         cap = T if name == ROOT else gu[name]

@@ -46,7 +46,7 @@ class Tree:
     main_resource: str = "cpu"
     memo_orders: bool = True  # False: every order recomputed on each call (the model's ``caches: false``)
     members: dict[str, int] = field(default_factory=dict)  # group element -> equal operations it stands for
-    _orders: dict[str, list[str]] = field(default_factory=dict, repr=False, compare=False)
+    _orders: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def add(self, el: Element) -> Element:
         self.elements[el.name] = el
@@ -64,9 +64,23 @@ class Tree:
                 el.demand = [0.0] * dim
             if not el.usage:
                 el.usage = [0.0] * dim
+        pool_kids: dict[str, list[str]] = {}
         for el in elements.values():
             if el.parent is not None:
                 elements[el.parent].children.append(el.name)
+                if not el.is_op:
+                    pool_kids.setdefault(el.parent, []).append(el.name)
+        if self.memo_orders:
+            self._orders["pool_kids"] = pool_kids
+
+    def pool_children(self, name: str) -> list[str]:
+        """The pools among ``name``'s children, in children order: kept by ``link_children``, so a
+        walk of the pools costs the pools, not the operations under them."""
+        kids = self._orders.get("pool_kids") if self.memo_orders else None
+        if kids is not None:
+            return kids.get(name, [])
+        elements = self.elements
+        return [c for c in elements[name].children if not elements[c].is_op]
 
     def link(self) -> None:
         """``link_children``, then sum pool demand/usage."""
@@ -105,14 +119,27 @@ class Tree:
         """``postorder`` without the operations."""
         out = self._orders.get("pools_post")
         if out is None or not self.memo_orders:
-            out = self._orders["pools_post"] = [n for n in self.postorder() if not self.elements[n].is_op]
+            out = []
+            stack = [ROOT]
+            while stack:
+                name = stack.pop()
+                out.append(name)
+                stack.extend(self.pool_children(name))
+            out.reverse()
+            self._orders["pools_post"] = out
         return out
 
     def pool_preorder(self) -> list[str]:
         """``preorder`` without the operations."""
         out = self._orders.get("pools_pre")
         if out is None or not self.memo_orders:
-            out = self._orders["pools_pre"] = [n for n in self.preorder() if not self.elements[n].is_op]
+            out = []
+            stack = [ROOT]
+            while stack:
+                name = stack.pop()
+                out.append(name)
+                stack.extend(reversed(self.pool_children(name)))
+            self._orders["pools_pre"] = out
         return out
 
     def preorder(self) -> list[str]:
