@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from makeway.config import build_state, parse_config
 from makeway.registry import load_model
-from makeway.core.periodic import Row, Skipped, advance
+from makeway.core.periodic import Row, Skipped, advance, push_order
 from makeway.core.resources import EPS
 from makeway.policies.ytsaurus import catchup
 from makeway.policies.ytsaurus.heartbeat import Backoff
@@ -55,9 +55,10 @@ def _trace(seed: int, bursts: int = 2, gap: float = 2_000.0) -> list:
     return [workload_from_record(r) for r in sorted(recs, key=lambda r: (r["submit"], r["id"]))]
 
 
-def _run(cfg, workloads, skip: bool, horizon: float | None = None) -> tuple[str, Simulation]:
+def _run(cfg, workloads, skip: bool, horizon: float | None = None, starts: bool = False) -> tuple[str, Simulation]:
     sim = Simulation(build_state(cfg), load_model(cfg.preemption.model, cfg.preemption.settings),
-                     SimOptions(horizon=horizon, heartbeat_period=cfg.simulation.heartbeat_period, skip_idle=skip))
+                     SimOptions(horizon=horizon, heartbeat_period=cfg.simulation.heartbeat_period, skip_idle=skip,
+                                record_starts=starts))
     sim.add_workloads(workloads)
     rec = sim.run()
     res = rec.results({})
@@ -311,3 +312,53 @@ def test_a_horizon_inside_a_stretch_before_a_node_that_decides(horizon):
     assert fast.skipped_calls > 0
     assert fast.now == slow.now > horizon - 0.3
     assert skipped == full
+
+
+# -- rows that meet at an instant after a skipped stretch keep the unskipped run's order ------------
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 0.1, 0.3]),
+                          st.sampled_from([0.25, 0.5, 0.1])), min_size=2, max_size=6),
+       st.sampled_from([1.0, 2.0, 3.3, 10.0]), st.randoms(use_true_random=False))
+def test_push_order_is_the_order_of_the_unskipped_re_pushes(rows, end, rnd):
+    """The oracle pops every call of the stretch from a heap by (time, seq) and re-pushes it with a
+    fresh seq, as ``Simulation._handle`` does; ``push_order`` must give the order of the last
+    pushes. Rows start at times that coincide and share periods on purpose, so they meet."""
+    seqs = rnd.sample(range(100), len(rows))
+    heap = [(t, s, i) for i, ((t, _), s) in enumerate(zip(rows, seqs))]
+    heapq.heapify(heap)
+    seq = 1000
+    last_push: dict[int, int] = {}
+    while heap and heap[0][0] < end:
+        t, _, i = heapq.heappop(heap)
+        seq += 1
+        last_push[i] = seq
+        heapq.heappush(heap, (t + rows[i][1], seq, i))
+    moved = []
+    for i, ((t, p), s) in enumerate(zip(rows, seqs)):
+        count, last, nxt = advance(t, p, end)
+        if count:
+            moved.append((Row(HEARTBEAT, f"n{i}", t, p, count, last, nxt), s, i))
+    assert sorted(last_push) == sorted(m[2] for m in moved)
+    assert [m[2] for m in push_order(moved)] == sorted(last_push, key=last_push.get)
+
+
+def test_heartbeats_that_meet_after_a_skipped_stretch_keep_their_order():
+    """Splay 3 over 3 nodes of one unit puts n1's first heartbeat at 1.0, on n0's chain
+    (4 x 0.25). Unskipped, n1's beat (pushed at the start) comes before n0's (pushed at 0.75), so
+    the first of three tasks submitted at 1.0 starts on n1; skipping the empty stretch before 1.0
+    must keep that (it once re-pushed the rows by their first skipped time: n0 first)."""
+    cfg = parse_config({
+        "name": "meet", "resources": ["gpu"], "nodes": [{"name": "n", "count": 3, "capacity": {"gpu": 1}}],
+        "queues": {"root": {}, "a": {"parent": "root"}},
+        "preemption": {"model": "ytsaurus", "settings": {
+            "enable_preemption": False, "fair_share_update_period": 1.0, "heartbeat_period": 0.25,
+            "heartbeat_splay": 3.0}}})
+    wls = [workload_from_record({"id": f"w{k}", "queue": "a", "submit": 1.0, "duration": 5.0,
+                                 "tasks": [{"count": 1, "resources": {"gpu": 1}}]}) for k in range(3)]
+    skipped, fast = _run(cfg, wls, True, starts=True)
+    full, _ = _run(cfg, wls, False, starts=True)
+    assert fast.skipped_calls > 0
+    assert skipped == full
+    first = next(e for e in json.loads(full)["events"] if e["kind"] == "start")
+    assert first["node"].endswith("1") and first["time"] == 1.0

@@ -15,6 +15,7 @@ window) so a model derives what it needs without the stretch being materialised.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -100,6 +101,60 @@ class Row:
 
     def nth(self, i: int) -> float:
         return nth(self.start, self.period, i)
+
+
+def _back(row: Row, i: int) -> float:
+    """``row``'s i-th skipped time counted from its last (0: the last)."""
+    return row.last if i == 0 else nth(row.start, row.period, row.count - 1 - i)  # type: ignore[return-value]
+
+
+def _push_order(a: tuple, b: tuple) -> int:
+    """Which of two moved rows of one kind the unskipped run pushes first (-1: ``a``), each with
+    the sequence number of its entry before the stretch. Each call of a row re-pushes it with a
+    fresh number, in the order the calls were popped: by time, then by the numbers of the pushes
+    before. So the rows compare by their skipped times from the last backwards, a row whose
+    times run out first (its number older than anything pushed in the stretch) goes first, then
+    the numbers from before the stretch. With one period, rows equal at some skipped time are equal
+    at every later one, so the first difference from the end is found by bisection."""
+    ra, sa, rb, sb = a[0], a[1], b[0], b[1]
+    n = min(ra.count, rb.count)
+    if ra.period == rb.period and ra.start == rb.start and ra.count == rb.count:
+        first = n  # the same chain of additions: the same times
+    elif ra.period == rb.period:
+        lo, hi = 0, n  # the first index from the end where the two differ lies in [lo, hi]
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if _back(ra, mid) == _back(rb, mid):
+                lo = mid + 1
+            else:
+                hi = mid
+        first = lo
+    else:
+        first = next((i for i in range(n) if _back(ra, i) != _back(rb, i)), n)
+    if first < n:
+        return -1 if _back(ra, first) < _back(rb, first) else 1
+    if ra.count != rb.count:
+        return -1 if ra.count < rb.count else 1
+    return -1 if sa < sb else (1 if sa > sb else 0)
+
+
+def push_order(moved: list[tuple]) -> list[tuple]:
+    """Moved rows (each a tuple of the row, its entry's sequence number before the stretch and
+    anything else the caller keeps with it) in the order the
+    unskipped run pushes their next times, so that rows meeting at one time later are called in
+    the same order (rows of different kinds never compete for it: the kind orders them first)."""
+    if len(moved) < 2:
+        return moved
+    moved = sorted(moved, key=lambda m: (m[0].kind, m[0].last))  # the last skipped times decide first
+    out: list[tuple] = []
+    i = 0
+    while i < len(moved):
+        j = i + 1
+        while j < len(moved) and moved[j][0].kind == moved[i][0].kind and moved[j][0].last == moved[i][0].last:
+            j += 1
+        out.extend(moved[i:j] if j == i + 1 else sorted(moved[i:j], key=functools.cmp_to_key(_push_order)))
+        i = j
+    return out
 
 
 @dataclass(slots=True)

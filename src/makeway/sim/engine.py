@@ -37,7 +37,7 @@ from makeway.core.state import ClusterState
 from makeway.errors import MakewayError
 from makeway.sim.collector import fewer_young_collections
 from makeway.sim.metrics import Recorder
-from makeway.core.periodic import QuietExcept, Row, Skipped, advance
+from makeway.core.periodic import QuietExcept, Row, Skipped, advance, push_order
 from makeway.sim.progress import NoProgressWatch
 from makeway.sim.trace import ConfigChange
 
@@ -424,14 +424,19 @@ class Simulation:
         skipped = Skipped(now, limit, beyond)
         last = -math.inf
         total = 0
+        moved = []
         for e in periodic:
             row = _advance(e, limit, beyond)
+            if not row.count:  # not called in the stretch: it keeps its entry, as unskipped
+                others.append(e)
+                continue
             total += row.count
-            if row.count:
-                last = max(last, row.last)
-                (skipped.ticks if e[1] == TICK else skipped.beats).append(row)
+            last = max(last, row.last)
+            (skipped.ticks if e[1] == TICK else skipped.beats).append(row)
+            moved.append((row, e[2], e[3]))
+        for row, _, payload in push_order(moved):
             self._seq += 1
-            others.append((row.next, e[1], self._seq, e[3]))
+            others.append((row.next, row.kind, self._seq, payload))
         if total:
             self.skipped_calls += total
             self.model.skip_periodic(self.state, skipped)
@@ -475,6 +480,7 @@ class Simulation:
         skipped = Skipped(now, limit, beyond)
         last = -math.inf
         total = 0
+        moved = []
         for e in taken:
             row = _advance(e, limit, beyond)
             if not row.count:  # due with the one that decides: it keeps its place before it
@@ -483,8 +489,10 @@ class Simulation:
             total += row.count
             last = max(last, row.last)
             (skipped.ticks if e[1] == TICK else skipped.beats).append(row)
+            moved.append((row, e[2], e[3]))
+        for row, _, payload in push_order(moved):
             self._seq += 1
-            heapq.heappush(heap, (row.next, e[1], self._seq, e[3]))
+            heapq.heappush(heap, (row.next, row.kind, self._seq, payload))
         if total:
             self.skipped_calls += total
             self.model.skip_periodic(self.state, skipped)
