@@ -420,7 +420,6 @@ class Simulation:
         beyond = horizon is not None and limit > horizon
         if beyond:
             limit = horizon
-        periodic.sort()
         skipped = Skipped(now, limit, beyond)
         last = -math.inf
         total = 0
