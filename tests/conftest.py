@@ -7,7 +7,7 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = (REPO / ".." / "shared").resolve()
 
 # run first: the longest single units of work, so that none of them starts last and runs alone
-EARLY_GROUPS = ("numba-kernel",)
+EARLY_GROUPS = ("numba-kernel", "ytsaurus-loop", "yunikorn-loop")
 # then the longest tests (5-60 s of CPU each in a cold CI run, measured per test, or a minute of
 # waiting on real processes), longest first; xdist hands out single tests in this order, and one of
 # these scheduled last ran alone for the final 1.5 minutes of a run. A node id prefix; a renamed test only loses its place in the line.

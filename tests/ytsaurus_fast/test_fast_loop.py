@@ -23,6 +23,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 pytest.importorskip("numba")
+# every test here compiles the loop: one xdist worker compiles it once (`--dist loadgroup`)
+pytestmark = pytest.mark.xdist_group("ytsaurus-loop")
 
 from makeway.core.decisions import Note, Start  # noqa: E402
 from makeway.core.objects import Node, Queue, TaskGroup, Workload  # noqa: E402
@@ -226,7 +228,7 @@ def _maker(queues, nodes, jobs):
     return make
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 def test_compiled_loop_decides_as_the_model(case):
     queues, nodes, jobs, s = case

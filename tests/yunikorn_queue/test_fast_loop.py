@@ -17,6 +17,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 pytest.importorskip("numba")
+# every test here compiles the loop: one xdist worker compiles it once (`--dist loadgroup`)
+pytestmark = pytest.mark.xdist_group("yunikorn-loop")
 
 from makeway.benchmarks import preemption_scenario  # noqa: E402
 from makeway.core.decisions import Preempt, Start  # noqa: E402

@@ -36,6 +36,7 @@ import os
 import numpy as np
 from numba import njit
 
+from makeway.core.resources import EPS
 from makeway.jitcache import by_package
 from makeway.policies.ytsaurus.fast.fill import fill
 from makeway.policies.ytsaurus.fast.layout import (
@@ -46,7 +47,6 @@ from makeway.policies.ytsaurus.fast.layout import (
 
 by_package(os.path.dirname(__file__))  # the loop inlines helpers from every file here: any edit recompiles
 
-EPS = 1e-9  # ``core.resources.EPS``
 INF_SAT = 1e9  # ``status.INF_SAT``
 
 
