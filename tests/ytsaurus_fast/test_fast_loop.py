@@ -26,7 +26,7 @@ pytest.importorskip("numba")
 # every test here compiles the loop: one xdist worker compiles it once (`--dist loadgroup`)
 pytestmark = pytest.mark.xdist_group("ytsaurus-loop")
 
-from makeway.core.decisions import Note, Start  # noqa: E402
+from makeway.core.decisions import Note, Preempt, Start  # noqa: E402
 from makeway.core.objects import Node, Queue, TaskGroup, Workload  # noqa: E402
 from makeway.core.resources import EPS  # noqa: E402
 from makeway.core.state import ClusterState  # noqa: E402
@@ -34,11 +34,12 @@ from makeway.policies.ytsaurus import starvation  # noqa: E402
 from makeway.policies.ytsaurus.fast import layout as L  # noqa: E402
 from makeway.policies.ytsaurus.fast.args import run  # noqa: E402
 from makeway.policies.ytsaurus.fast.pack import Packed, unsupported  # noqa: E402
-from makeway.policies.ytsaurus.model import YTsaurusModel  # noqa: E402
+from makeway.policies.ytsaurus.model import AP, NP, P, YTsaurusModel  # noqa: E402
 from makeway.policies.ytsaurus.tree import ROOT  # noqa: E402
 from makeway.sim.engine import SimOptions, Simulation  # noqa: E402
 
 KIND = {"starts": L.N_STARTS, "stops": L.N_STOPS, "finished": L.N_FINISHED}
+SCLASS = {NP: L.S_NP, AP: L.S_AP, P: L.S_P}
 STATUS = {starvation.NON: L.ST_NON, starvation.STARVING: L.ST_STARVING}
 
 
@@ -90,6 +91,15 @@ class Calls(YTsaurusModel):
     def heartbeat(self, state, node, now):
         out = super().heartbeat(state, node, now)
         for d in out:
+            if isinstance(d, Preempt):
+                wid, _, k = d.allocation.rsplit("/", 2)
+                v = d.reason.values
+                assert d.reason.rule == "preemptive-stage" and d.reason.model == "ytsaurus", d
+                assert d.reason.detail == f"{v['victim_status']} allocation of {wid}", d
+                self.rows.append(("preempt", now, self.index[wid], int(k), self.nodes[state.allocations[d.allocation].node],
+                                  self.index[d.reason.preemptor], SCLASS[v["victim_status"]], v["preemptor_fair_share"],
+                                  v["preemptor_usage_share"], v["preemptor_satisfaction"], v["victim_satisfaction"]))
+                continue
             assert isinstance(d, Start), d
             wid, _, k = d.task.rsplit("/", 2)
             self.rows.append(("start", now, self.index[wid], int(k), self.nodes[d.node]))
@@ -140,6 +150,8 @@ def compiled(make, settings_, trace):
             rows.append(("share", t, a, c, v[L.V_FAIR], v[L.V_USAGE], _f(v[L.V_SINCE])))
         elif kind == L.L_PCLOCK:
             rows.append(("pclock", t, a, b, _f(v[0])))
+        elif kind == L.L_PREEMPT:
+            rows.append(("preempt", t, a, b, c, row[L.C_D], row[L.C_E], *v))
         else:
             assert kind == L.L_START
             rows.append(("start", t, a, b, c))

@@ -25,8 +25,9 @@ from makeway.policies.ytsaurus.tree import ROOT, Element, Tree
 
 
 def loop_args(packed: Packed, state: ClusterState, model: Any, horizon: float = math.inf,
-              trace: bool = False) -> tuple:
-    """``loop.run``'s arguments for this run (``trace``: log every refresh, not only computed ones)."""
+              trace: bool = False, window: float | None = None) -> tuple:
+    """``loop.run``'s arguments for this run (``trace``: log every refresh, not only computed ones;
+    ``window``: the engine's no-progress window, ``SimOptions.no_progress_window``)."""
     r = packed.resource
     cfg = model.settings
     tree = Tree((r,), [packed.T])
@@ -61,18 +62,25 @@ def loop_args(packed: Packed, state: ClusterState, model: Any, horizon: float = 
     HB0 = np.array([(splay * i / nodes) if splay else 0.0 for i in range(nodes)], np.float64)
     maxp = max([p for p in (hb, model.tick_period) if p], default=0.0)
     pools_starve = bool(starvation.tree_option(cfg, "enable_pool_starvation"))
+    if window is None:  # ``Simulation._window``
+        window = max(600.0, 50 * maxp)
+    # ``preemptive._blocked_for``: the raw setting, anywhere on the way to the root
+    ALLOWN = np.array([all((state.queues[q].settings or {}).get("allow_normal_preemption") is not False
+                           for q in state.path_to_root(p)) if p in state.queues else True for p in pools], np.bool_)
+    ops_only = str(cfg.get("scheduling_preemption_priority_scope", "operation_and_ancestors")) == "operation_only"
     return (packed.T, up, hb, HB0, float(maxp), float(maker.coef), pools_starve, float(horizon), bool(trace),
-            packed.PAR, packed.W, packed.GU, packed.KOFF, packed.KIDS, packed.LEAF, PTOL, PTO, PRE, LRANK,
+            bool(model.enabled), float(model.backoff.period), float(model.aggressive_threshold), float(model.threshold),
+            ops_only, float(window),
+            packed.PAR, packed.W, packed.GU, packed.KOFF, packed.KIDS, packed.LEAF, PTOL, PTO, PRE, LRANK, ALLOWN,
             packed.POOL, packed.REQ, packed.NT, SUB, DUR, OOFF, OPS, packed.CAP)
 
 
 def run(state: ClusterState, model: Any, workloads: Sequence[Workload], horizon: float = math.inf,
-        trace: bool = False, checked: bool = False) -> SimpleNamespace:
-    """The compiled loop's whole run of a case in the class (``pack.unsupported`` None) without
-    preemption (``enable_preemption: false``): its log, trimmed, and what it stopped at."""
+        trace: bool = False, checked: bool = False, window: float | None = None) -> SimpleNamespace:
+    """The compiled loop's whole run of a case in the class (``pack.unsupported`` None): its log,
+    trimmed, and what it stopped at (``layout.STOP_WATCH``: where the engine's no-progress watch,
+    of ``window`` seconds, might have stopped it; the general engine must run it then)."""
     why = None if checked else unsupported(state, model, workloads)
-    if why is None and model.enabled:
-        why = "enable_preemption is on (the loop has no preemptive stages yet)"
     if why is None and not (model.update_period > 0 and (model.heartbeat_period or 0) > 0):
         why = "a fair share update or heartbeat period that is not positive"
     if why is not None:
@@ -80,7 +88,7 @@ def run(state: ClusterState, model: Any, workloads: Sequence[Workload], horizon:
     from makeway.policies.ytsaurus.fast.loop import run as loop_run
 
     packed = Packed(state, model, workloads)
-    LOG, LT, LV, UPD, IS, XS, PUBT = loop_run(*loop_args(packed, state, model, horizon, trace))
+    LOG, LT, LV, UPD, IS, XS, PUBT = loop_run(*loop_args(packed, state, model, horizon, trace, window))
     n, k = int(IS[L.I_NLOG]), int(IS[L.I_NUPD])
     return SimpleNamespace(packed=packed, wls=packed.wls, node_names=packed.node_names, pools=packed.pools,
                            LOG=LOG[:n], LT=LT[:n], LV=LV[:n], UPD=UPD[:k], IS=IS, PUBT=PUBT, last_t=float(XS[L.X_LAST_T]),

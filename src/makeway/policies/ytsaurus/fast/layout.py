@@ -21,6 +21,11 @@ in ``Packed.pools`` (the tree's pool postorder, ``<Root>`` last).
 * ``L_PCLOCK``: pool ``A``'s clock changed to status ``B``, since ``LV[0]`` (NaN: idle). Pools
   get no notes; the row lets a test follow their clocks, which the preemptive stages read;
 * ``L_START``: task ``B`` of operation ``A`` starts on node ``C`` (``Start``);
+* ``L_PREEMPT``: the normal preemptive stage on node ``C`` takes task ``B`` of operation ``A`` for
+  operation ``D``; ``E`` the victim's class (``S_P``); ``LV`` the reason's values: the preemptor's
+  published fair share and usage share, its live satisfaction, and the victim operation's live
+  satisfaction after the earlier victims of the stage left (``V_PFAIR`` ...). The victim leaves
+  at once and its task is pending again, last in its operation's order;
 * ``L_SHARE`` (with ``trace`` only, after each ``L_UPDATE``'s notes): operation ``A`` of the new
   tree, its clock's status ``C``; ``LV`` its fair share, usage share and clock start (NaN: idle),
   so that a test sees every operation's share and clock, not only those a note shows.
@@ -30,11 +35,13 @@ never), from which on its pending reason reads the snapshot. ``IS`` holds the ru
 ``Simulation.now`` is at its end).
 """
 
-L_UPDATE, L_REFRESH, L_NOTE, L_PCLOCK, L_START, L_SHARE = range(6)
+L_UPDATE, L_REFRESH, L_NOTE, L_PCLOCK, L_START, L_SHARE, L_PREEMPT = range(7)
 C_KIND, C_A, C_B, C_C, C_D, C_E = range(6)
 NLOG_COLS = 6
 NLV = 4
 V_FAIR, V_USAGE, V_SINCE = range(3)
+V_PFAIR, V_PUSAGE, V_PSAT, V_VSAT = range(4)
+S_NP, S_AP, S_P = range(3)  # ``classify.NP``, ``AP``, ``P``
 
 N_STARTS, N_STOPS, N_FINISHED = range(3)
 ST_NON, ST_STARVING = range(2)  # ``starvation.NON``, ``starvation.STARVING`` (aggressive is outside the class)
@@ -43,7 +50,9 @@ U_FAIR, U_USAGE, U_LEVEL = range(3)
 NUPD = 3  # UPD columns per pool
 
 # IS: the run's counts
-(I_NLOG, I_NUPD, I_INSTANTS, I_REFRESH, I_COMPUTED, I_STARTS, I_STOP, NIS) = range(8)
-STOP_IDLE, STOP_HORIZON = 1, 2
+(I_NLOG, I_NUPD, I_INSTANTS, I_REFRESH, I_COMPUTED, I_STARTS, I_STOP, I_PREEMPTS, I_STAGES, NIS) = range(10)
+# STOP_WATCH: an instant that preempted with no submission left, half a no-progress window after
+# the last progress: the engine's watch might stop the run there, which the loop does not follow
+STOP_IDLE, STOP_HORIZON, STOP_WATCH = 1, 2, 3
 # XS: the run's floats
 X_LAST_T, NXS = 0, 1

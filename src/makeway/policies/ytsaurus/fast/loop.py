@@ -1,6 +1,5 @@
-"""The compiled YTsaurus run without preemption: the engine's instants and ``YTsaurusModel``'s
-``schedule`` and ``heartbeat`` calls on arrays (``docs/plans/ytsaurus-compiled-loop.md`` §2-§4.1,
-slice 3).
+"""The compiled YTsaurus run: the engine's instants and ``YTsaurusModel``'s ``schedule`` and
+``heartbeat`` calls on arrays (``docs/plans/ytsaurus-compiled-loop.md`` §2-§4, slices 3 and 4).
 
 **Instants** (``Simulation._run``): finishes at ``start + duration``, submissions in trace order,
 the model's tick chain from 0.0 and one heartbeat chain per node from its splay offset, each a
@@ -22,8 +21,16 @@ and clocks whose deadline ``since + timeout`` is strictly before ``now`` turn st
 operations with a pending task that fits the node's free units, the least ``(satisfaction, tree
 position)``; satisfaction is ``local_satisfaction`` of the live usage against the snapshot's fair
 share, the position the leaf's rank in the pools' preorder and then the trace index. Its first
-pending task starts; repeat until none fits. This slice walks the backlog per pick and per update;
-the counted classes of §3.1 are slice 6's.
+pending task (its pending order: tasks in index order, an evicted one last again) starts; repeat
+until none fits.
+
+**Preemptive stage** (``fast.stages``): where preemption is on and the node's backoff allows
+(``Backoff.should_run``, evaluated at every heartbeat), after the regular stage. Victims leave at
+once (no grace in the class) and are pending again; their finishes stay in the heap, stale.
+
+**The no-progress watch** is not followed: at an instant that preempted, with every submission
+in and half a window since the last progress (a finish or a task's first start), the loop stops
+with ``STOP_WATCH`` and the caller runs the general engine instead.
 
 **Stop** (the engine's idle rule): nothing left to submit or finish, nothing running, and an
 instant that made and changed nothing more than ``2 * max period`` after the first such one.
@@ -40,10 +47,12 @@ from makeway.core.resources import EPS
 from makeway.jitcache import by_package
 from makeway.policies.ytsaurus.fast.fill import fill
 from makeway.policies.ytsaurus.fast.layout import (
-    C_A, C_B, C_C, C_KIND, I_COMPUTED, I_INSTANTS, I_NLOG, I_NUPD, I_REFRESH, I_STARTS, I_STOP, L_NOTE, L_PCLOCK,
-    L_REFRESH, L_SHARE, L_START, L_UPDATE, N_FINISHED, N_STARTS, N_STOPS, NIS, NLOG_COLS, NLV, NUPD, NXS, ST_NON,
-    ST_STARVING, STOP_HORIZON, STOP_IDLE, U_FAIR, U_LEVEL, U_USAGE, V_FAIR, V_SINCE, V_USAGE, X_LAST_T,
+    C_A, C_B, C_C, C_KIND, I_COMPUTED, I_INSTANTS, I_NLOG, I_NUPD, I_PREEMPTS, I_REFRESH, I_STAGES, I_STARTS, I_STOP,
+    L_NOTE, L_PCLOCK, L_REFRESH, L_SHARE, L_START, L_UPDATE, N_FINISHED, N_STARTS, N_STOPS, NIS, NLOG_COLS, NLV, NUPD,
+    NXS, ST_NON, ST_STARVING, STOP_HORIZON, STOP_IDLE, STOP_WATCH, U_FAIR, U_LEVEL, U_USAGE, V_FAIR, V_SINCE, V_USAGE,
+    X_LAST_T,
 )
+from makeway.policies.ytsaurus.fast.stages import normal_stage
 
 by_package(os.path.dirname(__file__))  # the loop inlines helpers from every file here: any edit recompiles
 
@@ -190,7 +199,7 @@ def _advance(now, wlo, npub, INTREE, ST, SINCE, TO, FPUB, UPUB, PST, PSINCE, PTO
 
 @njit(cache=True)
 def _update(now, T, coef, pools_starve, wlo, npub, nsub, PAR, W, GU, KOFF, KIDS, LEAF, PTOL, PTO, PRE, LRANK,
-            POOL, REQ, OOFF, OPS, LLO, NPEND, NRUN, INTREE, PUBT, ITEM, FPUB, UPUB, SINCE, ST, TO,
+            POOL, REQ, OOFF, OPS, LLO, NPEND, NRUN, INTREE, PUBT, ITEM, FPUB, UPUB, DPUB, SINCE, ST, TO,
             IOFF, IPOOL, IW, IHI, ICNT, IG, IVAL, HI, GEFF, VAL, LAM, PD, PU, PST, PSINCE, OST, OSINCE, GONE,
             LOG, LT, LV, IS, UPD):
     """A computed refresh (``update`` with moved inputs): the fair share by ``fill`` over the
@@ -271,6 +280,7 @@ def _update(now, T, coef, pools_starve, wlo, npub, nsub, PAR, W, GU, KOFF, KIDS,
         u = float(NRUN[w] * REQ[w]) / T
         FPUB[w] = f
         UPUB[w] = u
+        DPUB[w] = float(live * REQ[w]) / T
         to = PTO[leaf]
         r = NPEND[w] / coef if coef > 0 else 1.0
         if r < 1:
@@ -349,19 +359,64 @@ def _pick(free, T, wlo, npub, NPEND, NRUN, REQ, FPUB, POOL, LRANK):
     return best
 
 
+# -- allocations: per task its operation, seq, start and node; per node its running tasks ------------
+
+@njit(cache=True)
+def _start(g, w, n, now, seq, REQ, RUNF, ASEQ, ASTART, AN, SOFF, NA, SLOT, USED, NPEND, NRUN):
+    RUNF[g] = True
+    ASEQ[g] = seq
+    ASTART[g] = now
+    AN[g] = n
+    SLOT[SOFF[n] + NA[n]] = g
+    NA[n] += 1
+    USED[n] += REQ[w]
+    NRUN[w] += 1
+
+
+@njit(cache=True)
+def _stop(g, w, REQ, RUNF, AN, SOFF, NA, SLOT, USED, NRUN):
+    """The allocation of task ``g`` (of operation ``w``) ends: finished or evicted."""
+    n = AN[g]
+    RUNF[g] = False
+    for i in range(SOFF[n], SOFF[n] + NA[n]):
+        if SLOT[i] == g:
+            SLOT[i] = SLOT[SOFF[n] + NA[n] - 1]
+            break
+    NA[n] -= 1
+    USED[n] -= REQ[w]
+    NRUN[w] -= 1
+
+
+@njit(cache=True, inline='always')
+def _pop_pending(w, TOFF, NT, RING, QHEAD, NPEND):
+    """The first task of the operation's pending order (a task index within it) leaves that order."""
+    k = RING[TOFF[w] + QHEAD[w]]
+    QHEAD[w] = (QHEAD[w] + 1) % NT[w]
+    NPEND[w] -= 1
+    return k
+
+
+@njit(cache=True, inline='always')
+def _requeue(w, k, TOFF, NT, RING, QHEAD, NPEND):
+    """Task ``k`` is pending again, last in its operation's order (``ClusterState.requeue``)."""
+    RING[TOFF[w] + (QHEAD[w] + NPEND[w]) % NT[w]] = k
+    NPEND[w] += 1
+
+
 # -- the run ------------------------------------------------------------------------------------------
 
 @njit(cache=True)
-def run(T, up, hb, HB0, maxp, coef, pools_starve, horizon, trace,
-        PAR, W, GU, KOFF, KIDS, LEAF, PTOL, PTO, PRE, LRANK, POOL, REQ, NT, SUB, DUR, OOFF, OPS, CAP):
+def run(T, up, hb, HB0, maxp, coef, pools_starve, horizon, trace, enabled, backoff, aggr_thr, thr, ops_only, window,
+        PAR, W, GU, KOFF, KIDS, LEAF, PTOL, PTO, PRE, LRANK, ALLOWN, POOL, REQ, NT, SUB, DUR, OOFF, OPS, CAP):
     """The whole run (arguments: ``args.loop_args``). Returns the log ``LOG``, ``LT``, ``LV`` (rows
     ``IS[I_NLOG]``), ``UPD`` (rows ``IS[I_NUPD]``), ``IS``, ``XS`` and ``PUBT`` (``fast.layout``)."""
     P = PAR.shape[0]
     NW = POOL.shape[0]
     N = CAP.shape[0]
-    ntasks = 0
+    TOFF = np.zeros(NW + 1, np.int64)
     for w in range(NW):
-        ntasks += NT[w]
+        TOFF[w + 1] = TOFF[w] + NT[w]
+    ntasks = TOFF[NW]
     cap0 = 64 + 4 * ntasks
     LOG = np.zeros((cap0, NLOG_COLS), np.int64)
     LT = np.zeros(cap0)
@@ -377,10 +432,12 @@ def run(T, up, hb, HB0, maxp, coef, pools_starve, horizon, trace,
     ITEM = np.full(NW, -1, np.int64)
     FPUB = np.zeros(NW)
     UPUB = np.zeros(NW)
+    DPUB = np.zeros(NW)
     SINCE = np.full(NW, np.nan)
     ST = np.zeros(NW, np.int64)
     TO = np.zeros(NW)
     GONE = np.zeros(NW, np.int64)
+    QHEAD = np.zeros(NW, np.int64)
     LLO = OOFF[:P].copy()  # per leaf, where its live operations begin in ``OPS``
     ni_max = P + NW
     IOFF = np.zeros(P + 1, np.int64)
@@ -398,15 +455,36 @@ def run(T, up, hb, HB0, maxp, coef, pools_starve, horizon, trace,
     OST = np.zeros(P, np.int64)
     OSINCE = np.full(P, np.nan)
 
+    # per task (operation ``w``'s tasks are ``TOFF[w]..TOFF[w+1]``)
+    TOP = np.zeros(ntasks, np.int64)
+    RING = np.zeros(ntasks, np.int64)  # per operation, its pending order from ``QHEAD``
+    for w in range(NW):
+        for k in range(NT[w]):
+            TOP[TOFF[w] + k] = w
+            RING[TOFF[w] + k] = k
+    RUNF = np.zeros(ntasks, np.bool_)
+    EVER = np.zeros(ntasks, np.bool_)  # evicted at least once (the watch: a restart is no progress)
+    ASEQ = np.zeros(ntasks, np.int64)
+    ASTART = np.zeros(ntasks)
+    AN = np.zeros(ntasks, np.int64)
+
     USED = np.zeros(N, np.int64)
+    SOFF = np.zeros(N + 1, np.int64)  # per node, room for one allocation per unit
+    for n in range(N):
+        SOFF[n + 1] = SOFF[n] + CAP[n]
+    SLOT = np.zeros(SOFF[N] + 1, np.int64)
+    NA = np.zeros(N, np.int64)
+    CAND = np.zeros(SOFF[N] + 1, np.int64)
+    BLAST = np.full(N, -np.inf)  # ``Backoff.last`` (-inf: never ran)
     HB = HB0.copy()
     HSEQ = np.arange(N).astype(np.int64)
     hseq = N
     BEATS = np.zeros(N, np.int64)
-    HT = np.zeros(ntasks + 1)
-    HS = np.zeros(ntasks + 1, np.int64)
-    HW = np.zeros(ntasks + 1, np.int64)
-    HN = np.zeros(ntasks + 1, np.int64)
+    nheap = 2 * ntasks + 1  # a first start, and one per eviction at most... grown below if need be
+    HT = np.zeros(nheap)
+    HS = np.zeros(nheap, np.int64)
+    HW = np.zeros(nheap, np.int64)
+    HN = np.zeros(nheap, np.int64)
     fh = 0
     fseq = 0
 
@@ -420,6 +498,7 @@ def run(T, up, hb, HB0, maxp, coef, pools_starve, horizon, trace,
     moved = False
     clock_next = -np.inf
     idle_since = np.nan
+    since = 0.0  # the watch's last progress: a finish, or a task's first start
     now = 0.0
     while True:
         t = tick
@@ -437,12 +516,16 @@ def run(T, up, hb, HB0, maxp, coef, pools_starve, horizon, trace,
         IS[I_INSTANTS] += 1
         changed = False
         made = False
+        preempted = False
         while fh > 0 and HT[0] == now:
-            w, n = HW[0], HN[0]
+            g, seq = HW[0], HS[0]
             fh = _h_pop(HT, HS, HW, HN, fh)
-            NRUN[w] -= 1
-            USED[n] -= REQ[w]
+            if not RUNF[g] or ASEQ[g] != seq:  # its allocation was preempted: a stale finish
+                continue
+            w = TOP[g]
+            _stop(g, w, REQ, RUNF, AN, SOFF, NA, SLOT, USED, NRUN)
             nrunning -= 1
+            since = now
             moved = True
             changed = True
         while nsub < NW and SUB[nsub] == now:
@@ -484,8 +567,8 @@ def run(T, up, hb, HB0, maxp, coef, pools_starve, horizon, trace,
                     U2[:UPD.shape[0]] = UPD
                     UPD = U2
                 _update(now, T, coef, pools_starve, wlo, npub, nsub, PAR, W, GU, KOFF, KIDS, LEAF, PTOL, PTO, PRE,
-                        LRANK, POOL, REQ, OOFF, OPS, LLO, NPEND, NRUN, INTREE, PUBT, ITEM, FPUB, UPUB, SINCE, ST, TO,
-                        IOFF, IPOOL, IW, IHI, ICNT, IG, IVAL, HI, GEFF, VAL, LAM, PD, PU, PST, PSINCE, OST, OSINCE,
+                        LRANK, POOL, REQ, OOFF, OPS, LLO, NPEND, NRUN, INTREE, PUBT, ITEM, FPUB, UPUB, DPUB, SINCE, ST,
+                        TO, IOFF, IPOOL, IW, IHI, ICNT, IG, IVAL, HI, GEFF, VAL, LAM, PD, PU, PST, PSINCE, OST, OSINCE,
                         GONE, LOG, LT, LV, IS, UPD)
                 IS[I_COMPUTED] += 1
                 npub = nsub
@@ -509,25 +592,63 @@ def run(T, up, hb, HB0, maxp, coef, pools_starve, horizon, trace,
 
         for a in range(nb):
             n = BEATS[a]
+            if IS[I_NLOG] + CAP[n] + 2 > LOG.shape[0]:
+                LOG, LT, LV = _grown(LOG, LT, LV, IS[I_NLOG] + CAP[n] + 2)
+            if fh + CAP[n] + 1 > HT.shape[0]:
+                HT, HS, HW, HN = _heap_grown(HT, HS, HW, HN, fh + CAP[n] + 1)
             free = CAP[n] - USED[n]
+            seq0 = fseq
             while free > 0:  # every task asks at least one unit
                 w = _pick(free, T, wlo, npub, NPEND, NRUN, REQ, FPUB, POOL, LRANK)
                 if w < 0:
                     break
-                if IS[I_NLOG] == LOG.shape[0]:
-                    LOG, LT, LV = _grown(LOG, LT, LV, IS[I_NLOG] + 1)
-                _row(LOG, LT, LV, IS, L_START, w, NT[w] - NPEND[w], n, now, np.nan, np.nan, np.nan)
+                k = _pop_pending(w, TOFF, NT, RING, QHEAD, NPEND)
+                g = TOFF[w] + k
+                _row(LOG, LT, LV, IS, L_START, w, k, n, now, np.nan, np.nan, np.nan)
                 IS[I_STARTS] += 1
                 free -= REQ[w]
-                USED[n] += REQ[w]
-                NPEND[w] -= 1
-                NRUN[w] += 1
+                _start(g, w, n, now, fseq, REQ, RUNF, ASEQ, ASTART, AN, SOFF, NA, SLOT, USED, NPEND, NRUN)
                 nrunning += 1
-                fh = _h_push(HT, HS, HW, HN, fh, now + DUR[w], fseq, w, n)
+                if not EVER[g]:
+                    since = now
+                fh = _h_push(HT, HS, HW, HN, fh, now + DUR[w], fseq, g, n)
                 fseq += 1
                 moved = True
                 made = True
+            if not enabled or not now > BLAST[n] + backoff:
+                continue
+            BLAST[n] = now
+            IS[I_STAGES] += 1
+            c, nv = normal_stage(n, free, seq0, T, wlo, npub, ops_only, aggr_thr, thr, CAP, SOFF, NA, SLOT, TOP, TOFF, NT,
+                                 RUNF, ASEQ, ASTART, REQ, POOL, PAR, PST, ALLOWN, INTREE, ST, FPUB, DPUB, UPUB, NPEND,
+                                 NRUN, LRANK, CAND, LOG, LT, LV, IS, now)
+            if c < 0:
+                continue
+            k = _pop_pending(c, TOFF, NT, RING, QHEAD, NPEND)
+            for j in range(nv):
+                g = CAND[j]
+                v = TOP[g]
+                _stop(g, v, REQ, RUNF, AN, SOFF, NA, SLOT, USED, NRUN)
+                _requeue(v, g - TOFF[v], TOFF, NT, RING, QHEAD, NPEND)
+                EVER[g] = True
+                nrunning -= 1
+            IS[I_PREEMPTS] += nv
+            preempted |= nv > 0
+            g = TOFF[c] + k
+            _row(LOG, LT, LV, IS, L_START, c, k, n, now, np.nan, np.nan, np.nan)
+            IS[I_STARTS] += 1
+            _start(g, c, n, now, fseq, REQ, RUNF, ASEQ, ASTART, AN, SOFF, NA, SLOT, USED, NPEND, NRUN)
+            nrunning += 1
+            if not EVER[g]:
+                since = now
+            fh = _h_push(HT, HS, HW, HN, fh, now + DUR[c], fseq, g, n)
+            fseq += 1
+            moved = True
+            made = True
 
+        if preempted and nsub == NW and now - since >= window / 2:
+            IS[I_STOP] = STOP_WATCH
+            break
         if fh == 0 and nsub == NW and nrunning == 0 and not (made or changed):
             if np.isnan(idle_since):
                 idle_since = now
@@ -541,9 +662,22 @@ def run(T, up, hb, HB0, maxp, coef, pools_starve, horizon, trace,
 
 
 @njit(cache=True)
+def _heap_grown(HT, HS, HW, HN, need):
+    n = HT.shape[0]
+    while n < need:
+        n *= 2
+    T2, S2, W2, N2 = np.zeros(n), np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
+    m = HT.shape[0]
+    T2[:m] = HT
+    S2[:m] = HS
+    W2[:m] = HW
+    N2[:m] = HN
+    return T2, S2, W2, N2
+
+
+@njit(cache=True)
 def _notes(LOG, a, b):
     for i in range(a, b):
         if LOG[i, C_KIND] == L_NOTE:
             return True
     return False
-
