@@ -174,6 +174,10 @@ def same(make, settings_):
     assert {w: t for w, t in enumerate(r.PUBT.tolist()) if t != math.inf} == first
     quiet, r2 = compiled(make, settings_, False)
     assert quiet == [x for x in fast if x[0] not in ("refresh", "share")] and r2.last_t == last
+    # without ``trace`` the loop walks quiet stretches in ``_quiet``: the same instants, refreshes
+    # and backoff runs, counted there
+    for k in (L.I_INSTANTS, L.I_REFRESH, L.I_STAGES, L.I_COMPUTED, L.I_STARTS, L.I_PREEMPTS):
+        assert r2.IS[k] == r.IS[k], (k, r2.IS[k], r.IS[k])
     ref2, last2 = reference(make, settings_, True)
     ref2 = [x for x in ref2 if x[0] not in ("refresh", "share")]
     assert ref2 == quiet and last2 == last

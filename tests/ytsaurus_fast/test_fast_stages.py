@@ -18,7 +18,7 @@ from makeway.core.state import ClusterState  # noqa: E402
 from makeway.policies.ytsaurus.fast import layout as L  # noqa: E402
 from makeway.policies.ytsaurus.fast.stages import alloc_status  # noqa: E402
 from makeway.policies.ytsaurus import classify  # noqa: E402
-from tests.ytsaurus_fast.test_fast_loop import _maker, cases, same  # noqa: E402
+from tests.ytsaurus_fast.test_fast_loop import _maker, cases, compiled, same  # noqa: E402
 
 
 @st.composite
@@ -45,6 +45,8 @@ def test_compiled_stage_decides_as_the_model(case):
     fast, r = same(_maker(queues, nodes, jobs), s)
     preempts = [x for x in fast if x[0] == "preempt"]
     event("preemptions" if preempts else "no preemption")
+    _, r2 = compiled(_maker(queues, nodes, jobs), s, False)
+    event("quiet stretches" if r2.IS[L.I_QUIET] else "no quiet stretch")
     event("own allocation taken" if any(x[2] == x[5] for x in preempts) else "others' allocations")
     event("several victims at once" if len({(x[1], x[4]) for x in preempts}) < len(preempts) else "one victim a stage")
 

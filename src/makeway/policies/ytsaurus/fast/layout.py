@@ -50,7 +50,9 @@ U_FAIR, U_USAGE, U_LEVEL = range(3)
 NUPD = 3  # UPD columns per pool
 
 # IS: the run's counts
-(I_NLOG, I_NUPD, I_INSTANTS, I_REFRESH, I_COMPUTED, I_STARTS, I_STOP, I_PREEMPTS, I_STAGES, NIS) = range(10)
+(I_NLOG, I_NUPD, I_INSTANTS, I_REFRESH, I_COMPUTED, I_STARTS, I_STOP, I_PREEMPTS, I_STAGES, I_QUIET,
+ NIS) = range(11)
+# I_QUIET: the instants of those walked as quiet stretches (``loop._quiet``)
 # STOP_WATCH: an instant that preempted with no submission left, half a no-progress window after
 # the last progress: the engine's watch might stop the run there, which the loop does not follow
 STOP_IDLE, STOP_HORIZON, STOP_WATCH = 1, 2, 3

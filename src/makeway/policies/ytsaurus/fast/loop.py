@@ -6,10 +6,16 @@ the model's tick chain from 0.0 and one heartbeat chain per node from its splay 
 chain of float additions (``t = t + period``), never ``t0 + k*period``. Within an instant:
 finishes (in push order), submissions, the tick, the heartbeats (in push order: nodes that beat
 together keep the order their last beats were pushed in), then one ``schedule`` call, then each
-heartbeat with its starts applied before the next. The loop walks every instant; the engine skips
-quiet stretches, which is tested equal to walking them.
+heartbeat with its starts applied before the next.
 
-**Refresh** (``YTsaurusModel.schedule``/``update``): at the first call, and at every instant
+**Quiet stretches** (``_quiet``): where no refresh needs the fair share, no node has room for the
+least pending task, and no node's free units plus its preemptible allocations' hold the least task
+of an operation the preemptive stage could choose, nothing is decided until the next finish or
+submission or the first clock deadline; the periodic instants up to there move only the tick
+chain, the refresh chain and each node's backoff, which ``_quiet`` walks in a tight loop (without
+``trace``). Tested to count the same instants, refreshes and backoff runs as walking them.
+
+**Refresh** (``fast.refresh``; ``YTsaurusModel.schedule``/``update``): at the first call, and at every instant
 ``now >= snap_t + update_period - EPS``. When a start, finish or submission happened since the last
 computed update, the fair share is computed again (``fill`` over classes of equal operations,
 built by walking each leaf's live operations), then every status, clock and note, as
@@ -17,7 +23,7 @@ built by walking each leaf's live operations), then every status, clock and note
 and clocks whose deadline ``since + timeout`` is strictly before ``now`` turn starving
 (``clockheap.ClockHeap.advance``), with the same notes.
 
-**Regular stage** (``heartbeat``, ``Waiting.picker``, ``HeapPicker``): among the published
+**Regular stage** (``stages.pick``; ``heartbeat``, ``Waiting.picker``, ``HeapPicker``): among the published
 operations with a pending task that fits the node's free units, the least ``(satisfaction, tree
 position)``; satisfaction is ``local_satisfaction`` of the live usage against the snapshot's fair
 share, the position the leaf's rank in the pools' preorder and then the trace index. Its first
@@ -45,50 +51,15 @@ from numba import njit
 
 from makeway.core.resources import EPS
 from makeway.jitcache import by_package
-from makeway.policies.ytsaurus.fast.fill import fill
 from makeway.policies.ytsaurus.fast.layout import (
-    C_A, C_B, C_C, C_KIND, I_COMPUTED, I_INSTANTS, I_NLOG, I_NUPD, I_PREEMPTS, I_REFRESH, I_STAGES, I_STARTS, I_STOP,
-    L_NOTE, L_PCLOCK, L_REFRESH, L_SHARE, L_START, L_UPDATE, N_FINISHED, N_STARTS, N_STOPS, NIS, NLOG_COLS, NLV, NUPD,
-    NXS, ST_NON, ST_STARVING, STOP_HORIZON, STOP_IDLE, STOP_WATCH, U_FAIR, U_LEVEL, U_USAGE, V_FAIR, V_SINCE, V_USAGE,
-    X_LAST_T,
+    I_COMPUTED, I_INSTANTS, I_NLOG, I_NUPD, I_PREEMPTS, I_QUIET, I_REFRESH, I_STAGES, I_STARTS, I_STOP, L_REFRESH,
+    L_SHARE, L_START, NIS, NLOG_COLS, NLV, NUPD, NXS, STOP_HORIZON, STOP_IDLE, STOP_WATCH, X_LAST_T,
 )
-from makeway.policies.ytsaurus.fast.stages import normal_stage
+from makeway.policies.ytsaurus.fast.refresh import advance, any_starving, grown, next_deadline, notes, row, update
+from makeway.policies.ytsaurus.fast.stages import least_needy, most_room, normal_stage, pick
 
 by_package(os.path.dirname(__file__))  # the loop inlines helpers from every file here: any edit recompiles
 
-INF_SAT = 1e9  # ``status.INF_SAT``
-
-
-# -- the log ------------------------------------------------------------------------------------------
-
-@njit(cache=True)
-def _grown(LOG, LT, LV, need):
-    """The log arrays with room for at least ``need`` rows (doubled)."""
-    n = LOG.shape[0]
-    while n < need:
-        n *= 2
-    L2 = np.zeros((n, NLOG_COLS), np.int64)
-    T2 = np.zeros(n)
-    V2 = np.full((n, NLV), np.nan)
-    m = LOG.shape[0]
-    L2[:m] = LOG
-    T2[:m] = LT
-    V2[:m] = LV
-    return L2, T2, V2
-
-
-@njit(cache=True)
-def _row(LOG, LT, LV, IS, kind, a, b, c, t, v0, v1, v2):
-    i = IS[I_NLOG]
-    LOG[i, C_KIND] = kind
-    LOG[i, C_A] = a
-    LOG[i, C_B] = b
-    LOG[i, C_C] = c
-    LT[i] = t
-    LV[i, V_FAIR] = v0
-    LV[i, V_USAGE] = v1
-    LV[i, V_SINCE] = v2
-    IS[I_NLOG] = i + 1
 
 
 # -- the finish heap: (time, push order) ------------------------------------------------------------
@@ -138,225 +109,6 @@ def _h_pop(HT, HS, HW, HN, n):
             _h_swap(HT, HS, HW, HN, i, m)
             i = m
     return n
-
-
-# -- one refresh --------------------------------------------------------------------------------------
-
-@njit(cache=True)
-def _below(f, d, u, tol, is_op):
-    """``status.element_status(...) == "below_fair_share"`` with one resource (shares)."""
-    if is_op and abs(f - d) <= 1e-4:
-        tol = 1.0
-    bound = f * tol
-    if d < bound:
-        bound = d
-    return bound > u + EPS
-
-
-@njit(cache=True)
-def _pool_rows(LOG, LT, LV, IS, PRE, PST, PSINCE, OST, OSINCE, now):
-    """An ``L_PCLOCK`` row per pool whose clock moved, in the pools' preorder."""
-    for k in range(PRE.shape[0]):
-        p = PRE[k]
-        same = PST[p] == OST[p] and ((np.isnan(PSINCE[p]) and np.isnan(OSINCE[p])) or PSINCE[p] == OSINCE[p])
-        if not same:
-            _row(LOG, LT, LV, IS, L_PCLOCK, p, PST[p], 0, now, PSINCE[p], np.nan, np.nan)
-
-
-@njit(cache=True)
-def _clock_next(wlo, npub, INTREE, ST, SINCE, TO, PST, PSINCE, PTO):
-    """``ClockHeap.bound``: the earliest deadline of a running clock that is not starving."""
-    best = np.inf
-    for w in range(wlo, npub):
-        if INTREE[w] and ST[w] == ST_NON and not np.isnan(SINCE[w]):
-            x = SINCE[w] + TO[w]
-            if x < best:
-                best = x
-    for p in range(PST.shape[0]):
-        if PST[p] == ST_NON and not np.isnan(PSINCE[p]):
-            x = PSINCE[p] + PTO[p]
-            if x < best:
-                best = x
-    return best
-
-
-@njit(cache=True)
-def _advance(now, wlo, npub, INTREE, ST, SINCE, TO, FPUB, UPUB, PST, PSINCE, PTO, PRE, OST, OSINCE,
-             LOG, LT, LV, IS):
-    """A refresh whose inputs did not move, past the earliest deadline: the clocks whose deadline
-    passed turn starving, with their notes in trace order (``ClockHeap.advance``)."""
-    for w in range(wlo, npub):
-        if INTREE[w] and ST[w] == ST_NON and not np.isnan(SINCE[w]) and SINCE[w] + TO[w] < now:
-            ST[w] = ST_STARVING
-            _row(LOG, LT, LV, IS, L_NOTE, w, N_STARTS, ST_STARVING, now, FPUB[w], UPUB[w], SINCE[w])
-    OST[:] = PST
-    OSINCE[:] = PSINCE
-    for p in range(PST.shape[0]):
-        if PST[p] == ST_NON and not np.isnan(PSINCE[p]) and PSINCE[p] + PTO[p] < now:
-            PST[p] = ST_STARVING
-    _pool_rows(LOG, LT, LV, IS, PRE, PST, PSINCE, OST, OSINCE, now)
-
-
-@njit(cache=True)
-def _update(now, T, coef, pools_starve, wlo, npub, nsub, PAR, W, GU, KOFF, KIDS, LEAF, PTOL, PTO, PRE, LRANK,
-            POOL, REQ, OOFF, OPS, LLO, NPEND, NRUN, INTREE, PUBT, ITEM, FPUB, UPUB, DPUB, SINCE, ST, TO,
-            IOFF, IPOOL, IW, IHI, ICNT, IG, IVAL, HI, GEFF, VAL, LAM, PD, PU, PST, PSINCE, OST, OSINCE, GONE,
-            LOG, LT, LV, IS, UPD):
-    """A computed refresh (``update`` with moved inputs): the fair share by ``fill`` over the
-    leaves' classes of equal tops, then statuses, clocks and notes; the row ``L_UPDATE``."""
-    P = PAR.shape[0]
-    ni = 0
-    for p in range(P):
-        IOFF[p] = ni
-        PD[p] = 0
-        PU[p] = 0
-        if not LEAF[p]:
-            for j in range(KOFF[p], KOFF[p + 1]):
-                c = KIDS[j]
-                IPOOL[ni] = c
-                IW[ni] = W[c]
-                IHI[ni] = 0.0
-                ICNT[ni] = 1
-                ni += 1
-                PD[p] += PD[c]
-                PU[p] += PU[c]
-            continue
-        first = ni
-        while LLO[p] < OOFF[p + 1] and OPS[LLO[p]] < nsub and NPEND[OPS[LLO[p]]] + NRUN[OPS[LLO[p]]] == 0:
-            ITEM[OPS[LLO[p]]] = -1  # done for good: nothing is ever requeued here
-            LLO[p] += 1
-        for j in range(LLO[p], OOFF[p + 1]):
-            w = OPS[j]
-            if w >= nsub:
-                break
-            live = NPEND[w] + NRUN[w]
-            if live == 0:
-                ITEM[w] = -1
-                continue
-            d = float(live * REQ[w])
-            top = T if T < d else d  # ``min(d, inf, T)``
-            k = -1
-            for i in range(first, ni):
-                if IHI[i] == top:
-                    k = i
-                    break
-            if k < 0:
-                k = ni
-                IPOOL[k] = -1
-                IW[k] = 1.0
-                IHI[k] = top
-                ICNT[k] = 0
-                ni += 1
-            ICNT[k] += 1
-            ITEM[w] = k
-            PD[p] += live * REQ[w]
-            PU[p] += NRUN[w] * REQ[w]
-    IOFF[P] = ni
-    k = IS[I_NUPD]
-    IS[I_NUPD] = k + 1
-    _row(LOG, LT, LV, IS, L_UPDATE, k, 0, 0, now, np.nan, np.nan, np.nan)
-    fill(T, GU, IOFF, IPOOL, IW, IHI, ICNT, IG, IVAL, HI, GEFF, VAL, LAM)
-
-    # operations, in trace order (the tree's): statuses, clocks, notes
-    ng = 0
-    for w in range(wlo, nsub):
-        live = NPEND[w] + NRUN[w]
-        if live == 0:
-            if w < npub and INTREE[w] and ST[w] == ST_STARVING:
-                GONE[ng] = w
-                ng += 1
-            INTREE[w] = False
-            ST[w] = ST_NON
-            SINCE[w] = np.nan
-            continue
-        leaf = POOL[w]
-        was = ST[w] if INTREE[w] else ST_NON
-        if not INTREE[w]:
-            ST[w] = ST_NON
-            SINCE[w] = np.nan
-            PUBT[w] = now
-        INTREE[w] = True
-        f = IVAL[ITEM[w]] / T
-        u = float(NRUN[w] * REQ[w]) / T
-        FPUB[w] = f
-        UPUB[w] = u
-        DPUB[w] = float(live * REQ[w]) / T
-        to = PTO[leaf]
-        r = NPEND[w] / coef if coef > 0 else 1.0
-        if r < 1:
-            to *= r
-        TO[w] = to
-        if _below(f, float(live * REQ[w]) / T, u, PTOL[leaf], True):
-            if np.isnan(SINCE[w]):
-                SINCE[w] = now
-            elif now > SINCE[w] + to:
-                ST[w] = ST_STARVING
-        else:
-            ST[w] = ST_NON
-            SINCE[w] = np.nan
-        if (was == ST_NON) != (ST[w] == ST_NON):
-            if ST[w] != ST_NON:
-                _row(LOG, LT, LV, IS, L_NOTE, w, N_STARTS, ST[w], now, f, u, SINCE[w])
-            else:
-                _row(LOG, LT, LV, IS, L_NOTE, w, N_STOPS, ST_NON, now, f, u, np.nan)
-    # operations that left while starving, in the last tree's order (its preorder)
-    for a in range(1, ng):
-        x = GONE[a]
-        b = a - 1
-        while b >= 0 and (LRANK[POOL[GONE[b]]] > LRANK[POOL[x]]
-                          or (LRANK[POOL[GONE[b]]] == LRANK[POOL[x]] and GONE[b] > x)):
-            GONE[b + 1] = GONE[b]
-            b -= 1
-        GONE[b + 1] = x
-    for a in range(ng):
-        _row(LOG, LT, LV, IS, L_NOTE, GONE[a], N_FINISHED, ST_NON, now, np.nan, np.nan, np.nan)
-
-    # pools (``<Root>`` never starves)
-    OST[:] = PST
-    OSINCE[:] = PSINCE
-    for p in range(P - 1):
-        if pools_starve and _below(VAL[p] / T, PD[p] / T, PU[p] / T, PTOL[p], False):
-            if np.isnan(PSINCE[p]):
-                PSINCE[p] = now
-            elif now > PSINCE[p] + PTO[p]:
-                PST[p] = ST_STARVING
-        else:
-            PST[p] = ST_NON
-            PSINCE[p] = np.nan
-    _pool_rows(LOG, LT, LV, IS, PRE, PST, PSINCE, OST, OSINCE, now)
-
-    for p in range(P):
-        UPD[k, NUPD * p + U_FAIR] = VAL[p] / T
-        UPD[k, NUPD * p + U_USAGE] = PU[p] / T
-        UPD[k, NUPD * p + U_LEVEL] = LAM[p] / T
-    root = 0.0
-    for j in range(KOFF[P - 1], KOFF[P]):
-        root += VAL[KIDS[j]] / T
-    UPD[k, NUPD * (P - 1) + U_FAIR] = root
-
-
-# -- one heartbeat's regular stage -----------------------------------------------------------------
-
-@njit(cache=True)
-def _pick(free, T, wlo, npub, NPEND, NRUN, REQ, FPUB, POOL, LRANK):
-    """The operation the regular stage serves next, or -1: least (satisfaction, tree position)."""
-    best = -1
-    bs = 0.0
-    br = 0
-    for w in range(wlo, npub):
-        if NPEND[w] == 0 or REQ[w] > free:
-            continue
-        f = FPUB[w]
-        if f <= EPS:
-            s = INF_SAT
-        else:
-            s = (float(NRUN[w] * REQ[w]) / T) / f
-            if INF_SAT < s:
-                s = INF_SAT
-        r = LRANK[POOL[w]]
-        if best < 0 or s < bs or (s == bs and r < br):  # same leaf: the earlier index, walked first
-            best, bs, br = w, s, r
-    return best
 
 
 # -- allocations: per task its operation, seq, start and node; per node its running tasks ------------
@@ -475,10 +227,21 @@ def run(T, up, hb, HB0, maxp, coef, pools_starve, horizon, trace, enabled, backo
     SLOT = np.zeros(SOFF[N] + 1, np.int64)
     NA = np.zeros(N, np.int64)
     CAND = np.zeros(SOFF[N] + 1, np.int64)
+    ANC = np.zeros(P, np.bool_)
     BLAST = np.full(N, -np.inf)  # ``Backoff.last`` (-inf: never ran)
-    HB = HB0.copy()
-    HSEQ = np.arange(N).astype(np.int64)
-    hseq = N
+    # The heartbeat rows in (time, push order): the first beats (``HB0``, sorted, from ``ih``), then
+    # a ring of the rows pushed since (``QT``/``QN`` from ``qh``, ``qc`` of them). Every push is
+    # the popped time plus the period, and pops come in time order, so the ring stays sorted and
+    # a push is an append; its rows were pushed after every first beat, so those win ties.
+    # The heartbeat rows in (time, push order): the first beats (``HB0``, sorted, from ``ih``), then
+    # a ring of the rows pushed since (``QT``/``QN``: ``qc`` of them from ``qh``). Every push is a
+    # popped time plus the period, and pops come in time order, so the ring stays sorted and a
+    # push is an append; its rows were pushed after every first beat, so those win ties. (Kept in
+    # scalars, not behind calls: a call that takes arrays costs atomic reference counts.)
+    QT = np.zeros(N + 1)
+    QN = np.zeros(N + 1, np.int64)
+    ih = qh = qc = 0
+    RQ = np.zeros(3, np.int64)  # the same, for ``_quiet``
     BEATS = np.zeros(N, np.int64)
     nheap = 2 * ntasks + 1  # a first start, and one per eviction at most... grown below if need be
     HT = np.zeros(nheap)
@@ -488,10 +251,14 @@ def run(T, up, hb, HB0, maxp, coef, pools_starve, horizon, trace, enabled, backo
     fh = 0
     fseq = 0
 
+    TS = np.zeros(2)  # the tick chain's next time and the snapshot's time, for ``_quiet``
     tick = 0.0
     nsub = 0
     npub = 0  # operations submitted when the fair share was last computed: the published prefix
-    wlo = 0  # operations before it are done
+    # the live operations (submitted, and pending, running or in the last tree) in index order:
+    # a submission appends, a computed update drops the done (nothing done is requeued)
+    ACT = np.zeros(NW, np.int64)
+    nact = 0
     nrunning = 0
     snap = False
     snap_t = 0.0
@@ -499,6 +266,11 @@ def run(T, up, hb, HB0, maxp, coef, pools_starve, horizon, trace, enabled, backo
     clock_next = -np.inf
     idle_since = np.nan
     since = 0.0  # the watch's last progress: a finish, or a task's first start
+    minreq = 0  # the least task among the published pending operations (``fresh``: known)
+    fresh = False
+    starving = False  # some operation or pool is starving: the preemptive stage may choose
+    rfresh = False  # ``needy`` and ``room`` are known: no preemptive stage can choose while needy > room
+    needy = room = 0
     now = 0.0
     while True:
         t = tick
@@ -506,9 +278,10 @@ def run(T, up, hb, HB0, maxp, coef, pools_starve, horizon, trace, enabled, backo
             t = HT[0]
         if nsub < NW and SUB[nsub] < t:
             t = SUB[nsub]
-        for n in range(N):
-            if HB[n] < t:
-                t = HB[n]
+        if ih < N and HB0[ih] < t:
+            t = HB0[ih]
+        if qc > 0 and QT[qh] < t:
+            t = QT[qh]
         if t > horizon:
             IS[I_STOP] = STOP_HORIZON
             break
@@ -527,84 +300,105 @@ def run(T, up, hb, HB0, maxp, coef, pools_starve, horizon, trace, enabled, backo
             nrunning -= 1
             since = now
             moved = True
+            rfresh = False
             changed = True
         while nsub < NW and SUB[nsub] == now:
             NPEND[nsub] = NT[nsub]
+            ACT[nact] = nsub
+            nact += 1
             nsub += 1
             moved = True
+            rfresh = False
             changed = True
-        while wlo < nsub and NPEND[wlo] + NRUN[wlo] == 0 and not INTREE[wlo]:
-            wlo += 1
         if tick == now:
             tick = now + up
         nb = 0
-        for n in range(N):
-            if HB[n] == now:
-                BEATS[nb] = n
-                nb += 1
-        for a in range(1, nb):
-            x = BEATS[a]
-            b = a - 1
-            while b >= 0 and HSEQ[BEATS[b]] > HSEQ[x]:
-                BEATS[b + 1] = BEATS[b]
-                b -= 1
-            BEATS[b + 1] = x
-        for a in range(nb):
-            n = BEATS[a]
-            HB[n] = now + hb
-            HSEQ[n] = hseq
-            hseq += 1
+        while True:  # in push order; each pushed again at once, in that order
+            if ih < N and HB0[ih] == now:
+                n = ih
+                ih += 1
+            elif qc > 0 and QT[qh] == now:
+                n = QN[qh]
+                qh = qh + 1 if qh < N else 0
+                qc -= 1
+            else:
+                break
+            j = qh + qc
+            if j > N:
+                j -= N + 1
+            QT[j] = now + hb
+            QN[j] = n
+            qc += 1
+            BEATS[nb] = n
+            nb += 1
 
         if not snap or now >= snap_t + up - EPS:
             IS[I_REFRESH] += 1
-            need = IS[I_NLOG] + 3 * (nsub - wlo) + P + 4
+            need = IS[I_NLOG] + 3 * nact + P + 4
             if need > LOG.shape[0]:
-                LOG, LT, LV = _grown(LOG, LT, LV, need)
+                LOG, LT, LV = grown(LOG, LT, LV, need)
             before = IS[I_NLOG]
             if not snap or moved:
                 if IS[I_NUPD] == UPD.shape[0]:
                     U2 = np.zeros((2 * UPD.shape[0], UPD.shape[1]))
                     U2[:UPD.shape[0]] = UPD
                     UPD = U2
-                _update(now, T, coef, pools_starve, wlo, npub, nsub, PAR, W, GU, KOFF, KIDS, LEAF, PTOL, PTO, PRE,
+                update(now, T, coef, pools_starve, ACT, nact, npub, nsub, PAR, W, GU, KOFF, KIDS, LEAF, PTOL, PTO, PRE,
                         LRANK, POOL, REQ, OOFF, OPS, LLO, NPEND, NRUN, INTREE, PUBT, ITEM, FPUB, UPUB, DPUB, SINCE, ST,
                         TO, IOFF, IPOOL, IW, IHI, ICNT, IG, IVAL, HI, GEFF, VAL, LAM, PD, PU, PST, PSINCE, OST, OSINCE,
                         GONE, LOG, LT, LV, IS, UPD)
                 IS[I_COMPUTED] += 1
                 npub = nsub
+                fresh = False
+                m = 0
+                for i in range(nact):
+                    w = ACT[i]
+                    if NPEND[w] + NRUN[w] > 0 or INTREE[w]:
+                        ACT[m] = w
+                        m += 1
+                nact = m
                 moved = False
                 snap = True
-                clock_next = _clock_next(wlo, npub, INTREE, ST, SINCE, TO, PST, PSINCE, PTO)
-                made |= _notes(LOG, before, IS[I_NLOG])
+                clock_next = next_deadline(ACT, nact, npub, INTREE, ST, SINCE, TO, PST, PSINCE, PTO)
+                starving = any_starving(ACT, nact, npub, INTREE, ST, PST)
+                rfresh = False
+                made |= notes(LOG, before, IS[I_NLOG])
                 if trace:
-                    for w in range(wlo, nsub):
+                    for i in range(nact):
+                        w = ACT[i]
                         if INTREE[w]:
-                            _row(LOG, LT, LV, IS, L_SHARE, w, 0, ST[w], now, FPUB[w], UPUB[w], SINCE[w])
+                            row(LOG, LT, LV, IS, L_SHARE, w, 0, ST[w], now, FPUB[w], UPUB[w], SINCE[w])
             else:
                 if trace:
-                    _row(LOG, LT, LV, IS, L_REFRESH, 0, 0, 0, now, np.nan, np.nan, np.nan)
+                    row(LOG, LT, LV, IS, L_REFRESH, 0, 0, 0, now, np.nan, np.nan, np.nan)
                 if now > clock_next:
-                    _advance(now, wlo, npub, INTREE, ST, SINCE, TO, FPUB, UPUB, PST, PSINCE, PTO, PRE, OST,
+                    advance(now, ACT, nact, npub, INTREE, ST, SINCE, TO, FPUB, UPUB, PST, PSINCE, PTO, PRE, OST,
                              OSINCE, LOG, LT, LV, IS)
-                    clock_next = _clock_next(wlo, npub, INTREE, ST, SINCE, TO, PST, PSINCE, PTO)
-                    made |= _notes(LOG, before, IS[I_NLOG])
+                    clock_next = next_deadline(ACT, nact, npub, INTREE, ST, SINCE, TO, PST, PSINCE, PTO)
+                    starving = any_starving(ACT, nact, npub, INTREE, ST, PST)
+                    rfresh = False
+                    made |= notes(LOG, before, IS[I_NLOG])
             snap_t = now
 
         for a in range(nb):
             n = BEATS[a]
             if IS[I_NLOG] + CAP[n] + 2 > LOG.shape[0]:
-                LOG, LT, LV = _grown(LOG, LT, LV, IS[I_NLOG] + CAP[n] + 2)
+                LOG, LT, LV = grown(LOG, LT, LV, IS[I_NLOG] + CAP[n] + 2)
             if fh + CAP[n] + 1 > HT.shape[0]:
                 HT, HS, HW, HN = _heap_grown(HT, HS, HW, HN, fh + CAP[n] + 1)
             free = CAP[n] - USED[n]
             seq0 = fseq
-            while free > 0:  # every task asks at least one unit
-                w = _pick(free, T, wlo, npub, NPEND, NRUN, REQ, FPUB, POOL, LRANK)
+            if not fresh:
+                minreq = _least_request(ACT, nact, npub, NPEND, REQ)
+                fresh = True
+            while free >= minreq:
+                w = pick(free, T, ACT, nact, npub, NPEND, NRUN, REQ, FPUB, POOL, LRANK, False, ops_only, ST, ANC)
                 if w < 0:
                     break
                 k = _pop_pending(w, TOFF, NT, RING, QHEAD, NPEND)
+                fresh = False
                 g = TOFF[w] + k
-                _row(LOG, LT, LV, IS, L_START, w, k, n, now, np.nan, np.nan, np.nan)
+                row(LOG, LT, LV, IS, L_START, w, k, n, now, np.nan, np.nan, np.nan)
                 IS[I_STARTS] += 1
                 free -= REQ[w]
                 _start(g, w, n, now, fseq, REQ, RUNF, ASEQ, ASTART, AN, SOFF, NA, SLOT, USED, NPEND, NRUN)
@@ -614,17 +408,21 @@ def run(T, up, hb, HB0, maxp, coef, pools_starve, horizon, trace, enabled, backo
                 fh = _h_push(HT, HS, HW, HN, fh, now + DUR[w], fseq, g, n)
                 fseq += 1
                 moved = True
+                rfresh = False
                 made = True
             if not enabled or not now > BLAST[n] + backoff:
                 continue
             BLAST[n] = now
             IS[I_STAGES] += 1
-            c, nv = normal_stage(n, free, seq0, T, wlo, npub, ops_only, aggr_thr, thr, CAP, SOFF, NA, SLOT, TOP, TOFF, NT,
-                                 RUNF, ASEQ, ASTART, REQ, POOL, PAR, PST, ALLOWN, INTREE, ST, FPUB, DPUB, UPUB, NPEND,
-                                 NRUN, LRANK, CAND, LOG, LT, LV, IS, now)
+            if not starving:  # nobody has normal preemption priority: no one is chosen
+                continue
+            c, nv = normal_stage(n, free, seq0, T, ACT, nact, npub, ops_only, aggr_thr, thr, CAP, SOFF, NA, SLOT, TOP,
+                                 TOFF, NT, RUNF, ASEQ, ASTART, REQ, POOL, PAR, PST, ALLOWN, INTREE, ST, FPUB, DPUB, UPUB,
+                                 NPEND, NRUN, LRANK, CAND, ANC, LOG, LT, LV, IS, now)
             if c < 0:
                 continue
             k = _pop_pending(c, TOFF, NT, RING, QHEAD, NPEND)
+            fresh = False
             for j in range(nv):
                 g = CAND[j]
                 v = TOP[g]
@@ -635,7 +433,7 @@ def run(T, up, hb, HB0, maxp, coef, pools_starve, horizon, trace, enabled, backo
             IS[I_PREEMPTS] += nv
             preempted |= nv > 0
             g = TOFF[c] + k
-            _row(LOG, LT, LV, IS, L_START, c, k, n, now, np.nan, np.nan, np.nan)
+            row(LOG, LT, LV, IS, L_START, c, k, n, now, np.nan, np.nan, np.nan)
             IS[I_STARTS] += 1
             _start(g, c, n, now, fseq, REQ, RUNF, ASEQ, ASTART, AN, SOFF, NA, SLOT, USED, NPEND, NRUN)
             nrunning += 1
@@ -644,11 +442,34 @@ def run(T, up, hb, HB0, maxp, coef, pools_starve, horizon, trace, enabled, backo
             fh = _h_push(HT, HS, HW, HN, fh, now + DUR[c], fseq, g, n)
             fseq += 1
             moved = True
+            rfresh = False
             made = True
 
         if preempted and nsub == NW and now - since >= window / 2:
             IS[I_STOP] = STOP_WATCH
             break
+        if not trace and snap and not moved and (fh > 0 or nsub < NW):
+            if not fresh:
+                minreq = _least_request(ACT, nact, npub, NPEND, REQ)
+                fresh = True
+            if enabled and starving and not rfresh:
+                needy = least_needy(ACT, nact, npub, ops_only, ST, POOL, PAR, PST, ANC, NPEND, REQ)
+                room = most_room(T, aggr_thr, thr, CAP, USED, SOFF, NA, SLOT, TOP, TOFF, NT, RUNF, ASEQ, REQ, POOL,
+                                 ALLOWN, FPUB, DPUB)
+                rfresh = True
+            if _most_free(CAP, USED) < minreq and not (enabled and starving and needy <= room):
+                end = HT[0] if fh > 0 else np.inf
+                if nsub < NW and SUB[nsub] < end:
+                    end = SUB[nsub]
+                TS[0], TS[1] = tick, snap_t
+                RQ[0], RQ[1], RQ[2] = ih, qh, qc
+                last = _quiet(end, clock_next, horizon, up, hb, enabled, backoff, HB0, QT, QN, RQ, BLAST, IS, TS)
+                tick, snap_t = TS[0], TS[1]
+                ih, qh, qc = RQ[0], RQ[1], RQ[2]
+                if last > now:
+                    now = last
+                idle_since = np.nan
+                continue
         if fh == 0 and nsub == NW and nrunning == 0 and not (made or changed):
             if np.isnan(idle_since):
                 idle_since = now
@@ -659,6 +480,85 @@ def run(T, up, hb, HB0, maxp, coef, pools_starve, horizon, trace, enabled, backo
             idle_since = np.nan
     XS[X_LAST_T] = now  # past the horizon: the last instant before it, as the engine's ``now``
     return LOG, LT, LV, UPD, IS, XS, PUBT
+
+
+@njit(cache=True)
+def _quiet(end, cbound, horizon, up, hb, enabled, backoff, HB0, QT, QN, RQ, BLAST, IS, TS):
+    """Walks the periodic instants before ``end`` (the next finish or submission), no later than
+    ``cbound`` (the first clock deadline: a refresh after it may change a status) and the
+    horizon, where nothing can be decided: no heartbeat can start a task or choose a preemptor,
+    and no refresh needs the fair share. Only the tick chain, the refresh chain (``TS``: the next
+    tick and the snapshot's time) and each node's backoff move, as the instants themselves move
+    them. Returns the last instant walked (-inf: none)."""
+    N = HB0.shape[0]
+    tick, snap_t = TS[0], TS[1]
+    ih, qh, qc = RQ[0], RQ[1], RQ[2]
+    last = -np.inf
+    instants = refreshes = stages = 0
+    while True:
+        now = tick
+        if ih < N and HB0[ih] < now:
+            now = HB0[ih]
+        if qc > 0 and QT[qh] < now:
+            now = QT[qh]
+        if not (now < end and now <= cbound and now <= horizon):
+            break
+        last = now
+        instants += 1
+        if tick == now:
+            tick = now + up
+        if now >= snap_t + up - EPS:
+            snap_t = now
+            refreshes += 1
+        while True:  # as in ``run``
+            if ih < N and HB0[ih] == now:
+                n = ih
+                ih += 1
+            elif qc > 0 and QT[qh] == now:
+                n = QN[qh]
+                qh = qh + 1 if qh < N else 0
+                qc -= 1
+            else:
+                break
+            j = qh + qc
+            if j > N:
+                j -= N + 1
+            QT[j] = now + hb
+            QN[j] = n
+            qc += 1
+            if enabled and now > BLAST[n] + backoff:
+                BLAST[n] = now
+                stages += 1
+    TS[0], TS[1] = tick, snap_t
+    RQ[0], RQ[1], RQ[2] = ih, qh, qc
+    IS[I_INSTANTS] += instants
+    IS[I_QUIET] += instants
+    IS[I_REFRESH] += refreshes
+    IS[I_STAGES] += stages
+    return last
+
+
+@njit(cache=True)
+def _most_free(CAP, USED):
+    m = 0
+    for n in range(CAP.shape[0]):
+        if CAP[n] - USED[n] > m:
+            m = CAP[n] - USED[n]
+    return m
+
+
+@njit(cache=True)
+def _least_request(ACT, nact, npub, NPEND, REQ):
+    """The least task of the published operations with a pending one (a huge number: none), so a
+    heartbeat with fewer free units than it starts nothing without walking the backlog."""
+    m = 1 << 62
+    for i in range(nact):
+        w = ACT[i]
+        if w >= npub:
+            break
+        if NPEND[w] > 0 and REQ[w] < m:
+            m = REQ[w]
+    return m
 
 
 @njit(cache=True)
@@ -674,10 +574,3 @@ def _heap_grown(HT, HS, HW, HN, need):
     N2[:m] = HN
     return T2, S2, W2, N2
 
-
-@njit(cache=True)
-def _notes(LOG, a, b):
-    for i in range(a, b):
-        if LOG[i, C_KIND] == L_NOTE:
-            return True
-    return False

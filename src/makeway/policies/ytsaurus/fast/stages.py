@@ -59,18 +59,28 @@ def alloc_status(before, T, f, d, aggr_thr, thr):
 
 
 @njit(cache=True)
-def normal_priority(w, ops_only, ST, POOL, PAR, PST):
-    """``starvation.preemption_priority(...) == "normal"`` for an operation of the snapshot."""
-    if ST[w] == ST_STARVING:
-        return True
-    if ops_only:
-        return False
-    p = POOL[w]
-    while PAR[p] >= 0:  # ``<Root>`` itself never counts
-        if PST[p] == ST_STARVING:
-            return True
-        p = PAR[p]
-    return False
+def pick(free, T, ACT, nact, npub, NPEND, NRUN, REQ, FPUB, POOL, LRANK, needy, ops_only, ST, ANC):
+    """The published operation with a pending task of at most ``free`` units that a stage serves
+    next, or -1: the least (live satisfaction, tree position), the position being the leaf's rank
+    in the pools' preorder, then the trace index (``HeapPicker``'s order, flattened). ``needy``:
+    only those of normal preemption priority (starving, or, unless ``ops_only``, under a pool
+    ``ANC`` marks)."""
+    best = -1
+    bs = 0.0
+    br = 0
+    for i in range(nact):
+        w = ACT[i]
+        if w >= npub:
+            break
+        if NPEND[w] == 0 or REQ[w] > free:
+            continue
+        if needy and ST[w] != ST_STARVING and (ops_only or not ANC[POOL[w]]):
+            continue
+        s = satisfaction(FPUB[w], NRUN[w] * REQ[w], T)
+        r = LRANK[POOL[w]]
+        if best < 0 or s < bs or (s == bs and r < br):  # same leaf: the earlier index, walked first
+            best, bs, br = w, s, r
+    return best
 
 
 @njit(cache=True)
@@ -83,9 +93,9 @@ def _before_units(g, w, TOFF, NT, RUNF, ASEQ, REQ):
 
 
 @njit(cache=True)
-def normal_stage(n, free, seq0, T, wlo, npub, ops_only, aggr_thr, thr, CAP, SOFF, NA, SLOT, TOP, TOFF, NT, RUNF,
+def normal_stage(n, free, seq0, T, ACT, nact, npub, ops_only, aggr_thr, thr, CAP, SOFF, NA, SLOT, TOP, TOFF, NT, RUNF,
                  ASEQ, ASTART, REQ, POOL, PAR, PST, ALLOWN, INTREE, ST, FPUB, DPUB, UPUB, NPEND, NRUN, LRANK,
-                 CAND, LOG, LT, LV, IS, now):
+                 CAND, ANC, LOG, LT, LV, IS, now):
     """The normal preemptive stage on node ``n`` with ``free`` units after the regular stage, whose
     starts (seq ``seq0`` on) are not candidates: the model reads the state, where they are not yet. Logs
     an ``L_PREEMPT`` row per victim and returns (preemptor, victims in ``CAND[:k]``), or (-1, 0)
@@ -103,18 +113,10 @@ def normal_stage(n, free, seq0, T, wlo, npub, ops_only, aggr_thr, thr, CAP, SOFF
         nc += 1
         room += REQ[w]
 
-    c = -1
-    bs = 0.0
-    br = 0
-    for w in range(wlo, npub):
-        if NPEND[w] == 0 or REQ[w] > room or not INTREE[w]:
-            continue
-        if not normal_priority(w, ops_only, ST, POOL, PAR, PST):
-            continue
-        s = satisfaction(FPUB[w], NRUN[w] * REQ[w], T)
-        r = LRANK[POOL[w]]
-        if c < 0 or s < bs or (s == bs and r < br):
-            c, bs, br = w, s, r
+    if not ops_only:  # per pool: it or an ancestor below ``<Root>`` starves (parents come later)
+        for p in range(PAR.shape[0] - 1, -1, -1):
+            ANC[p] = PAR[p] >= 0 and (PST[p] == ST_STARVING or (PAR[PAR[p]] >= 0 and ANC[PAR[p]]))
+    c = pick(room, T, ACT, nact, npub, NPEND, NRUN, REQ, FPUB, POOL, LRANK, True, ops_only, ST, ANC)
     if c < 0:
         return -1, 0
 
@@ -150,6 +152,41 @@ def normal_stage(n, free, seq0, T, wlo, npub, ops_only, aggr_thr, thr, CAP, SOFF
 
 
 @njit(cache=True)
+def least_needy(ACT, nact, npub, ops_only, ST, POOL, PAR, PST, ANC, NPEND, REQ):
+    """The least task of an operation the normal stage could choose (normal priority, published,
+    pending; a huge number: none)."""
+    if not ops_only:
+        for p in range(PAR.shape[0] - 1, -1, -1):
+            ANC[p] = PAR[p] >= 0 and (PST[p] == ST_STARVING or (PAR[PAR[p]] >= 0 and ANC[PAR[p]]))
+    m = 1 << 62
+    for i in range(nact):
+        w = ACT[i]
+        if w >= npub:
+            break
+        if NPEND[w] > 0 and REQ[w] < m and (ST[w] == ST_STARVING or (not ops_only and ANC[POOL[w]])):
+            m = REQ[w]
+    return m
+
+
+@njit(cache=True)
+def most_room(T, aggr_thr, thr, CAP, USED, SOFF, NA, SLOT, TOP, TOFF, NT, RUNF, ASEQ, REQ, POOL, ALLOWN, FPUB, DPUB):
+    """The most units the normal stage could make on one node: its free units and its candidates'.
+    While it is below ``least_needy`` (and nothing moves) no heartbeat's stage chooses anyone."""
+    best = 0
+    for n in range(CAP.shape[0]):
+        room = CAP[n] - USED[n]
+        for i in range(NA[n]):
+            g = SLOT[SOFF[n] + i]
+            w = TOP[g]
+            if ALLOWN[POOL[w]] and alloc_status(_before_units(g, w, TOFF, NT, RUNF, ASEQ, REQ), T, FPUB[w], DPUB[w],
+                                                aggr_thr, thr) == S_P:
+                room += REQ[w]
+        if room > best:
+            best = room
+    return best
+
+
+@njit(cache=True)
 def _live_units(v, CAND, k, TOP, NRUN, REQ):
     """Operation ``v``'s running units less its victims among ``CAND[:k]`` (taken before it)."""
     m = 0
@@ -159,4 +196,4 @@ def _live_units(v, CAND, k, TOP, NRUN, REQ):
     return (NRUN[v] - m) * REQ[v]
 
 
-__all__ = ["alloc_status", "normal_priority", "normal_stage", "satisfaction", "INF_SAT"]
+__all__ = ["alloc_status", "least_needy", "most_room", "normal_stage", "pick", "satisfaction", "INF_SAT"]
