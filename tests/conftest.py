@@ -130,17 +130,25 @@ def _warm_bytecode(config) -> None:
 
 
 def _warm_compiled_loops() -> None:
-    """Compile the Kueue and YuniKorn loops (``makeway.sim.fast.kueue``, ``.yunikorn``; numba's
-    cache) once, before any test runs: in a fresh clone each takes about 40 s, and a test that
-    happens to be first to run the model (a fuzzed trace or config under a 60 s watchdog) would
-    pay it, in every worker at once."""
+    """Compile the Kueue, YuniKorn and YTsaurus loops (``makeway.sim.fast.kueue``, ``.yunikorn``,
+    ``.ytsaurus``; numba's cache) once, before any test runs: in a fresh clone each takes 30-40 s,
+    and a test that happens to be first to run the model (a fuzzed trace or config under a 60 s
+    watchdog) would pay it, in every worker at once. The YTsaurus loop compiles in a child
+    process meanwhile, on the other core."""
+    import subprocess
+    import sys
+
     try:
         from makeway.sim.fast.kueue import warm as warm_kueue
         from makeway.sim.fast.yunikorn import warm as warm_yunikorn
     except ImportError:
         return
-    warm_kueue()
-    warm_yunikorn()
+    child = subprocess.Popen([sys.executable, "-c", "from makeway.sim.fast.ytsaurus import warm; warm()"])
+    try:
+        warm_kueue()
+        warm_yunikorn()
+    finally:
+        child.wait(timeout=600)
 
 
 def pytest_configure(config):

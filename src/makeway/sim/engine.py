@@ -600,4 +600,9 @@ def make_simulation(state: ClusterState, model: PreemptionModel, options: SimOpt
 
         if yunikorn.why_not(state, model, options, has_changes) is None:
             return yunikorn.CompiledYuniKorn(state, model, options)
+    if getattr(model, "name", None) == "ytsaurus":
+        from makeway.sim.fast import ytsaurus
+
+        if ytsaurus.why_not(state, model, options, has_changes) is None:
+            return ytsaurus.CompiledYTsaurus(state, model, options)
     return Simulation(state, model, options)

@@ -78,6 +78,16 @@ class KueueRecorder(FastRecorder):
         """A victim's pod leaves and is pending again (``Recorder.evicted``'s sums)."""
         self._move(w, 0, -1)
 
+    def evicted_event(self, tid: str, wid: str, queue: str, res: dict, lost: float, now: float) -> None:
+        """``Recorder.evicted``'s waste and event for a victim that ran ``lost`` seconds."""
+        wasted, qw = self.wasted, self.queue_wasted.setdefault(queue, {})
+        for r, x in res.items():
+            wasted[r] = wasted.get(r, 0) + x * lost
+            qw[r] = qw.get(r, 0) + x * lost
+        self._evicted_at[tid] = now
+        self.events.append({"time": now, "kind": "evicted", "allocation": tid, "workload": wid, "queue": queue,
+                            "resources": dict(res), "lost_seconds": lost})
+
 
 class KueueReasons(IndexedReasons):
     """``ReasonLog`` for a ``LogRun``: the same rounds on the same grid, the same first reasons,
@@ -89,7 +99,6 @@ class KueueReasons(IndexedReasons):
 
     def __init__(self, run: "LogRun"):
         super().__init__(run)
-        self._back: set[int] = set()  # pending again (submitted or requeued) since the last round
         self._victims: dict[int, set[tuple[str, int]]] = {}  # preemptor -> (task, victim) evicted for it
         self._waiting_on: set[int] = set()  # the pending ones among them (``_victims`` keeps the started)
         self.keys: dict[int, list[tuple]] = {}
@@ -171,29 +180,8 @@ class KueueReasons(IndexedReasons):
         return RESOURCES, None
 
     def _round(self, now: float) -> None:
-        """``ReasonLog._changed_round``: each queue's first ``HEAD`` in the model's order asked
-        as heads; behind them only what may have moved (pending again since the last round, a
-        head or a first reason since, victims evicted for it) is classified again."""
-        pending, head, names = self.pending, self.HEAD, self.sim.q_names
-        stale = self._stale
-        stale.update(w for w in self._back if w in pending)
-        self._back = set()
-        stale.update(self._waiting_on)
-        heads: set[int] = set()
-        waiting: dict[str, int] = {}
-        for name, q in sorted((names[q], q) for q, lst in self.keys.items() if lst):
-            order = self.keys[q]
-            waiting[name] = len(order)
-            for i, key in enumerate(order[:head], 1):
-                w = key[-1]
-                heads.add(w)
-                self._set(w, now, self._classify(w, i, True))
-        for w in stale:
-            if w in pending and w not in heads:
-                self._set(w, now, self._classify(w, head + 1, False))
-        stale.clear()
-        stale.update(heads)
-        self._waiting = waiting
+        """The heads, and behind them what may have moved, victims evicted for it among them."""
+        self._heads_round(now, self._waiting_on)
 
 
 class LogRun:

@@ -1,6 +1,7 @@
-"""What the compiled models' runs (``kueue.CompiledKueue``, ``yunikorn.CompiledYuniKorn``) share:
-when a model's run may be decided by its compiled loop at all, and how such a run reads its trace
-and stands in for the general engine until its results are recorded."""
+"""What the compiled models' runs (``kueue.CompiledKueue``, ``yunikorn.CompiledYuniKorn``,
+``ytsaurus.CompiledYTsaurus``) share: when a model's run may be decided by its compiled loop at
+all, and how such a run reads its trace and stands in for the general engine until its results
+are recorded."""
 
 from __future__ import annotations
 
@@ -12,9 +13,12 @@ from makeway.sim.engine import SimOptions, Simulation
 from makeway.sim.metrics import Recorder
 
 
-def why_not(model: Any, model_class: type, options: SimOptions, has_changes: bool) -> str | None:
+def why_not(model: Any, model_class: type, options: SimOptions, has_changes: bool,
+            periodic: bool = False) -> str | None:
     """None when ``model`` (exactly a ``model_class``) may be decided by its compiled loop (the
-    workloads are checked when they are read); else the first reason it may not."""
+    workloads are checked when they are read); else the first reason it may not. ``periodic``:
+    the loop follows the model's own heartbeats and ticks (YTsaurus's), so only the engine's
+    override of the heartbeat period (``SimOptions.heartbeat_period``) is refused."""
     if type(model) is not model_class:
         return f"not the {model_class.name} model itself (a subclass may decide otherwise)"
     if options.engine == "general":
@@ -25,7 +29,10 @@ def why_not(model: Any, model_class: type, options: SimOptions, has_changes: boo
         return "numba is not there or MAKEWAY_JIT=0"
     if has_changes:
         return "config events"
-    if options.heartbeat_period or model.heartbeat_period or model.tick_period:
+    if periodic:
+        if options.heartbeat_period:
+            return "SimOptions.heartbeat_period (the engine's override of the model's)"
+    elif options.heartbeat_period or model.heartbeat_period or model.tick_period:
         return "heartbeats or ticks"
     if options.kill_at_requested_time:
         return "kill_at_requested_time"

@@ -38,6 +38,7 @@ class IndexedReasons:
         self.pending: dict[int, None] = {}
         self._waiting: dict[str, int] = {}  # queue name -> its pending workloads, as last counted
         self._stale: set[int] = set()  # pending ones whose reason may not be the one behind the head
+        self._back: set[int] = set()  # pending again (submitted or requeued) since the last round
 
     def observe(self, now: float) -> None:
         self._stale.update(self.fresh)
@@ -53,6 +54,31 @@ class IndexedReasons:
 
     def _classify(self, w: int, position: int, ask_model: bool) -> tuple[str, str | None]:
         raise NotImplementedError
+
+    def _heads_round(self, now: float, also: Any) -> None:
+        """``ReasonLog._changed_round``: each queue's first ``HEAD`` in the model's order asked as
+        heads; behind them only what may have moved is classified again: pending again since the
+        last round (``_back``), a head or a first reason since (``_stale``), and ``also``."""
+        pending, head, names = self.pending, self.HEAD, self.sim.q_names
+        stale = self._stale
+        stale.update(w for w in self._back if w in pending)
+        self._back = set()
+        stale.update(also)
+        heads: set[int] = set()
+        waiting: dict[str, int] = {}
+        for name, q in sorted((names[q], q) for q, lst in self.keys.items() if lst):
+            order = self.keys[q]
+            waiting[name] = len(order)
+            for i, key in enumerate(order[:head], 1):
+                w = key[-1]
+                heads.add(w)
+                self._set(w, now, self._classify(w, i, True))
+        for w in stale:
+            if w in pending and w not in heads:
+                self._set(w, now, self._classify(w, head + 1, False))
+        stale.clear()
+        stale.update(heads)
+        self._waiting = waiting
 
     def _set(self, w: int, now: float, key: tuple[str, str | None]) -> None:
         if self._current.get(w) == key:

@@ -567,11 +567,5 @@ class LogRun:
         for r, x in self.w_shape[v].groups[0][1]:
             used[r][at] -= x
         rec.task_evicted(v, now)
-        wasted, qw = rec.wasted, rec.queue_wasted.setdefault(queue, {})
-        for k, x in res.items():
-            wasted[k] = wasted.get(k, 0) + x * lost
-            qw[k] = qw.get(k, 0) + x * lost
-        rec._evicted_at[tid] = now
-        events.append({"time": now, "kind": "evicted", "allocation": tid, "workload": vid, "queue": queue,
-                       "resources": dict(res), "lost_seconds": lost})
+        rec.evicted_event(tid, vid, queue, res, lost, now)
         reasons.became_pending(v)

@@ -50,11 +50,6 @@ def loop_args(packed: Packed, state: ClusterState, model: Any, horizon: float = 
     wls = packed.wls
     SUB = np.array([wl.submit for wl in wls], np.float64)
     DUR = np.array([wl.duration for wl in wls], np.float64)
-    ops_of: list[list[int]] = [[] for _ in range(P)]
-    for w, p in enumerate(packed.POOL):
-        ops_of[p].append(w)
-    OOFF = np.array([0] + list(np.cumsum([len(o) for o in ops_of])), np.int64)
-    OPS = np.array([w for o in ops_of for w in o], np.int64)
     nodes = len(packed.CAP)
     hb = float(model.heartbeat_period)
     up = float(model.update_period)
@@ -72,7 +67,7 @@ def loop_args(packed: Packed, state: ClusterState, model: Any, horizon: float = 
             bool(model.enabled), float(model.backoff.period), float(model.aggressive_threshold), float(model.threshold),
             ops_only, float(window),
             packed.PAR, packed.W, packed.GU, packed.KOFF, packed.KIDS, packed.LEAF, PTOL, PTO, PRE, LRANK, ALLOWN,
-            packed.POOL, packed.REQ, packed.NT, SUB, DUR, OOFF, OPS, packed.CAP)
+            packed.POOL, packed.REQ, packed.NT, SUB, DUR, packed.CAP)
 
 
 def run(state: ClusterState, model: Any, workloads: Sequence[Workload], horizon: float = math.inf,

@@ -159,7 +159,7 @@ def _requeue(w, k, TOFF, NT, RING, QHEAD, NPEND):
 
 @njit(cache=True)
 def run(T, up, hb, HB0, maxp, coef, pools_starve, horizon, trace, enabled, backoff, aggr_thr, thr, ops_only, window,
-        PAR, W, GU, KOFF, KIDS, LEAF, PTOL, PTO, PRE, LRANK, ALLOWN, POOL, REQ, NT, SUB, DUR, OOFF, OPS, CAP):
+        PAR, W, GU, KOFF, KIDS, LEAF, PTOL, PTO, PRE, LRANK, ALLOWN, POOL, REQ, NT, SUB, DUR, CAP):
     """The whole run (arguments: ``args.loop_args``). Returns the log ``LOG``, ``LT``, ``LV`` (rows
     ``IS[I_NLOG]``), ``UPD`` (rows ``IS[I_NUPD]``), ``IS``, ``XS`` and ``PUBT`` (``fast.layout``)."""
     P = PAR.shape[0]
@@ -190,7 +190,8 @@ def run(T, up, hb, HB0, maxp, coef, pools_starve, horizon, trace, enabled, backo
     TO = np.zeros(NW)
     GONE = np.zeros(NW, np.int64)
     QHEAD = np.zeros(NW, np.int64)
-    LLO = OOFF[:P].copy()  # per leaf, where its live operations begin in ``OPS``
+    BOFF = np.zeros(P + 1, np.int64)  # ``refresh.update``'s scratch: the live operations by leaf
+    BUCK = np.zeros(NW, np.int64)
     ni_max = P + NW
     IOFF = np.zeros(P + 1, np.int64)
     IPOOL = np.zeros(ni_max, np.int64)
@@ -344,7 +345,7 @@ def run(T, up, hb, HB0, maxp, coef, pools_starve, horizon, trace, enabled, backo
                     U2[:UPD.shape[0]] = UPD
                     UPD = U2
                 update(now, T, coef, pools_starve, ACT, nact, npub, nsub, PAR, W, GU, KOFF, KIDS, LEAF, PTOL, PTO, PRE,
-                        LRANK, POOL, REQ, OOFF, OPS, LLO, NPEND, NRUN, INTREE, PUBT, ITEM, FPUB, UPUB, DPUB, SINCE, ST,
+                        LRANK, POOL, REQ, BOFF, BUCK, NPEND, NRUN, INTREE, PUBT, ITEM, FPUB, UPUB, DPUB, SINCE, ST,
                         TO, IOFF, IPOOL, IW, IHI, ICNT, IG, IVAL, HI, GEFF, VAL, LAM, PD, PU, PST, PSINCE, OST, OSINCE,
                         GONE, LOG, LT, LV, IS, UPD)
                 IS[I_COMPUTED] += 1

@@ -114,12 +114,24 @@ def advance(now, ACT, nact, npub, INTREE, ST, SINCE, TO, FPUB, UPUB, PST, PSINCE
 
 @njit(cache=True)
 def update(now, T, coef, pools_starve, ACT, nact, npub, nsub, PAR, W, GU, KOFF, KIDS, LEAF, PTOL, PTO, PRE, LRANK,
-            POOL, REQ, OOFF, OPS, LLO, NPEND, NRUN, INTREE, PUBT, ITEM, FPUB, UPUB, DPUB, SINCE, ST, TO,
+            POOL, REQ, BOFF, BUCK, NPEND, NRUN, INTREE, PUBT, ITEM, FPUB, UPUB, DPUB, SINCE, ST, TO,
             IOFF, IPOOL, IW, IHI, ICNT, IG, IVAL, HI, GEFF, VAL, LAM, PD, PU, PST, PSINCE, OST, OSINCE, GONE,
             LOG, LT, LV, IS, UPD):
     """A computed refresh (``update`` with moved inputs): the fair share by ``fill`` over the
     leaves' classes of equal tops, then statuses, clocks and notes; the row ``L_UPDATE``."""
     P = PAR.shape[0]
+    BOFF[:] = 0  # the live operations by leaf, each leaf's in index order (``ACT``'s)
+    for i in range(nact):
+        BOFF[POOL[ACT[i]] + 1] += 1
+    for p in range(P):
+        BOFF[p + 1] += BOFF[p]
+    for i in range(nact):
+        p = POOL[ACT[i]]
+        BUCK[BOFF[p]] = ACT[i]
+        BOFF[p] += 1
+    for p in range(P - 1, -1, -1):
+        BOFF[p + 1] = BOFF[p]
+    BOFF[0] = 0
     ni = 0
     for p in range(P):
         IOFF[p] = ni
@@ -137,13 +149,8 @@ def update(now, T, coef, pools_starve, ACT, nact, npub, nsub, PAR, W, GU, KOFF, 
                 PU[p] += PU[c]
             continue
         first = ni
-        while LLO[p] < OOFF[p + 1] and OPS[LLO[p]] < nsub and NPEND[OPS[LLO[p]]] + NRUN[OPS[LLO[p]]] == 0:
-            ITEM[OPS[LLO[p]]] = -1  # done for good: nothing is ever requeued here
-            LLO[p] += 1
-        for j in range(LLO[p], OOFF[p + 1]):
-            w = OPS[j]
-            if w >= nsub:
-                break
+        for j in range(BOFF[p], BOFF[p + 1]):
+            w = BUCK[j]
             live = NPEND[w] + NRUN[w]
             if live == 0:
                 ITEM[w] = -1
