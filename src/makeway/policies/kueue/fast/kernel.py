@@ -131,25 +131,26 @@ def assign(TI, u, ci, val, path):
 
 
 @njit(cache=True, inline='always')
-def _cand_before(WI, adm, a, b):
-    """CandidatesOrdering (no evicted workloads here): lower priority, newer admission, name."""
-    pa, pb = WI[a, W_PRIO], WI[b, W_PRIO]
+def _cand_order(pa, pb, ta, tb, ra, rb):
+    """CandidatesOrdering (no evicted workloads here): lower priority, newer admission, name
+    (scalars only: ``queues.pq_order``)."""
     if pa != pb:
         return pa < pb
-    if adm[a] != adm[b]:
-        return adm[a] > adm[b]
-    return WI[a, W_RANK] < WI[b, W_RANK]
+    if ta != tb:
+        return ta > tb
+    return ra < rb
 
 
 @njit(cache=True, inline='always')
-def _is_candidate(WI, sub_t, policy, w, prio, created):
-    wp = WI[w, W_PRIO]
+def _is_candidate(wp, created_w, policy, prio, created):
+    """Whether a workload of priority ``wp`` created at ``created_w`` may be preempted under
+    ``policy`` by one of ``prio`` created at ``created`` (scalars only: ``queues.pq_order``)."""
     if policy == P_LOWER:
         return wp < prio
     if policy == P_ANY:
         return True
     if policy == P_LOWER_OR_NEWER:
-        return wp < prio or (wp == prio and created < sub_t[w])
+        return wp < prio or (wp == prio and created < created_w)
     return False
 
 
@@ -226,7 +227,7 @@ def search(TI, KC_OFF, KC, KQ_OFF, KQ, u0, ci, v, prio, created, WI, sub_t, adm,
         every = 0
         for j in range(RQ_OFF[node], RQ_OFF[node] + RQ_N[node]):
             w = RQ[j]
-            if WI[w, W_QV] <= 0 or not _is_candidate(WI, sub_t, policy, w, prio, created):
+            if WI[w, W_QV] <= 0 or not _is_candidate(WI[w, W_PRIO], sub_t[w], policy, prio, created):
                 continue
             wp = WI[w, W_PRIO]
             if own:
@@ -292,7 +293,8 @@ def search(TI, KC_OFF, KC, KQ_OFF, KQ, u0, ci, v, prio, created, WI, sub_t, adm,
         for x in range(start + 1, m):
             y = order[x]
             z = x - 1
-            while z >= start and _cand_before(WI, adm, cw[y], cw[order[z]]):
+            while z >= start and _cand_order(WI[cw[y], W_PRIO], WI[cw[order[z]], W_PRIO], adm[cw[y]], adm[cw[order[z]]],
+                                             WI[cw[y], W_RANK], WI[cw[order[z]], W_RANK]):
                 order[z + 1] = order[z]
                 z -= 1
             order[z + 1] = y

@@ -19,7 +19,7 @@ from makeway.policies.kueue.fast.layout import (
     W_CNT, W_CQ, W_EVER, W_GEN, W_KEY, W_PARK, W_PCNT, W_PRIO, W_QV, W_RANK, W_STATE, W_TOFF, W_TOUCH, W_VN,
     W_WAIT,
 )
-from makeway.policies.kueue.fast.queues import carry, fifo_before, list_ok, pq_insert, pq_remove, rebuild
+from makeway.policies.kueue.fast.queues import carry, fifo_order, list_ok, pq_insert, pq_remove, rebuild
 
 MAX_ROUNDS = 16  # ``Simulation.MAX_ROUNDS``
 
@@ -493,14 +493,14 @@ def _skip_known(TI, IS, WI, RV, MO, CQO, PL, PL_OFF, PL_N, AT, SC, root, local):
 
 
 @njit(cache=True, inline='always')
-def _head_before(WI, sub_t, prio_pre, HB, a, b, wa, wb):
-    xa = prio_pre and WI[wa, W_WAIT]
-    xb = prio_pre and WI[wb, W_WAIT]
+def _head_order(xa, xb, ha, hb, pa, pb, sa, sb, ra, rb):
+    """Not waiting first, then the lower borrowing level, then ``fifo_order`` (scalars only:
+    ``queues.pq_order``)."""
     if xa != xb:
         return xa
-    if HB[a] != HB[b]:
-        return HB[a] < HB[b]
-    return fifo_before(WI, sub_t, wa, wb)
+    if ha != hb:
+        return ha < hb
+    return fifo_order(pa, pb, sa, sb, ra, rb)
 
 
 @njit(cache=True)
@@ -584,7 +584,9 @@ def call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN
             b = a - 1
             while b >= 0:
                 HB[nh] = b_  # scratch slot for the comparison
-                if _head_before(WI, sub_t, prio_pre, HB, nh, b, w, HD[b]):
+                wb = HD[b]
+                if _head_order(prio_pre and WI[w, W_WAIT], prio_pre and WI[wb, W_WAIT], HB[nh], HB[b], WI[w, W_PRIO],
+                               WI[wb, W_PRIO], sub_t[w], sub_t[wb], WI[w, W_RANK], WI[wb, W_RANK]):
                     HD[b + 1] = HD[b]
                     HB[b + 1] = HB[b]
                     b -= 1
