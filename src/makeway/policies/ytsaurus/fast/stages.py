@@ -59,6 +59,14 @@ def alloc_status(before, T, f, d, aggr_thr, thr):
 
 
 @njit(cache=True)
+def starving_pools(PAR, PST, ANC):
+    """Per pool, into ``ANC``: it or an ancestor below ``<Root>`` starves, what makes its operations'
+    preemption priority normal under the default scope (pools in postorder: parents come later)."""
+    for p in range(PAR.shape[0] - 1, -1, -1):
+        ANC[p] = PAR[p] >= 0 and (PST[p] == ST_STARVING or (PAR[PAR[p]] >= 0 and ANC[PAR[p]]))
+
+
+@njit(cache=True)
 def pick(free, T, ACT, nact, npub, NPEND, NRUN, REQ, FPUB, POOL, LRANK, needy, ops_only, ST, ANC):
     """The published operation with a pending task of at most ``free`` units that a stage serves
     next, or -1: the least (live satisfaction, tree position), the position being the leaf's rank
@@ -113,9 +121,8 @@ def normal_stage(n, free, seq0, T, ACT, nact, npub, ops_only, aggr_thr, thr, CAP
         nc += 1
         room += REQ[w]
 
-    if not ops_only:  # per pool: it or an ancestor below ``<Root>`` starves (parents come later)
-        for p in range(PAR.shape[0] - 1, -1, -1):
-            ANC[p] = PAR[p] >= 0 and (PST[p] == ST_STARVING or (PAR[PAR[p]] >= 0 and ANC[PAR[p]]))
+    if not ops_only:
+        starving_pools(PAR, PST, ANC)
     c = pick(room, T, ACT, nact, npub, NPEND, NRUN, REQ, FPUB, POOL, LRANK, True, ops_only, ST, ANC)
     if c < 0:
         return -1, 0
@@ -156,8 +163,7 @@ def least_needy(ACT, nact, npub, ops_only, ST, POOL, PAR, PST, ANC, NPEND, REQ):
     """The least task of an operation the normal stage could choose (normal priority, published,
     pending; a huge number: none)."""
     if not ops_only:
-        for p in range(PAR.shape[0] - 1, -1, -1):
-            ANC[p] = PAR[p] >= 0 and (PST[p] == ST_STARVING or (PAR[PAR[p]] >= 0 and ANC[PAR[p]]))
+        starving_pools(PAR, PST, ANC)
     m = 1 << 62
     for i in range(nact):
         w = ACT[i]
