@@ -62,7 +62,7 @@ by_package(os.path.dirname(__file__))  # the loop inlines helpers from every fil
 
 
 
-# -- the finish heap: (time, push order) ------------------------------------------------------------
+# -- the finish heap: (time, push order, task); a preempted task's entry stays, stale (``ASEQ``) ------
 
 @njit(cache=True, inline='always')
 def _before(HT, HS, i, j):
@@ -70,21 +70,20 @@ def _before(HT, HS, i, j):
 
 
 @njit(cache=True)
-def _h_swap(HT, HS, HW, HN, i, j):
+def _h_swap(HT, HS, HW, i, j):
     HT[i], HT[j] = HT[j], HT[i]
     HS[i], HS[j] = HS[j], HS[i]
     HW[i], HW[j] = HW[j], HW[i]
-    HN[i], HN[j] = HN[j], HN[i]
 
 
 @njit(cache=True)
-def _h_push(HT, HS, HW, HN, n, t, s, w, node):
-    HT[n], HS[n], HW[n], HN[n] = t, s, w, node
+def _h_push(HT, HS, HW, n, t, s, g):
+    HT[n], HS[n], HW[n] = t, s, g
     i = n
     while i > 0:
         p = (i - 1) // 2
         if _before(HT, HS, i, p):
-            _h_swap(HT, HS, HW, HN, i, p)
+            _h_swap(HT, HS, HW, i, p)
             i = p
         else:
             break
@@ -92,11 +91,11 @@ def _h_push(HT, HS, HW, HN, n, t, s, w, node):
 
 
 @njit(cache=True)
-def _h_pop(HT, HS, HW, HN, n):
+def _h_pop(HT, HS, HW, n):
     """Removes the top (read it before) and returns the new size."""
     n -= 1
     if n > 0:
-        _h_swap(HT, HS, HW, HN, 0, n)
+        _h_swap(HT, HS, HW, 0, n)
         i = 0
         while True:
             a, b, m = 2 * i + 1, 2 * i + 2, i
@@ -106,7 +105,7 @@ def _h_pop(HT, HS, HW, HN, n):
                 m = b
             if m == i:
                 break
-            _h_swap(HT, HS, HW, HN, i, m)
+            _h_swap(HT, HS, HW, i, m)
             i = m
     return n
 
@@ -248,7 +247,6 @@ def run(T, up, hb, HB0, maxp, coef, pools_starve, horizon, trace, enabled, backo
     HT = np.zeros(nheap)
     HS = np.zeros(nheap, np.int64)
     HW = np.zeros(nheap, np.int64)
-    HN = np.zeros(nheap, np.int64)
     fh = 0
     fseq = 0
 
@@ -293,7 +291,7 @@ def run(T, up, hb, HB0, maxp, coef, pools_starve, horizon, trace, enabled, backo
         preempted = False
         while fh > 0 and HT[0] == now:
             g, seq = HW[0], HS[0]
-            fh = _h_pop(HT, HS, HW, HN, fh)
+            fh = _h_pop(HT, HS, HW, fh)
             if not RUNF[g] or ASEQ[g] != seq:  # its allocation was preempted: a stale finish
                 continue
             w = TOP[g]
@@ -386,7 +384,7 @@ def run(T, up, hb, HB0, maxp, coef, pools_starve, horizon, trace, enabled, backo
             if IS[I_NLOG] + CAP[n] + 2 > LOG.shape[0]:
                 LOG, LT, LV = grown(LOG, LT, LV, IS[I_NLOG] + CAP[n] + 2)
             if fh + CAP[n] + 1 > HT.shape[0]:
-                HT, HS, HW, HN = _heap_grown(HT, HS, HW, HN, fh + CAP[n] + 1)
+                HT, HS, HW = _heap_grown(HT, HS, HW, fh + CAP[n] + 1)
             free = CAP[n] - USED[n]
             seq0 = fseq
             if not fresh:
@@ -406,7 +404,7 @@ def run(T, up, hb, HB0, maxp, coef, pools_starve, horizon, trace, enabled, backo
                 nrunning += 1
                 if not EVER[g]:
                     since = now
-                fh = _h_push(HT, HS, HW, HN, fh, now + DUR[w], fseq, g, n)
+                fh = _h_push(HT, HS, HW, fh, now + DUR[w], fseq, g)
                 fseq += 1
                 moved = True
                 rfresh = False
@@ -440,7 +438,7 @@ def run(T, up, hb, HB0, maxp, coef, pools_starve, horizon, trace, enabled, backo
             nrunning += 1
             if not EVER[g]:
                 since = now
-            fh = _h_push(HT, HS, HW, HN, fh, now + DUR[c], fseq, g, n)
+            fh = _h_push(HT, HS, HW, fh, now + DUR[c], fseq, g)
             fseq += 1
             moved = True
             rfresh = False
@@ -563,15 +561,14 @@ def _least_request(ACT, nact, npub, NPEND, REQ):
 
 
 @njit(cache=True)
-def _heap_grown(HT, HS, HW, HN, need):
+def _heap_grown(HT, HS, HW, need):
     n = HT.shape[0]
     while n < need:
         n *= 2
-    T2, S2, W2, N2 = np.zeros(n), np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
+    T2, S2, W2 = np.zeros(n), np.zeros(n, np.int64), np.zeros(n, np.int64)
     m = HT.shape[0]
     T2[:m] = HT
     S2[:m] = HS
     W2[:m] = HW
-    N2[:m] = HN
-    return T2, S2, W2, N2
+    return T2, S2, W2
 
