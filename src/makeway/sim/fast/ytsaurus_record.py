@@ -27,8 +27,6 @@ import heapq
 from bisect import bisect_left, insort
 from typing import Any
 
-import numpy as np
-
 from makeway.core.objects import Workload
 from makeway.core.pending import FITS_NOWHERE, PREEMPTING, PRIORITY, QUOTA, RESOURCES
 from makeway.core.resources import EPS
@@ -36,7 +34,6 @@ from makeway.core.state import ClusterState
 from makeway.policies.ytsaurus import starvation
 from makeway.policies.ytsaurus.classify import AP, NP, P
 from makeway.policies.ytsaurus.fast import layout as L
-from makeway.policies.ytsaurus.fast.pack import Rows
 from makeway.sim.collector import no_collections
 from makeway.sim.fast.kueue import ReplayError
 from makeway.sim.fast.kueue_record import KueueRecorder, _Shape
@@ -188,38 +185,11 @@ class _OpShares:
         for w in run.touched:
             if s_live[w] > 0:
                 demand[w] = s_live[w] * run.req[w]
-        packed, pool, T = run.packed, run.pool, run.T
-        by_pool: list[list[int]] = [[] for _ in packed.pools]
-        for w in sorted(demand):
-            by_pool[pool[w]].append(w)
-        IOFF, IPOOL, IW, IHI, ICNT = [0], [], [], [], []
-        item: dict[int, int] = {}
-        for p in range(len(packed.pools)):
-            if not packed.LEAF[p]:
-                for c in packed.KIDS[packed.KOFF[p]:packed.KOFF[p + 1]].tolist():
-                    IPOOL.append(c)
-                    IW.append(float(packed.W[c]))
-                    IHI.append(0.0)
-                    ICNT.append(1)
-            else:  # ``Packed.rows``: classes of equal top at their first member, in trace order
-                at: dict[float, int] = {}
-                for w in by_pool[p]:
-                    top = min(float(demand[w]), T)
-                    j = at.get(top)
-                    if j is None:
-                        j = at[top] = len(IPOOL)
-                        IPOOL.append(-1)
-                        IW.append(1.0)
-                        IHI.append(top)
-                        ICNT.append(0)
-                    ICNT[j] += 1
-                    item[w] = j
-            IOFF.append(len(IPOOL))
-        rows = Rows(np.array(IOFF, np.int64), np.array(IPOOL, np.int64), np.array(IW, np.float64),
-                    np.array(IHI, np.float64), np.array(ICNT, np.int64), np.zeros(0, np.int64))
+        packed = run.packed
+        rows = packed.rows(demand)
         _, _, IVAL = packed.solve(rows)
-        vals = (IVAL / T).tolist()
-        return {w: vals[j] for w, j in item.items()}
+        vals, item = (IVAL / run.T).tolist(), rows.OPITEM
+        return {w: vals[item[w]] for w in demand if item[w] >= 0}
 
 
 class LogRun:

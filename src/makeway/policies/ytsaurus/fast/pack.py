@@ -18,7 +18,7 @@ a guarantee scales its children's to 0, as in the Philly study's tree.
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -160,16 +160,24 @@ class Packed:
         self.POOL = np.array([pix[wl.queue] for wl in self.wls], np.int64)
         self.REQ = np.array([wl.groups[0].resources[r] for wl in self.wls], np.int64)
         self.NT = np.array([wl.groups[0].count for wl in self.wls], np.int64)
+        self._pool_of: list[int] = self.POOL.tolist()
         self._ops_of: list[list[int]] = [[] for _ in range(P)]
         for w, p in enumerate(self.POOL):
             self._ops_of[p].append(w)
 
-    def rows(self, demand: Sequence[int]) -> Rows:
-        """The items of an update where operation ``w`` demands ``demand[w]`` units (0: not in the
-        tree), in ``onedim``'s order: a pool's child pools in child order; a leaf's classes of
-        equal top ``min(demand, T)`` (every weight is 1) at their first member in trace order.
-        What the loop must build from its classes; here in Python, for the tests and the record."""
+    def rows(self, demand: Sequence[int] | Mapping[int, int]) -> Rows:
+        """The items of an update where operation ``w`` demands ``demand[w]`` units (0, or absent
+        from a mapping: not in the tree), in ``onedim``'s order: a pool's child pools in child
+        order; a leaf's classes of equal top ``min(demand, T)`` (every weight is 1) at their first
+        member in trace order. What the loop builds from its classes; here in Python, for the
+        tests and the record (which passes a mapping of the tree's operations: a few hundred of
+        a trace's tens of thousands)."""
         T = self.T
+        ops_of = self._ops_of
+        if isinstance(demand, Mapping):
+            ops_of = [[] for _ in self.pools]
+            for w in sorted(demand):
+                ops_of[self._pool_of[w]].append(w)
         IOFF, IPOOL, IW, IHI, ICNT = [0], [], [], [], []
         OPITEM = np.full(len(self.wls), -1, np.int64)
         for p in range(len(self.pools)):
@@ -181,7 +189,7 @@ class Packed:
                     ICNT.append(1)
             else:
                 at: dict[float, int] = {}
-                for w in self._ops_of[p]:
+                for w in ops_of[p]:
                     d = int(demand[w])
                     if d <= 0:
                         continue
