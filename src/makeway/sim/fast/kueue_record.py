@@ -62,6 +62,27 @@ class _Shape:
         self.nowhere = nowhere
 
 
+def workload_shapes(wls: Sequence[Workload], resources: Sequence[str], nodes: Sequence[Any]) -> list[_Shape]:
+    """Each workload's ``_Shape`` (its one task group's count, requests by resource index, and
+    whether it fits no node), one object per distinct group, shared."""
+    rix = {r: i for i, r in enumerate(resources)}
+    shapes: dict[tuple, _Shape] = {}
+    out = []
+    for wl in wls:
+        g = wl.groups[0]
+        raw = (g.count, tuple(g.resources.items()))
+        shape = shapes.get(raw)
+        if shape is None:
+            vec = [0] * len(rix)
+            for k, v in g.resources.items():
+                vec[rix[k]] = v
+            nowhere = not any(all(v <= 0 or v <= n.capacity.get(k, 0) + EPS for k, v in g.resources.items())
+                              for n in nodes)
+            shape = shapes[raw] = _Shape(g.count, [(rix[k], v) for k, v in g.resources.items()], vec, nowhere)
+        out.append(shape)
+    return out
+
+
 class KueueRecorder(FastRecorder):
     """``FastRecorder`` with what a preemption adds: victims' counters, events, waste and restarts."""
 
@@ -212,24 +233,10 @@ class LogRun:
         self.cap = [[n.capacity.get(r, 0) for n in nodes] for r in state.resources]
         self.used = [[0] * len(nodes) for _ in state.resources]  # per resource and node
         self.N = len(nodes)
-        shapes: dict[tuple, _Shape] = {}
         self.w_id = [wl.id for wl in wls]
         self.w_q = [qix[wl.queue] for wl in wls]
         self.w_tasks = [wl.groups[0].count for wl in wls]
-        self.w_shape = []
-        for wl in wls:
-            g = wl.groups[0]
-            raw = (g.count, tuple(g.resources.items()))
-            shape = shapes.get(raw)
-            if shape is None:
-                vec = [0] * len(rix)
-                for k, v in g.resources.items():
-                    vec[rix[k]] = v
-                pairs = [(rix[k], v) for k, v in g.resources.items()]
-                nowhere = not any(all(v <= 0 or v <= n.capacity.get(k, 0) + EPS for k, v in g.resources.items())
-                                  for n in nodes)
-                shape = shapes[raw] = _Shape(g.count, pairs, vec, nowhere)
-            self.w_shape.append(shape)
+        self.w_shape = workload_shapes(wls, state.resources, nodes)
         self.sub = [wl.submit for wl in wls]
         self.prio = packed.WI[:, L.W_PRIO].tolist()
         self.w_cq = packed.WI[:, L.W_CQ].tolist()

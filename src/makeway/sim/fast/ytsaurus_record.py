@@ -36,7 +36,7 @@ from makeway.policies.ytsaurus.classify import AP, NP, P
 from makeway.policies.ytsaurus.fast import layout as L
 from makeway.sim.collector import no_collections
 from makeway.sim.fast.kueue import ReplayError
-from makeway.sim.fast.kueue_record import KueueRecorder, _Shape
+from makeway.sim.fast.kueue_record import KueueRecorder, workload_shapes
 from makeway.sim.fast.reasons import IndexedReasons
 
 STATUS = {L.S_NP: NP, L.S_AP: AP, L.S_P: P}
@@ -222,21 +222,7 @@ class LogRun:
         self.dur = [wl.duration for wl in wls]
         self.sub = [wl.submit for wl in wls]
         self.key = [(-wl.priority, wl.submit, wl.id, w) for w, wl in enumerate(wls)]
-        rix = {r: i for i, r in enumerate(state.resources)}
-        shapes: dict[tuple, _Shape] = {}
-        self.w_shape = []
-        for wl in wls:
-            g = wl.groups[0]
-            raw = (g.count, tuple(g.resources.items()))
-            shape = shapes.get(raw)
-            if shape is None:
-                vec = [0] * len(rix)
-                for k, v in g.resources.items():
-                    vec[rix[k]] = v
-                nowhere = not any(all(v <= 0 or v <= n.capacity.get(k, 0) + EPS for k, v in g.resources.items())
-                                  for n in nodes)
-                shape = shapes[raw] = _Shape(g.count, [(rix[k], v) for k, v in g.resources.items()], vec, nowhere)
-            self.w_shape.append(shape)
+        self.w_shape = workload_shapes(wls, state.resources, nodes)
         # per task (operation ``w``'s are ``toff[w]..toff[w+1]-1``): running, pending, node, start, seq
         self.toff = [0] * (W + 1)
         for w in range(W):

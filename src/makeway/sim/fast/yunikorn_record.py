@@ -30,13 +30,12 @@ import numpy as np
 
 from makeway.core.objects import Workload
 from makeway.core.pending import FITS_NOWHERE, PREEMPTING, PRIORITY, RESOURCES
-from makeway.core.resources import EPS
 from makeway.core.state import ClusterState
 from makeway.policies.yunikorn.fast import layout as L
 from makeway.policies.yunikorn.model import preempt_reason
 from makeway.sim.collector import no_collections
 from makeway.sim.fast.kueue import ReplayError
-from makeway.sim.fast.kueue_record import KueueReasons, KueueRecorder, _Shape
+from makeway.sim.fast.kueue_record import KueueReasons, KueueRecorder, workload_shapes
 from makeway.sim.fast.sums import E_EVICT, E_FINISH, E_START, E_SUBMIT, replay
 
 
@@ -253,28 +252,15 @@ class LogRun:
         qix = {q: i for i, q in enumerate(names)}
         self.paths = [[qix[a] for a in state.path_to_root(q)] for q in names]
         self.ints = True
-        rix = {r: i for i, r in enumerate(state.resources)}
         nodes = list(state.nodes.values())
         self.node_names = [n.name for n in nodes]
         self.cap = [[n.capacity.get(r, 0) for n in nodes] for r in state.resources]
         self.used = [[0] * len(nodes) for _ in state.resources]
         self.N = len(nodes)
-        shapes: dict[tuple, _Shape] = {}
         self.w_id = [wl.id for wl in wls]
         self.w_q = [qix[wl.queue] for wl in wls]
         self.w_tasks = [1] * len(wls)
-        self.w_shape = []
-        for wl in wls:
-            res = wl.groups[0].resources
-            raw = tuple(res.items())
-            shape = shapes.get(raw)
-            if shape is None:
-                vec = [0] * len(rix)
-                for k, v in res.items():
-                    vec[rix[k]] = v
-                nowhere = not any(all(v <= n.capacity.get(k, 0) + EPS for k, v in res.items()) for n in nodes)
-                shape = shapes[raw] = _Shape(1, [(rix[k], v) for k, v in res.items()], vec, nowhere)
-            self.w_shape.append(shape)
+        self.w_shape = workload_shapes(wls, state.resources, nodes)  # one task each, every request positive
         self.sub = [wl.submit for wl in wls]
         self.prio = [wl.priority for wl in wls]
         # the default queue order (priority, submit time, id) as one rank per workload
