@@ -28,7 +28,7 @@ from makeway.sim.engine import SimOptions, make_simulation, simulate  # noqa: E4
 from makeway.sim.fast import ytsaurus  # noqa: E402
 from makeway.sim.fast.ytsaurus_record import YTsaurusRecorder  # noqa: E402
 from tests.ytsaurus_fast.test_fast_loop import _maker, cases  # noqa: E402
-from tests.ytsaurus_fast.test_fast_stages import contended  # noqa: E402
+from tests.ytsaurus_fast.test_fast_stages import _pools_fight, contended  # noqa: E402
 
 
 def _dump(rec) -> str:
@@ -102,16 +102,9 @@ def test_a_short_no_progress_window(case, window):
 
 def test_a_starving_pool_preempts_and_the_document_is_the_engines():
     """Built: ``b``'s long tasks fill the cluster, ``a``'s burst starves and takes them back."""
-    def make():
-        queues = [Queue("root", guaranteed={"gpu": 16}), Queue("a", "root", guaranteed={"gpu": 12}),
-                  Queue("b", "root", guaranteed={"gpu": 4})]
-        jobs = [Workload(f"b{k}", "b", 0.25 * k, 200.0, (TaskGroup(2, {"gpu": 1}),)) for k in range(8)]
-        jobs += [Workload(f"a{k}", "a", 5.0 + k, 20.0 + 5 * k, (TaskGroup(1 + k % 2, {"gpu": 2 + 2 * (k % 2)}),))
-                 for k in range(6)]
-        return ClusterState(["gpu"], queues, [Node(f"n{k}", {"gpu": 4}) for k in range(4)]), jobs
     s = {"fair_share_update_period": 1.0, "heartbeat_period": 0.5, "fair_share_starvation_timeout": 2.0,
          "preemptive_scheduling_backoff": 1.0}
-    rec = compiled_same(make, s, record_starts=True)
+    rec = compiled_same(_pools_fight, s, record_starts=True)
     assert rec.preemptions > 0 and rec.note_counts.get("starvation", 0) > 0
 
 
