@@ -62,6 +62,14 @@ class _Shape:
         self.nowhere = nowhere
 
 
+def queue_paths(state: ClusterState) -> tuple[list[str], dict[str, int], list[list[int]]]:
+    """The queues in the state's order, each one's index, and each one's path to its root as
+    indexes (itself first): what a ``LogRun`` keeps its per-queue sums by."""
+    names = list(state.queues)
+    qix = {q: i for i, q in enumerate(names)}
+    return names, qix, [[qix[a] for a in state.path_to_root(q)] for q in names]
+
+
 def workload_shapes(wls: Sequence[Workload], resources: Sequence[str], nodes: Sequence[Any]) -> list[_Shape]:
     """Each workload's ``_Shape`` (its one task group's count, requests by resource index, and
     whether it fits no node), one object per distinct group, shared."""
@@ -222,10 +230,7 @@ class LogRun:
         self.n = int(packed.IS[I_NLOG])
         self.total_calls = int(packed.IS[I_CALLS])
         # what ``FastRecorder`` reads
-        names = list(state.queues)
-        self.q_names = names
-        qix = {q: i for i, q in enumerate(names)}
-        self.paths = [[qix[a] for a in state.path_to_root(q)] for q in names]
+        self.q_names, qix, self.paths = queue_paths(state)
         self.ints = True
         rix = {r: i for i, r in enumerate(state.resources)}
         nodes = list(state.nodes.values())

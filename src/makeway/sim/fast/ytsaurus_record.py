@@ -36,7 +36,7 @@ from makeway.policies.ytsaurus.classify import AP, NP, P
 from makeway.policies.ytsaurus.fast import layout as L
 from makeway.sim.collector import no_collections
 from makeway.sim.fast.kueue import ReplayError
-from makeway.sim.fast.kueue_record import KueueRecorder, workload_shapes
+from makeway.sim.fast.kueue_record import KueueRecorder, queue_paths, workload_shapes
 from makeway.sim.fast.reasons import IndexedReasons
 
 STATUS = {L.S_NP: NP, L.S_AP: AP, L.S_P: P}
@@ -203,10 +203,7 @@ class LogRun:
         packed = self.packed = ran.packed
         self.now = 0.0
         self.events_processed = 0
-        names = list(state.queues)
-        self.q_names = names
-        qix = {q: i for i, q in enumerate(names)}
-        self.paths = [[qix[a] for a in state.path_to_root(q)] for q in names]
+        self.q_names, qix, self.paths = queue_paths(state)
         self.ints = True
         nodes = list(state.nodes.values())
         self.node_names = [n.name for n in nodes]

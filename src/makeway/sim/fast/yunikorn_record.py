@@ -35,7 +35,7 @@ from makeway.policies.yunikorn.fast import layout as L
 from makeway.policies.yunikorn.model import preempt_reason
 from makeway.sim.collector import no_collections
 from makeway.sim.fast.kueue import ReplayError
-from makeway.sim.fast.kueue_record import KueueReasons, KueueRecorder, workload_shapes
+from makeway.sim.fast.kueue_record import KueueReasons, KueueRecorder, queue_paths, workload_shapes
 from makeway.sim.fast.sums import E_EVICT, E_FINISH, E_START, E_SUBMIT, replay
 
 
@@ -247,10 +247,7 @@ class LogRun:
         self.events_processed = 0
         self.n = int(packed.nlog)
         self.total_calls = int(packed.calls)
-        names = list(state.queues)
-        self.q_names = names
-        qix = {q: i for i, q in enumerate(names)}
-        self.paths = [[qix[a] for a in state.path_to_root(q)] for q in names]
+        self.q_names, qix, self.paths = queue_paths(state)
         self.ints = True
         nodes = list(state.nodes.values())
         self.node_names = [n.name for n in nodes]
