@@ -103,6 +103,16 @@ class KueueRecorder(FastRecorder):
             self._first[w] = now
             self._started.append(w)
 
+    def task_restarted(self, wid: str, tid: str, node: str, now: float) -> None:
+        """What a start adds beyond the sums: the restart of a task evicted before, and the start
+        event where ``record_starts`` (call it only where either may apply)."""
+        if self._evicted_at:
+            ev = self._evicted_at.pop(tid, None)
+            if ev is not None:
+                self.restarts.setdefault(wid, []).append((now, tid, node, ev))
+        if self.record_starts:
+            self.events.append({"time": now, "kind": "start", "allocation": tid, "workload": wid, "node": node})
+
     def task_evicted(self, w: int, now: float) -> None:
         """A victim's pod leaves and is pending again (``Recorder.evicted``'s sums)."""
         self._move(w, 0, -1)

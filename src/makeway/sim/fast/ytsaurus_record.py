@@ -425,18 +425,9 @@ class LogRun:
         rec.before_change(now)
         rec.task_started(w, 0, now)
         rec.reasons.task_started(w, self.npend[w] == 0)
-        if rec._first[w] is None:
-            rec._first[w] = now
-            rec._started.append(w)
+        rec.workload_started(w, now)
         if rec._evicted_at or rec.record_starts:
-            tid = self.tid(w, k)
-            if rec._evicted_at:
-                ev = rec._evicted_at.pop(tid, None)
-                if ev is not None:
-                    rec.restarts.setdefault(self.w_id[w], []).append((now, tid, self.node_names[node], ev))
-            if rec.record_starts:
-                rec.events.append({"time": now, "kind": "start", "allocation": tid, "workload": self.w_id[w],
-                                   "node": self.node_names[node]})
+            rec.task_restarted(self.w_id[w], self.tid(w, k), self.node_names[node], now)
         heapq.heappush(self.fin, (now + self.dur[w], self.seq, g))
 
     def _preempt(self, v: int, k: int, node: int, by: int, status: int, values: list, now: float) -> None:

@@ -504,18 +504,9 @@ class LogRun:
             rec.before_change(now)
         rec.feed.append(4 * w + E_START)
         reasons.started(w)
-        if rec._first[w] is None:
-            rec._first[w] = now
-            rec._started.append(w)
+        rec.workload_started(w, now)
         if rec._evicted_at or rec.record_starts:
-            tid = f"{self.w_id[w]}/0/0"
-            if rec._evicted_at:
-                ev = rec._evicted_at.pop(tid, None)
-                if ev is not None:
-                    rec.restarts.setdefault(self.w_id[w], []).append((now, tid, self.node_names[node], ev))
-            if rec.record_starts:
-                rec.events.append({"time": now, "kind": "start", "allocation": tid, "workload": self.w_id[w],
-                                   "node": self.node_names[node]})
+            rec.task_restarted(self.w_id[w], f"{self.w_id[w]}/0/0", self.node_names[node], now)
 
     def _preempt(self, v: int, by: int, node: int, now: float) -> None:
         """``Recorder.preempt`` of the victim ``v`` for the ask ``by``, which reserves ``node`` (if it
