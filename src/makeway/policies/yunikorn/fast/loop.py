@@ -26,7 +26,7 @@ from makeway.policies.yunikorn.fast.layout import (
     F_DUR, F_START, F_SUB, F_VGAP, F_VLAST, L_PREEMPT, L_START, L_UNRESERVE, N_CNT, N_OFF, N_RESV, Q_BUDGET,
     Q_DELAY, Q_LIVE, Q_LN, S_DONE, S_PENDING, S_RUNNING, T_CHK, T_DUE, T_EVER, T_GEN, T_HGEN, T_LAST, T_LPOS,
     T_NODE, T_NPOS, T_PLEV, T_Q, T_RANK, T_RESAT, T_RESV, T_SEQ, T_SHAPE, T_STARTUS, T_STATE, T_SUBUS, T_TOUCH,
-    T_TRIG, T_VICT, T_VN,
+    T_TRIG, T_VICT, T_VN, T_W, NWC, W_NDUE, W_NP, W_NPS,
 )
 from makeway.policies.yunikorn.fast.preempt import guarantees, try_preemption
 
@@ -94,6 +94,43 @@ def _w_stuck(IS, TI, TF, QI, LL, X, window, now, pending):
     return now - X[X_SINCE] >= window and now - X[X_CYCLING] >= window / 2
 
 
+# -- the walk's streams: one bit per workload rank, set while one of its tasks is in the stream --
+
+@njit(cache=True)
+def _in_ps(TI, WC, PSB, PSS, PSN, x):
+    w = TI[x, T_W]
+    WC[w, W_NPS] += 1
+    PSN[TI[x, T_SHAPE]] += 1
+    b_set(PSB, PSS, TI[x, T_SHAPE], TI[x, T_RANK])
+
+
+@njit(cache=True)
+def _out_ps(TI, WC, PSB, PSS, PSN, x):
+    w = TI[x, T_W]
+    WC[w, W_NPS] -= 1
+    PSN[TI[x, T_SHAPE]] -= 1
+    if WC[w, W_NPS] == 0:
+        b_clear(PSB, PSS, TI[x, T_SHAPE], TI[x, T_RANK])
+
+
+@njit(cache=True)
+def _in_due(TI, WC, DSB, DSS, DSN, x):
+    TI[x, T_DUE] = 1
+    WC[TI[x, T_W], W_NDUE] += 1
+    DSN[TI[x, T_Q]] += 1
+    b_set(DSB, DSS, TI[x, T_Q], TI[x, T_RANK])
+
+
+@njit(cache=True)
+def _out_due(TI, WC, DSB, DSS, DSN, x):
+    w = TI[x, T_W]
+    TI[x, T_DUE] = 0
+    WC[w, W_NDUE] -= 1
+    DSN[TI[x, T_Q]] -= 1
+    if WC[w, W_NDUE] == 0:
+        b_clear(DSB, DSS, TI[x, T_Q], TI[x, T_RANK])
+
+
 # -- the state's side --------------------------------------------------------------------------
 
 @njit(cache=True)
@@ -120,16 +157,23 @@ def _room(TI, REQ, U, UR, NI, CAP, USED, T, size, x, n, sign):
 
 
 @njit(cache=True)
-def _start(TI, TF, REQ, QI, U, UR, NI, CAP, USED, NL, LL, T, size, PSB, PSS, PSN, DSB, DSS, DSN, IS, X, TOUCH,
-           HT, HI, LOG, LT, VL, x, n, in_ps, now, now_us):
+def _start(TI, TF, REQ, QI, U, UR, NI, CAP, USED, NL, LL, T, size, PSB, PSS, PSN, DSB, DSS, DSN, WC, PL, TOFF, IS,
+           X, TOUCH, HT, HI, LOG, LT, VL, x, n, in_ps, now, now_us):
     q = TI[x, T_Q]
     if TI[x, T_DUE]:
-        TI[x, T_DUE] = 0
-        DSN[q] -= 1
-        b_clear(DSB, DSS, q, TI[x, T_RANK])
+        _out_due(TI, WC, DSB, DSS, DSN, x)
     if in_ps:
-        b_clear(PSB, PSS, TI[x, T_SHAPE], TI[x, T_RANK])
-        PSN[TI[x, T_SHAPE]] -= 1
+        _out_ps(TI, WC, PSB, PSS, PSN, x)
+    w = TI[x, T_W]
+    o = TOFF[w]
+    m = WC[w, W_NP] - 1
+    j = 0
+    while PL[o + j] != x:
+        j += 1
+    while j < m:  # the workload's other pending tasks keep their order
+        PL[o + j] = PL[o + j + 1]
+        j += 1
+    WC[w, W_NP] = m
     TI[x, T_STATE] = S_RUNNING
     TI[x, T_NODE] = n
     TI[x, T_STARTUS] = now_us
@@ -184,14 +228,17 @@ def _end(TI, REQ, QI, U, UR, NI, CAP, USED, NL, LL, LC, T, size, x):
 
 
 @njit(cache=True)
-def _pend(TI, QI, PSB, PSS, PSN, HK, HX, HN, x):
-    """Task ``x`` is pending as a fresh ask: in its shape's stream, due at submit + delay."""
+def _pend(TI, QI, PSB, PSS, PSN, WC, PL, TOFF, HK, HX, HN, x):
+    """Task ``x`` is pending as a fresh ask, last of its workload's pending tasks (as a requeue
+    appends to ``state.pending``): in its shape's stream, due at submit + delay."""
     TI[x, T_STATE] = S_PENDING
     TI[x, T_TRIG] = 0
     TI[x, T_CHK] = 0
     TI[x, T_HGEN] += 1
-    b_set(PSB, PSS, TI[x, T_SHAPE], TI[x, T_RANK])
-    PSN[TI[x, T_SHAPE]] += 1
+    w = TI[x, T_W]
+    PL[TOFF[w] + WC[w, W_NP]] = x
+    WC[w, W_NP] += 1
+    _in_ps(TI, WC, PSB, PSS, PSN, x)
     d_push(HK, HX, HN, 0, TI[x, T_SUBUS] + QI[TI[x, T_Q], Q_DELAY], x, TI[x, T_HGEN])
 
 
@@ -265,12 +312,15 @@ def _grown(a, need):
 
 
 @njit(cache=True)
-def run(TI, TF, REQ, QI, G, GT, PREFIX, ASKT, INCL, CAPT, NI, CAP, BYNAME, SREQ, RANK2T, NPLEV, horizon, window):
+def run(TI, TF, REQ, QI, G, GT, PREFIX, ASKT, INCL, CAPT, NI, CAP, BYNAME, SREQ, RANK2W, NPLEV, TOFF, horizon,
+        window):
     """The whole run, up to the last instant at or before ``horizon``; stopped where the
     no-progress watch (``window`` seconds, ``inf``: none) finds it cycling. Returns the log
     (``LOG``, ``LT``), the calls' instants and wake-ups (``CT``, ``WK``), the scalars and the
-    watch's floats (``X[X_STOPPED]``: when it stopped)."""
-    W, R = REQ.shape
+    watch's floats (``X[X_STOPPED]``: when it stopped). Rows of ``TI``/``TF``/``REQ`` are tasks;
+    workload ``w``'s are ``TOFF[w]`` to ``TOFF[w + 1] - 1``."""
+    T_, R = REQ.shape
+    W = TOFF.shape[0] - 1
     Q = QI.shape[0]
     N = CAP.shape[0]
     S = SREQ.shape[0]
@@ -284,7 +334,7 @@ def run(TI, TF, REQ, QI, G, GT, PREFIX, ASKT, INCL, CAPT, NI, CAP, BYNAME, SREQ,
     for n in range(N):
         ncap += NI[n, 4]
     NL = np.zeros(max(1, ncap), np.int64)
-    LL = np.full((Q, W + 8), -1, np.int64)
+    LL = np.full((Q, T_ + 8), -1, np.int64)
     LC = np.zeros((Q, NPLEV), np.int64)
     size = 1
     while size < max(1, N):
@@ -299,21 +349,27 @@ def run(TI, TF, REQ, QI, G, GT, PREFIX, ASKT, INCL, CAPT, NI, CAP, BYNAME, SREQ,
     PSN = np.zeros(S, np.int64)
     DSB = np.zeros((Q, NW), np.uint64)
     DSS = np.zeros((Q, NS), np.uint64)
-    HT = np.zeros(2 * W + 16, np.float64)
-    HI = np.zeros((2 * W + 16, 3), np.int64)
-    hcap = 4 * W + 10 * Q + 64
+    HT = np.zeros(2 * T_ + 16, np.float64)
+    HI = np.zeros((2 * T_ + 16, 3), np.int64)
+    hcap = 4 * T_ + 10 * Q + 64
     HK = np.zeros((2, hcap), np.int64)
     HX = np.zeros((2, hcap, 2), np.int64)
     HN = np.zeros(2, np.int64)
     WH = np.zeros(64, np.float64)
-    LOG = np.zeros((4 * W + 1024, 5), np.int64)
-    LT = np.zeros(4 * W + 1024, np.float64)
+    LOG = np.zeros((4 * T_ + 1024, 5), np.int64)
+    LT = np.zeros(4 * T_ + 1024, np.float64)
     CT = np.zeros(8 * W + 1024, np.float64)
     WK = np.zeros(8 * W + 1024, np.float64)
-    RL = np.zeros(W + 1, np.int64)
-    VL = np.zeros(2 * W + 2, np.int64)
-    TOUCH = np.zeros(W + 1, np.int64)
-    final = np.zeros(W + 1, np.int64)
+    RL = np.zeros(T_ + 1, np.int64)
+    VL = np.zeros(2 * T_ + 2, np.int64)
+    TOUCH = np.zeros(T_ + 1, np.int64)
+    final = np.zeros(T_ + 1, np.int64)
+    WC = np.zeros((W, NWC), np.int64)
+    PL = np.zeros(T_ + 1, np.int64)
+    most = 1
+    for w in range(W):
+        most = max(most, TOFF[w + 1] - TOFF[w])
+    SNAP = np.zeros(most, np.int64)
     live = np.zeros(S, np.bool_)
     hdead = np.zeros(S, np.bool_)
     tstack = np.zeros(4 * size + 8, np.int64)
@@ -333,8 +389,8 @@ def run(TI, TF, REQ, QI, G, GT, PREFIX, ASKT, INCL, CAPT, NI, CAP, BYNAME, SREQ,
         now = inf
         if IS[I_FN] > 0:
             now = HT[0]
-        if have_sub and TF[IS[I_NSUB], F_SUB] < now:
-            now = TF[IS[I_NSUB], F_SUB]
+        if have_sub and TF[TOFF[IS[I_NSUB]], F_SUB] < now:
+            now = TF[TOFF[IS[I_NSUB]], F_SUB]
         if IS[I_WN] > 0 and WH[0] < now:
             now = WH[0]
         if now == inf or now > horizon:
@@ -350,13 +406,14 @@ def run(TI, TF, REQ, QI, G, GT, PREFIX, ASKT, INCL, CAPT, NI, CAP, BYNAME, SREQ,
             IS[I_NRUN] -= 1
             TI[x, T_STATE] = S_DONE
             _w_progress(IS, TI, X, TOUCH, now)
-        while IS[I_NSUB] < W and TF[IS[I_NSUB], F_SUB] <= now:
-            x = IS[I_NSUB]
-            if HN[0] + 2 * W + 10 * Q + 16 > hcap:
-                _compact(TI, HK, HX, HN, 0)
-            _pend(TI, QI, PSB, PSS, PSN, HK, HX, HN, x)
+        while IS[I_NSUB] < W and TF[TOFF[IS[I_NSUB]], F_SUB] <= now:
+            w = IS[I_NSUB]
+            for x in range(TOFF[w], TOFF[w + 1]):
+                if HN[0] + 2 * T_ + 10 * Q + 16 > hcap:
+                    _compact(TI, HK, HX, HN, 0)
+                _pend(TI, QI, PSB, PSS, PSN, WC, PL, TOFF, HK, HX, HN, x)
             _w_progress(IS, TI, X, TOUCH, now)
-            IS[I_NSUB] = x + 1
+            IS[I_NSUB] = w + 1
         while IS[I_WN] > 0 and WH[0] == now:
             IS[I_WN] = w_pop(WH, IS[I_WN])
         for _ in range(MAX_ROUNDS):
@@ -364,14 +421,14 @@ def run(TI, TF, REQ, QI, G, GT, PREFIX, ASKT, INCL, CAPT, NI, CAP, BYNAME, SREQ,
             if c + 1 > CT.shape[0]:
                 CT = _grown(CT, c + 1)
                 WK = _grown(WK, c + 1)
-            if IS[I_NLOG] + 2 * W + 16 > LOG.shape[0]:
-                LOG = _grown(LOG, IS[I_NLOG] + 2 * W + 16)
-                LT = _grown(LT, IS[I_NLOG] + 2 * W + 16)
-            if IS[I_FN] + W + 1 > HT.shape[0]:
-                HT = _grown(HT, IS[I_FN] + W + 1)
-                HI = _grown(HI, IS[I_FN] + W + 1)
+            if IS[I_NLOG] + 2 * T_ + 16 > LOG.shape[0]:
+                LOG = _grown(LOG, IS[I_NLOG] + 2 * T_ + 16)
+                LT = _grown(LT, IS[I_NLOG] + 2 * T_ + 16)
+            if IS[I_FN] + T_ + 1 > HT.shape[0]:
+                HT = _grown(HT, IS[I_FN] + T_ + 1)
+                HI = _grown(HI, IS[I_FN] + T_ + 1)
             for h in range(2):
-                if HN[h] + 2 * W + 10 * Q + 16 > hcap:
+                if HN[h] + 2 * T_ + 10 * Q + 16 > hcap:
                     _compact(TI, HK, HX, HN, h)
             # -- one ``schedule`` call, logged; its victims are left in ``VL[:IS[I_NVICT]]`` --
             IS[I_CALLS] += 1
@@ -383,16 +440,13 @@ def run(TI, TF, REQ, QI, G, GT, PREFIX, ASKT, INCL, CAPT, NI, CAP, BYNAME, SREQ,
                 x = RL[0]
                 _log(IS, LOG, LT, L_UNRESERVE, x, 0, 0, now)
                 _unreserve(TI, NI, CAP, USED, T, size, RL, IS, x, 0)
-                b_set(PSB, PSS, TI[x, T_SHAPE], TI[x, T_RANK])
-                PSN[TI[x, T_SHAPE]] += 1
+                _in_ps(TI, WC, PSB, PSS, PSN, x)
             for h in range(2):
                 while HN[h] > 0 and HK[h, 0] <= now_us:
                     x, gen = HX[h, 0, 0], HX[h, 0, 1]
                     d_pop(HK, HX, HN, h)
                     if _valid(TI, x, gen):
-                        TI[x, T_DUE] = 1
-                        DSN[TI[x, T_Q]] += 1
-                        b_set(DSB, DSS, TI[x, T_Q], TI[x, T_RANK])
+                        _in_due(TI, WC, DSB, DSS, DSN, x)
             for s in range(S):
                 hdead[s] = PSN[s] > 0 and not _headroom(SREQ, ASKT, INCL, CAPT, UR, s)
                 live[s] = False
@@ -423,84 +477,86 @@ def run(TI, TF, REQ, QI, G, GT, PREFIX, ASKT, INCL, CAPT, NI, CAP, BYNAME, SREQ,
                     break
                 pos = nxt + 1
                 # ``try_allocate`` for ask ``x`` and what the model does with its result
-                x = RANK2T[nxt]
+                w = RANK2W[nxt]
                 IS[I_VISITS] += 1
-                s = TI[x, T_SHAPE]
-                q = TI[x, T_Q]
-                if TI[x, T_RESV] >= 0:
-                    if not _headroom(SREQ, ASKT, INCL, CAPT, UR, s):
-                        continue
-                    n0 = TI[x, T_RESV]
-                    node = n0
-                    if not _free_fits(REQ, ASKT, CAP, USED, n0, x):
-                        node = t_first(T, size, N, SREQ, s, ASKT, tstack)
-                        for i in range(IS[I_NRL]):
-                            m = TI[RL[i], T_RESV]
-                            if (node < 0 or m < node) and _free_fits(REQ, ASKT, CAP, USED, m, x):
-                                node = m
-                    if node < 0:
-                        continue
-                    for i in range(IS[I_NRL]):
-                        if RL[i] == x:
-                            _unreserve(TI, NI, CAP, USED, T, size, RL, IS, x, i)
-                            break
-                    _start(TI, TF, REQ, QI, U, UR, NI, CAP, USED, NL, LL, T, size, PSB, PSS, PSN, DSB, DSS, DSN, IS, X,
-                           TOUCH, HT, HI, LOG, LT, VL, x, node, False, now, now_us)
-                    for r in range(S):  # a node came back: dead shapes may fit again
-                        if not live[r] and not hdead[r] and PSN[r] > 0:
-                            live[r] = t_first(T, size, N, SREQ, r, ASKT, tstack) >= 0
-                    continue
-                room = _headroom(SREQ, ASKT, INCL, CAPT, UR, s)
-                if room:
-                    if live[s]:
-                        n = t_first(T, size, N, SREQ, s, ASKT, tstack)
-                        if n >= 0:
-                            _start(TI, TF, REQ, QI, U, UR, NI, CAP, USED, NL, LL, T, size, PSB, PSS, PSN, DSB, DSS,
-                                   DSN, IS, X, TOUCH, HT, HI, LOG, LT, VL, x, n, True, now, now_us)
+                npend = WC[w, W_NP]
+                for j in range(npend):  # the model's ``list(state.pending[wl])``
+                    SNAP[j] = PL[TOFF[w] + j]
+                for jt in range(npend):
+                    x = SNAP[jt]
+                    s = TI[x, T_SHAPE]
+                    q = TI[x, T_Q]
+                    if TI[x, T_RESV] >= 0:
+                        if not _headroom(SREQ, ASKT, INCL, CAPT, UR, s):
                             continue
+                        n0 = TI[x, T_RESV]
+                        node = n0
+                        if not _free_fits(REQ, ASKT, CAP, USED, n0, x):
+                            node = t_first(T, size, N, SREQ, s, ASKT, tstack)
+                            for i in range(IS[I_NRL]):
+                                m = TI[RL[i], T_RESV]
+                                if (node < 0 or m < node) and _free_fits(REQ, ASKT, CAP, USED, m, x):
+                                    node = m
+                        if node < 0:
+                            continue
+                        for i in range(IS[I_NRL]):
+                            if RL[i] == x:
+                                _unreserve(TI, NI, CAP, USED, T, size, RL, IS, x, i)
+                                break
+                        _start(TI, TF, REQ, QI, U, UR, NI, CAP, USED, NL, LL, T, size, PSB, PSS, PSN, DSB, DSS, DSN, WC, PL,
+                               TOFF, IS, X, TOUCH, HT, HI, LOG, LT, VL, x, node, False, now, now_us)
+                        for r in range(S):  # a node came back: dead shapes may fit again
+                            if not live[r] and not hdead[r] and PSN[r] > 0:
+                                live[r] = t_first(T, size, N, SREQ, r, ASKT, tstack) >= 0
+                        continue
+                    room = _headroom(SREQ, ASKT, INCL, CAPT, UR, s)
+                    if room:
+                        if live[s]:
+                            n = t_first(T, size, N, SREQ, s, ASKT, tstack)
+                            if n >= 0:
+                                _start(TI, TF, REQ, QI, U, UR, NI, CAP, USED, NL, LL, T, size, PSB, PSS, PSN, DSB, DSS,
+                                       DSN, WC, PL, TOFF, IS, X, TOUCH, HT, HI, LOG, LT, VL, x, n, True, now, now_us)
+                                continue
+                            live[s] = False
+                            DEADAT[s] = IS[I_FREED]
+                    else:
                         live[s] = False
-                        DEADAT[s] = IS[I_FREED]
-                else:
-                    live[s] = False
-                    hdead[s] = True
-                if not TI[x, T_DUE] or QI[q, Q_BUDGET] <= 0:
-                    continue
-                QI[q, Q_BUDGET] -= 1
-                IS[I_ATTEMPTS] += 1
-                TI[x, T_DUE] = 0
-                DSN[q] -= 1
-                b_clear(DSB, DSS, q, TI[x, T_RANK])
-                TI[x, T_LAST] = now_us
-                TI[x, T_CHK] = 1
-                node, nf = -1, 0
-                if guarantees(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, INCL, CAPT, LC, SCOPE, x, q):
-                    node, nf = try_preemption(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, NI, CAP, USED, NL, BYNAME, LL,
-                                              SCOPE, REFUSED, PTR, Uw, avail, total, cand, head, tail, res, bestv,
-                                              KEPT, seq0, x, q, final)
-                if node < 0:
-                    TI[x, T_HGEN] += 1
-                    d_push(HK, HX, HN, 1, now_us + FREQ_US, x, TI[x, T_HGEN])
-                    continue
-                for j in range(nf):
-                    v = final[j]
-                    qv = TI[v, T_Q]
-                    TI[v, T_VICT] = 1
-                    for k in range(R):
-                        P[qv, k] += REQ[v, k]
-                    LC[qv, TI[v, T_PLEV]] -= 1
-                    _log(IS, LOG, LT, L_PREEMPT, v, x, node, now)
-                    VL[IS[I_NVICT]] = v
-                    IS[I_NVICT] += 1
-                    _w_preempted(IS, TI, TF, X, TOUCH, v, now)
-                TI[x, T_TRIG] = 1
-                NI[node, N_RESV] = x
-                TI[x, T_RESV] = node
-                TI[x, T_RESAT] = now_us
-                RL[IS[I_NRL]] = x
-                IS[I_NRL] += 1
-                t_leaf(T, size, CAP, USED, NI, N_RESV, node)
-                b_clear(PSB, PSS, s, TI[x, T_RANK])
-                PSN[s] -= 1
+                        hdead[s] = True
+                    if not TI[x, T_DUE] or QI[q, Q_BUDGET] <= 0:
+                        continue
+                    QI[q, Q_BUDGET] -= 1
+                    IS[I_ATTEMPTS] += 1
+                    _out_due(TI, WC, DSB, DSS, DSN, x)
+                    TI[x, T_LAST] = now_us
+                    TI[x, T_CHK] = 1
+                    node, nf = -1, 0
+                    if guarantees(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, INCL, CAPT, LC, SCOPE, x, q):
+                        node, nf = try_preemption(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, NI, CAP, USED, NL, BYNAME, LL,
+                                                  SCOPE, REFUSED, PTR, Uw, avail, total, cand, head, tail, res, bestv,
+                                                  KEPT, seq0, x, q, final)
+                    if node < 0:
+                        TI[x, T_HGEN] += 1
+                        d_push(HK, HX, HN, 1, now_us + FREQ_US, x, TI[x, T_HGEN])
+                        continue
+                    for j in range(nf):
+                        v = final[j]
+                        qv = TI[v, T_Q]
+                        TI[v, T_VICT] = 1
+                        for k in range(R):
+                            P[qv, k] += REQ[v, k]
+                        LC[qv, TI[v, T_PLEV]] -= 1
+                        _log(IS, LOG, LT, L_PREEMPT, v, x, node, now)
+                        VL[IS[I_NVICT]] = v
+                        IS[I_NVICT] += 1
+                        _w_preempted(IS, TI, TF, X, TOUCH, v, now)
+                    TI[x, T_TRIG] = 1
+                    NI[node, N_RESV] = x
+                    TI[x, T_RESV] = node
+                    TI[x, T_RESAT] = now_us
+                    RL[IS[I_NRL]] = x
+                    IS[I_NRL] += 1
+                    t_leaf(T, size, CAP, USED, NI, N_RESV, node)
+                    _out_ps(TI, WC, PSB, PSS, PSN, x)
             best = NOT_SET
             for h in range(2):
                 if h == 1 and not running:
@@ -529,7 +585,7 @@ def run(TI, TF, REQ, QI, G, GT, PREFIX, ASKT, INCL, CAPT, NI, CAP, BYNAME, SREQ,
                 qv = TI[v, T_Q]
                 for k in range(R):
                     P[qv, k] -= REQ[v, k]
-                _pend(TI, QI, PSB, PSS, PSN, HK, HX, HN, v)
+                _pend(TI, QI, PSB, PSS, PSN, WC, PL, TOFF, HK, HX, HN, v)
             IS[I_NVICT] = 0
             if nv == 0:
                 break

@@ -28,9 +28,9 @@ def _whole(values: Any) -> bool:
     return all(type(v) is int for v in values)
 
 
-def unsupported(state: ClusterState, model: Any, workloads: Sequence[Workload]) -> str | None:
+def unsupported(state: ClusterState, model: Any, workloads: Sequence[Workload], gangs: bool = False) -> str | None:
     """Why the compiled YuniKorn loop could not run this (None: it could): the first thing
-    outside its class, named."""
+    outside its class, named. ``gangs``: workloads of several tasks (one group) are inside."""
     if getattr(model, "name", None) != "yunikorn":
         return "not the yunikorn model"
     if not model.preemption_enabled:
@@ -63,8 +63,8 @@ def unsupported(state: ClusterState, model: Any, workloads: Sequence[Workload]) 
         return "the state already holds workloads"
     kinds = None
     for wl in workloads:
-        if len(wl.groups) != 1 or wl.groups[0].count != 1:
-            return f"workload {wl.id}: not one task"
+        if len(wl.groups) != 1 or wl.groups[0].count < 1 or (wl.groups[0].count != 1 and not gangs):
+            return f"workload {wl.id}: not one task" if not gangs else f"workload {wl.id}: not one task group"
         res = wl.groups[0].resources
         if not res or not _whole(res.values()) or min(res.values()) <= 0:
             return f"workload {wl.id}: a request that is not in positive whole numbers"
@@ -125,7 +125,12 @@ class Packed:
                 INCL[rix[k]] = True
         CAPT = CAP.sum(axis=0).astype(np.int64)
         rows = [tuple(wl.groups[0].resources.get(k, 0) for k in types) for wl in self.wls]
-        REQ = np.array(rows, np.int64).reshape(W, R)
+        NT = np.array([wl.groups[0].count for wl in self.wls], np.int64)
+        TOFF = np.zeros(W + 1, np.int64)
+        np.cumsum(NT, out=TOFF[1:])
+        T = int(TOFF[-1])
+        TW = np.repeat(np.arange(W, dtype=np.int64), NT)
+        REQ = np.array(rows, np.int64).reshape(W, R)[TW]
         minreq = REQ.min(axis=0) if W else np.zeros(R, np.int64)
         NI = np.zeros((N, L.NNI), np.int64)
         order = sorted(range(N), key=lambda i: self.node_names[i])
@@ -134,35 +139,44 @@ class Packed:
         NI[order, L.N_RANK] = np.arange(N)
         NI[:, L.N_RESV] = -1
         for i in range(N):
-            most = W
+            most = T
             for k in range(R):
                 if ASKT[k]:
-                    most = min(most, CAP[i, k] // minreq[k] if minreq[k] > 0 else W)
+                    most = min(most, CAP[i, k] // minreq[k] if minreq[k] > 0 else T)
             NI[i, L.N_CAPN] = max(0, most) + 1
             NI[i, L.N_OFF] = off
             off += NI[i, L.N_CAPN]
         shapes: dict[tuple, int] = {}
-        TI = np.zeros((W, L.NTI), np.int64)
-        TF = np.zeros((W, L.NTF), np.float64)
+        TI = np.zeros((T, L.NTI), np.int64)
+        TF = np.zeros((T, L.NTF), np.float64)
         levels = sorted({wl.priority for wl in self.wls})
         lev = {p: i for i, p in enumerate(levels)}
         ranked = sorted(range(W), key=lambda i: (-self.wls[i].priority, self.wls[i].submit, self.wls[i].id))
         if W:  # whole columns at once: an element write costs as much as building its list entry
             wls = self.wls
-            TI[ranked, L.T_RANK] = np.arange(W)
-            TI[:, L.T_Q] = [lix[wl.queue] for wl in wls]
-            TI[:, L.T_PRIO] = [wl.priority for wl in wls]
-            TI[:, L.T_PLEV] = [lev[wl.priority] for wl in wls]
-            TI[:, L.T_SHAPE] = [shapes.setdefault(row, len(shapes)) for row in rows]
-            TI[:, L.T_SUBUS] = [to_us(wl.submit) for wl in wls]
+            wrank = np.zeros(W, np.int64)
+            wrank[ranked] = np.arange(W)
+
+            def column(values: Any, dtype: Any = np.int64) -> np.ndarray:
+                return np.asarray(values, dtype)[TW]
+
+            TI[:, L.T_RANK] = wrank[TW]
+            TI[:, L.T_W] = TW
+            TI[:, L.T_Q] = column([lix[wl.queue] for wl in wls])
+            TI[:, L.T_PRIO] = column([wl.priority for wl in wls])
+            TI[:, L.T_PLEV] = column([lev[wl.priority] for wl in wls])
+            TI[:, L.T_SHAPE] = column([shapes.setdefault(row, len(shapes)) for row in rows])
+            TI[:, L.T_SUBUS] = column([to_us(wl.submit) for wl in wls])
             TI[:, L.T_RESV] = -1
             TI[:, L.T_RESAT] = -1
-            TF[:, L.F_SUB] = [float(wl.submit) for wl in wls]
-            TF[:, L.F_DUR] = [float(wl.duration) for wl in wls]
+            TF[:, L.F_SUB] = column([float(wl.submit) for wl in wls], np.float64)
+            TF[:, L.F_DUR] = column([float(wl.duration) for wl in wls], np.float64)
         SREQ = np.array(list(shapes) or [[0] * R], np.int64).reshape(max(1, len(shapes)), R)
         self.leaves = leaves
+        self.TW, self.TOFF, self.NT = TW, TOFF, NT
+        self.T_IX = np.arange(T, dtype=np.int64) - TOFF[TW] if T else np.zeros(0, np.int64)
         self.args = (TI, TF, REQ, QI, G, GT, PREFIX, ASKT, INCL, CAPT, NI, CAP, BYNAME, SREQ,
-                     np.array(ranked, np.int64), max(1, len(levels)))
+                     np.array(ranked, np.int64), max(1, len(levels)), TOFF)
         self.TI = TI
 
     def run(self, horizon: float = math.inf, window: float = math.inf) -> "Packed":
@@ -176,12 +190,16 @@ class Packed:
         self.attempts, self.visits = int(IS[I_ATTEMPTS]), int(IS[I_VISITS])
         return self
 
+    def task_ids(self) -> list[str]:
+        """Each task's id (``core.objects.task_id``), by task index."""
+        return [f"{self.wls[w].id}/0/{i}" for w, i in zip(self.TW.tolist(), self.T_IX.tolist())]
+
 
 def run(state: ClusterState, model: Any, workloads: Sequence[Workload], horizon: float = math.inf,
-        window: float = math.inf, checked: bool = False) -> Packed:
+        window: float = math.inf, checked: bool = False, gangs: bool = False) -> Packed:
     """The compiled loop's whole run of a case inside the class (``unsupported`` None).
     ``checked``: the caller found ``unsupported`` None for these workloads already."""
-    why = None if checked else unsupported(state, model, workloads)
+    why = None if checked else unsupported(state, model, workloads, gangs)
     if why is not None:
         raise ValueError(f"the compiled YuniKorn loop cannot run this: {why}")
     return Packed(state, model, workloads).run(horizon, window)
