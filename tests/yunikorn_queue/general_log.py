@@ -5,7 +5,8 @@ What the recording (``sim.fast.yunikorn_record.LogRun``) reads of a compiled run
 before the loop exists, and against the model itself: every wake-up instant is a call
 (``skip_wakes`` answers None, as the loop runs every wake), each ``schedule`` call gets its
 number, its instant and what ``next_wakeup`` answers after it, and each reservation that timed
-out at a call's start (``_drop_stale``) is logged before its decisions.
+out at a call's start (``_drop_stale``) is logged before its decisions. Tasks are numbered as
+``pack.Packed`` numbers them: each workload's in index order, the workloads in trace order.
 """
 
 from __future__ import annotations
@@ -28,7 +29,16 @@ def run(state: Any, model: Any, workloads: list, horizon: float = math.inf, wind
     watch's; a stopped run is reported as the loop would report it)."""
     state, model = copy.deepcopy(state), copy.deepcopy(model)  # the loop reads them, it changes neither
     wls = list(workloads)
-    index = {wl.id: i for i, wl in enumerate(wls)}
+    NT = np.array([wl.groups[0].count for wl in wls], np.int64)
+    TOFF = np.zeros(len(wls) + 1, np.int64)
+    np.cumsum(NT, out=TOFF[1:])
+    TW = np.repeat(np.arange(len(wls), dtype=np.int64), NT)
+    T_IX = np.arange(len(TW), dtype=np.int64) - TOFF[TW]
+    first = {wl.id: int(TOFF[i]) for i, wl in enumerate(wls)}
+
+    def task(tid: str) -> int:
+        wl_id, _, i = tid.rsplit("/", 2)
+        return first[wl_id] + int(i)
     node_names = list(state.nodes)
     nodes = {n: i for i, n in enumerate(node_names)}
     rows: list[tuple[int, int, int, int, int]] = []
@@ -50,7 +60,7 @@ def run(state: Any, model: Any, workloads: list, horizon: float = math.inf, wind
             if tid not in model.reservations:
                 wl_id = tid.rsplit("/", 2)[0]
                 if tid in state.pending.get(wl_id, ()):
-                    log(L.L_UNRESERVE, index[wl_id], 0, 0, ct[-1])
+                    log(L.L_UNRESERVE, task(tid), 0, 0, ct[-1])
                 resv.pop(tid, None)
 
     def wrapped_schedule(state: Any, now: float) -> list:
@@ -58,13 +68,13 @@ def run(state: Any, model: Any, workloads: list, horizon: float = math.inf, wind
         decisions = schedule(state, now)
         for d in decisions:
             if isinstance(d, Start):
-                log(L.L_START, index[d.task.rsplit("/", 2)[0]], nodes[d.node], 0, now)
+                log(L.L_START, task(d.task), nodes[d.node], 0, now)
                 resv.pop(d.task, None)
             elif isinstance(d, Preempt):
                 ask = d.reason.preemptor
                 assert d.reason.rule == L.RULE, d.reason.rule
                 node = d.reason.values["node"]
-                log(L.L_PREEMPT, index[d.allocation.rsplit("/", 2)[0]], index[ask.rsplit("/", 2)[0]], nodes[node], now)
+                log(L.L_PREEMPT, task(d.allocation), task(ask), nodes[node], now)
                 resv.setdefault(ask, node)
             else:
                 raise AssertionError(f"not in the log's class: {d!r}")
@@ -86,7 +96,8 @@ def run(state: Any, model: Any, workloads: list, horizon: float = math.inf, wind
     finally:
         del model.schedule, model._drop_stale, model.skip_wakes
     n = len(rows)
-    return SimpleNamespace(wls=wls, node_names=node_names, LOG=np.array(rows, np.int64).reshape(n, L.NLOG_COLS),
+    return SimpleNamespace(wls=wls, node_names=node_names, TW=TW, TOFF=TOFF, NT=NT, T_IX=T_IX,
+                           LOG=np.array(rows, np.int64).reshape(n, L.NLOG_COLS),
                            LT=np.array(lt, np.float64), nlog=n, calls=len(ct), CT=np.array(ct, np.float64),
                            WK=np.array(wk, np.float64), stopped=rec.stopped_reason is not None
                            and rec.stopped_reason.startswith("no-progress"), recorder=rec)

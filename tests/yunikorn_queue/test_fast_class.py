@@ -41,7 +41,7 @@ def _state(queues=None, nodes=None):
 def _refusal(case):
     state, jobs = _scenario()
     settings, queues, nodes, jobs = case(state, jobs)
-    return unsupported(_state(queues, nodes), load_model("yunikorn", settings), jobs)
+    return unsupported(_state(queues, nodes), load_model("yunikorn", settings), jobs, gangs=True)
 
 
 CASES = {
@@ -63,8 +63,10 @@ CASES = {
                                             + [n for n in s.nodes.values() if n.name != "n0"], j),
                               "node n0: not schedulable"),
     "a fractional capacity": (lambda s, j: ({}, None, [Node("n0", {"cpu": 0.5})], j), "node n0: not schedulable, or a capacity"),
-    "a gang": (lambda s, j: ({}, None, None, [replace(j[0], groups=(TaskGroup(2, {"cpu": 1}),))] + j[1:]),
-               f"workload {_scenario()[1][0].id}: not one task"),
+    "two task groups": (lambda s, j: ({}, None, None, [replace(j[0], groups=(j[0].groups[0], j[0].groups[0]))] + j[1:]),
+                        f"workload {_scenario()[1][0].id}: not one task group"),
+    "an empty group": (lambda s, j: ({}, None, None, [replace(j[0], groups=(replace(j[0].groups[0], count=0),))] + j[1:]),
+                       f"workload {_scenario()[1][0].id}: not one task group"),
     "a zero request": (lambda s, j: ({}, None, None, j[:3] + [replace(j[3], groups=(TaskGroup(1, {"cpu": 0, "memory": 1}),))]),
                        f"workload {_scenario()[1][3].id}: a request that is not in positive whole numbers"),
     "other resources": (lambda s, j: ({}, None, None, j[:2] + [replace(j[2], groups=(TaskGroup(1, {"cpu": 1}),))]),
@@ -87,6 +89,15 @@ def test_each_way_out_is_named(name):
         return
     got = _refusal(case)
     assert got is not None and got.startswith(expected), got
+
+
+def test_gangs_are_inside_where_asked_for():
+    """A workload of several tasks of one group is inside the class the dispatch asks about
+    (``gangs=True``); the keyword's default keeps the one-task class."""
+    state, jobs = _scenario()
+    jobs = [replace(j, groups=(replace(j.groups[0], count=1 + i % 4),)) for i, j in enumerate(jobs)]
+    assert unsupported(state, load_model("yunikorn", {}), jobs, gangs=True) is None
+    assert unsupported(state, load_model("yunikorn", {}), jobs) == f"workload {jobs[1].id}: not one task"
 
 
 def test_a_state_already_running_work_is_outside():

@@ -38,24 +38,28 @@ def _first_difference(got: str, ref: str) -> str:
 
 
 def _recorded(state_of, workloads, **options):
-    """The document ``LogRun`` records from the stand-in's log, and the log."""
+    """The document ``LogRun`` records from the stand-in's log, the log, and the state it leaves."""
     opts = SimOptions(**options)
     horizon = math.inf if opts.horizon is None else opts.horizon
     wls = [w for w in workloads if w.submit <= horizon]
     late = [w for w in workloads if w.submit > horizon][:1]
     packed = general_log.run(state_of(), load_model("yunikorn", {}), wls, horizon)
     run = LogRun(packed, state_of(), load_model("yunikorn", {}), opts, wls, late)
-    return _dump(run.run()), packed
+    return _dump(run.run()), packed, run.state
 
 
 def _same(state_of, workloads, **options):
     workloads = sorted(workloads, key=lambda w: w.submit)
-    assert pack.unsupported(state_of(), load_model("yunikorn", {}), workloads) is None
+    assert pack.unsupported(state_of(), load_model("yunikorn", {}), workloads, gangs=True) is None
     ref_rec = simulate(state_of(), load_model("yunikorn", {}), workloads, options=SimOptions(engine="general", **options))
-    got, packed = _recorded(state_of, workloads, **options)
+    got, packed, state = _recorded(state_of, workloads, **options)
     ref = _dump(ref_rec)
     same = got == ref  # not in the assert: pytest would diff two documents of megabytes
     assert same, _first_difference(got, ref)
+    # what is left pending, in the state's order (gangs partly started among them)
+    assert [(w, list(tasks)) for w, tasks in state.pending.items()] == \
+        [(w, list(tasks)) for w, tasks in ref_rec.state.pending.items()]
+    assert state.pending_res == ref_rec.state.pending_res
     return ref_rec, packed
 
 
@@ -63,7 +67,8 @@ def _same(state_of, workloads, **options):
 def runs(draw):
     """Leaves under the root (``q1`` and ``q10`` side by side from 11 on, for the prefix rule),
     guarantees on cpu, memory or both, the root's ``preemption.delay`` of 1 s (a leaf may
-    set its own), a few nodes, priorities 0 and 100, and bursts of submissions at one instant."""
+    set its own), a few nodes, priorities 0 and 100, bursts of submissions at one instant, and
+    workloads of one to four tasks (each an ask: started, preempted and requeued one by one)."""
     n_leaves = draw(st.integers(1, 12))
     queues = [Queue("root", settings={"properties": {"preemption.delay": "1s"}})]
     for i in range(n_leaves):
@@ -78,7 +83,8 @@ def runs(draw):
     for j in range(draw(st.integers(3, 40))):
         workloads.append(Workload(f"w{j}", f"q{draw(st.integers(0, n_leaves - 1))}", draw(st.sampled_from(instants)),
                                   float(draw(st.integers(1, 30))),
-                                  (TaskGroup(1, {"cpu": draw(st.integers(1, 4)), "memory": draw(st.integers(1, 6))}),),
+                                  (TaskGroup(draw(st.sampled_from([1, 1, 2, 3, 4])),
+                                             {"cpu": draw(st.integers(1, 4)), "memory": draw(st.integers(1, 6))}),),
                                   draw(st.sampled_from([0, 100]))))
     options = {"horizon": draw(st.sampled_from([None, None, 4.0, 15.0])), "record_starts": draw(st.booleans())}
     return queues, nodes, workloads, options
@@ -139,6 +145,35 @@ def test_a_reservation_that_times_out():
     kinds = packed.LOG[:, 0].tolist()
     assert 2 in kinds and kinds.index(1) < kinds.index(2)
     assert any(code == "preempting" for trail in rec.reasons.rows().values() for _, code, _ in trail)
+
+
+def gang_reservation_case():
+    """``w4``'s three tasks: 0 and 1 start (1 after preempting), 2 preempts and reserves a node
+    whose room goes to others, and holds it an hour while its siblings run, then loses it.
+    ``w9``'s task 0, evicted, starts last, behind its siblings. (Found by a random search over
+    gangs and hour-long runs.)"""
+    queues = [Queue("root", settings={"properties": {"preemption.delay": "1s"}}),
+              Queue("q0", "root", guaranteed={"cpu": 6}), Queue("q1", "root", guaranteed={"cpu": 1, "memory": 10}),
+              Queue("q2", "root", guaranteed={"cpu": 8}), Queue("q3", "root", guaranteed={"cpu": 0})]
+    nodes = [Node("n0", {"cpu": 4, "memory": 14}), Node("n1", {"cpu": 3, "memory": 9}), Node("n2", {"cpu": 5, "memory": 7})]
+    specs = [("q1", 0, 9000, 1, 1, 1, 0), ("q1", 5, 9000, 2, 3, 4, 100), ("q1", 0, 1, 1, 4, 4, 0),
+             ("q0", 3000, 5000, 3, 1, 2, 0), ("q2", 5, 9000, 3, 3, 2, 100), ("q0", 3000, 3000, 2, 4, 6, 0),
+             ("q1", 0, 5000, 1, 1, 1, 0), ("q2", 5, 4, 2, 1, 4, 0), ("q3", 0, 30, 1, 1, 3, 0),
+             ("q1", 5, 3000, 3, 3, 1, 100), ("q2", 0, 30, 1, 2, 5, 0), ("q1", 0, 30, 2, 2, 6, 0), ("q3", 5, 1, 1, 1, 2, 0)]
+    workloads = [Workload(f"w{i}", q, float(at), float(d), (TaskGroup(n, {"cpu": c, "memory": m}),), p)
+                 for i, (q, at, d, n, c, m, p) in enumerate(specs)]
+    return (lambda: ClusterState(["cpu", "memory"], queues, nodes)), workloads
+
+
+def test_a_gang_tasks_reservation_times_out_while_its_siblings_run():
+    """The reservation is the model's ``preempting`` while the siblings run, ``resources`` once
+    it is gone (``L_UNRESERVE`` of a task); the requeued task starts behind its siblings."""
+    rec, packed = _same(*gang_reservation_case(), record_starts=True)
+    ids = [f"{packed.wls[w].id}/0/{i}" for w, i in zip(packed.TW.tolist(), packed.T_IX.tolist())]
+    rows = [(kind, ids[a]) for kind, a in packed.LOG[:, :2].tolist()]
+    assert (2, "w4/0/2") in rows and rows.index((0, "w4/0/1")) < rows.index((2, "w4/0/2"))
+    assert [t for kind, t in rows if kind == 0 and t.startswith("w9/")][-3:] == ["w9/0/1", "w9/0/2", "w9/0/0"]
+    assert [code for _, code, _ in rec.reasons.rows()["w4"]] == ["resources", "preempting", "resources"]
 
 
 def _small():

@@ -1,7 +1,8 @@
 """``YuniKornRecorder`` makes its sums, integral and samples once, at the close (``sim.fast.sums``),
 from a feed of codes; they must be what ``FastRecorder`` makes as it goes, fed the same events,
 thinning of the samples included (more instants than ``MAX_SAMPLES``), and ``jain_now`` summed
-as this Python's ``sum`` does."""
+as this Python's ``sum`` does; workloads of several tasks too, whose tasks start, are evicted and
+finish one by one."""
 
 import random
 
@@ -29,7 +30,7 @@ class _Run:
         self.ints = True
         rix = {r: i for i, r in enumerate(state.resources)}
         self.w_q = [qix[wl.queue] for wl in wls]
-        self.w_tasks = [1] * len(wls)
+        self.w_tasks = [wl.groups[0].count for wl in wls]
         self.w_id = [wl.id for wl in wls]
         self.w_shape = []
         for wl in wls:
@@ -37,7 +38,7 @@ class _Run:
             vec = [0] * len(rix)
             for k, v in res.items():
                 vec[rix[k]] = v
-            self.w_shape.append(_Shape(1, [(rix[k], v) for k, v in res.items()], vec, False))
+            self.w_shape.append(_Shape(wl.groups[0].count, [(rix[k], v) for k, v in res.items()], vec, False))
 
 
 class _Quiet:
@@ -53,17 +54,21 @@ def _state():
                         [Node(f"n{i}", {"cpu": 64, "memory": 256, "gpu": 0 if i else 4}) for i in range(4)])
 
 
-def _feed(seed, instants):
+def _feed(seed, instants, most=1):
+    """Both recorders fed the same random events: submissions, and starts, evictions and finishes
+    of single tasks of workloads of one to ``most`` tasks."""
     rng = random.Random(seed)
     wls = [Workload(f"w{i}", rng.choice("abc"), 0.0, 1.0,
-                    (TaskGroup(1, {"cpu": rng.randint(1, 9), "memory": rng.randint(1, 30)}),)) for i in range(300)]
+                    (TaskGroup(rng.randint(1, most) if most > 1 else 1,
+                               {"cpu": rng.randint(1, 9), "memory": rng.randint(1, 30)}),)) for i in range(300)]
     run = _Run(_state(), wls)
     model = load_model("yunikorn", {})
     eager, late = FastRecorder(_state(), model, run), YuniKornRecorder(_state(), model, run)
     for rec in (eager, late):
         rec.reasons = _Quiet()
         rec.state.workloads.update((wl.id, wl) for wl in wls)
-    state_of = ["new"] * len(wls)
+    submitted = [False] * len(wls)
+    pending, running, done = [0] * len(wls), [0] * len(wls), [0] * len(wls)
     now = 0.0
     for _ in range(instants):
         now += rng.choice((0.25, 0.5, 1.0, 3.0))
@@ -71,29 +76,31 @@ def _feed(seed, instants):
             rec.before_change(now)
         for _ in range(rng.randint(0, 3)):
             w = rng.randrange(len(wls))
-            s = state_of[w]
-            if s == "new":
+            if not submitted[w]:
                 eager.submitted(w, wls[w], run.w_shape[w], now)
                 late.submitted(w, wls[w], run.w_shape[w], now)
-                state_of[w] = "pending"
-            elif s == "pending":
+                submitted[w], pending[w] = True, run.w_tasks[w]
+            elif pending[w] and (not running[w] or rng.random() < 0.5):
                 eager.task_started(w, 0, now)
                 late.feed.append(4 * w)  # what ``LogRun._start`` feeds
-                state_of[w] = "running"
-            elif s == "running" and rng.random() < 0.5:
+                pending[w] -= 1
+                running[w] += 1
+            elif running[w] and rng.random() < 0.5:
                 eager._move(w, 0, -1)
                 late.task_evicted(w, now)
-                state_of[w] = "pending"
-            elif s == "running":
+                running[w] -= 1
+                pending[w] += 1
+            elif running[w]:
+                running[w] -= 1
+                done[w] += 1
                 for rec in (eager, late):
-                    rec.task_finished(w, 0, now, False, True)
-                state_of[w] = "done"
+                    rec.task_finished(w, 0, now, False, done[w] == run.w_tasks[w])
     return eager, late
 
 
-@pytest.mark.parametrize("seed,instants", [(1, 50), (2, 4000), (3, 7000)])
-def test_sums_at_the_close_are_the_eager_ones(seed, instants):
-    eager, late = _feed(seed, instants)
+@pytest.mark.parametrize("seed,instants,most", [(1, 50, 1), (2, 4000, 1), (3, 7000, 1), (4, 1500, 4), (5, 5000, 16)])
+def test_sums_at_the_close_are_the_eager_ones(seed, instants, most):
+    eager, late = _feed(seed, instants, most)
     for rec in (eager, late):
         rec.close(rec.last_t + 1.0)
     assert len(eager.series_t) > 10
@@ -104,6 +111,9 @@ def test_sums_at_the_close_are_the_eager_ones(seed, instants):
                   "series_shares", "first_t", "end_t", "last_t"):
         assert getattr(late, field) == getattr(eager, field), field
     assert late.state.queue_usage == eager.state.queue_usage
+    assert late._finished == eager._finished
+    if most > 1:  # gangs finished, each at its last task's finish
+        assert any(late.sim.w_tasks[w] > 1 for w, _ in late._finished)
 
 
 def test_python_sum_is_the_one_jain_uses():

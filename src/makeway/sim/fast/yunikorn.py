@@ -1,9 +1,10 @@
 """YuniKorn's inter-queue preemption decided by the compiled loop, its results recorded from the log.
 
 ``makeway.policies.yunikorn.fast`` decides a whole run of its class (``pack.unsupported``: leaves
-under the root, guarantees, whole numbers, one task per workload...), every ``schedule`` call at
-every instant the engine would call it, wake-ups included. ``yunikorn_record.LogRun`` then
-records the general engine's results document from the log. Where the engine would read more
+under the root, guarantees, whole numbers, one task group per workload, each task an ask of its
+own...), every ``schedule`` call at every instant the engine would call it, wake-ups included.
+``yunikorn_record.LogRun`` then records the general engine's results document from the log, task
+by task. Where the engine would read more
 than the log says (``yunikorn_record.why_not``: ``check_invariants``, a run the no-progress watch
 stopped), and outside the class, the general engine runs the model itself: a YuniKorn log has
 no replay, since a run outside ``LogRun``'s reach is rare and the model decides it anyway.
@@ -40,9 +41,9 @@ class CompiledYuniKorn(logged.LoggedRun):
         model = self.model
         self.not_recorded = ("the trace is not sorted" if not ordered else
                              "check_invariants" if self.options.check_invariants else
-                             pack.unsupported(self.state, model, wls))
+                             pack.unsupported(self.state, model, wls, gangs=True))
         if self.not_recorded is None:
-            packed = pack.run(self.state, model, wls, self.horizon(), self.sim._window(), checked=True)
+            packed = pack.run(self.state, model, wls, self.horizon(), self.sim._window(), checked=True, gangs=True)
             from makeway.sim.fast import yunikorn_record
 
             self.not_recorded = yunikorn_record.why_not(self.state, self.options, wls, packed)

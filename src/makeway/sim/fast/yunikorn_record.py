@@ -7,6 +7,11 @@ to ``MAX_ROUNDS``, while victims leave at once) and feeds a recorder on index li
 ``YuniKornReasons`` for the pending-reason trails. The document is the general engine's; the tests
 compare the two whole (``tests/yunikorn_queue/test_log_record.py``).
 
+The log names tasks (``layout``). A workload's tasks are asks of their own: they start, finish and
+are evicted one by one, so the walk keeps them per task and, per workload, how many are pending,
+hold a reservation or finished. A workload waits in its queue while any task is pending and
+finishes at its last task's finish, as the engine's state and ``ReasonLog`` have it.
+
 It is most of a compiled run's time, so the walk takes short ways where the engine's work is
 known in advance: the finishes are the log's starts plus durations (one sorted list, stale ones
 included, instead of a heap), an instant that is only a wake-up with an empty call costs a few
@@ -106,6 +111,22 @@ class YuniKornReasons(KueueReasons):
             if i == 0 and lst:
                 stale.add(by_rank[lst[0]])
 
+    def became_pending(self, w: int) -> None:
+        """A task of ``w`` is pending again (``state.pending_log`` has ``w``): a workload still
+        partly pending keeps its place in its queue, and is only looked at in the next round."""
+        if w in self.pending:
+            self._back.add(w)
+        else:
+            super().became_pending(w)
+
+    def task_started(self, w: int, none_left: bool) -> None:
+        """``ReasonLog.started``: with no task of ``w`` left pending it leaves its queue;
+        otherwise its reason may have moved."""
+        if none_left:
+            self.started(w)
+        else:
+            self._stale.add(w)
+
     def reservation_moved(self, w: int) -> None:
         self._touched.add(w)
 
@@ -113,7 +134,7 @@ class YuniKornReasons(KueueReasons):
         run = self.sim
         if run.w_shape[w].nowhere:
             return FITS_NOWHERE, None
-        if ask_model and w in run.resv:  # the model's answer: no pruning of the victims then
+        if ask_model and run.w_resv[w]:  # the model's answer: no pruning of the victims then
             return PREEMPTING, None
         if w in self._victims and self._preempting(w):
             return PREEMPTING, None
@@ -145,12 +166,13 @@ class YuniKornReasons(KueueReasons):
 
 
 class YuniKornRecorder(KueueRecorder):
-    """``KueueRecorder`` whose sums are made once, at the close: in this class every workload is
-    one task of whole numbers, so a start, an eviction, a finish or a submission only appends its
-    code to ``feed`` (a change of instant, its mark), and ``sums.replay`` makes the sums, the
+    """``KueueRecorder`` whose sums are made once, at the close: in this class every task asks
+    whole numbers, so a start, an eviction or a finish of one task, or a submission, only appends
+    codes to ``feed`` (a change of instant, its mark), and ``sums.replay`` makes the sums, the
     utilisation integral and the samples from them as ``FastRecorder`` would have as it went
     (a model without shares, ``queue_shares`` not overridden, has none to sample: the class is
-    exactly ``YuniKornModel``)."""
+    exactly ``YuniKornModel``). A code names the task's workload (its tasks ask alike): one per
+    task started, evicted or finished, and one per task at the submission."""
 
     def __init__(self, state: ClusterState, model: Any, run: "LogRun"):
         super().__init__(state, model, run)
@@ -166,7 +188,8 @@ class YuniKornRecorder(KueueRecorder):
 
     def task_finished(self, w: int, g: int, now: float, killed: bool, done: bool) -> None:
         self.feed.append(4 * w + E_FINISH)
-        self._finished.append((w, now))
+        if done:
+            self._finished.append((w, now))
         if now > self.end_t:
             self.end_t = now
 
@@ -176,7 +199,11 @@ class YuniKornRecorder(KueueRecorder):
     def submitted(self, w: int, wl: Workload, shape: Any, now: float) -> None:
         if self.first_t is None:
             self.first_t = now
-        self.feed.append(4 * w + E_SUBMIT)
+        tasks = self.sim.w_tasks[w]
+        if tasks == 1:
+            self.feed.append(4 * w + E_SUBMIT)
+        else:
+            self.feed.extend([4 * w + E_SUBMIT] * tasks)
         self._first.append(None)
         self.reasons.submitted(w)
         self.count_unplaceable(wl, shape)
@@ -256,8 +283,8 @@ class LogRun:
         self.N = len(nodes)
         self.w_id = [wl.id for wl in wls]
         self.w_q = [qix[wl.queue] for wl in wls]
-        self.w_tasks = [1] * len(wls)
-        self.w_shape = workload_shapes(wls, state.resources, nodes)  # one task each, every request positive
+        self.w_tasks = packed.NT.tolist()
+        self.w_shape = workload_shapes(wls, state.resources, nodes)  # one task's request, every amount positive
         self.sub = [wl.submit for wl in wls]
         self.prio = [wl.priority for wl in wls]
         # the default queue order (priority, submit time, id) as one rank per workload
@@ -266,11 +293,23 @@ class LogRun:
         for i, w in enumerate(self.by_rank):
             self.rank[w] = i
         W = len(wls)
-        self.running = [False] * W
-        self.start_row = [-1] * W  # the log row of each task's current (or last) start
-        self.on = [0] * W
-        self.started_at = [0.0] * W
-        self.resv: dict[int, int] = {}  # pending ask -> the node it reserved
+        # per task (``packed.TW`` its workload, ``T_IX`` its index in the group): pending, running,
+        # the log row of its current (or last) start, node, start; its place in its workload's
+        # pending order (submitted in index order, a requeued task behind the others)
+        self.tw, self.t_ix, self.toff = packed.TW.tolist(), packed.T_IX.tolist(), packed.TOFF.tolist()
+        T = len(self.tw)
+        self.pend = [False] * T
+        self.running = [False] * T
+        self.start_row = [-1] * T
+        self.on = [0] * T
+        self.started_at = [0.0] * T
+        self.queued = list(range(T))
+        self.requeues = T
+        self.resv: dict[int, int] = {}  # pending ask (a task) -> the node it reserved
+        # per workload: its pending tasks, its pending tasks holding a reservation, finished tasks
+        self.w_np = [0] * W
+        self.w_resv = [0] * W
+        self.w_fin = [0] * W
         self.recorder = YuniKornRecorder(state, model, self)
         self.recorder.model_options = model.options()
         self.recorder.record_starts = options.record_starts
@@ -301,7 +340,7 @@ class LogRun:
         horizon = self.options.horizon
         stop = inf if horizon is None else horizon
         progress = self.options.progress
-        fin_t, fin_row, fin_w = self._finishes()
+        fin_t, fin_row, fin_task = self._finishes()
         fi = 0
         wakes: list = []
         pending_wakes: set = set()
@@ -313,6 +352,7 @@ class LogRun:
         next_call = lcall[0] if n else -1
         running, start_row = self.running, self.start_row
         shapes, used, on = self.w_shape, self.used, self.on
+        tw, w_fin, w_tasks, toff, pend, w_np = self.tw, self.w_fin, self.w_tasks, self.toff, self.pend, self.w_np
         heappop, heappush = heapq.heappop, heapq.heappush
         while True:
             now = subs[ns]
@@ -366,22 +406,25 @@ class LogRun:
                 self.now = now
                 changed = False
                 while fin_t[fi] == now and fin_row[fi] < pos:
-                    w = fin_w[fi]
+                    t = fin_task[fi]
                     fi += 1
                     events += 1
-                    if start_row[w] != fin_row[fi - 1] or not running[w]:
+                    if start_row[t] != fin_row[fi - 1] or not running[t]:
                         continue
                     changed = True
                     if rec.last_t != now:
                         rec.before_change(now)
-                    node = on[w]
+                    w = tw[t]
+                    node = on[t]
                     for r, v in shapes[w].groups[0][1]:
                         used[r][node] -= v
-                    running[w] = False
-                    rec.task_finished(w, 0, now, False, True)
+                    running[t] = False
+                    done = w_fin[w] = w_fin[w] + 1
+                    rec.task_finished(w, 0, now, False, done == w_tasks[w])
                     if rec.record_starts:
-                        rec.events.append({"time": now, "kind": "finish", "allocation": f"{self.w_id[w]}/0/0",
-                                           "workload": self.w_id[w]})
+                        wid = self.w_id[w]
+                        rec.events.append({"time": now, "kind": "finish", "allocation": f"{wid}/0/{self.t_ix[t]}",
+                                           "workload": wid})
                 while subs[ns] == now and ns < W:
                     wl = wls[ns]
                     events += 1
@@ -389,6 +432,9 @@ class LogRun:
                     if rec.last_t != now:
                         rec.before_change(now)
                     state.workloads[wl.id] = wl
+                    for t in range(toff[ns], toff[ns + 1]):
+                        pend[t] = True
+                    w_np[ns] = w_tasks[ns]
                     rec.submitted(ns, wl, shapes[ns], now)
                     ns += 1
                 if wakes and wakes[0] == now:
@@ -423,7 +469,20 @@ class LogRun:
                               f"loop made {total} calls and logged {n}")
         self.pos, self.calls = pos, calls
         rec.close(self.now)
+        self._pending_gangs()
         return rec
+
+    def _pending_gangs(self) -> None:
+        """The pending tasks and demand of each pending workload of several tasks at the close, as
+        the engine's state has them: the recorder writes every task of a pending workload, in
+        index order, but a gang may be partly started, and a requeued task is behind the others."""
+        state, wls, toff, pend, queued = self.state, self.wls, self.toff, self.pend, self.queued
+        for w in self.recorder.reasons.pending:
+            if self.w_tasks[w] > 1:
+                wl = wls[w]
+                tasks = sorted((t for t in range(toff[w], toff[w + 1]) if pend[t]), key=queued.__getitem__)
+                state.pending[wl.id] = dict.fromkeys(f"{wl.id}/0/{self.t_ix[t]}" for t in tasks)
+                state.pending_res[wl.id] = {k: v * len(tasks) for k, v in wl.groups[0].resources.items()}
 
     def _chains(self) -> list[int]:
         """The calls that end a chain of wake-ups (ascending, the last call among them): from a
@@ -448,9 +507,10 @@ class LogRun:
         order and, at one instant, in the order of the starts. A finish is taken once its start
         was (a task of no duration finishes in a new round of its start's instant)."""
         n = self.n
-        rows = np.flatnonzero(self.packed.LOG[:n, L.C_KIND] == L.L_START)
-        tasks = self.packed.LOG[:n, L.C_A][rows]
-        ends = self.packed.LT[:n][rows] + np.array([wl.duration for wl in self.wls], np.float64)[tasks]
+        packed = self.packed
+        rows = np.flatnonzero(packed.LOG[:n, L.C_KIND] == L.L_START)
+        tasks = packed.LOG[:n, L.C_A][rows]
+        ends = packed.LT[:n][rows] + np.array([wl.duration for wl in self.wls], np.float64)[packed.TW[tasks]]
         order = np.argsort(ends, kind="stable")
         return ends[order].tolist() + [float("inf")], rows[order].tolist(), tasks[order].tolist()
 
@@ -474,72 +534,91 @@ class LogRun:
                 self._preempt(la[k], self.lb[k], self.lc[k], now)
                 decided = freed = True
             else:
-                if self.resv.pop(la[k], None) is None:
-                    raise ReplayError(f"call {call}: the log unreserves {self.w_id[la[k]]}, which holds no reservation")
-                self.recorder.reasons.reservation_moved(la[k])
+                t = la[k]
+                if self.resv.pop(t, None) is None:
+                    raise ReplayError(f"call {call}: the log unreserves {self.tid(t)}, which holds no reservation")
+                w = self.tw[t]
+                self.w_resv[w] -= 1
+                self.recorder.reasons.reservation_moved(w)
             k += 1
         return k, decided, freed
 
-    def _start(self, k: int, w: int, node: int, now: float) -> None:
-        """The engine's ``_start`` and ``Recorder.start`` (the recorder's steps inlined: the walk's
-        most frequent decision)."""
+    def tid(self, t: int) -> str:
+        """Task ``t``'s id (``core.objects.task_id``)."""
+        return f"{self.w_id[self.tw[t]]}/0/{self.t_ix[t]}"
+
+    def _start(self, k: int, t: int, node: int, now: float) -> None:
+        """The engine's ``_start`` and ``Recorder.start`` of task ``t`` (the recorder's steps
+        inlined: the walk's most frequent decision)."""
         rec = self.recorder
         reasons = rec.reasons
-        if self.running[w] or w not in reasons.pending:
-            raise ReplayError(f"the log starts {self.w_id[w]} at t={now}, which is not pending")
+        if not self.pend[t]:
+            raise ReplayError(f"the log starts {self.tid(t)} at t={now}, which is not pending")
+        w = self.tw[t]
         used, cap = self.used, self.cap
         pairs = self.w_shape[w].groups[0][1]
         for r, v in pairs:
             if used[r][node] + v > cap[r][node]:
-                raise ReplayError(f"t={now}: {self.w_id[w]} does not fit on {self.node_names[node]}")
+                raise ReplayError(f"t={now}: {self.tid(t)} does not fit on {self.node_names[node]}")
         for r, v in pairs:
             used[r][node] += v
-        if self.resv.pop(w, None) is not None:
+        if self.resv.pop(t, None) is not None:
+            self.w_resv[w] -= 1
             reasons.reservation_moved(w)
-        self.start_row[w] = k
-        self.running[w] = True
-        self.on[w] = node
-        self.started_at[w] = now
+        self.start_row[t] = k
+        self.pend[t] = False
+        self.running[t] = True
+        self.on[t] = node
+        self.started_at[t] = now
         if rec.last_t != now:
             rec.before_change(now)
         rec.feed.append(4 * w + E_START)
-        reasons.started(w)
+        left = self.w_np[w] = self.w_np[w] - 1
+        reasons.task_started(w, not left)
         rec.workload_started(w, now)
         if rec._evicted_at or rec.record_starts:
-            rec.task_restarted(self.w_id[w], f"{self.w_id[w]}/0/0", self.node_names[node], now)
+            wid = self.w_id[w]
+            rec.task_restarted(wid, f"{wid}/0/{self.t_ix[t]}", self.node_names[node], now)
 
     def _preempt(self, v: int, by: int, node: int, now: float) -> None:
-        """``Recorder.preempt`` of the victim ``v`` for the ask ``by``, which reserves ``node`` (if it
-        holds no reservation yet), then the engine's ``_evict``: no grace period in this class."""
+        """``Recorder.preempt`` of the victim task ``v`` for the ask (a task) ``by``, which reserves
+        ``node`` (if it holds no reservation yet), then the engine's ``_evict``: no grace period in
+        this class. The victim is pending again, behind its workload's other pending tasks."""
         if not self.running[v]:
-            raise ReplayError(f"t={now}: victim {self.w_id[v]} of {self.w_id[by]} is not running")
+            raise ReplayError(f"t={now}: victim {self.tid(v)} of {self.tid(by)} is not running")
         rec = self.recorder
         reasons = rec.reasons
+        p, wv = self.tw[by], self.tw[v]
         if by not in self.resv:
             self.resv[by] = node
-            reasons.reservation_moved(by)
-        wl, ask = self.wls[v], self.wls[by]
+            self.w_resv[p] += 1
+            reasons.reservation_moved(p)
+        wl, ask = self.wls[wv], self.wls[p]
         vid, queue, res = wl.id, wl.queue, wl.groups[0].resources
-        tid, names = f"{vid}/0/0", self.node_names
-        reason = preempt_reason(L.RULE, f"{ask.id}/0/0", ask.id, ask.queue, ask.priority, ask.groups[0].resources,
-                                tid, queue, wl.priority, res, names[node])
+        tid, names = f"{vid}/0/{self.t_ix[v]}", self.node_names
+        reason = preempt_reason(L.RULE, f"{ask.id}/0/{self.t_ix[by]}", ask.id, ask.queue, ask.priority,
+                                ask.groups[0].resources, tid, queue, wl.priority, res, names[node])
         start = self.started_at[v]
         lost = now - start
         self.running[v] = False
+        self.pend[v] = True
+        self.queued[v] = self.requeues
+        self.requeues += 1
         rec.preemptions += 1
         rec.preempt_count[vid] = rec.preempt_count.get(vid, 0) + 1
         rec.queue_preemptions[queue] = rec.queue_preemptions.get(queue, 0) + 1
         rule = f"{reason.model}/{reason.rule}"
         rec.by_rule[rule] = rec.by_rule.get(rule, 0) + 1
-        reasons.preempted_for(by, tid, v)
+        reasons.preempted_for(p, tid, v)
         events = rec.events
         events.append({"time": now, "kind": "preempt", "allocation": tid, "workload": vid, "queue": queue,
                        "node": names[self.on[v]], "start": start, "resources": dict(res), "grace": wl.grace,
                        "reason": reason.to_dict()})
         rec.before_change(now)
         used, at = self.used, self.on[v]
-        for r, x in self.w_shape[v].groups[0][1]:
+        for r, x in self.w_shape[wv].groups[0][1]:
             used[r][at] -= x
-        rec.task_evicted(v, now)
+        rec.task_evicted(wv, now)
         rec.evicted_event(tid, vid, queue, res, lost, now)
-        reasons.became_pending(v)
+        self.w_np[wv] += 1
+        reasons.became_pending(wv)
