@@ -31,6 +31,7 @@ from makeway.sim.collector import no_collections
 from makeway.sim.fast.kueue import QuotaModes, ReplayError
 from makeway.sim.fast.reasons import IndexedReasons
 from makeway.sim.fast.recorder import FastRecorder
+from makeway.sim.fast.sums import E_START
 
 
 def why_not(state: ClusterState, options: Any, workloads: Sequence[Workload], packed: Any) -> str | None:
@@ -260,6 +261,13 @@ class LogRun:
         self.prio_pre = bool(model.prioritize_preemptors)
         self.modes = QuotaModes(packed)  # the flavor assignment on the usage, for the pending reasons
         self._cq_cols = [(qix[packed.tnodes[c].name], rix[packed.resource]) for c in packed.CQO.tolist()]
+        # each ClusterQueue's admitted usage of the packed resource, kept as the walk goes (the
+        # recorder's sums are made at the close): per queue the columns on its path, per
+        # workload a pod's amount
+        cols = {q: j for j, (q, _) in enumerate(self._cq_cols)}
+        self.cq_used = [0] * len(cols)
+        self.q_cols = [[cols[a] for a in path if a in cols] for path in self.paths]
+        self.w_amt = [wl.groups[0].resources.get(packed.resource, 0) for wl in wls]
         self.epoch = 0  # bumped at every pod start and end
         # per workload: running now, its run's generation, pods (pending order), nodes, start
         W = len(wls)
@@ -270,14 +278,21 @@ class LogRun:
         self.started_at = [0.0] * W
         self.done = [0] * W
         self.waiting: dict[int, float] = {}
-        self.recorder = KueueRecorder(state, model, self)
+        from makeway.sim.fast.feed_record import FeedRecorder
+
+        self.recorder = FeedRecorder(state, model, self)
         self.recorder.model_options = model.options()
         self.recorder.record_starts = options.record_starts
 
     def usage(self) -> list:
         """Each ClusterQueue's admitted usage now, in ``packed.CQO`` order (``QuotaModes``)."""
-        qusage = self.recorder._qusage
-        return [qusage[q][r] for q, r in self._cq_cols]
+        return list(self.cq_used)
+
+    def _use(self, w: int, pods: int) -> None:
+        """``pods`` pods of ``w`` start (or, negative, leave): its ClusterQueues' usage moves."""
+        a, used = self.w_amt[w] * pods, self.cq_used
+        for j in self.q_cols[self.w_q[w]]:
+            used[j] += a
 
     # -- the walk --------------------------------------------------------------------------------------
 
@@ -329,6 +344,7 @@ class LogRun:
                 if finished:
                     self.running[w] = False
                 rec.task_finished(w, 0, now, False, finished)
+                self._use(w, -1)
                 if record_starts:
                     rec.events.append({"time": now, "kind": "finish", "allocation": self.order[w][i],
                                        "workload": self.w_id[w]})
@@ -405,9 +421,12 @@ class LogRun:
         self.started_at[w] = now
         self.epoch += count
         rec.before_change(now)
-        started = rec.task_started
-        for _ in pods:
-            started(w, 0, now)
+        code = 4 * w + E_START  # ``FeedRecorder.task_started`` per pod
+        if count == 1:
+            rec.feed.append(code)
+        else:
+            rec.feed.extend([code] * count)
+        self._use(w, count)
         reasons.started(w)
         rec.workload_started(w, now)
         if rec._evicted_at or rec.record_starts:
@@ -503,5 +522,6 @@ class LogRun:
             evicted_at[tid] = now
             events.append({"time": now, "kind": "evicted", "allocation": tid, "workload": vid, "queue": queue,
                            "resources": dict(res), "lost_seconds": lost})
+        self._use(v, -n)
         reasons.became_pending(v)
         self.order[v] = pods
