@@ -35,14 +35,14 @@ def _ctz(x):
 
 # -- rank bitsets: row ``s`` of ``B`` (words) and ``SM`` (a bit per non-empty word) ------------------
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def b_set(B, SM, s, p):
     w = p >> 6
     B[s, w] |= _ONE << np.uint64(p & 63)
     SM[s, w >> 6] |= _ONE << np.uint64(w & 63)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def b_clear(B, SM, s, p):
     w = p >> 6
     B[s, w] &= ~(_ONE << np.uint64(p & 63))
@@ -50,12 +50,12 @@ def b_clear(B, SM, s, p):
         SM[s, w >> 6] &= ~(_ONE << np.uint64(w & 63))
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def b_has(B, s, p):
     return (B[s, p >> 6] >> np.uint64(p & 63)) & _ONE != _ZERO
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def b_next(B, SM, s, p):
     """The least set position >= ``p`` in row ``s``, or -1."""
     nw = B.shape[1]
@@ -84,7 +84,7 @@ def b_next(B, SM, s, p):
 
 # -- free capacity of the nodes not reserved: a max tree per resource --------------------------
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def t_leaf(T, size, CAP, USED, NI, RESV_COL, n):
     """Node ``n``'s leaf: its free amounts, or -1 everywhere while it is reserved."""
     R = T.shape[0]
@@ -102,7 +102,7 @@ def t_leaf(T, size, CAP, USED, NI, RESV_COL, n):
             j >>= 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def t_first(T, size, N, SREQ, s, ASKT, stack):
     """The least node not reserved where shape ``s`` fits, or -1."""
     R = T.shape[0]
@@ -133,20 +133,20 @@ def t_first(T, size, N, SREQ, s, ASKT, stack):
 
 # -- heaps ------------------------------------------------------------------------------------
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _f_before(HT, HI, i, j):
     """Finish-heap order: time, then push sequence (the engine's heap breaks ties by its seq)."""
     return HT[i] < HT[j] or (HT[i] == HT[j] and HI[i, 0] < HI[j, 0])
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _f_swap(HT, HI, i, j):
     HT[i], HT[j] = HT[j], HT[i]
     for c in range(3):
         HI[i, c], HI[j, c] = HI[j, c], HI[i, c]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def f_push(HT, HI, n, t, seq, task, gen):
     """Push (time ``t``, seq) onto the finish heap of ``n`` entries; the new count."""
     HT[n] = t
@@ -164,7 +164,7 @@ def f_push(HT, HI, n, t, seq, task, gen):
     return n + 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def f_pop(HT, HI, n):
     n -= 1
     if n > 0:
@@ -188,7 +188,7 @@ def f_pop(HT, HI, n):
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def w_push(WH, n, t):
     WH[n] = t
     k = n
@@ -202,7 +202,7 @@ def w_push(WH, n, t):
     return n + 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def w_pop(WH, n):
     n -= 1
     if n > 0:
@@ -222,7 +222,7 @@ def w_pop(WH, n):
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def d_push(HK, HX, HN, h, key, x, gen):
     """Push (due ``key``, task ``x``, ``gen``) onto due heap ``h`` (0: fresh asks, 1: checked)."""
     n = HN[h]
@@ -242,7 +242,7 @@ def d_push(HK, HX, HN, h, key, x, gen):
     HN[h] = n + 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def d_pop(HK, HX, HN, h):
     n = HN[h] - 1
     HN[h] = n

@@ -27,7 +27,16 @@ from makeway.policies.yunikorn.fast.layout import (
 by_package(os.path.dirname(__file__))  # the loop inlines helpers from every file here: any edit recompiles
 
 
-@njit(cache=True)
+
+@njit(cache=True, _nrt=False, inline='always')
+def _copy2(dst, src):
+    """``dst[:, :] = src`` without an allocation (a slice copy checks for overlap through a
+    temporary, which needs numba's runtime)."""
+    for i in range(src.shape[0]):
+        for k in range(src.shape[1]):
+            dst[i, k] = src[i, k]
+
+@njit(cache=True, _nrt=False)
 def over(G, GT, P, ASKT, Uw, q):
     """``victim_queue_over``: some ask type of ``q``'s remainder is negative."""
     for k in range(G.shape[1]):
@@ -36,7 +45,7 @@ def over(G, GT, P, ASKT, Uw, q):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def fits_rem(G, GT, P, ASKT, Uw, q, REQ, v):
     """``fit_in_actual(remaining(q), REQ[v])``."""
     for k in range(G.shape[1]):
@@ -45,7 +54,7 @@ def fits_rem(G, GT, P, ASKT, Uw, q, REQ, v):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def within(G, GT, P, Uw, q):
     for k in range(G.shape[1]):
         if GT[q, k] and G[q, k] - Uw[q, k] + P[q, k] < 0:
@@ -53,7 +62,7 @@ def within(G, GT, P, Uw, q):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _before(TI, a, b):
     """The candidates' order: newest start first, then leaf order, then start order."""
     if TI[a, T_STARTUS] != TI[b, T_STARTUS]:
@@ -63,7 +72,7 @@ def _before(TI, a, b):
     return TI[a, T_SEQ] < TI[b, T_SEQ]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def sgt(ASKT, REQ, x, total, empty):
     """``strictly_greater_than_only_existing(ask, total)``; every request has the ask's types."""
     if empty:
@@ -121,7 +130,7 @@ def _by_node(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, CAP, USED, x, a, n, nc, bea
             cand[k] = cand[k - 1]
             k -= 1
         cand[k] = t
-    Uw[:, :] = U
+    _copy2(Uw, U)
     for k in range(R):
         avail[k] = CAP[n, k] - USED[n, k]
     nh = 0
@@ -165,7 +174,7 @@ def _by_node(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, CAP, USED, x, a, n, nc, bea
         return -1, -1
     for i in range(nt):
         head[nh + i] = tail[i]
-    Uw[:, :] = U
+    _copy2(Uw, U)
     for k in range(R):
         avail[k] = CAP[n, k] - USED[n, k]
     nr = 0
@@ -197,7 +206,7 @@ def _by_node(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, CAP, USED, x, a, n, nc, bea
     return index, nr
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _eligible(REQ, ASKT, NI, CAP, USED, x, n):
     """Node ``n`` is searched for victims of ask ``x``: not reserved by another ask, large
     enough, and without room for the ask as it is."""
@@ -214,12 +223,12 @@ def _eligible(REQ, ASKT, NI, CAP, USED, x, n):
     return not free
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _candidate(TI, SCOPE, p, seq0, t):
     return SCOPE[TI[t, T_Q]] and TI[t, T_PRIO] <= p and not TI[t, T_VICT] and TI[t, T_SEQ] <= seq0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _first(TI, NI, NL, SCOPE, p, seq0, n):
     """The first of node ``n``'s candidates in the victims' order, or -1. ``_by_node``'s walk
     starts there: a leaf in scope is over its guarantee in some ask type (in the class no usage
@@ -232,7 +241,7 @@ def _first(TI, NI, NL, SCOPE, p, seq0, n):
     return first
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _fits_after(REQ, ASKT, CAP, USED, x, n, v):
     """Whether ask ``x`` fits on ``n`` once victim ``v`` alone is gone. Where ``v`` is the node's
     ``_first`` and fits the ask queue's remainder, this is ``_by_node``'s index being 0: every
@@ -244,7 +253,7 @@ def _fits_after(REQ, ASKT, CAP, USED, x, n, v):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _node_index(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, NI, CAP, USED, NL, SCOPE, Uw, avail, cand, head, tail, res,
                 seq0, x, a, n, beat):
     """``victims_by_node`` on eligible node ``n`` as ``_by_node`` answers it, its candidates
@@ -271,7 +280,7 @@ def _node_index(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, NI, CAP, USED, NL, SCOPE
                     tail, res)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def guarantees(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, INCL, CAPT, LC, SCOPE, x, a):
     """The leaves in scope (``SCOPE``: not within their guarantee, with a candidate; none when
     the ask's leaf is fenced) and ``check_queue_guarantees`` in closed form: whether the attempt
@@ -306,7 +315,7 @@ def guarantees(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, INCL, CAPT, LC, SCOPE, x,
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def try_preemption(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, NI, CAP, USED, NL, BYNAME, LL, SCOPE, REFUSED, PTR, Uw,
                    avail, total, cand, head, tail, res, best, KEPT, seq0, x, a, final):
     """The attempt of ask ``x`` (leaf ``a``) once its preconditions and ``guarantees`` held,
@@ -378,14 +387,14 @@ def try_preemption(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, NI, CAP, USED, NL, BY
     return chosen, nf
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _extras(TI, REQ, QI, G, GT, U, P, PREFIX, ASKT, LL, SCOPE, REFUSED, PTR, Uw, total, best, seq0, x, a, chosen,
             index, final, nf, empty):
     """``additional_victims``' walk, each victim kept going to the final selection at once; it
     stops when the selection is full (``strictly_greater_than_only_existing`` turned false)."""
     Q, R = G.shape[0], G.shape[1]
     p = TI[x, T_PRIO]
-    Uw[:, :] = U
+    _copy2(Uw, U)
     for j in range(index + 1):
         v = best[j]
         TI[v, T_MARK] = 1
