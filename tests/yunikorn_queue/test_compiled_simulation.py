@@ -82,3 +82,38 @@ def test_the_philly_excerpts_as_the_benchmark_runs_them(name, jobs, gangs):
     assert got == ref, _first_difference(got, ref)
     assert len(rec.finish_t) == jobs
     assert sum(wl.task_count > 1 for wl in rec.state.workloads.values()) == gangs
+
+
+def test_a_squeezed_gang_cut_preempts_gang_tasks():
+    """The gang excerpt's jobs a thousand times closer together and a hundred times shorter, on
+    the study's queues over 4 nodes of 8 GPUs guaranteed 16, 8 and 8: queues borrow and are
+    reclaimed from, gangs preempt and are preempted task by task, and their requeued tasks wait
+    behind their siblings."""
+    from dataclasses import replace
+
+    from makeway.benchmarks import PHILLY_STUDY, _beside
+    from makeway.config import build_state, load_config, parse_config
+    from makeway.sim.importers import read_trace
+    from makeway.sim.queue_map import load as load_queue_map
+    from makeway.sim.scale import scale_cluster
+    from makeway.sim.trace import parse_record
+
+    study = _beside(PHILLY_STUDY)
+    if study is None:
+        pytest.skip("the Philly study's config is not in this checkout")
+    qmap = load_queue_map(str(study.parent / "queue-map.yaml"))
+    wls = sorted((parse_record(qmap.apply(r)) for r in read_trace(PHILLY / "philly_gangs.csv", "philly")),
+                 key=lambda w: (w.submit, w.id))
+    t0 = wls[0].submit
+    cut = [replace(w, submit=round((w.submit - t0) / 1000.0, 1), duration=max(1.0, round(w.duration / 100.0)))
+           for w in wls]
+    data = scale_cluster(load_config(study).model_dump(), 0.1, quotas=False)
+    for name, gpus in (("prod", 16), ("research", 8), ("batch", 8)):
+        data["queues"][name]["guaranteed"] = {"gpu": gpus}
+    data["preemption"] = {"model": "yunikorn"}
+    cfg = parse_config(data, "the Philly study on a few nodes")
+    assert sum(n.count * n.capacity["gpu"] for n in cfg.nodes) == 32, cfg.nodes
+    rec = _compiled_same(lambda: build_state(cfg), cut, record_starts=True)
+    gangs = {w.id for w in cut if w.task_count > 1}
+    victims = {e["workload"] for e in rec.events if e["kind"] == "preempt"}
+    assert len(victims & gangs) >= 3 and rec.preemptions >= 10 and len(rec.finish_t) == len(cut)
