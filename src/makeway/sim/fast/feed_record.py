@@ -43,12 +43,7 @@ class FeedRecorder(KueueRecorder):
 
     def task_finished(self, w: int, g: int, now: float, killed: bool, done: bool) -> None:
         self.feed.append(4 * w + E_FINISH)
-        if killed:
-            self._killed[w] = self._killed.get(w, 0) + 1
-        if done:
-            self._finished.append((w, now))
-        if now > self.end_t:
-            self.end_t = now
+        self._ended(w, now, killed, done)
 
     def task_evicted(self, w: int, now: float) -> None:
         self.feed.append(4 * w + E_EVICT)

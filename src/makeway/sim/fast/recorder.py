@@ -161,6 +161,10 @@ class FastRecorder(Recorder):
                 acc = qusage[p]
                 for r, v in pairs:
                     acc[r] = _add(acc[r], -v)
+        self._ended(w, now, killed, done)
+
+    def _ended(self, w: int, now: float, killed: bool, done: bool) -> None:
+        """What a task's finish adds beyond the sums: a kill, the workload's finish, the end."""
         if killed:
             self._killed[w] = self._killed.get(w, 0) + 1
         if done:
