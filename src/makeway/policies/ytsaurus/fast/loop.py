@@ -156,6 +156,30 @@ def _requeue(w, k, TOFF, NT, RING, QHEAD, NPEND):
 
 # -- the run ------------------------------------------------------------------------------------------
 
+@njit(cache=True, _nrt=False)
+def _next_beat(now, hb, ih, qh, qc, HB0, QT, QN):
+    """The next heartbeat due at ``now``, in push order (a node's first beat from ``HB0``, then the
+    sorted ring ``QT``/``QN`` of ``qc`` beats from ``qh``), pushed again at ``now + hb``:
+    ``(node or -1, ih, qh, qc)``. Compiled without numba's runtime, so that a call counts no array
+    references (with them it cost 60-110 ns a beat, against 3 ns written in place)."""
+    N = HB0.shape[0]
+    if ih < N and HB0[ih] == now:
+        n = ih
+        ih += 1
+    elif qc > 0 and QT[qh] == now:
+        n = QN[qh]
+        qh = qh + 1 if qh < N else 0
+        qc -= 1
+    else:
+        return -1, ih, qh, qc
+    j = qh + qc
+    if j > N:
+        j -= N + 1
+    QT[j] = now + hb
+    QN[j] = n
+    return n, ih, qh, qc + 1
+
+
 @njit(cache=True)
 def run(T, up, hb, HB0, maxp, coef, pools_starve, horizon, trace, enabled, backoff, aggr_thr, thr, ops_only, window,
         PAR, W, GU, KOFF, KIDS, LEAF, PTOL, PTO, PRE, LRANK, ALLOWN, POOL, REQ, NT, SUB, DUR, CAP):
@@ -312,22 +336,10 @@ def run(T, up, hb, HB0, maxp, coef, pools_starve, horizon, trace, enabled, backo
         if tick == now:
             tick = now + up
         nb = 0
-        while True:  # in push order; each pushed again at once, in that order
-            if ih < N and HB0[ih] == now:
-                n = ih
-                ih += 1
-            elif qc > 0 and QT[qh] == now:
-                n = QN[qh]
-                qh = qh + 1 if qh < N else 0
-                qc -= 1
-            else:
+        while True:
+            n, ih, qh, qc = _next_beat(now, hb, ih, qh, qc, HB0, QT, QN)
+            if n < 0:
                 break
-            j = qh + qc
-            if j > N:
-                j -= N + 1
-            QT[j] = now + hb
-            QN[j] = n
-            qc += 1
             BEATS[nb] = n
             nb += 1
 
@@ -509,22 +521,10 @@ def _quiet(end, cbound, horizon, up, hb, enabled, backoff, HB0, QT, QN, RQ, BLAS
         if now >= snap_t + up - EPS:
             snap_t = now
             refreshes += 1
-        while True:  # as in ``run``
-            if ih < N and HB0[ih] == now:
-                n = ih
-                ih += 1
-            elif qc > 0 and QT[qh] == now:
-                n = QN[qh]
-                qh = qh + 1 if qh < N else 0
-                qc -= 1
-            else:
+        while True:
+            n, ih, qh, qc = _next_beat(now, hb, ih, qh, qc, HB0, QT, QN)
+            if n < 0:
                 break
-            j = qh + qc
-            if j > N:
-                j -= N + 1
-            QT[j] = now + hb
-            QN[j] = n
-            qc += 1
             if enabled and now > BLAST[n] + backoff:
                 BLAST[n] = now
                 stages += 1
