@@ -4,8 +4,9 @@
 Inside: the partition's preemption on, quota preemption off; a root with neither guarantee nor
 max and, under it, leaves only, without a max, with guarantees in whole numbers and no
 preemption property but ``preemption.delay``; schedulable nodes with whole capacities; an empty
-state; workloads of one task asking positive whole amounts of one same set of resources, without
-settings, always preemptible and without a grace period. There the model's rules reduce to what
+state; workloads of one task group (of one task, or of any number with ``gangs``: each task its
+own ask) asking positive whole amounts of one same set of resources, without settings, always
+preemptible and without a grace period. There the model's rules reduce to what
 the plan restates on arrays: no fences, priority offsets, required nodes, originators, float
 rounding or Go-faithful sorts of comparators that are not strict weak orders.
 """
@@ -17,7 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from makeway.core.objects import Workload
+from makeway.core.objects import Workload, task_id
 from makeway.core.state import ClusterState
 from makeway.policies.yunikorn.common import INT32_MAX, INT32_MIN, QueueProps
 from makeway.policies.yunikorn.fast import layout as L
@@ -63,8 +64,10 @@ def unsupported(state: ClusterState, model: Any, workloads: Sequence[Workload], 
         return "the state already holds workloads"
     kinds = None
     for wl in workloads:
-        if len(wl.groups) != 1 or wl.groups[0].count < 1 or (wl.groups[0].count != 1 and not gangs):
-            return f"workload {wl.id}: not one task" if not gangs else f"workload {wl.id}: not one task group"
+        if len(wl.groups) != 1 or wl.groups[0].count < 1:
+            return f"workload {wl.id}: not one task group" if gangs else f"workload {wl.id}: not one task"
+        if wl.groups[0].count != 1 and not gangs:
+            return f"workload {wl.id}: not one task"
         res = wl.groups[0].resources
         if not res or not _whole(res.values()) or min(res.values()) <= 0:
             return f"workload {wl.id}: a request that is not in positive whole numbers"
@@ -192,7 +195,7 @@ class Packed:
 
     def task_ids(self) -> list[str]:
         """Each task's id (``core.objects.task_id``), by task index."""
-        return [f"{self.wls[w].id}/0/{i}" for w, i in zip(self.TW.tolist(), self.T_IX.tolist())]
+        return [task_id(self.wls[w].id, 0, i) for w, i in zip(self.TW.tolist(), self.T_IX.tolist())]
 
 
 def run(state: ClusterState, model: Any, workloads: Sequence[Workload], horizon: float = math.inf,
