@@ -41,6 +41,16 @@ class FeedRecorder(KueueRecorder):
     def task_started(self, w: int, g: int, now: float) -> None:
         self.feed.append(4 * w + E_START)
 
+    def tasks_started(self, w: int, count: int) -> None:
+        """``count`` tasks of ``w`` start at once (a walk's start, without a call per task)."""
+        self._codes(4 * w + E_START, count)
+
+    def _codes(self, code: int, count: int) -> None:
+        if count == 1:
+            self.feed.append(code)
+        else:
+            self.feed.extend([code] * count)
+
     def task_finished(self, w: int, g: int, now: float, killed: bool, done: bool) -> None:
         self.feed.append(4 * w + E_FINISH)
         self._ended(w, now, killed, done)
@@ -52,10 +62,7 @@ class FeedRecorder(KueueRecorder):
         if self.first_t is None:
             self.first_t = now
         tasks = self.sim.w_tasks[w]
-        if tasks == 1:
-            self.feed.append(4 * w + E_SUBMIT)
-        else:
-            self.feed.extend([4 * w + E_SUBMIT] * tasks)
+        self._codes(4 * w + E_SUBMIT, tasks)
         self._first.append(None)
         self.reasons.submitted(w)
         self.count_unplaceable(wl, shape)

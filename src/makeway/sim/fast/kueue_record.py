@@ -31,7 +31,6 @@ from makeway.sim.collector import no_collections
 from makeway.sim.fast.kueue import QuotaModes, ReplayError
 from makeway.sim.fast.reasons import IndexedReasons
 from makeway.sim.fast.recorder import FastRecorder
-from makeway.sim.fast.sums import E_START
 
 
 def why_not(state: ClusterState, options: Any, workloads: Sequence[Workload], packed: Any) -> str | None:
@@ -421,11 +420,7 @@ class LogRun:
         self.started_at[w] = now
         self.epoch += count
         rec.before_change(now)
-        code = 4 * w + E_START  # ``FeedRecorder.task_started`` per pod
-        if count == 1:
-            rec.feed.append(code)
-        else:
-            rec.feed.extend([code] * count)
+        rec.tasks_started(w, count)
         self._use(w, count)
         reasons.started(w)
         rec.workload_started(w, now)

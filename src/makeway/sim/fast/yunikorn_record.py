@@ -31,7 +31,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from makeway.core.objects import Workload
+from makeway.core.objects import Workload, task_id
 from makeway.core.pending import FITS_NOWHERE, PREEMPTING, PRIORITY, RESOURCES
 from makeway.core.state import ClusterState
 from makeway.policies.yunikorn.fast import layout as L
@@ -40,7 +40,6 @@ from makeway.sim.collector import no_collections
 from makeway.sim.fast.kueue import ReplayError
 from makeway.sim.fast.feed_record import FeedRecorder
 from makeway.sim.fast.kueue_record import KueueReasons, queue_paths, workload_shapes
-from makeway.sim.fast.sums import E_START
 
 
 def why_not(state: ClusterState, options: Any, workloads: Sequence[Workload], packed: Any) -> str | None:
@@ -335,9 +334,8 @@ class LogRun:
                     done = w_fin[w] = w_fin[w] + 1
                     rec.task_finished(w, 0, now, False, done == w_tasks[w])
                     if rec.record_starts:
-                        wid = self.w_id[w]
-                        rec.events.append({"time": now, "kind": "finish", "allocation": f"{wid}/0/{self.t_ix[t]}",
-                                           "workload": wid})
+                        rec.events.append({"time": now, "kind": "finish", "allocation": self.tid(t),
+                                           "workload": self.w_id[w]})
                 while subs[ns] == now and ns < W:
                     wl = wls[ns]
                     events += 1
@@ -394,7 +392,7 @@ class LogRun:
             if self.w_tasks[w] > 1:
                 wl = wls[w]
                 tasks = sorted((t for t in range(toff[w], toff[w + 1]) if pend[t]), key=queued.__getitem__)
-                state.pending[wl.id] = dict.fromkeys(f"{wl.id}/0/{self.t_ix[t]}" for t in tasks)
+                state.pending[wl.id] = dict.fromkeys(self.tid(t) for t in tasks)
                 state.pending_res[wl.id] = {k: v * len(tasks) for k, v in wl.groups[0].resources.items()}
 
     def _chains(self) -> list[int]:
@@ -458,7 +456,7 @@ class LogRun:
 
     def tid(self, t: int) -> str:
         """Task ``t``'s id (``core.objects.task_id``)."""
-        return f"{self.w_id[self.tw[t]]}/0/{self.t_ix[t]}"
+        return task_id(self.w_id[self.tw[t]], 0, self.t_ix[t])
 
     def _start(self, k: int, t: int, node: int, now: float) -> None:
         """The engine's ``_start`` and ``Recorder.start`` of task ``t`` (the recorder's steps
@@ -485,13 +483,12 @@ class LogRun:
         self.started_at[t] = now
         if rec.last_t != now:
             rec.before_change(now)
-        rec.feed.append(4 * w + E_START)
+        rec.tasks_started(w, 1)
         left = self.w_np[w] = self.w_np[w] - 1
         reasons.task_started(w, not left)
         rec.workload_started(w, now)
         if rec._evicted_at or rec.record_starts:
-            wid = self.w_id[w]
-            rec.task_restarted(wid, f"{wid}/0/{self.t_ix[t]}", self.node_names[node], now)
+            rec.task_restarted(self.w_id[w], self.tid(t), self.node_names[node], now)
 
     def _preempt(self, v: int, by: int, node: int, now: float) -> None:
         """``Recorder.preempt`` of the victim task ``v`` for the ask (a task) ``by``, which reserves
@@ -508,8 +505,8 @@ class LogRun:
             reasons.reservation_moved(p)
         wl, ask = self.wls[wv], self.wls[p]
         vid, queue, res = wl.id, wl.queue, wl.groups[0].resources
-        tid, names = f"{vid}/0/{self.t_ix[v]}", self.node_names
-        reason = preempt_reason(L.RULE, f"{ask.id}/0/{self.t_ix[by]}", ask.id, ask.queue, ask.priority,
+        tid, names = self.tid(v), self.node_names
+        reason = preempt_reason(L.RULE, self.tid(by), ask.id, ask.queue, ask.priority,
                                 ask.groups[0].resources, tid, queue, wl.priority, res, names[node])
         start = self.started_at[v]
         lost = now - start
