@@ -204,6 +204,15 @@ def bench_preemption_decision(quick: bool) -> list[Figure]:
     workloads; each sample is one scheduling decision of a high-priority workload that must preempt."""
     admitted = 2_000 if quick else 10_000
     samples = 20 if quick else 50
+    times = sorted(decision_ms(admitted, samples))
+    p99 = times[min(len(times) - 1, int(0.99 * len(times)))]
+    return [figure("preemption_decision_p99_ms", p99, "ms", 1.0, admitted=admitted, samples=samples,
+                   median_ms=round(times[len(times) // 2], 3), model="kueue")]
+
+
+def decision_ms(admitted: int, samples: int) -> list[float]:
+    """The CPU milliseconds of ``samples`` Kueue decisions, each of a preemptor among ``admitted``
+    running workloads (``bench_preemption_decision``'s tree), in the order they were made."""
     cohorts, cqs = 10, 100
     queues = [Queue("org", settings={"kind": "Cohort"})]
     for c in range(cohorts):
@@ -233,18 +242,20 @@ def bench_preemption_decision(quick: bool) -> list[Figure]:
         times.append((time.process_time() - t0) * 1000)
         state.withdraw(wl.id)  # the next sample starts from the same admitted set
         assert any(type(d).__name__ == "Preempt" for d in decisions), "the preemptor found no victims"
-    times.sort()
-    p99 = times[min(len(times) - 1, int(0.99 * len(times)))]
-    return [figure("preemption_decision_p99_ms", p99, "ms", 1.0, admitted=admitted, samples=samples,
-                   median_ms=round(times[len(times) // 2], 3), model="kueue")]
+    return times
 
 
 # -- memory per simulated job -------------------------------------------------------------------------------
 
 def bench_memory(quick: bool) -> list[Figure]:
+    """Peak bytes per job the default model's run holds (tracemalloc). The compiled core is loaded
+    first: a run alone (``--only memory``) would count numba's import and cache as the jobs'."""
+    from makeway.sim.fast.compiled import warm
+
     n = 5_000 if quick else 20_000
     state = synthetic_cluster(200, 10)
     jobs = synthetic_jobs(n, 200, 10)
+    warm()
     gc.collect()
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]

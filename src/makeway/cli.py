@@ -560,8 +560,11 @@ def bench(
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
         raise fail(f"--only: unknown scenario {unknown[0]!r} (known: {', '.join(SCENARIOS)})")
+    from makeway.machine_ref import reference
+
     figures: list[dict] = []
     console = Console(stderr=True)
+    before = reference()
     for name in names:
         t0 = time.perf_counter()
         with console.status(f"bench {name}..."):
@@ -578,6 +581,11 @@ def bench(
             with console.status(f"growth {name}..."):
                 figures.append({**grow.growth(name, quick, repeat), "scenario": name})
             console.log(f"growth {name}: {time.perf_counter() - t0:.1f} s")
+    after = reference()
+    figures.append({"metric": "machine_reference_s", "value": round(min(before, after), 4), "unit": "s",
+                    "target": None, "before": round(before, 4), "after": round(after, 4),
+                    "note": "makeway.machine_ref: fixed Python work timed before and after the scenarios; "
+                            "divide a CPU figure by it to compare machines or hours"})
     table = Table(title=f"makeway bench{' --quick' if quick else ''}", title_justify="left")
     for col in ("metric", "value", "unit", "target", "met"):
         table.add_column(col, justify="right" if col in ("value", "target") else "left")

@@ -13,7 +13,7 @@ import math
 import time
 from typing import Callable
 
-from makeway.benchmarks import (Figure, bench_throughput_preemption, figure, kth, kueue_baseline,
+from makeway.benchmarks import (Figure, bench_throughput_preemption, decision_ms, figure, kth, kueue_baseline,
                                 synthetic_cluster, synthetic_jobs)
 from makeway.registry import load_model
 from makeway.sim.engine import SimOptions, simulate
@@ -58,8 +58,11 @@ def memory_cost(scale: float) -> tuple[float, int]:
     """Peak bytes the ``memory`` scenario's run holds (tracemalloc), not CPU: memory ~ n^k."""
     import tracemalloc
 
+    from makeway.sim.fast.compiled import warm
+
     n = int(20_000 * scale)
     state, jobs = synthetic_cluster(200, 10), synthetic_jobs(n, 200, 10)
+    warm()  # numba's import and cache are not the run's
     gc.collect()
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
@@ -69,6 +72,26 @@ def memory_cost(scale: float) -> tuple[float, int]:
     return float(peak), n
 
 
+def decision_cost(scale: float) -> tuple[float, int]:
+    """The median CPU milliseconds of one Kueue preemption decision among ``10,000 x scale``
+    admitted workloads (``preemption-decision``): what a pass costs as the admitted set grows."""
+    admitted = int(10_000 * scale)
+    times = sorted(decision_ms(admitted, 21))
+    return times[len(times) // 2], admitted
+
+
+def fair_share_cost(scale: float) -> tuple[float, int]:
+    """The CPU milliseconds of one YTsaurus fair share update over ``100,000 x scale`` operations in
+    ``10,000 x scale`` pools (``ytsaurus-fair-share``, compiled); nan without numba or bench/."""
+    from makeway.benchmarks import _bench_file, _kernel
+
+    ops = int(100_000 * scale)
+    mod = _bench_file("bench_ytsaurus_fair_share.py") if _kernel() else None
+    if mod is None:
+        return float("nan"), ops
+    return mod.measure(int(10_000 * scale), ops), ops
+
+
 SCENARIOS: dict[str, Callable[[float], tuple[float, int]]] = {
     "kueue-baseline": kueue_cost,
     "throughput": throughput_cost,
@@ -76,8 +99,10 @@ SCENARIOS: dict[str, Callable[[float], tuple[float, int]]] = {
     "swf-fifo-strict": swf_strict_cost,
     "swf-easy-backfill": swf_cost,
     "memory": memory_cost,
+    "preemption-decision": decision_cost,
+    "ytsaurus-fair-share": fair_share_cost,
 }
-UNITS = {"memory": "bytes"}  # of the cost; CPU seconds elsewhere
+UNITS = {"memory": "bytes", "preemption-decision": "ms", "ytsaurus-fair-share": "ms"}  # of the cost; CPU seconds elsewhere
 # a ``makeway bench`` scenario -> the growth scenarios that scale it (where the names differ)
 OF_BENCH = {"swf-fifo-easy": ("swf-fifo-strict", "swf-easy-backfill")}
 
@@ -111,7 +136,7 @@ def growth(name: str, quick: bool, repeat: int = 1) -> Figure:
     n_small, n_big = small_runs[0][1], big_runs[0][1]
     c_small, c_big = min(c for c, _ in small_runs), min(c for c, _ in big_runs)
     unit = UNITS.get(name)
-    digits = 3 if unit is None else None
+    digits = {None: 3, "bytes": None}.get(unit, 4)
     label = "cpu_s" if unit is None else unit
     costs = {f"small_{label}": round(c_small, digits), f"big_{label}": round(c_big, digits)}
     if repeat > 1:

@@ -63,3 +63,15 @@ def test_bench_refuses_a_repeat_it_cannot_use(tmp_path, args, message):
     res = CliRunner().invoke(app, ["bench", "--quick", "--only", "memory", "--out", str(tmp_path / "b.json"), *args])
     assert res.exit_code == 2 and message in res.output
     assert not (tmp_path / "b.json").exists()
+
+
+def test_decision_growth_reads_the_median_decision_among_the_admitted():
+    cost, n = growth.decision_cost(0.05)
+    assert n == 500 and 0.0 < cost < 1000.0
+    assert growth.UNITS["preemption-decision"] == "ms"
+
+
+def test_fair_share_growth_scales_pools_and_operations():
+    cost, n = growth.fair_share_cost(0.01)
+    assert n == 1000
+    assert math.isnan(cost) or cost > 0.0  # nan: numba (makeway[fast]) not installed

@@ -395,11 +395,13 @@ class HeadAdmission:
 
 
 def preemption_reason(preemptor: str, priority: int, cq: QNode, victim_priority: int, victim_cq: QNode,
-                      rule: str, values: dict) -> Reason:
+                      rule: str, values: dict, paths: tuple[str, str] | None = None) -> Reason:
     """The reason a victim of ``preemptor`` (in ClusterQueue ``cq``) carries: Kueue's event text and
-    the search's values (variant, allowBorrowing, lca) after the two workloads' priority and queue."""
+    the search's values (variant, allowBorrowing, lca) after the two workloads' priority and queue.
+    ``paths``: the two queues' ``queue_path``, where the caller keeps them."""
+    cq_path, victim_path = paths or (queue_path(cq), queue_path(victim_cq))
     detail = (f"Preempted to accommodate a workload (UID: {preemptor}) due to {_HUMAN.get(rule, rule)}; "
-              f"preemptor path: {_path(cq)}; preemptee path: {_path(victim_cq)}")
+              f"preemptor path: {cq_path}; preemptee path: {victim_path}")
     return Reason("kueue", rule, preemptor, detail,
                   {"preemptorPriority": priority, "victimPriority": victim_priority,
                    "preemptorClusterQueue": cq.name, "victimClusterQueue": victim_cq.name, **values})
@@ -417,7 +419,8 @@ def _one_flavor(cq: QNode, fr: FR) -> bool:
     return any(fr[1] in resources and tuple(flavors) == (fr[0],) for resources, flavors in cq.groups)
 
 
-def _path(n: QNode) -> str:
+def queue_path(n: QNode) -> str:
+    """``/cohort/.../queue``: a queue's place in its tree, as Kueue's preemption events name it."""
     parts = []
     cur: QNode | None = n
     while cur is not None:

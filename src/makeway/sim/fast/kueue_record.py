@@ -26,7 +26,7 @@ from makeway.core.resources import EPS
 from makeway.core.state import ClusterState
 from makeway.policies.kueue.fast import layout as L
 from makeway.policies.kueue.fast import pack
-from makeway.policies.kueue.heads import preemption_note, preemption_reason
+from makeway.policies.kueue.heads import preemption_note, preemption_reason, queue_path
 from makeway.sim.collector import no_collections
 from makeway.sim.fast.kueue import QuotaModes, ReplayError
 from makeway.sim.fast.reasons import IndexedReasons
@@ -257,6 +257,7 @@ class LogRun:
         self.w_cq = packed.WI[:, L.W_CQ].tolist()
         self.w_qv = packed.WI[:, L.W_QV].tolist()
         self.cq_name = [packed.tnodes[c].name for c in self.w_cq]
+        self.q_path = {c: queue_path(packed.tnodes[c]) for c in set(self.w_cq)}  # per ClusterQueue node
         self.prio_pre = bool(model.prioritize_preemptors)
         self.modes = QuotaModes(packed)  # the flavor assignment on the usage, for the pending reasons
         self._cq_cols = [(qix[packed.tnodes[c].name], rix[packed.resource]) for c in packed.CQO.tolist()]
@@ -455,6 +456,7 @@ class LogRun:
         reasons = rec.reasons
         tnodes, w_cq, ids = packed.tnodes, self.w_cq, self.w_id
         p, p_cq = ids[by], tnodes[w_cq[by]]
+        qpath = self.q_path
         victims = []
         reasons_for: dict[tuple, Any] = {}  # victims alike (priority, queue, search values) share one
         while k < self.n and self.kind[k] == L.L_PREEMPT and self.la[k] == by and self.lcall[k] == call:
@@ -466,8 +468,9 @@ class LogRun:
             if reason is None:
                 values = {"variant": var, "allowBorrowing": bool(self.lc[k]),
                           "lca": None if self.ld[k] < 0 else tnodes[self.ld[k]].name}
-                reason = reasons_for[alike] = preemption_reason(p, self.prio[by], p_cq, self.prio[v], tnodes[w_cq[v]],
-                                                                pack.VARIANT_REASON[var], values)
+                r = preemption_reason(p, self.prio[by], p_cq, self.prio[v], tnodes[w_cq[v]], pack.VARIANT_REASON[var],
+                                      values, (qpath[w_cq[by]], qpath[w_cq[v]]))
+                reason = reasons_for[alike] = (f"{r.model}/{r.rule}", r.to_dict())
             self._evict(v, by, reason, now)
             victims.append(ids[v])
             k += 1
@@ -477,9 +480,10 @@ class LogRun:
         rec.note(note, now)
         return k
 
-    def _evict(self, v: int, by: int, reason: Any, now: float) -> None:
+    def _evict(self, v: int, by: int, reason: tuple[str, dict], now: float) -> None:
         """``Recorder.preempt``, then the engine's ``_evict`` (no grace period in this class), for
-        every pod of ``v`` in name order."""
+        every pod of ``v`` in name order; ``reason``: its rule's counter key and its reason's
+        dict (shared by the events of victims alike, which the document only reads)."""
         rec = self.recorder
         wl = self.wls[v]
         vid, queue, res = wl.id, wl.queue, wl.groups[0].resources
@@ -488,7 +492,7 @@ class LogRun:
         if pods != order:
             at = {tid: i for i, tid in enumerate(order)}
             on = [on[at[tid]] for tid in pods]
-        rule = f"{reason.model}/{reason.rule}"
+        rule, why = reason
         start, grace, names = self.started_at[v], wl.grace, self.node_names
         lost = now - start
         qw = rec.queue_wasted.setdefault(queue, {})
@@ -507,7 +511,7 @@ class LogRun:
             reasons.preempted_for(by, tid, v)
             events.append({"time": now, "kind": "preempt", "allocation": tid, "workload": vid, "queue": queue,
                            "node": names[node], "start": start, "resources": dict(res), "grace": grace,
-                           "reason": reason.to_dict()})
+                           "reason": why})
             for r, x in pairs:
                 used[r][node] -= x
             rec.task_evicted(v, now)
