@@ -28,6 +28,35 @@ def figure(metric: str, value: float, unit: str, target: float | None, **extra: 
     return {"metric": metric, "value": round(value, 4), "unit": unit, "target": target, **extra}
 
 
+def lower_is_better(unit: str) -> bool:
+    """Whether a smaller value of a figure in ``unit`` is the better one (times, bytes, exponents)."""
+    return unit in ("s", "ms", "bytes", "exponent")
+
+
+def met(fig: Figure) -> bool | None:
+    """Whether a figure meets its target; None where it has none."""
+    target = fig.get("target")
+    if target is None:
+        return None
+    return fig["value"] <= target if lower_is_better(fig["unit"]) else fig["value"] >= target
+
+
+def best_of(runs: list[list[Figure]]) -> list[Figure]:
+    """One figure per metric from repeated runs of a scenario: the run with the best value (the
+    least disturbed by other work on a shared machine, as ``timeit`` takes the least time), with
+    every run's value beside it (``runs``), in the first run's order. A value that is not a number
+    (nan: the scenario could not measure) is never the best unless every run's is."""
+    if len(runs) == 1:
+        return runs[0]
+    out = []
+    for first in runs[0]:
+        same = [f for run in runs for f in run if f["metric"] == first["metric"]]
+        sign = 1 if lower_is_better(first["unit"]) else -1
+        best = min(same, key=lambda f: (f["value"] != f["value"], sign * f["value"] if f["value"] == f["value"] else 0))
+        out.append({**best, "runs": [f["value"] for f in same]})
+    return out
+
+
 # -- Kueue performance-test baseline (../shared/traces/kueue-perf/baseline) -------------------------
 
 KUEUE_BASELINE_SETS = (  # (class, count per CQ, creation interval s, runtime s, priority, cpu request)
