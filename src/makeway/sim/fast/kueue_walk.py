@@ -1,0 +1,223 @@
+"""The Kueue recording walk's instants, compiled: slice 1 of ``docs/plans/compiled-walks.md``.
+
+``kueue_record.LogRun`` walks the engine's instants in Python (ends, submissions, up to
+``MAX_ROUNDS`` logged calls) and spends a few µs on every start, eviction and finish. ``walk``
+runs the same instants over the packed log with the same checks and writes what the walk
+feeds its recorder without the pending reasons: ``FeedRecorder``'s codes and instant marks, and
+one row per evicted pod. Nothing takes it yet; ``tests/kueue/test_walk.py`` holds it to
+``LogRun``, feed for feed and row for row, until the reasons are in it too (slice 2).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from makeway.core.resources import EPS
+from makeway.policies.kueue.fast.layout import L_PREEMPT, L_START, L_UNWAIT
+from makeway.policies.kueue.fast.loop import I_FULL, I_HN, NIS, _h_pop, _h_push
+from makeway.sim.fast.sums import E_EVICT, E_FINISH, E_START, E_SUBMIT
+
+# what went wrong, where ``LogRun`` raises ``ReplayError`` (the index it happened at is returned)
+OK, AT_OTHER_INSTANT, NOT_PENDING, POD_COUNT, NO_FIT, VICTIM_NOT_RUNNING, CALLS_LEFT, HEAP_FULL = range(8)
+# per workload
+NEW, PENDING, RUNNING = range(3)
+# the eviction rows: time, victim, its pod's rank in name order, node, the victim's start
+EV_T, EV_W, EV_POD, EV_NODE, EV_START = range(5)
+
+
+@njit(cache=True)
+def _mark(now, S, feed, marks):
+    """``FeedRecorder.before_change``: an instant's first change writes its mark."""
+    if now - S[0] > 0:
+        S[0] = now
+        feed[int(S[1])] = -1 - int(S[2])
+        marks[int(S[2])] = now
+        S[1] += 1
+        S[2] += 1
+
+
+@njit(cache=True)
+def _codes(code, count, S, feed):
+    for _ in range(count):
+        feed[int(S[1])] = code
+        S[1] += 1
+
+
+@njit(cache=True)
+def walk(kind, lw, la, lb, lcall, lt, ln, subs, W, dur, ntask, name_pos, REQ, cap, horizon, max_rounds, total_calls,
+         last_t, feed, marks, ev):
+    """The instants of a logged Kueue run (``LogRun._run``'s order). Returns (status, where, the
+    feed's length, the marks', evicted pods, calls made, log rows taken, the last instant, 1 if
+    stopped at ``horizon``), the close's mark written. ``name_pos[w, i]``: the rank of pod ``i`` in its workload's name
+    order (pods are evicted in name order, and start again in it)."""
+    n = kind.shape[0]
+    R = REQ.shape[1]
+    state = np.zeros(W, np.int64)
+    gen = np.zeros(W, np.int64)
+    done = np.zeros(W, np.int64)
+    on_at = np.zeros(W, np.int64)  # where in ``ln`` the current start's nodes are
+    started = np.zeros(W, np.float64)
+    renamed = np.zeros(W, np.bool_)  # pods in name order since its first eviction
+    used = np.zeros(cap.shape, np.float64)
+    size = max(1, ln.shape[0])
+    IS = np.zeros(NIS, np.int64)
+    HW = np.empty(size, np.int64)  # pod entries: workload * stride + pod index
+    HT = np.empty(size, np.float64)
+    HS = np.empty(size, np.int64)
+    HG = np.empty(size, np.int64)
+    stride = 1
+    for w in range(W):
+        if ntask[w] > stride:
+            stride = ntask[w]
+    S = np.zeros(3, np.float64)  # last change's instant, feed length, marks
+    S[0] = last_t
+    nev = 0
+    ns = 0
+    pos = 0
+    calls = 0
+    now = 0.0
+    last = 0.0  # the last instant walked: the recorder's close marks it
+    inf = np.inf
+    stopped = 0
+    while True:
+        t_sub = subs[ns] if ns < subs.shape[0] else inf
+        now = HT[0] if IS[I_HN] and HT[0] <= t_sub else t_sub
+        if now == inf:
+            break
+        if now > horizon:
+            stopped = 1
+            break
+        last = now
+        while IS[I_HN] and HT[0] == now:
+            p, g = HW[0], HG[0]
+            _h_pop(IS, HW, HT, HS, HG)
+            w, i = p // stride, p % stride
+            if g != gen[w] or state[w] != RUNNING:
+                continue
+            _mark(now, S, feed, marks)
+            node = ln[on_at[w] + i]
+            for r in range(R):
+                used[node, r] -= REQ[w, r]
+            done[w] += 1
+            if done[w] >= ntask[w]:
+                state[w] = NEW  # ended: neither pending nor running
+            _codes(4 * w + E_FINISH, 1, S, feed)
+        while ns < W and subs[ns] == now:
+            _mark(now, S, feed, marks)
+            _codes(4 * ns + E_SUBMIT, ntask[ns], S, feed)
+            state[ns] = PENDING
+            ns += 1
+        for _ in range(max_rounds):
+            calls += 1
+            freed = False
+            k = pos
+            while k < n and lcall[k] == calls:
+                if lt[k] != now:
+                    return AT_OTHER_INSTANT, k, int(S[1]), int(S[2]), nev, calls, k, now, 0
+                if kind[k] == L_START:
+                    w = lw[k]
+                    count = ntask[w]
+                    if state[w] != PENDING:
+                        return NOT_PENDING, k, int(S[1]), int(S[2]), nev, calls, k, now, 0
+                    if count != lb[k]:
+                        return POD_COUNT, k, int(S[1]), int(S[2]), nev, calls, k, now, 0
+                    at = la[k]
+                    on_at[w] = at
+                    for j in range(count):
+                        node = ln[at + j]
+                        for r in range(R):
+                            v = REQ[w, r]
+                            if used[node, r] + v > cap[node, r] + EPS:
+                                return NO_FIT, k, int(S[1]), int(S[2]), nev, calls, k, now, 0
+                            used[node, r] += v
+                    gen[w] += 1
+                    state[w] = RUNNING
+                    done[w] = 0
+                    started[w] = now
+                    _mark(now, S, feed, marks)
+                    _codes(4 * w + E_START, count, S, feed)
+                    end = now + dur[w]
+                    for j in range(count):
+                        _h_push(IS, HW, HT, HS, HG, w * stride + j, gen[w], end)
+                    if IS[I_FULL]:
+                        return HEAP_FULL, k, int(S[1]), int(S[2]), nev, calls, k, now, 0
+                    k += 1
+                elif kind[k] == L_UNWAIT:
+                    k += 1
+                else:
+                    by = la[k]
+                    while k < n and kind[k] == L_PREEMPT and la[k] == by and lcall[k] == calls:
+                        v = lw[k]
+                        if state[v] != RUNNING:
+                            return VICTIM_NOT_RUNNING, k, int(S[1]), int(S[2]), nev, calls, k, now, 0
+                        count = ntask[v]
+                        state[v] = PENDING
+                        gen[v] += 1
+                        _mark(now, S, feed, marks)
+                        # pods in name order: the j-th of them is the pod whose rank is j
+                        for j in range(count):
+                            for i in range(count):
+                                rank = name_pos[v, i] if not renamed[v] else i
+                                if rank == j:
+                                    node = ln[on_at[v] + i]
+                                    ev[nev, EV_T] = now
+                                    ev[nev, EV_W] = v
+                                    ev[nev, EV_POD] = j
+                                    ev[nev, EV_NODE] = node
+                                    ev[nev, EV_START] = started[v]
+                                    nev += 1
+                                    for r in range(R):
+                                        used[node, r] -= REQ[v, r]
+                                    _codes(4 * v + E_EVICT, 1, S, feed)
+                        renamed[v] = True
+                        k += 1
+                    freed = True
+            pos = k
+            if not freed:
+                break
+    if pos != n or calls != total_calls:
+        return CALLS_LEFT, pos, int(S[1]), int(S[2]), nev, calls, pos, last, stopped
+    _mark(last, S, feed, marks)
+    return OK, pos, int(S[1]), int(S[2]), nev, calls, pos, last, stopped
+
+
+def run_walk(packed: Any, wls: list, late: list, state: Any, horizon: float | None, last_t: float,
+             max_rounds: int) -> dict[str, Any]:
+    """``walk`` over a packed run: its status, feed, marks and eviction rows as numpy arrays."""
+    from makeway.policies.kueue.fast.loop import I_CALLS, I_NLN, I_NLOG
+
+    n = int(packed.IS[I_NLOG])
+    log = packed.LOG[:n]
+    res = list(state.resources)
+    nodes = list(state.nodes.values())
+    W = len(wls)
+    REQ = np.zeros((max(1, W), max(1, len(res))), np.float64)
+    for w, wl in enumerate(wls):
+        for k, v in wl.groups[0].resources.items():
+            REQ[w, res.index(k)] = v
+    cap = np.array([[nd.capacity.get(r, 0) for r in res] for nd in nodes], np.float64).reshape(len(nodes), max(1, len(res)))
+    ntask = np.array([wl.groups[0].count for wl in wls] or [0], np.int64)
+    most = int(ntask.max()) if W else 1
+    name_pos = np.zeros((max(1, W), max(1, most)), np.int64)
+    for w, wl in enumerate(wls):
+        tids = wl.task_ids()
+        for j, tid in enumerate(sorted(tids)):
+            name_pos[w, tids.index(tid)] = j
+    subs = np.array([wl.submit for wl in wls] + [wl.submit for wl in late], np.float64)
+    dur = np.array([wl.duration for wl in wls] or [0.0], np.float64)
+    ln = packed.LN[:max(1, int(packed.IS[I_NLN]))]
+    pods = int(ntask[:W].sum()) if W else 0
+    room = pods + 3 * ln.shape[0] + 2 * (subs.shape[0] + n) + 16
+    feed = np.zeros(room, np.int64)
+    marks = np.zeros(room, np.float64)
+    ev = np.zeros((max(1, ln.shape[0]), 5), np.float64)
+    out = walk(log[:, 0].copy(), log[:, 1].copy(), log[:, 2].copy(), log[:, 3].copy(), log[:, 6].copy(),
+               packed.LT[:n].copy(), ln.copy(), subs, W, dur, ntask, name_pos, REQ, cap,
+               np.inf if horizon is None else float(horizon), max_rounds, int(packed.IS[I_CALLS]), float(last_t),
+               feed, marks, ev)
+    status, where, nf, nm, nev, calls, pos, now, stopped = out
+    return {"status": int(status), "where": int(where), "feed": feed[:nf], "marks": marks[:nm], "evicted": ev[:nev],
+            "calls": int(calls), "now": float(now), "stopped": bool(stopped)}

@@ -1,0 +1,114 @@
+"""The compiled walk (``sim/fast/kueue_walk``, slice 1 of ``docs/plans/compiled-walks.md``) goes
+through a logged Kueue run's instants as ``kueue_record.LogRun`` does: the same feed of codes and
+instant marks for the recorder's sums, the same evicted pods in the same order, on the same
+nodes, with the same start times; and a log the engine would refuse is refused."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("numba")
+
+from makeway.benchmarks import kueue_baseline  # noqa: E402
+from makeway.core.objects import Node, Queue, TaskGroup, Workload  # noqa: E402
+from makeway.core.state import ClusterState  # noqa: E402
+from makeway.registry import load_model  # noqa: E402
+from makeway.sim.engine import SimOptions, make_simulation  # noqa: E402
+from makeway.sim.fast import kueue, kueue_record  # noqa: E402
+from makeway.sim.fast import kueue_walk as KW  # noqa: E402
+from tests.kueue.helpers import draw_cluster  # noqa: E402
+
+
+def _walked(state_of, workloads, model_settings=None, **options):
+    """The recorded run (``LogRun``) and ``walk`` over the same packed log; None where the run
+    is not recorded from its log."""
+    seen = {}
+    real = kueue_record.LogRun.__init__
+
+    def capture(self, packed, state, model, opts, wls, late):
+        real(self, packed, state, model, opts, wls, late)
+        seen.update(packed=packed, state=state, wls=wls, late=late, last_t=self.recorder.last_t)
+
+    kueue_record.LogRun.__init__ = capture
+    try:
+        sim = make_simulation(state_of(), load_model("kueue", dict(model_settings or {})), SimOptions(**options), False)
+        rec = sim.run(sorted(workloads, key=lambda w: w.submit))
+    finally:
+        kueue_record.LogRun.__init__ = real
+    if not isinstance(sim, kueue.CompiledKueue) or sim.log_run is None:
+        return None
+    horizon = options.get("horizon")
+    out = KW.run_walk(seen["packed"], seen["wls"], seen["late"], seen["state"], horizon, seen["last_t"],
+                      kueue_record.LogRun.MAX_ROUNDS)
+    return rec, out, seen
+
+
+def _check(rec, out, seen):
+    assert out["status"] == KW.OK, out
+    assert np.array_equal(np.frombuffer(rec.feed, np.int64), out["feed"])
+    assert np.array_equal(np.frombuffer(rec._marks, np.float64), out["marks"])
+    assert out["stopped"] == (rec.stopped_reason == "horizon")
+    tids = [sorted(wl.task_ids()) for wl in seen["wls"]]
+    names = list(seen["state"].nodes)
+    rows = [(t, tids[int(w)][int(j)], names[int(n)], s) for t, w, j, n, s in out["evicted"].tolist()]
+    assert rows == [(e["time"], e["allocation"], e["node"], e["start"]) for e in rec.events if e["kind"] == "preempt"]
+
+
+@st.composite
+def clusters(draw):
+    queues, nodes, workloads, resources = draw_cluster(draw, wide=True)
+    options = {"horizon": draw(st.one_of(st.none(), st.sampled_from([5.0, 20.0]))),
+               "record_starts": draw(st.booleans())}
+    return queues, nodes, workloads, resources, draw(st.booleans()), options
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters())
+def test_the_walk_feeds_and_evicts_as_the_recording_does(drawn):
+    queues, nodes, workloads, resources, prioritize, options = drawn
+    got = _walked(lambda: ClusterState(resources, queues, nodes), workloads,
+                  {"prioritizePreemptorWorkloads": prioritize}, no_progress_window=32.0, **options)
+    if got is not None:
+        _check(*got)
+
+
+@pytest.mark.parametrize("prioritize", [False, True])
+def test_the_kueue_baseline_walks_as_recorded(prioritize):
+    """Kueue's perf scenario at 5%: hundreds of preemptions, requeued victims restarted."""
+    state, workloads = kueue_baseline(scale=0.05)
+    got = _walked(lambda: kueue_baseline(scale=0.05)[0], workloads, {"prioritizePreemptorWorkloads": prioritize})
+    assert got is not None and len(got[1]["evicted"]) > 500
+    _check(*got)
+
+
+def _gang():
+    queues = [Queue("cq", settings={"kind": "ClusterQueue", "resourceGroups": [
+        {"coveredResources": ["cpu"], "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": 12}]}]}],
+        "preemption": {"withinClusterQueue": "LowerPriority"}})]
+    nodes = [Node(f"n{i:02d}", {"cpu": 1}, {"flavor": "f"}) for i in range(12)]
+    workloads = [Workload("big", "cq", 0.0, 100.0, (TaskGroup(12, {"cpu": 1}),), 0),
+                 Workload("hi", "cq", 1.0, 5.0, (TaskGroup(1, {"cpu": 1}),), 5),
+                 Workload("hi2", "cq", 50.0, 5.0, (TaskGroup(1, {"cpu": 1}),), 5)]
+    return (lambda: ClusterState(["cpu"], queues, nodes)), workloads
+
+
+def test_a_gangs_pods_leave_in_name_order_twice():
+    """"big/0/10" leaves before "big/0/2"; restarted in that order, it is evicted again by a later
+    preemptor, its pods now placed by name."""
+    state_of, workloads = _gang()
+    got = _walked(state_of, workloads, record_starts=True)
+    assert got is not None and len(got[1]["evicted"]) == 24
+    _check(*got)
+
+
+def test_a_log_the_engine_refuses_is_refused():
+    state_of, workloads = _gang()
+    _, out, seen = _walked(state_of, workloads)
+    packed = seen["packed"]
+    packed.LT[1] += 1.0
+    bad = KW.run_walk(packed, seen["wls"], seen["late"], seen["state"], None, seen["last_t"], 16)
+    assert bad["status"] == KW.AT_OTHER_INSTANT
+    packed.LT[1] -= 1.0
+    packed.LOG[0, 3] += 1  # the first start claims a pod more than its workload has
+    assert KW.run_walk(packed, seen["wls"], seen["late"], seen["state"], None, seen["last_t"], 16)["status"] == KW.POD_COUNT
