@@ -28,7 +28,7 @@ def _walked(state_of, workloads, model_settings=None, **options):
 
     def capture(self, packed, state, model, opts, wls, late):
         real(self, packed, state, model, opts, wls, late)
-        seen.update(packed=packed, state=state, wls=wls, late=late, last_t=self.recorder.last_t)
+        seen.update(packed=packed, state=state, model=model, wls=wls, late=late, last_t=self.recorder.last_t)
 
     kueue_record.LogRun.__init__ = capture
     try:
@@ -39,8 +39,8 @@ def _walked(state_of, workloads, model_settings=None, **options):
     if not isinstance(sim, kueue.CompiledKueue) or sim.log_run is None:
         return None
     horizon = options.get("horizon")
-    out = KW.run_walk(seen["packed"], seen["wls"], seen["late"], seen["state"], horizon, seen["last_t"],
-                      kueue_record.LogRun.MAX_ROUNDS)
+    out = KW.run_walk(seen["packed"], seen["wls"], seen["late"], seen["state"], seen["model"], horizon,
+                      seen["last_t"], kueue_record.LogRun.MAX_ROUNDS)
     return rec, out, seen
 
 
@@ -53,6 +53,10 @@ def _check(rec, out, seen):
     names = list(seen["state"].nodes)
     rows = [(t, tids[int(w)][int(j)], names[int(n)], s) for t, w, j, n, s in out["evicted"].tolist()]
     assert rows == [(e["time"], e["allocation"], e["node"], e["start"]) for e in rec.events if e["kind"] == "preempt"]
+    reasons = rec.reasons
+    assert KW.trails(out["reasons"], seen["packed"]) == reasons.trail
+    pending = out["reasons"][2]
+    assert sorted(np.nonzero(pending[:len(seen["wls"])])[0].tolist()) == sorted(reasons.pending)
 
 
 @st.composite
@@ -107,8 +111,9 @@ def test_a_log_the_engine_refuses_is_refused():
     _, out, seen = _walked(state_of, workloads)
     packed = seen["packed"]
     packed.LT[1] += 1.0
-    bad = KW.run_walk(packed, seen["wls"], seen["late"], seen["state"], None, seen["last_t"], 16)
+    bad = KW.run_walk(packed, seen["wls"], seen["late"], seen["state"], seen["model"], None, seen["last_t"], 16)
     assert bad["status"] == KW.AT_OTHER_INSTANT
     packed.LT[1] -= 1.0
     packed.LOG[0, 3] += 1  # the first start claims a pod more than its workload has
-    assert KW.run_walk(packed, seen["wls"], seen["late"], seen["state"], None, seen["last_t"], 16)["status"] == KW.POD_COUNT
+    again = KW.run_walk(packed, seen["wls"], seen["late"], seen["state"], seen["model"], None, seen["last_t"], 16)
+    assert again["status"] == KW.POD_COUNT

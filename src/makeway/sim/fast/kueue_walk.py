@@ -18,6 +18,7 @@ from numba import njit
 from makeway.core.resources import EPS
 from makeway.policies.kueue.fast.layout import L_PREEMPT, L_START, L_UNWAIT
 from makeway.policies.kueue.fast.loop import I_FULL, I_HN, NIS, _h_pop, _h_push
+from makeway.sim.fast import kueue_walk_reasons as RW
 from makeway.sim.fast.sums import E_EVICT, E_FINISH, E_START, E_SUBMIT
 
 # what went wrong, where ``LogRun`` raises ``ReplayError`` (the index it happened at is returned)
@@ -28,7 +29,7 @@ NEW, PENDING, RUNNING = range(3)
 EV_T, EV_W, EV_POD, EV_NODE, EV_START = range(5)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _mark(now, S, feed, marks):
     """``FeedRecorder.before_change``: an instant's first change writes its mark."""
     if now - S[0] > 0:
@@ -39,7 +40,7 @@ def _mark(now, S, feed, marks):
         S[2] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _codes(code, count, S, feed):
     for _ in range(count):
         feed[int(S[1])] = code
@@ -48,7 +49,7 @@ def _codes(code, count, S, feed):
 
 @njit(cache=True)
 def walk(kind, lw, la, lb, lcall, lt, ln, subs, W, dur, ntask, name_pos, REQ, cap, horizon, max_rounds, total_calls,
-         last_t, feed, marks, ev):
+         last_t, feed, marks, ev, S, RIN):
     """The instants of a logged Kueue run (``LogRun._run``'s order). Returns (status, where, the
     feed's length, the marks', evicted pods, calls made, log rows taken, the last instant, 1 if
     stopped at ``horizon``), the close's mark written. ``name_pos[w, i]``: the rank of pod ``i`` in its workload's name
@@ -72,8 +73,11 @@ def walk(kind, lw, la, lb, lcall, lt, ln, subs, W, dur, ntask, name_pos, REQ, ca
     for w in range(W):
         if ntask[w] > stride:
             stride = ntask[w]
-    S = np.zeros(3, np.float64)  # last change's instant, feed length, marks
-    S[0] = last_t
+    FS = np.zeros(3, np.float64)  # last change's instant, feed length, marks
+    FS[0] = last_t
+    running = np.zeros(W, np.bool_)
+    cq_used = np.zeros(RIN[14].shape[0], np.int64)
+    WAIT = S[8]
     nev = 0
     ns = 0
     pos = 0
@@ -91,24 +95,31 @@ def walk(kind, lw, la, lb, lcall, lt, ln, subs, W, dur, ntask, name_pos, REQ, ca
             stopped = 1
             break
         last = now
+        changed = False
+        made = False
         while IS[I_HN] and HT[0] == now:
             p, g = HW[0], HG[0]
             _h_pop(IS, HW, HT, HS, HG)
             w, i = p // stride, p % stride
             if g != gen[w] or state[w] != RUNNING:
                 continue
-            _mark(now, S, feed, marks)
+            changed = True
+            _mark(now, FS, feed, marks)
             node = ln[on_at[w] + i]
             for r in range(R):
                 used[node, r] -= REQ[w, r]
             done[w] += 1
             if done[w] >= ntask[w]:
                 state[w] = NEW  # ended: neither pending nor running
-            _codes(4 * w + E_FINISH, 1, S, feed)
+                running[w] = False
+            _codes(4 * w + E_FINISH, 1, FS, feed)
+            RW.use(S, RIN, cq_used, w, -1)
         while ns < W and subs[ns] == now:
-            _mark(now, S, feed, marks)
-            _codes(4 * ns + E_SUBMIT, ntask[ns], S, feed)
+            changed = True
+            _mark(now, FS, feed, marks)
+            _codes(4 * ns + E_SUBMIT, ntask[ns], FS, feed)
             state[ns] = PENDING
+            RW.submitted(S, RIN, ns)
             ns += 1
         for _ in range(max_rounds):
             calls += 1
@@ -116,14 +127,14 @@ def walk(kind, lw, la, lb, lcall, lt, ln, subs, W, dur, ntask, name_pos, REQ, ca
             k = pos
             while k < n and lcall[k] == calls:
                 if lt[k] != now:
-                    return AT_OTHER_INSTANT, k, int(S[1]), int(S[2]), nev, calls, k, now, 0
+                    return AT_OTHER_INSTANT, k, int(FS[1]), int(FS[2]), nev, calls, k, now, 0
                 if kind[k] == L_START:
                     w = lw[k]
                     count = ntask[w]
                     if state[w] != PENDING:
-                        return NOT_PENDING, k, int(S[1]), int(S[2]), nev, calls, k, now, 0
+                        return NOT_PENDING, k, int(FS[1]), int(FS[2]), nev, calls, k, now, 0
                     if count != lb[k]:
-                        return POD_COUNT, k, int(S[1]), int(S[2]), nev, calls, k, now, 0
+                        return POD_COUNT, k, int(FS[1]), int(FS[2]), nev, calls, k, now, 0
                     at = la[k]
                     on_at[w] = at
                     for j in range(count):
@@ -131,32 +142,40 @@ def walk(kind, lw, la, lb, lcall, lt, ln, subs, W, dur, ntask, name_pos, REQ, ca
                         for r in range(R):
                             v = REQ[w, r]
                             if used[node, r] + v > cap[node, r] + EPS:
-                                return NO_FIT, k, int(S[1]), int(S[2]), nev, calls, k, now, 0
+                                return NO_FIT, k, int(FS[1]), int(FS[2]), nev, calls, k, now, 0
                             used[node, r] += v
                     gen[w] += 1
                     state[w] = RUNNING
+                    running[w] = True
                     done[w] = 0
                     started[w] = now
-                    _mark(now, S, feed, marks)
-                    _codes(4 * w + E_START, count, S, feed)
+                    _mark(now, FS, feed, marks)
+                    _codes(4 * w + E_START, count, FS, feed)
+                    RW.use(S, RIN, cq_used, w, count)
+                    RW.started(S, RIN, w)
+                    WAIT[w] = False
+                    made = True
                     end = now + dur[w]
                     for j in range(count):
                         _h_push(IS, HW, HT, HS, HG, w * stride + j, gen[w], end)
                     if IS[I_FULL]:
-                        return HEAP_FULL, k, int(S[1]), int(S[2]), nev, calls, k, now, 0
+                        return HEAP_FULL, k, int(FS[1]), int(FS[2]), nev, calls, k, now, 0
                     k += 1
                 elif kind[k] == L_UNWAIT:
+                    WAIT[lw[k]] = False
+                    RW.rekey(S, RIN, lw[k])
                     k += 1
                 else:
                     by = la[k]
                     while k < n and kind[k] == L_PREEMPT and la[k] == by and lcall[k] == calls:
                         v = lw[k]
                         if state[v] != RUNNING:
-                            return VICTIM_NOT_RUNNING, k, int(S[1]), int(S[2]), nev, calls, k, now, 0
+                            return VICTIM_NOT_RUNNING, k, int(FS[1]), int(FS[2]), nev, calls, k, now, 0
                         count = ntask[v]
                         state[v] = PENDING
+                        running[v] = False
                         gen[v] += 1
-                        _mark(now, S, feed, marks)
+                        _mark(now, FS, feed, marks)
                         # pods in name order: the j-th of them is the pod whose rank is j
                         for j in range(count):
                             for i in range(count):
@@ -171,20 +190,28 @@ def walk(kind, lw, la, lb, lcall, lt, ln, subs, W, dur, ntask, name_pos, REQ, ca
                                     nev += 1
                                     for r in range(R):
                                         used[node, r] -= REQ[v, r]
-                                    _codes(4 * v + E_EVICT, 1, S, feed)
+                                    _codes(4 * v + E_EVICT, 1, FS, feed)
+                                    RW.preempted_for(S, by, v)
                         renamed[v] = True
+                        RW.use(S, RIN, cq_used, v, -count)
+                        RW.became_pending(S, RIN, v)
                         k += 1
+                    WAIT[by] = True
+                    RW.rekey(S, RIN, by)
                     freed = True
+                    made = True
             pos = k
             if not freed:
                 break
+        if made or changed:
+            RW.observe(S, RIN, now, running, cq_used, REQ, used, cap)
     if pos != n or calls != total_calls:
-        return CALLS_LEFT, pos, int(S[1]), int(S[2]), nev, calls, pos, last, stopped
-    _mark(last, S, feed, marks)
-    return OK, pos, int(S[1]), int(S[2]), nev, calls, pos, last, stopped
+        return CALLS_LEFT, pos, int(FS[1]), int(FS[2]), nev, calls, pos, last, stopped
+    _mark(last, FS, feed, marks)
+    return OK, pos, int(FS[1]), int(FS[2]), nev, calls, pos, last, stopped
 
 
-def run_walk(packed: Any, wls: list, late: list, state: Any, horizon: float | None, last_t: float,
+def run_walk(packed: Any, wls: list, late: list, state: Any, model: Any, horizon: float | None, last_t: float,
              max_rounds: int) -> dict[str, Any]:
     """``walk`` over a packed run: its status, feed, marks and eviction rows as numpy arrays."""
     from makeway.policies.kueue.fast.loop import I_CALLS, I_NLN, I_NLOG
@@ -203,9 +230,11 @@ def run_walk(packed: Any, wls: list, late: list, state: Any, horizon: float | No
     most = int(ntask.max()) if W else 1
     name_pos = np.zeros((max(1, W), max(1, most)), np.int64)
     for w, wl in enumerate(wls):
-        tids = wl.task_ids()
-        for j, tid in enumerate(sorted(tids)):
-            name_pos[w, tids.index(tid)] = j
+        if ntask[w] > 1:  # one pod: rank 0
+            tids = wl.task_ids()
+            at = {tid: i for i, tid in enumerate(tids)}
+            for j, tid in enumerate(sorted(tids)):
+                name_pos[w, at[tid]] = j
     subs = np.array([wl.submit for wl in wls] + [wl.submit for wl in late], np.float64)
     dur = np.array([wl.duration for wl in wls] or [0.0], np.float64)
     ln = packed.LN[:max(1, int(packed.IS[I_NLN]))]
@@ -214,10 +243,64 @@ def run_walk(packed: Any, wls: list, late: list, state: Any, horizon: float | No
     feed = np.zeros(room, np.int64)
     marks = np.zeros(room, np.float64)
     ev = np.zeros((max(1, ln.shape[0]), 5), np.float64)
+    rin, S = _reason_inputs(packed, wls, state, model, ntask, room)
     out = walk(log[:, 0].copy(), log[:, 1].copy(), log[:, 2].copy(), log[:, 3].copy(), log[:, 6].copy(),
                packed.LT[:n].copy(), ln.copy(), subs, W, dur, ntask, name_pos, REQ, cap,
                np.inf if horizon is None else float(horizon), max_rounds, int(packed.IS[I_CALLS]), float(last_t),
-               feed, marks, ev)
+               feed, marks, ev, S, rin)
     status, where, nf, nm, nev, calls, pos, now, stopped = out
     return {"status": int(status), "where": int(where), "feed": feed[:nf], "marks": marks[:nm], "evicted": ev[:nev],
-            "calls": int(calls), "now": float(now), "stopped": bool(stopped)}
+            "calls": int(calls), "now": float(now), "stopped": bool(stopped), "reasons": S}
+
+
+def _reason_inputs(packed: Any, wls: list, state: Any, model: Any, ntask: np.ndarray, room: int) -> tuple:
+    """What the trails read of the run (``kueue_walk_reasons``' ``RIN``) and their fresh state."""
+    from makeway.policies.kueue.fast import layout as L
+    from makeway.sim.fast import kueue_walk_reasons as RW
+    from makeway.sim.fast.kueue_record import queue_paths, workload_shapes
+
+    W = len(wls)
+    names, qix, paths = queue_paths(state)
+    nodes = list(state.nodes.values())
+    nowhere = np.array([sh.nowhere for sh in workload_shapes(wls, state.resources, nodes)] or [False], np.bool_)
+    wq = np.array([qix[wl.queue] for wl in wls] or [0], np.int64)
+    wcq = packed.WI[:, L.W_CQ].astype(np.int64) if W else np.zeros(1, np.int64)
+    wqv = packed.WI[:, L.W_QV].astype(np.int64) if W else np.zeros(1, np.int64)
+    prio = packed.WI[:, L.W_PRIO].tolist()
+    prios = sorted(set(prio), reverse=True) or [0]
+    at = {p: i for i, p in enumerate(prios)}
+    pidx = np.array([at[p] for p in prio] or [0], np.int64)
+    by_order = sorted(range(W), key=lambda w: (wls[w].submit, wls[w].id, w))
+    rank = np.zeros(max(1, W), np.int64)
+    rank[by_order] = np.arange(W)
+    rank_w = np.array(by_order or [0], np.int64)
+    per_q = np.bincount(wq[:W], minlength=len(names)) if W else np.zeros(len(names), np.int64)
+    qoff = np.concatenate([[0], np.cumsum(per_q)[:-1]]).astype(np.int64) if len(names) else np.zeros(1, np.int64)
+    qorder = np.array(sorted(range(len(names)), key=lambda q: names[q]), np.int64)
+    cols = {qix[packed.tnodes[c].name]: j for j, c in enumerate(packed.CQO.tolist())}
+    qcols = [[cols[a] for a in path if a in cols] for path in paths]
+    qcol_off = np.array([0] + np.cumsum([len(c) for c in qcols]).tolist(), np.int64)
+    qcol = np.array([j for c in qcols for j in c] or [0], np.int64)
+    wamt = np.array([wl.groups[0].resources.get(packed.resource, 0) for wl in wls] or [0], np.int64)
+    pairs: dict[tuple[int, int], int] = {}
+    mp = np.array([pairs.setdefault((int(c), int(v)), len(pairs)) for c, v in zip(wcq[:W].tolist(), wqv[:W].tolist())]
+                  or [0], np.int64)
+    T = packed.TI.shape[0]
+    rin = (nowhere, wq, wcq, wqv, pidx, rank, rank_w, qoff, qorder, qcol_off, qcol, wamt, mp, packed.TI, packed.CQO,
+           1000 if packed.resource == "cpu" else 1, bool(model.prioritize_preemptors), len(prios),
+           np.empty(T + 1, np.int64), ntask)
+    S = RW.new_state(W, len(names), len(pairs), len(nodes), len(state.resources), T, room)
+    return rin, S
+
+
+def trails(S: tuple, packed: Any) -> dict[int, list[tuple[float, str, str | None]]]:
+    """The pending-reason trails the walk wrote, as ``KueueReasons.trail`` keeps them."""
+    from makeway.core.pending import FITS_NOWHERE, GANG, PREEMPTING, PRIORITY, QUOTA, RESOURCES
+    from makeway.sim.fast.kueue_walk_reasons import R_TAPE
+
+    codes = (FITS_NOWHERE, QUOTA, PREEMPTING, GANG, PRIORITY, RESOURCES)
+    n = int(S[0][R_TAPE])
+    out: dict[int, list[tuple[float, str, str | None]]] = {}
+    for w, t, c, d in zip(S[30][:n].tolist(), S[31][:n].tolist(), S[32][:n].tolist(), S[33][:n].tolist()):
+        out.setdefault(w, []).append((t, codes[c], packed.tnodes[d].name if d >= 0 else None))
+    return out
