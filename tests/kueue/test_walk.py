@@ -17,6 +17,7 @@ from makeway.registry import load_model  # noqa: E402
 from makeway.sim.engine import SimOptions, make_simulation  # noqa: E402
 from makeway.sim.fast import kueue, kueue_record  # noqa: E402
 from makeway.sim.fast import kueue_walk as KW  # noqa: E402
+from makeway.sim.fast.kueue_walk_reasons import B_PEND  # noqa: E402
 from tests.kueue.helpers import draw_cluster  # noqa: E402
 
 
@@ -55,7 +56,7 @@ def _check(rec, out, seen):
     assert rows == [(e["time"], e["allocation"], e["node"], e["start"]) for e in rec.events if e["kind"] == "preempt"]
     reasons = rec.reasons
     assert KW.trails(out["reasons"], seen["packed"]) == reasons.trail
-    pending = out["reasons"][2]
+    pending = out["reasons"][1][B_PEND]
     assert sorted(np.nonzero(pending[:len(seen["wls"])])[0].tolist()) == sorted(reasons.pending)
 
 

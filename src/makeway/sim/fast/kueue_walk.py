@@ -19,6 +19,7 @@ from makeway.core.resources import EPS
 from makeway.policies.kueue.fast.layout import L_PREEMPT, L_START, L_UNWAIT
 from makeway.policies.kueue.fast.loop import I_FULL, I_HN, NIS, _h_pop, _h_push
 from makeway.sim.fast import kueue_walk_reasons as RW
+from makeway.sim.fast.kueue_walk_reasons import B_WAIT, J_CQO
 from makeway.sim.fast.sums import E_EVICT, E_FINISH, E_START, E_SUBMIT
 
 # what went wrong, where ``LogRun`` raises ``ReplayError`` (the index it happened at is returned)
@@ -76,8 +77,8 @@ def walk(kind, lw, la, lb, lcall, lt, ln, subs, W, dur, ntask, name_pos, REQ, ca
     FS = np.zeros(3, np.float64)  # last change's instant, feed length, marks
     FS[0] = last_t
     running = np.zeros(W, np.bool_)
-    cq_used = np.zeros(RIN[14].shape[0], np.int64)
-    WAIT = S[8]
+    cq_used = np.zeros(RIN[0][J_CQO].shape[0], np.int64)
+    WAIT = S[1][B_WAIT]
     nev = 0
     ns = 0
     pos = 0
@@ -256,7 +257,6 @@ def run_walk(packed: Any, wls: list, late: list, state: Any, model: Any, horizon
 def _reason_inputs(packed: Any, wls: list, state: Any, model: Any, ntask: np.ndarray, room: int) -> tuple:
     """What the trails read of the run (``kueue_walk_reasons``' ``RIN``) and their fresh state."""
     from makeway.policies.kueue.fast import layout as L
-    from makeway.sim.fast import kueue_walk_reasons as RW
     from makeway.sim.fast.kueue_record import queue_paths, workload_shapes
 
     W = len(wls)
@@ -286,9 +286,11 @@ def _reason_inputs(packed: Any, wls: list, state: Any, model: Any, ntask: np.nda
     mp = np.array([pairs.setdefault((int(c), int(v)), len(pairs)) for c, v in zip(wcq[:W].tolist(), wqv[:W].tolist())]
                   or [0], np.int64)
     T = packed.TI.shape[0]
-    rin = (nowhere, wq, wcq, wqv, pidx, rank, rank_w, qoff, qorder, qcol_off, qcol, wamt, mp, packed.TI, packed.CQO,
-           1000 if packed.resource == "cpu" else 1, bool(model.prioritize_preemptors), len(prios),
-           np.empty(T + 1, np.int64), ntask)
+    const = np.array([1000 if packed.resource == "cpu" else 1, int(bool(model.prioritize_preemptors)), len(prios)],
+                     np.int64)
+    ints = (wq, wcq, wqv, pidx, rank, rank_w, qoff, qorder, qcol_off, qcol, wamt, mp, packed.CQO.astype(np.int64),
+            np.empty(T + 1, np.int64), ntask.astype(np.int64), const)
+    rin = (ints, nowhere, packed.TI)
     S = RW.new_state(W, len(names), len(pairs), len(nodes), len(state.resources), T, room)
     return rin, S
 
@@ -296,11 +298,12 @@ def _reason_inputs(packed: Any, wls: list, state: Any, model: Any, ntask: np.nda
 def trails(S: tuple, packed: Any) -> dict[int, list[tuple[float, str, str | None]]]:
     """The pending-reason trails the walk wrote, as ``KueueReasons.trail`` keeps them."""
     from makeway.core.pending import FITS_NOWHERE, GANG, PREEMPTING, PRIORITY, QUOTA, RESOURCES
-    from makeway.sim.fast.kueue_walk_reasons import R_TAPE
+    from makeway.sim.fast.kueue_walk_reasons import F_TT, I_RS, I_TC, I_TD, I_TW, R_TAPE
 
     codes = (FITS_NOWHERE, QUOTA, PREEMPTING, GANG, PRIORITY, RESOURCES)
-    n = int(S[0][R_TAPE])
+    n = int(S[0][I_RS][R_TAPE])
     out: dict[int, list[tuple[float, str, str | None]]] = {}
-    for w, t, c, d in zip(S[30][:n].tolist(), S[31][:n].tolist(), S[32][:n].tolist(), S[33][:n].tolist()):
+    si, tt = S[0], S[2][F_TT]
+    for w, t, c, d in zip(si[I_TW][:n].tolist(), tt[:n].tolist(), si[I_TC][:n].tolist(), si[I_TD][:n].tolist()):
         out.setdefault(w, []).append((t, codes[c], packed.tnodes[d].name if d >= 0 else None))
     return out

@@ -27,7 +27,23 @@ PER_DOUBLING = 250  # ``ReasonLog.ROUNDS_PER_DOUBLING``
 # RS: integer scalars
 (R_FRESH, R_STALE, R_BACK, R_WON, R_TAPE, R_VE, R_HSTAMP, R_DSTAMP, R_USTALE, R_MSTAMP, R_SINCE, R_SEQ,
  R_HEADS, NRS) = range(14)
-# RF: the round clock (next round, interval)
+# the state's integer arrays (``SI``): scalars, pending order (dict order), current reason and
+# detail, last trail row, key, per queue pending and counted at the round, sorted keys per queue,
+# fresh, stale, pending again, waiting on victims, victims (head, next, workload), round stamps,
+# first-reason stamps, heads, flavor modes and their stamps, the usage they read, the trail tape
+(I_RS, I_PSEQ, I_CUR, I_CDET, I_LAST, I_KEY, I_QN, I_QCNT, I_PK, I_FRESH, I_STL, I_BKL, I_WONL, I_VH, I_VN, I_VV, I_HS,
+ I_DS, I_HL, I_MC, I_MS, I_U, I_TW, I_TC, I_TD, NSI) = range(26)
+# its flags (``SB``): pending, waiting for victims, stale, pending again, waiting on victims (set,
+# listed)
+B_PEND, B_WAIT, B_STF, B_BKF, B_WONF, B_WONIN, NSB = range(7)
+# its floats (``SF``): the round clock (next round, interval), the trail tape's times
+F_RF, F_TT = range(2)
+# what the trails read of the run (``RIN[0]``, integer arrays; ``RIN[1]``: fits nowhere; ``RIN[2]``:
+# the quota tree): queue, ClusterQueue, request, priority rank, rank, workload by rank, per queue its
+# stretch of sorted keys, queues by name, per queue its ClusterQueue columns, pod amount, mode pair,
+# the ClusterQueues in order, path scratch, pods, and (usage scale, prioritize preemptors, priorities)
+(J_WQ, J_WCQ, J_WQV, J_PIDX, J_RANK, J_RANKW, J_QOFF, J_QORDER, J_QCOL_OFF, J_QCOL, J_WAMT, J_MP, J_CQO, J_PATH,
+ J_NTASK, J_CONST, NJ) = range(17)
 # Every function here is compiled without numba's reference counts: none allocates, and each
 # unpacks arrays from the two tuples, which would count every one in and out at every call.
 F_NEXT, F_INTERVAL, NRF = range(3)
@@ -35,28 +51,19 @@ F_NEXT, F_INTERVAL, NRF = range(3)
 
 def new_state(W: int, Q: int, npairs: int, N: int, R: int, T: int, room: int) -> tuple:
     """The reasons' arrays for ``W`` workloads in ``Q`` queues, ``npairs`` (ClusterQueue, request)
-    pairs, ``N`` nodes of ``R`` resources and ``T`` quota tree nodes (``room``: rows for the tapes)."""
-    RS = np.zeros(NRS, np.int64)
-    RF = np.array([-np.inf, 1.0], np.float64)
-    w = max(1, W)
-    return (RS, RF,
-            np.zeros(w, np.bool_), np.zeros(w, np.int64),  # pending, its order (dict order)
-            np.full(w, NONE, np.int64), np.full(w, NONE, np.int64),  # current code, detail
-            np.full(w, -1, np.int64),  # last trail row
-            np.zeros(w, np.int64),  # key
-            np.zeros(w, np.bool_),  # waiting for victims (``LogRun.waiting``)
-            np.zeros(max(1, Q), np.int64), np.zeros(max(1, Q), np.int64),  # per queue: pending, counted at the round
-            np.zeros(w, np.int64),  # the sorted keys, per queue
-            np.zeros(room, np.int64),  # fresh
-            np.zeros(w, np.bool_), np.zeros(w, np.int64),  # stale: flag, list
-            np.zeros(w, np.bool_), np.zeros(w, np.int64),  # pending again since the round
-            np.zeros(w, np.bool_), np.zeros(w, np.bool_), np.zeros(room, np.int64),  # waiting on victims: flag, listed, list
-            np.full(w, -1, np.int64), np.zeros(room, np.int64), np.zeros(room, np.int64),  # victims: head, next, workload
-            np.zeros(w, np.int64), np.zeros(w, np.int64), np.zeros(w, np.int64),  # head stamp, first-reason stamp, heads
-            np.zeros(max(1, npairs), np.int64), np.full(max(1, npairs), -1, np.int64),  # modes and their stamps
-            np.zeros(max(1, T), np.int64),  # the usage the modes read
-            np.zeros((max(1, N), max(1, R)), np.float64),  # gang fit scratch
-            np.zeros(room, np.int64), np.zeros(room, np.float64), np.zeros(room, np.int64), np.zeros(room, np.int64))
+    pairs, ``N`` nodes of ``R`` resources and ``T`` quota tree nodes (``room``: rows for the
+    tapes): ``(SI, SB, SF, EX)``, each of the first three a tuple of arrays of one type."""
+    w, q = max(1, W), max(1, Q)
+    ints = {I_RS: np.zeros(NRS, np.int64), I_CUR: np.full(w, NONE, np.int64), I_CDET: np.full(w, NONE, np.int64),
+            I_LAST: np.full(w, -1, np.int64), I_QN: np.zeros(q, np.int64), I_QCNT: np.zeros(q, np.int64),
+            I_FRESH: np.zeros(room, np.int64), I_WONL: np.zeros(room, np.int64), I_VH: np.full(w, -1, np.int64),
+            I_VN: np.zeros(room, np.int64), I_VV: np.zeros(room, np.int64), I_MC: np.zeros(max(1, npairs), np.int64),
+            I_MS: np.full(max(1, npairs), -1, np.int64), I_U: np.zeros(max(1, T), np.int64),
+            I_TW: np.zeros(room, np.int64), I_TC: np.zeros(room, np.int64), I_TD: np.zeros(room, np.int64)}
+    SI = tuple(ints.get(k, np.zeros(w, np.int64)) for k in range(NSI))
+    SB = tuple(np.zeros(w, np.bool_) for _ in range(NSB))
+    SF = (np.array([-np.inf, 1.0], np.float64), np.zeros(room, np.float64))
+    return SI, SB, SF, np.zeros((max(1, N), max(1, R)), np.float64)
 
 
 @njit(cache=True, _nrt=False)
@@ -73,8 +80,8 @@ def _find(PK, a, n, key):
 
 @njit(cache=True, _nrt=False)
 def _insert(S, RIN, w):
-    KEY, WAIT, QN, PK = S[7], S[8], S[9], S[11]
-    WQ, PIDX, RANK, QOFF, prio_pre, NP = RIN[1], RIN[4], RIN[5], RIN[7], RIN[16], RIN[17]
+    KEY, WAIT, QN, PK = S[0][I_KEY], S[1][B_WAIT], S[0][I_QN], S[0][I_PK]
+    WQ, PIDX, RANK, QOFF, prio_pre, NP = RIN[0][J_WQ], RIN[0][J_PIDX], RIN[0][J_RANK], RIN[0][J_QOFF], RIN[0][J_CONST][1], RIN[0][J_CONST][2]
     W = RANK.shape[0]
     flag = 0 if (prio_pre and WAIT[w]) else 1
     key = (flag * NP + PIDX[w]) * W + RANK[w]
@@ -91,9 +98,9 @@ def _insert(S, RIN, w):
 
 @njit(cache=True, _nrt=False)
 def _remove(S, RIN, w):
-    KEY, QN, PK = S[7], S[9], S[11]
-    q = RIN[1][w]
-    a = RIN[7][q]
+    KEY, QN, PK = S[0][I_KEY], S[0][I_QN], S[0][I_PK]
+    q = RIN[0][J_WQ][w]
+    a = RIN[0][J_QOFF][q]
     n = QN[q]
     at = _find(PK, a, n, KEY[w])
     for j in range(at, a + n - 1):
@@ -111,7 +118,7 @@ def _flag(F, L, RS, at, w):
 
 @njit(cache=True, _nrt=False)
 def _won_add(S, w):
-    RS, WONF, WONIN, WONL = S[0], S[17], S[18], S[19]
+    RS, WONF, WONIN, WONL = S[0][I_RS], S[1][B_WONF], S[1][B_WONIN], S[0][I_WONL]
     WONF[w] = True
     if not WONIN[w]:
         WONIN[w] = True
@@ -121,11 +128,11 @@ def _won_add(S, w):
 
 @njit(cache=True, _nrt=False)
 def became_pending(S, RIN, w):
-    RS, PEND, PSEQ, VH = S[0], S[2], S[3], S[20]
+    RS, PEND, PSEQ, VH = S[0][I_RS], S[1][B_PEND], S[0][I_PSEQ], S[0][I_VH]
     PEND[w] = True
     PSEQ[w] = RS[R_SEQ]
     RS[R_SEQ] += 1
-    _flag(S[15], S[16], RS, R_BACK, w)
+    _flag(S[1][B_BKF], S[0][I_BKL], RS, R_BACK, w)
     _insert(S, RIN, w)
     if VH[w] >= 0:
         _won_add(S, w)
@@ -133,7 +140,7 @@ def became_pending(S, RIN, w):
 
 @njit(cache=True, _nrt=False)
 def submitted(S, RIN, w):
-    RS, FRESH = S[0], S[12]
+    RS, FRESH = S[0][I_RS], S[0][I_FRESH]
     FRESH[RS[R_FRESH]] = w
     RS[R_FRESH] += 1
     became_pending(S, RIN, w)
@@ -141,23 +148,23 @@ def submitted(S, RIN, w):
 
 @njit(cache=True, _nrt=False)
 def started(S, RIN, w):
-    S[2][w] = False
-    S[4][w] = NONE
-    S[5][w] = NONE
-    S[17][w] = False
+    S[1][B_PEND][w] = False
+    S[0][I_CUR][w] = NONE
+    S[0][I_CDET][w] = NONE
+    S[1][B_WONF][w] = False
     _remove(S, RIN, w)
 
 
 @njit(cache=True, _nrt=False)
 def rekey(S, RIN, w):
-    if S[2][w]:
+    if S[1][B_PEND][w]:
         _remove(S, RIN, w)
         _insert(S, RIN, w)
 
 
 @njit(cache=True, _nrt=False)
 def preempted_for(S, p, v):
-    RS, FRESH, VH, VN, VV = S[0], S[12], S[20], S[21], S[22]
+    RS, FRESH, VH, VN, VV = S[0][I_RS], S[0][I_FRESH], S[0][I_VH], S[0][I_VN], S[0][I_VV]
     e = RS[R_VE]
     VV[e] = v
     VN[e] = VH[p]
@@ -172,7 +179,7 @@ def preempted_for(S, p, v):
 def _preempting(S, w, running):
     """``KueueReasons._preempting``: whether a victim evicted for ``w`` runs again, forgetting
     the others (and ``w``'s wait on them once none does)."""
-    VH, VN, VV = S[20], S[21], S[22]
+    VH, VN, VV = S[0][I_VH], S[0][I_VN], S[0][I_VV]
     e = VH[w]
     if e < 0:
         return False
@@ -185,24 +192,24 @@ def _preempting(S, w, running):
         e = nxt
     VH[w] = keep
     if keep < 0:
-        S[17][w] = False
+        S[1][B_WONF][w] = False
         return False
     return True
 
 
 @njit(cache=True, _nrt=False)
 def _mode(S, RIN, w, cq_used):
-    RS, MC, MS = S[0], S[26], S[27]
-    pair = RIN[12][w]
+    RS, MC, MS = S[0][I_RS], S[0][I_MC], S[0][I_MS]
+    pair = RIN[0][J_MP][w]
     if RS[R_USTALE]:
-        U, CQO = S[28], RIN[14]
+        U, CQO = S[0][I_U], RIN[0][J_CQO]
         U[:] = 0
         for k in range(CQO.shape[0]):  # ``kernel.usage_of`` into the kept array
-            add(RIN[13], U, CQO[k], cq_used[k] * RIN[15])
+            add(RIN[2], U, CQO[k], cq_used[k] * RIN[0][J_CONST][0])
         RS[R_USTALE] = 0
         RS[R_MSTAMP] += 1
     if MS[pair] != RS[R_MSTAMP]:
-        MC[pair] = mode_of(RIN[13], S[28], RIN[2][w], RIN[3][w], RIN[18])
+        MC[pair] = mode_of(RIN[2], S[0][I_U], RIN[0][J_WCQ][w], RIN[0][J_WQV][w], RIN[0][J_PATH])
         MS[pair] = RS[R_MSTAMP]
     return MC[pair]
 
@@ -210,10 +217,10 @@ def _mode(S, RIN, w, cq_used):
 @njit(cache=True, _nrt=False)
 def _free_fit(S, RIN, w, first_only, REQ, used, cap):
     """``IndexedReasons._free_fit`` for workload ``w``'s pods, first fit in node order."""
-    EX = S[29]
+    EX = S[3]
     R = REQ.shape[1]
     N = cap.shape[0]
-    left = 1 if first_only else RIN[19][w]
+    left = 1 if first_only else RIN[0][J_NTASK][w]
     i = 0
     ok = True
     while left:
@@ -240,13 +247,13 @@ def _free_fit(S, RIN, w, first_only, REQ, used, cap):
 @njit(cache=True, _nrt=False)
 def classify(S, RIN, w, position, ask_model, running, cq_used, REQ, used, cap):
     """``KueueReasons._classify``: (code, detail); the detail of ``C_QUOTA`` is the ClusterQueue."""
-    if RIN[0][w]:
+    if RIN[1][w]:
         return C_NOWHERE, NONE
     if ask_model and _mode(S, RIN, w, cq_used) != FIT:
-        return C_QUOTA, RIN[2][w]
+        return C_QUOTA, RIN[0][J_WCQ][w]
     if _preempting(S, w, running):
         return C_PREEMPTING, NONE
-    if ask_model and RIN[19][w] > 1 and not _free_fit(S, RIN, w, False, REQ, used, cap) and \
+    if ask_model and RIN[0][J_NTASK][w] > 1 and not _free_fit(S, RIN, w, False, REQ, used, cap) and \
             _free_fit(S, RIN, w, True, REQ, used, cap):
         return C_GANG, NONE
     if position > 1:
@@ -256,8 +263,8 @@ def classify(S, RIN, w, position, ask_model, running, cq_used, REQ, used, cap):
 
 @njit(cache=True, _nrt=False)
 def _set(S, w, now, code, det):
-    RS, CUR, CDET, LAST = S[0], S[4], S[5], S[6]
-    TW, TT, TC, TD = S[30], S[31], S[32], S[33]
+    RS, CUR, CDET, LAST = S[0][I_RS], S[0][I_CUR], S[0][I_CDET], S[0][I_LAST]
+    TW, TT, TC, TD = S[0][I_TW], S[2][F_TT], S[0][I_TC], S[0][I_TD]
     if CUR[w] == code and CDET[w] == det:
         return
     CUR[w] = code
@@ -279,10 +286,10 @@ def _set(S, w, now, code, det):
 @njit(cache=True, _nrt=False)
 def _round(S, RIN, now, running, cq_used, REQ, used, cap):
     """``IndexedReasons._heads_round`` with ``KueueReasons``' waiting preemptors as ``also``."""
-    RS, PEND, QN, QCNT, PK = S[0], S[2], S[9], S[10], S[11]
-    STF, STL, BKF, BKL, WONF, WONIN, WONL = S[13], S[14], S[15], S[16], S[17], S[18], S[19]
-    HS, HL = S[23], S[25]
-    RANKW, QOFF, QORDER = RIN[6], RIN[7], RIN[8]
+    RS, PEND, QN, QCNT, PK = S[0][I_RS], S[1][B_PEND], S[0][I_QN], S[0][I_QCNT], S[0][I_PK]
+    STF, STL, BKF, BKL, WONF, WONIN, WONL = S[1][B_STF], S[0][I_STL], S[1][B_BKF], S[0][I_BKL], S[1][B_WONF], S[1][B_WONIN], S[0][I_WONL]
+    HS, HL = S[0][I_HS], S[0][I_HL]
+    RANKW, QOFF, QORDER = RIN[0][J_RANKW], RIN[0][J_QOFF], RIN[0][J_QORDER]
     W = RANKW.shape[0]
     for k in range(RS[R_BACK]):
         w = BKL[k]
@@ -331,7 +338,7 @@ def _round(S, RIN, now, running, cq_used, REQ, used, cap):
 
 @njit(cache=True, _nrt=False)
 def _first_reasons(S, RIN, now, running, cq_used, REQ, used, cap):
-    RS, PEND, CUR, QCNT, FRESH, DS = S[0], S[2], S[4], S[10], S[12], S[24]
+    RS, PEND, CUR, QCNT, FRESH, DS = S[0][I_RS], S[1][B_PEND], S[0][I_CUR], S[0][I_QCNT], S[0][I_FRESH], S[0][I_DS]
     RS[R_DSTAMP] += 1
     stamp = RS[R_DSTAMP]
     for k in range(RS[R_FRESH]):
@@ -339,7 +346,7 @@ def _first_reasons(S, RIN, now, running, cq_used, REQ, used, cap):
         if not PEND[w] or DS[w] == stamp:
             continue
         DS[w] = stamp
-        q = RIN[1][w]
+        q = RIN[0][J_WQ][w]
         if CUR[w] != NONE:
             position = 2 if QCNT[q] > 1 else 1
         else:
@@ -352,7 +359,7 @@ def _first_reasons(S, RIN, now, running, cq_used, REQ, used, cap):
 @njit(cache=True, _nrt=False)
 def observe(S, RIN, now, running, cq_used, REQ, used, cap):
     """``IndexedReasons.observe`` after an instant where something changed or was decided."""
-    RS, RF, FRESH, STF, STL = S[0], S[1], S[12], S[13], S[14]
+    RS, RF, FRESH, STF, STL = S[0][I_RS], S[2][F_RF], S[0][I_FRESH], S[1][B_STF], S[0][I_STL]
     for k in range(RS[R_FRESH]):
         _flag(STF, STL, RS, R_STALE, FRESH[k])
     if now >= RF[F_NEXT]:
@@ -370,8 +377,8 @@ def observe(S, RIN, now, running, cq_used, REQ, used, cap):
 @njit(cache=True, _nrt=False)
 def use(S, RIN, cq_used, w, pods):
     """``LogRun._use``: ``pods`` pods of ``w`` start (negative: leave); its ClusterQueues' usage moves."""
-    a = RIN[11][w] * pods
-    q = RIN[1][w]
-    for j in range(RIN[9][q], RIN[9][q + 1]):
-        cq_used[RIN[10][j]] += a
-    S[0][R_USTALE] = 1
+    a = RIN[0][J_WAMT][w] * pods
+    q = RIN[0][J_WQ][w]
+    for j in range(RIN[0][J_QCOL_OFF][q], RIN[0][J_QCOL_OFF][q + 1]):
+        cq_used[RIN[0][J_QCOL][j]] += a
+    S[0][I_RS][R_USTALE] = 1
