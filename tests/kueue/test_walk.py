@@ -52,7 +52,8 @@ def _check(rec, out, seen):
     assert out["stopped"] == (rec.stopped_reason == "horizon")
     tids = [sorted(wl.task_ids()) for wl in seen["wls"]]
     names = list(seen["state"].nodes)
-    rows = [(t, tids[int(w)][int(j)], names[int(n)], s) for t, w, j, n, s in out["evicted"].tolist()]
+    rows = [(r[KW.C_T], tids[int(r[KW.C_W])][int(r[KW.C_POD])], names[int(r[KW.C_NODE])], r[KW.C_START])
+            for r in out["events"].tolist() if r[KW.C_KIND] == KW.EV_PREEMPT]
     assert rows == [(e["time"], e["allocation"], e["node"], e["start"]) for e in rec.events if e["kind"] == "preempt"]
     reasons = rec.reasons
     assert KW.trails(out["reasons"], seen["packed"]) == reasons.trail
@@ -83,7 +84,7 @@ def test_the_kueue_baseline_walks_as_recorded(prioritize):
     """Kueue's perf scenario at 5%: hundreds of preemptions, requeued victims restarted."""
     state, workloads = kueue_baseline(scale=0.05)
     got = _walked(lambda: kueue_baseline(scale=0.05)[0], workloads, {"prioritizePreemptorWorkloads": prioritize})
-    assert got is not None and len(got[1]["evicted"]) > 500
+    assert got is not None and sum(got[1]["events"][:, KW.C_KIND] == KW.EV_PREEMPT) > 500
     _check(*got)
 
 
@@ -103,7 +104,7 @@ def test_a_gangs_pods_leave_in_name_order_twice():
     preemptor, its pods now placed by name."""
     state_of, workloads = _gang()
     got = _walked(state_of, workloads, record_starts=True)
-    assert got is not None and len(got[1]["evicted"]) == 24
+    assert got is not None and sum(got[1]["events"][:, KW.C_KIND] == KW.EV_PREEMPT) == 24
     _check(*got)
 
 

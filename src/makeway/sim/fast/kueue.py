@@ -67,7 +67,10 @@ class CompiledKueue(logged.LoggedRun):
 
         self.not_recorded = kueue_record.why_not(self.state, self.options, wls, packed)
         if self.not_recorded is None:
-            self.sim = self.log_run = kueue_record.LogRun(packed, self.state, model, self.options, wls, late)
+            run = kueue_record.LogRun
+            if self.options.progress is None:  # the compiled walk reports no instants as it goes
+                from makeway.sim.fast.kueue_tape_record import TapeRun as run  # type: ignore[assignment]
+            self.sim = self.log_run = run(packed, self.state, model, self.options, wls, late)
             return self.log_run.run()
         self.replay = replay = _Replay(packed, model)
         model.schedule = replay.schedule

@@ -26,8 +26,12 @@ from makeway.sim.fast.sums import E_EVICT, E_FINISH, E_START, E_SUBMIT
 OK, AT_OTHER_INSTANT, NOT_PENDING, POD_COUNT, NO_FIT, VICTIM_NOT_RUNNING, CALLS_LEFT, HEAP_FULL = range(8)
 # per workload
 NEW, PENDING, RUNNING = range(3)
-# the eviction rows: time, victim, its pod's rank in name order, node, the victim's start
-EV_T, EV_W, EV_POD, EV_NODE, EV_START = range(5)
+# the event tape, in the order the recorder appends events: a pod preempted (and evicted), a
+# preemptor's note, with ``record_starts`` a pod started or finished. Columns: kind, time,
+# workload, its pod's rank in name order (the note: its first log row), node (the note: the row
+# after its last), the victim's start, the preemptor, the log row
+EV_PREEMPT, EV_NOTE, EV_START, EV_FINISH = range(4)
+C_KIND, C_T, C_W, C_POD, C_NODE, C_START, C_BY, C_ROW = range(8)
 
 
 @njit(cache=True, _nrt=False)
@@ -50,7 +54,7 @@ def _codes(code, count, S, feed):
 
 @njit(cache=True)
 def walk(kind, lw, la, lb, lcall, lt, ln, subs, W, dur, ntask, name_pos, REQ, cap, horizon, max_rounds, total_calls,
-         last_t, feed, marks, ev, S, RIN):
+         last_t, record_starts, feed, marks, ev, first, fst, fin, restarts, pod_off, S, RIN):
     """The instants of a logged Kueue run (``LogRun._run``'s order). Returns (status, where, the
     feed's length, the marks', evicted pods, calls made, log rows taken, the last instant, 1 if
     stopped at ``horizon``), the close's mark written. ``name_pos[w, i]``: the rank of pod ``i`` in its workload's name
@@ -74,6 +78,10 @@ def walk(kind, lw, la, lb, lcall, lt, ln, subs, W, dur, ntask, name_pos, REQ, ca
     for w in range(W):
         if ntask[w] > stride:
             stride = ntask[w]
+    evicted_at = np.full(max(1, pod_off[W]), np.nan)  # per pod (by name rank) while it waits to restart
+    nfst = 0
+    nfin = 0
+    nrs = 0
     FS = np.zeros(3, np.float64)  # last change's instant, feed length, marks
     FS[0] = last_t
     running = np.zeros(W, np.bool_)
@@ -113,7 +121,16 @@ def walk(kind, lw, la, lb, lcall, lt, ln, subs, W, dur, ntask, name_pos, REQ, ca
             if done[w] >= ntask[w]:
                 state[w] = NEW  # ended: neither pending nor running
                 running[w] = False
+                fin[nfin, 0] = w
+                fin[nfin, 1] = now
+                nfin += 1
             _codes(4 * w + E_FINISH, 1, FS, feed)
+            if record_starts:
+                ev[nev, C_KIND] = EV_FINISH
+                ev[nev, C_T] = now
+                ev[nev, C_W] = w
+                ev[nev, C_POD] = i if renamed[w] else name_pos[w, i]
+                nev += 1
             RW.use(S, RIN, cq_used, w, -1)
         while ns < W and subs[ns] == now:
             changed = True
@@ -128,14 +145,14 @@ def walk(kind, lw, la, lb, lcall, lt, ln, subs, W, dur, ntask, name_pos, REQ, ca
             k = pos
             while k < n and lcall[k] == calls:
                 if lt[k] != now:
-                    return AT_OTHER_INSTANT, k, int(FS[1]), int(FS[2]), nev, calls, k, now, 0
+                    return AT_OTHER_INSTANT, k, int(FS[1]), int(FS[2]), nev, calls, k, now, 0, nfst, nfin, nrs, ns
                 if kind[k] == L_START:
                     w = lw[k]
                     count = ntask[w]
                     if state[w] != PENDING:
-                        return NOT_PENDING, k, int(FS[1]), int(FS[2]), nev, calls, k, now, 0
+                        return NOT_PENDING, k, int(FS[1]), int(FS[2]), nev, calls, k, now, 0, nfst, nfin, nrs, ns
                     if count != lb[k]:
-                        return POD_COUNT, k, int(FS[1]), int(FS[2]), nev, calls, k, now, 0
+                        return POD_COUNT, k, int(FS[1]), int(FS[2]), nev, calls, k, now, 0, nfst, nfin, nrs, ns
                     at = la[k]
                     on_at[w] = at
                     for j in range(count):
@@ -143,7 +160,7 @@ def walk(kind, lw, la, lb, lcall, lt, ln, subs, W, dur, ntask, name_pos, REQ, ca
                         for r in range(R):
                             v = REQ[w, r]
                             if used[node, r] + v > cap[node, r] + EPS:
-                                return NO_FIT, k, int(FS[1]), int(FS[2]), nev, calls, k, now, 0
+                                return NO_FIT, k, int(FS[1]), int(FS[2]), nev, calls, k, now, 0, nfst, nfin, nrs, ns
                             used[node, r] += v
                     gen[w] += 1
                     state[w] = RUNNING
@@ -154,13 +171,36 @@ def walk(kind, lw, la, lb, lcall, lt, ln, subs, W, dur, ntask, name_pos, REQ, ca
                     _codes(4 * w + E_START, count, FS, feed)
                     RW.use(S, RIN, cq_used, w, count)
                     RW.started(S, RIN, w)
+                    if first[w] != first[w]:
+                        first[w] = now
+                        fst[nfst] = w
+                        nfst += 1
+                    for j in range(count):
+                        rank = j if renamed[w] else name_pos[w, j]
+                        node = ln[at + j]
+                        e = evicted_at[pod_off[w] + rank]
+                        if e == e:
+                            restarts[nrs, 0] = now
+                            restarts[nrs, 1] = w
+                            restarts[nrs, 2] = rank
+                            restarts[nrs, 3] = node
+                            restarts[nrs, 4] = e
+                            nrs += 1
+                            evicted_at[pod_off[w] + rank] = np.nan
+                        if record_starts:
+                            ev[nev, C_KIND] = EV_START
+                            ev[nev, C_T] = now
+                            ev[nev, C_W] = w
+                            ev[nev, C_POD] = rank
+                            ev[nev, C_NODE] = node
+                            nev += 1
                     WAIT[w] = False
                     made = True
                     end = now + dur[w]
                     for j in range(count):
                         _h_push(IS, HW, HT, HS, HG, w * stride + j, gen[w], end)
                     if IS[I_FULL]:
-                        return HEAP_FULL, k, int(FS[1]), int(FS[2]), nev, calls, k, now, 0
+                        return HEAP_FULL, k, int(FS[1]), int(FS[2]), nev, calls, k, now, 0, nfst, nfin, nrs, ns
                     k += 1
                 elif kind[k] == L_UNWAIT:
                     WAIT[lw[k]] = False
@@ -168,10 +208,11 @@ def walk(kind, lw, la, lb, lcall, lt, ln, subs, W, dur, ntask, name_pos, REQ, ca
                     k += 1
                 else:
                     by = la[k]
+                    k0 = k
                     while k < n and kind[k] == L_PREEMPT and la[k] == by and lcall[k] == calls:
                         v = lw[k]
                         if state[v] != RUNNING:
-                            return VICTIM_NOT_RUNNING, k, int(FS[1]), int(FS[2]), nev, calls, k, now, 0
+                            return VICTIM_NOT_RUNNING, k, int(FS[1]), int(FS[2]), nev, calls, k, now, 0, nfst, nfin, nrs, ns
                         count = ntask[v]
                         state[v] = PENDING
                         running[v] = False
@@ -183,12 +224,16 @@ def walk(kind, lw, la, lb, lcall, lt, ln, subs, W, dur, ntask, name_pos, REQ, ca
                                 rank = name_pos[v, i] if not renamed[v] else i
                                 if rank == j:
                                     node = ln[on_at[v] + i]
-                                    ev[nev, EV_T] = now
-                                    ev[nev, EV_W] = v
-                                    ev[nev, EV_POD] = j
-                                    ev[nev, EV_NODE] = node
-                                    ev[nev, EV_START] = started[v]
+                                    ev[nev, C_KIND] = EV_PREEMPT
+                                    ev[nev, C_T] = now
+                                    ev[nev, C_W] = v
+                                    ev[nev, C_POD] = j
+                                    ev[nev, C_NODE] = node
+                                    ev[nev, C_START] = started[v]
+                                    ev[nev, C_BY] = by
+                                    ev[nev, C_ROW] = k
                                     nev += 1
+                                    evicted_at[pod_off[v] + j] = now
                                     for r in range(R):
                                         used[node, r] -= REQ[v, r]
                                     _codes(4 * v + E_EVICT, 1, FS, feed)
@@ -199,6 +244,12 @@ def walk(kind, lw, la, lb, lcall, lt, ln, subs, W, dur, ntask, name_pos, REQ, ca
                         k += 1
                     WAIT[by] = True
                     RW.rekey(S, RIN, by)
+                    ev[nev, C_KIND] = EV_NOTE
+                    ev[nev, C_T] = now
+                    ev[nev, C_W] = by
+                    ev[nev, C_POD] = k0
+                    ev[nev, C_NODE] = k
+                    nev += 1
                     freed = True
                     made = True
             pos = k
@@ -207,14 +258,16 @@ def walk(kind, lw, la, lb, lcall, lt, ln, subs, W, dur, ntask, name_pos, REQ, ca
         if made or changed:
             RW.observe(S, RIN, now, running, cq_used, REQ, used, cap)
     if pos != n or calls != total_calls:
-        return CALLS_LEFT, pos, int(FS[1]), int(FS[2]), nev, calls, pos, last, stopped
+        return CALLS_LEFT, pos, int(FS[1]), int(FS[2]), nev, calls, pos, last, stopped, nfst, nfin, nrs, ns
     _mark(last, FS, feed, marks)
-    return OK, pos, int(FS[1]), int(FS[2]), nev, calls, pos, last, stopped
+    return OK, pos, int(FS[1]), int(FS[2]), nev, calls, pos, last, stopped, nfst, nfin, nrs, ns
 
 
 def run_walk(packed: Any, wls: list, late: list, state: Any, model: Any, horizon: float | None, last_t: float,
-             max_rounds: int) -> dict[str, Any]:
-    """``walk`` over a packed run: its status, feed, marks and eviction rows as numpy arrays."""
+             max_rounds: int, record_starts: bool = False) -> dict[str, Any]:
+    """``walk`` over a packed run: its status and tapes as numpy arrays (``feed``, ``marks``,
+    ``events``, ``first`` start per workload and ``first_order``, ``finished`` (workload, time),
+    ``restarts`` (time, workload, pod rank, node, evicted at), ``reasons`` (the trails' state))."""
     from makeway.policies.kueue.fast.loop import I_CALLS, I_NLN, I_NLOG
 
     n = int(packed.IS[I_NLOG])
@@ -243,15 +296,23 @@ def run_walk(packed: Any, wls: list, late: list, state: Any, model: Any, horizon
     room = pods + 3 * ln.shape[0] + 2 * (subs.shape[0] + n) + 16
     feed = np.zeros(room, np.int64)
     marks = np.zeros(room, np.float64)
-    ev = np.zeros((max(1, ln.shape[0]), 5), np.float64)
+    pods_run = ln.shape[0]
+    ev = np.zeros((2 * pods_run + n + 1, 8), np.float64)
+    first = np.full(max(1, W), np.nan)
+    fst = np.zeros(max(1, W), np.int64)
+    fin = np.zeros((pods_run + 1, 2), np.float64)
+    restarts = np.zeros((pods_run + 1, 5), np.float64)
+    pod_off = np.zeros(W + 1, np.int64)
+    pod_off[1:] = np.cumsum(ntask[:W])
     rin, S = _reason_inputs(packed, wls, state, model, ntask, room)
     out = walk(log[:, 0].copy(), log[:, 1].copy(), log[:, 2].copy(), log[:, 3].copy(), log[:, 6].copy(),
                packed.LT[:n].copy(), ln.copy(), subs, W, dur, ntask, name_pos, REQ, cap,
                np.inf if horizon is None else float(horizon), max_rounds, int(packed.IS[I_CALLS]), float(last_t),
-               feed, marks, ev, S, rin)
-    status, where, nf, nm, nev, calls, pos, now, stopped = out
-    return {"status": int(status), "where": int(where), "feed": feed[:nf], "marks": marks[:nm], "evicted": ev[:nev],
-            "calls": int(calls), "now": float(now), "stopped": bool(stopped), "reasons": S}
+               bool(record_starts), feed, marks, ev, first, fst, fin, restarts, pod_off, S, rin)
+    status, where, nf, nm, nev, calls, pos, now, stopped, nfst, nfin, nrs, nsub = out
+    return {"status": int(status), "where": int(where), "feed": feed[:nf], "marks": marks[:nm], "events": ev[:nev],
+            "first": first[:W], "first_order": fst[:nfst], "finished": fin[:nfin], "restarts": restarts[:nrs],
+            "calls": int(calls), "now": float(now), "stopped": bool(stopped), "submitted": int(nsub), "reasons": S}
 
 
 def _reason_inputs(packed: Any, wls: list, state: Any, model: Any, ntask: np.ndarray, room: int) -> tuple:

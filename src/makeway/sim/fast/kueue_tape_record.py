@@ -1,0 +1,145 @@
+"""A compiled Kueue run recorded from the compiled walk's tapes (slice 3 of
+``docs/plans/compiled-walks.md``).
+
+``kueue_record.LogRun`` walks the engine's instants in Python. ``TapeRun`` has ``kueue_walk``
+walk them, trails included, and reads what it wrote once: the feed for the sums, the events in
+the order the recorder appends them, the counters, the restarts, the first starts and finishes,
+the pending set and the trails. The document is ``LogRun``'s, which is the general engine's.
+"""
+
+from __future__ import annotations
+
+from array import array
+from typing import Any
+
+from makeway.policies.kueue.fast import pack
+from makeway.policies.kueue.heads import preemption_note, preemption_reason
+from makeway.sim.fast import kueue_walk as KW
+from makeway.sim.fast.kueue import ReplayError
+from makeway.sim.fast.kueue_record import LogRun
+from makeway.sim.fast.kueue_walk_reasons import B_PEND, I_PSEQ
+
+
+
+class TapeRun(LogRun):
+    """``LogRun`` with the walk compiled: the same recorder, fed from the tapes at the end."""
+
+    def _run(self) -> Any:
+        self.model.bind(self.state)
+        opts, rec = self.options, self.recorder
+        out = KW.run_walk(self.packed, self.wls, self.late, self.state, self.model, opts.horizon, rec.last_t,
+                          self.MAX_ROUNDS, opts.record_starts)
+        if out["status"] != KW.OK:
+            raise ReplayError(self._refusal(out))
+        self.now = out["now"]
+        self._submissions(out["submitted"])
+        self._events(out["events"])
+        self._starts_and_ends(out)
+        self._reasons(out["reasons"])
+        rec.feed = array("q", out["feed"].tobytes())
+        rec._marks = array("d", out["marks"].tobytes())
+        if len(out["marks"]):
+            rec.last_t = float(out["marks"][-1])
+        if out["stopped"]:
+            rec.stopped_reason = "horizon"
+        rec.close(self.now)
+        return rec
+
+    def _refusal(self, out: dict) -> str:
+        """``LogRun``'s message for a log the walk refused (``kueue_walk`` status codes)."""
+        status, k, call, ids = out["status"], out["where"], out["calls"], self.w_id
+        log = self.packed.LOG
+        if status == KW.CALLS_LEFT:
+            return (f"the engine made {call} calls and took {k} log entries; the compiled loop made "
+                    f"{self.total_calls} calls and logged {self.n}")
+        if status == KW.AT_OTHER_INSTANT:
+            return f"call {call} at t={out['now']}: the compiled log has it at t={float(self.packed.LT[k])}"
+        w = ids[int(log[k, 1])]
+        if status == KW.NOT_PENDING:
+            return f"call {call}: the log starts {w}, which is not pending"
+        if status == KW.POD_COUNT:
+            return f"call {call}: {w} has {len(self.order[int(log[k, 1])])} pods pending, the log starts {int(log[k, 3])}"
+        if status == KW.NO_FIT:
+            return f"call {call}: {w} does not fit on the nodes the log gives it"
+        if status == KW.VICTIM_NOT_RUNNING:
+            return f"call {call}: victim {w} of {ids[int(log[k, 2])]} is not running"
+        return f"call {call}: more pods end than the log started"
+
+    def _submissions(self, n: int) -> None:
+        rec, state = self.recorder, self.state
+        if n and rec.first_t is None:
+            rec.first_t = self.wls[0].submit
+        for w in range(n):
+            wl = self.wls[w]
+            state.workloads[wl.id] = wl
+            rec._first.append(None)
+            rec.count_unplaceable(wl, self.w_shape[w])
+
+    def _tid(self, w: int, rank: int) -> str:
+        tids = self.order[w]
+        return tids[0] if len(tids) == 1 else sorted(tids)[rank]
+
+    def _events(self, tape: Any) -> None:
+        """The events in tape order, with ``LogRun._preemption``'s and ``_evict``'s counters and notes."""
+        rec, packed = self.recorder, self.packed
+        events, names, ids, wls = rec.events, self.node_names, self.w_id, self.wls
+        tnodes, w_cq, prio, qpath = packed.tnodes, self.w_cq, self.prio, self.q_path
+        lw, lb, lc, ld = (packed.LOG[:self.n, c].tolist() for c in (1, 3, 4, 5))
+        wasted, qwasted, counts = rec.wasted, rec.queue_wasted, rec.preempt_count
+        by_queue, by_rule = rec.queue_preemptions, rec.by_rule
+        reasons_for: dict[tuple, tuple[str, dict]] = {}
+        for kind, t, w, pod, node, start, by, row in tape.tolist():
+            w, pod, node = int(w), int(pod), int(node)
+            if kind == KW.EV_PREEMPT:
+                by, row = int(by), int(row)
+                var = lb[row]
+                alike = (prio[w], w_cq[w], var, lc[row], ld[row])
+                got = reasons_for.get(alike)
+                if got is None:
+                    values = {"variant": var, "allowBorrowing": bool(lc[row]),
+                              "lca": None if ld[row] < 0 else tnodes[ld[row]].name}
+                    r = preemption_reason(ids[by], prio[by], tnodes[w_cq[by]], prio[w], tnodes[w_cq[w]],
+                                          pack.VARIANT_REASON[var], values, (qpath[w_cq[by]], qpath[w_cq[w]]))
+                    got = reasons_for[alike] = (f"{r.model}/{r.rule}", r.to_dict())
+                wl = wls[w]
+                vid, queue, res = wl.id, wl.queue, wl.groups[0].resources
+                tid, lost = self._tid(w, pod), t - start
+                rec.preemptions += 1
+                counts[vid] = counts.get(vid, 0) + 1
+                by_queue[queue] = by_queue.get(queue, 0) + 1
+                by_rule[got[0]] = by_rule.get(got[0], 0) + 1
+                qw = qwasted.setdefault(queue, {})
+                events.append({"time": t, "kind": "preempt", "allocation": tid, "workload": vid, "queue": queue,
+                               "node": names[node], "start": start, "resources": dict(res), "grace": wl.grace,
+                               "reason": got[1]})
+                for k, x in res.items():
+                    wasted[k] = wasted.get(k, 0) + x * lost
+                    qw[k] = qw.get(k, 0) + x * lost
+                events.append({"time": t, "kind": "evicted", "allocation": tid, "workload": vid, "queue": queue,
+                               "resources": dict(res), "lost_seconds": lost})
+            elif kind == KW.EV_NOTE:
+                victims = [ids[lw[k]] for k in range(pod, node)]
+                rec.note(preemption_note(ids[w], tnodes[w_cq[w]].name, victims), t)
+                reasons_for = {}
+            elif kind == KW.EV_START:
+                events.append({"time": t, "kind": "start", "allocation": self._tid(w, pod), "workload": ids[w],
+                               "node": names[node]})
+            else:
+                events.append({"time": t, "kind": "finish", "allocation": self._tid(w, pod), "workload": ids[w]})
+
+    def _starts_and_ends(self, out: dict) -> None:
+        rec, ids, names = self.recorder, self.w_id, self.node_names
+        first = out["first"].tolist()
+        for w in out["first_order"].tolist():
+            rec._first[w] = first[w]
+            rec._started.append(w)
+        rec._finished.extend((int(w), t) for w, t in out["finished"].tolist())
+        for t, w, pod, node, ev in out["restarts"].tolist():
+            w = int(w)
+            rec.restarts.setdefault(ids[w], []).append((t, self._tid(w, int(pod)), names[int(node)], ev))
+
+    def _reasons(self, S: tuple) -> None:
+        reasons = self.recorder.reasons
+        reasons.trail = KW.trails(S, self.packed)
+        pend, seq = S[1][B_PEND][:len(self.wls)], S[0][I_PSEQ]
+        reasons.pending = dict.fromkeys(sorted((int(w) for w in pend.nonzero()[0]), key=lambda w: seq[w]))
