@@ -119,3 +119,17 @@ def test_a_log_the_engine_refuses_is_refused():
     packed.LOG[0, 3] += 1  # the first start claims a pod more than its workload has
     again = KW.run_walk(packed, seen["wls"], seen["late"], seen["state"], seen["model"], None, seen["last_t"], 16)
     assert again["status"] == KW.POD_COUNT
+
+
+def test_a_run_reporting_its_progress_keeps_the_python_walk_and_its_document():
+    """A ``progress`` callback needs the instants as they pass, which only ``LogRun`` reports: the
+    document is the one the compiled walk's tapes give."""
+    import json
+
+    docs, seen = [], []
+    for progress in (None, lambda t, n: seen.append(t)):
+        state, workloads = kueue_baseline(scale=0.05)
+        sim = make_simulation(state, load_model("kueue", {}), SimOptions(progress=progress), False)
+        doc = json.dumps(sim.run(workloads).results(), default=str)
+        docs.append((type(sim.log_run).__name__, doc))
+    assert [d[0] for d in docs] == ["TapeRun", "LogRun"] and docs[0][1] == docs[1][1] and seen

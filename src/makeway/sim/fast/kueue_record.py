@@ -456,21 +456,13 @@ class LogRun:
         reasons = rec.reasons
         tnodes, w_cq, ids = packed.tnodes, self.w_cq, self.w_id
         p, p_cq = ids[by], tnodes[w_cq[by]]
-        qpath = self.q_path
         victims = []
-        reasons_for: dict[tuple, Any] = {}  # victims alike (priority, queue, search values) share one
+        reasons_for: dict[tuple, Any] = {}
         while k < self.n and self.kind[k] == L.L_PREEMPT and self.la[k] == by and self.lcall[k] == call:
-            v, var = self.lw[k], self.lb[k]
+            v = self.lw[k]
             if not self.running[v]:
                 raise ReplayError(f"call {self.calls}: victim {ids[v]} of {p} is not running")
-            alike = (self.prio[v], w_cq[v], var, self.lc[k], self.ld[k])
-            reason = reasons_for.get(alike)
-            if reason is None:
-                values = {"variant": var, "allowBorrowing": bool(self.lc[k]),
-                          "lca": None if self.ld[k] < 0 else tnodes[self.ld[k]].name}
-                r = preemption_reason(p, self.prio[by], p_cq, self.prio[v], tnodes[w_cq[v]], pack.VARIANT_REASON[var],
-                                      values, (qpath[w_cq[by]], qpath[w_cq[v]]))
-                reason = reasons_for[alike] = (f"{r.model}/{r.rule}", r.to_dict())
+            reason = self.victim_reason(by, v, self.lb[k], self.lc[k], self.ld[k], reasons_for)
             self._evict(v, by, reason, now)
             victims.append(ids[v])
             k += 1
@@ -479,6 +471,20 @@ class LogRun:
         note = preemption_note(p, p_cq.name, victims)
         rec.note(note, now)
         return k
+
+    def victim_reason(self, by: int, v: int, var: int, allow: int, lca: int, made: dict) -> tuple[str, dict]:
+        """The reason victim ``v`` of ``by`` carries (search variant, allowBorrowing, lca node), as
+        its rule's counter key and its dict; victims alike (priority, ClusterQueue, search values)
+        share one, kept in ``made`` for the preemptor's victims."""
+        alike = (self.prio[v], self.w_cq[v], var, allow, lca)
+        got = made.get(alike)
+        if got is None:
+            tnodes, w_cq, qpath = self.packed.tnodes, self.w_cq, self.q_path
+            values = {"variant": var, "allowBorrowing": bool(allow), "lca": None if lca < 0 else tnodes[lca].name}
+            r = preemption_reason(self.w_id[by], self.prio[by], tnodes[w_cq[by]], self.prio[v], tnodes[w_cq[v]],
+                                  pack.VARIANT_REASON[var], values, (qpath[w_cq[by]], qpath[w_cq[v]]))
+            got = made[alike] = (f"{r.model}/{r.rule}", r.to_dict())
+        return got
 
     def _evict(self, v: int, by: int, reason: tuple[str, dict], now: float) -> None:
         """``Recorder.preempt``, then the engine's ``_evict`` (no grace period in this class), for
@@ -495,8 +501,7 @@ class LogRun:
         rule, why = reason
         start, grace, names = self.started_at[v], wl.grace, self.node_names
         lost = now - start
-        qw = rec.queue_wasted.setdefault(queue, {})
-        wasted, events, evicted_at, reasons = rec.wasted, rec.events, rec._evicted_at, rec.reasons
+        events, reasons = rec.events, rec.reasons
         pairs, used = self.w_shape[v].groups[0][1], self.used
         self.running[v] = False
         self.gen[v] += 1
@@ -515,12 +520,7 @@ class LogRun:
             for r, x in pairs:
                 used[r][node] -= x
             rec.task_evicted(v, now)
-            for k, x in res.items():
-                wasted[k] = wasted.get(k, 0) + x * lost
-                qw[k] = qw.get(k, 0) + x * lost
-            evicted_at[tid] = now
-            events.append({"time": now, "kind": "evicted", "allocation": tid, "workload": vid, "queue": queue,
-                           "resources": dict(res), "lost_seconds": lost})
+            rec.evicted_event(tid, vid, queue, res, lost, now)
         self._use(v, -n)
         reasons.became_pending(v)
         self.order[v] = pods

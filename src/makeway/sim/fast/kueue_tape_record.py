@@ -12,8 +12,7 @@ from __future__ import annotations
 from array import array
 from typing import Any
 
-from makeway.policies.kueue.fast import pack
-from makeway.policies.kueue.heads import preemption_note, preemption_reason
+from makeway.policies.kueue.heads import preemption_note
 from makeway.sim.fast import kueue_walk as KW
 from makeway.sim.fast.kueue import ReplayError
 from makeway.sim.fast.kueue_record import LogRun
@@ -28,7 +27,7 @@ class TapeRun(LogRun):
         self.model.bind(self.state)
         opts, rec = self.options, self.recorder
         out = KW.run_walk(self.packed, self.wls, self.late, self.state, self.model, opts.horizon, rec.last_t,
-                          self.MAX_ROUNDS, opts.record_starts)
+                          self.MAX_ROUNDS, opts.record_starts, self.w_shape)
         if out["status"] != KW.OK:
             raise ReplayError(self._refusal(out))
         self.now = out["now"]
@@ -83,24 +82,15 @@ class TapeRun(LogRun):
         """The events in tape order, with ``LogRun._preemption``'s and ``_evict``'s counters and notes."""
         rec, packed = self.recorder, self.packed
         events, names, ids, wls = rec.events, self.node_names, self.w_id, self.wls
-        tnodes, w_cq, prio, qpath = packed.tnodes, self.w_cq, self.prio, self.q_path
+        tnodes, w_cq = packed.tnodes, self.w_cq
         lw, lb, lc, ld = (packed.LOG[:self.n, c].tolist() for c in (1, 3, 4, 5))
-        wasted, qwasted, counts = rec.wasted, rec.queue_wasted, rec.preempt_count
-        by_queue, by_rule = rec.queue_preemptions, rec.by_rule
+        counts, by_queue, by_rule = rec.preempt_count, rec.queue_preemptions, rec.by_rule
         reasons_for: dict[tuple, tuple[str, dict]] = {}
         for kind, t, w, pod, node, start, by, row in tape.tolist():
             w, pod, node = int(w), int(pod), int(node)
             if kind == KW.EV_PREEMPT:
-                by, row = int(by), int(row)
-                var = lb[row]
-                alike = (prio[w], w_cq[w], var, lc[row], ld[row])
-                got = reasons_for.get(alike)
-                if got is None:
-                    values = {"variant": var, "allowBorrowing": bool(lc[row]),
-                              "lca": None if ld[row] < 0 else tnodes[ld[row]].name}
-                    r = preemption_reason(ids[by], prio[by], tnodes[w_cq[by]], prio[w], tnodes[w_cq[w]],
-                                          pack.VARIANT_REASON[var], values, (qpath[w_cq[by]], qpath[w_cq[w]]))
-                    got = reasons_for[alike] = (f"{r.model}/{r.rule}", r.to_dict())
+                row = int(row)
+                got = self.victim_reason(int(by), w, lb[row], lc[row], ld[row], reasons_for)
                 wl = wls[w]
                 vid, queue, res = wl.id, wl.queue, wl.groups[0].resources
                 tid, lost = self._tid(w, pod), t - start
@@ -108,15 +98,10 @@ class TapeRun(LogRun):
                 counts[vid] = counts.get(vid, 0) + 1
                 by_queue[queue] = by_queue.get(queue, 0) + 1
                 by_rule[got[0]] = by_rule.get(got[0], 0) + 1
-                qw = qwasted.setdefault(queue, {})
                 events.append({"time": t, "kind": "preempt", "allocation": tid, "workload": vid, "queue": queue,
                                "node": names[node], "start": start, "resources": dict(res), "grace": wl.grace,
                                "reason": got[1]})
-                for k, x in res.items():
-                    wasted[k] = wasted.get(k, 0) + x * lost
-                    qw[k] = qw.get(k, 0) + x * lost
-                events.append({"time": t, "kind": "evicted", "allocation": tid, "workload": vid, "queue": queue,
-                               "resources": dict(res), "lost_seconds": lost})
+                rec.evicted_event(tid, vid, queue, res, lost, t)
             elif kind == KW.EV_NOTE:
                 victims = [ids[lw[k]] for k in range(pod, node)]
                 rec.note(preemption_note(ids[w], tnodes[w_cq[w]].name, victims), t)

@@ -46,6 +46,17 @@ def _mark(now, S, feed, marks):
 
 
 @njit(cache=True, _nrt=False)
+def _event(ev, n, kind, t, w, pod, node):
+    """Row ``n`` of the event tape (its other columns are the caller's); the next row."""
+    ev[n, C_KIND] = kind
+    ev[n, C_T] = t
+    ev[n, C_W] = w
+    ev[n, C_POD] = pod
+    ev[n, C_NODE] = node
+    return n + 1
+
+
+@njit(cache=True, _nrt=False)
 def _codes(code, count, S, feed):
     for _ in range(count):
         feed[int(S[1])] = code
@@ -126,11 +137,7 @@ def walk(kind, lw, la, lb, lcall, lt, ln, subs, W, dur, ntask, name_pos, REQ, ca
                 nfin += 1
             _codes(4 * w + E_FINISH, 1, FS, feed)
             if record_starts:
-                ev[nev, C_KIND] = EV_FINISH
-                ev[nev, C_T] = now
-                ev[nev, C_W] = w
-                ev[nev, C_POD] = i if renamed[w] else name_pos[w, i]
-                nev += 1
+                nev = _event(ev, nev, EV_FINISH, now, w, i if renamed[w] else name_pos[w, i], 0)
             RW.use(S, RIN, cq_used, w, -1)
         while ns < W and subs[ns] == now:
             changed = True
@@ -188,12 +195,7 @@ def walk(kind, lw, la, lb, lcall, lt, ln, subs, W, dur, ntask, name_pos, REQ, ca
                             nrs += 1
                             evicted_at[pod_off[w] + rank] = np.nan
                         if record_starts:
-                            ev[nev, C_KIND] = EV_START
-                            ev[nev, C_T] = now
-                            ev[nev, C_W] = w
-                            ev[nev, C_POD] = rank
-                            ev[nev, C_NODE] = node
-                            nev += 1
+                            nev = _event(ev, nev, EV_START, now, w, rank, node)
                     WAIT[w] = False
                     made = True
                     end = now + dur[w]
@@ -224,15 +226,10 @@ def walk(kind, lw, la, lb, lcall, lt, ln, subs, W, dur, ntask, name_pos, REQ, ca
                                 rank = name_pos[v, i] if not renamed[v] else i
                                 if rank == j:
                                     node = ln[on_at[v] + i]
-                                    ev[nev, C_KIND] = EV_PREEMPT
-                                    ev[nev, C_T] = now
-                                    ev[nev, C_W] = v
-                                    ev[nev, C_POD] = j
-                                    ev[nev, C_NODE] = node
                                     ev[nev, C_START] = started[v]
                                     ev[nev, C_BY] = by
                                     ev[nev, C_ROW] = k
-                                    nev += 1
+                                    nev = _event(ev, nev, EV_PREEMPT, now, v, j, node)
                                     evicted_at[pod_off[v] + j] = now
                                     for r in range(R):
                                         used[node, r] -= REQ[v, r]
@@ -244,12 +241,7 @@ def walk(kind, lw, la, lb, lcall, lt, ln, subs, W, dur, ntask, name_pos, REQ, ca
                         k += 1
                     WAIT[by] = True
                     RW.rekey(S, RIN, by)
-                    ev[nev, C_KIND] = EV_NOTE
-                    ev[nev, C_T] = now
-                    ev[nev, C_W] = by
-                    ev[nev, C_POD] = k0
-                    ev[nev, C_NODE] = k
-                    nev += 1
+                    nev = _event(ev, nev, EV_NOTE, now, by, k0, k)
                     freed = True
                     made = True
             pos = k
@@ -264,10 +256,11 @@ def walk(kind, lw, la, lb, lcall, lt, ln, subs, W, dur, ntask, name_pos, REQ, ca
 
 
 def run_walk(packed: Any, wls: list, late: list, state: Any, model: Any, horizon: float | None, last_t: float,
-             max_rounds: int, record_starts: bool = False) -> dict[str, Any]:
+             max_rounds: int, record_starts: bool = False, shapes: list | None = None) -> dict[str, Any]:
     """``walk`` over a packed run: its status and tapes as numpy arrays (``feed``, ``marks``,
     ``events``, ``first`` start per workload and ``first_order``, ``finished`` (workload, time),
-    ``restarts`` (time, workload, pod rank, node, evicted at), ``reasons`` (the trails' state))."""
+    ``restarts`` (time, workload, pod rank, node, evicted at), ``reasons`` (the trails' state)).
+    ``shapes``: the workloads' ``kueue_record.workload_shapes``, where the caller has them."""
     from makeway.policies.kueue.fast.loop import I_CALLS, I_NLN, I_NLOG
 
     n = int(packed.IS[I_NLOG])
@@ -304,7 +297,7 @@ def run_walk(packed: Any, wls: list, late: list, state: Any, model: Any, horizon
     restarts = np.zeros((pods_run + 1, 5), np.float64)
     pod_off = np.zeros(W + 1, np.int64)
     pod_off[1:] = np.cumsum(ntask[:W])
-    rin, S = _reason_inputs(packed, wls, state, model, ntask, room)
+    rin, S = _reason_inputs(packed, wls, state, model, ntask, room, shapes)
     out = walk(log[:, 0].copy(), log[:, 1].copy(), log[:, 2].copy(), log[:, 3].copy(), log[:, 6].copy(),
                packed.LT[:n].copy(), ln.copy(), subs, W, dur, ntask, name_pos, REQ, cap,
                np.inf if horizon is None else float(horizon), max_rounds, int(packed.IS[I_CALLS]), float(last_t),
@@ -315,7 +308,8 @@ def run_walk(packed: Any, wls: list, late: list, state: Any, model: Any, horizon
             "calls": int(calls), "now": float(now), "stopped": bool(stopped), "submitted": int(nsub), "reasons": S}
 
 
-def _reason_inputs(packed: Any, wls: list, state: Any, model: Any, ntask: np.ndarray, room: int) -> tuple:
+def _reason_inputs(packed: Any, wls: list, state: Any, model: Any, ntask: np.ndarray, room: int,
+                   shapes: list | None) -> tuple:
     """What the trails read of the run (``kueue_walk_reasons``' ``RIN``) and their fresh state."""
     from makeway.policies.kueue.fast import layout as L
     from makeway.sim.fast.kueue_record import queue_paths, workload_shapes
@@ -323,7 +317,8 @@ def _reason_inputs(packed: Any, wls: list, state: Any, model: Any, ntask: np.nda
     W = len(wls)
     names, qix, paths = queue_paths(state)
     nodes = list(state.nodes.values())
-    nowhere = np.array([sh.nowhere for sh in workload_shapes(wls, state.resources, nodes)] or [False], np.bool_)
+    shapes = shapes if shapes is not None else workload_shapes(wls, state.resources, nodes)
+    nowhere = np.array([sh.nowhere for sh in shapes] or [False], np.bool_)
     wq = np.array([qix[wl.queue] for wl in wls] or [0], np.int64)
     wcq = packed.WI[:, L.W_CQ].astype(np.int64) if W else np.zeros(1, np.int64)
     wqv = packed.WI[:, L.W_QV].astype(np.int64) if W else np.zeros(1, np.int64)
