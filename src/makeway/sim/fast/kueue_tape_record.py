@@ -25,6 +25,7 @@ class TapeRun(LogRun):
 
     def _run(self) -> Any:
         self.model.bind(self.state)
+        self._named: dict[int, list[str]] = {}
         opts, rec = self.options, self.recorder
         out = KW.run_walk(self.packed, self.wls, self.late, self.state, self.model, opts.horizon, rec.last_t,
                           self.MAX_ROUNDS, opts.record_starts, self.w_shape)
@@ -75,8 +76,14 @@ class TapeRun(LogRun):
             rec.count_unplaceable(wl, self.w_shape[w])
 
     def _tid(self, w: int, rank: int) -> str:
+        """The id of ``w``'s pod of this rank in name order (a gang's names sorted once)."""
         tids = self.order[w]
-        return tids[0] if len(tids) == 1 else sorted(tids)[rank]
+        if len(tids) == 1:
+            return tids[0]
+        named = self._named.get(w)
+        if named is None:
+            named = self._named[w] = sorted(tids)
+        return named[rank]
 
     def _events(self, tape: Any) -> None:
         """The events in tape order, with ``LogRun._preemption``'s and ``_evict``'s counters and notes."""
