@@ -19,7 +19,7 @@ from makeway.policies.kueue.fast.layout import (
     W_CNT, W_CQ, W_EVER, W_GEN, W_KEY, W_PARK, W_PCNT, W_PRIO, W_QV, W_RANK, W_STATE, W_TOFF, W_TOUCH, W_VN,
     W_WAIT,
 )
-from makeway.policies.kueue.fast.queues import carry, fifo_order, list_ok, pq_insert, pq_remove, rebuild
+from makeway.policies.kueue.fast.queues import carry, fifo_order, list_ok, pq_insert, pq_remove, rebuild, runs
 
 MAX_ROUNDS = 16  # ``Simulation.MAX_ROUNDS``
 
@@ -427,11 +427,12 @@ def _process(TI, kids, IS, WI, times, REQ, cap, used, TN, FN, u, RV, MO, queues,
 
 
 @njit(cache=True, inline='always')
-def _skip_known(TI, IS, WI, RV, MO, CQO, PL, PL_OFF, PL_N, AT, SC, root, local):
+def _skip_known(TI, IS, WI, RV, MO, CQO, PL, RE, PL_OFF, PL_N, AT, SC, root, local):
     """``TwinSkipping._skip_known`` (``root`` -1: every queue) and ``_skip_known_trees`` (the
     queues of tree ``root``, with ``local`` stamps): where every head is a known twin, the rounds
     up to the first head that must be evaluated are taken at once (they change nothing but
-    parking). The rounds taken; -1 for all of them, -2 for none."""
+    parking). The rounds taken; -1 for all of them, -2 for none. The scan reads one entry per
+    twin run (``queues.runs``): the outcome of its first is every one's."""
     nv, gv = IS[I_NV], IS[I_GV]
     live = False
     for x in range(CQO.shape[0]):
@@ -464,15 +465,20 @@ def _skip_known(TI, IS, WI, RV, MO, CQO, PL, PL_OFF, PL_N, AT, SC, root, local):
                 end = n
             j = SC[c]
             rv = RV[TI[c, ROOT]]
+            lo = PL_OFF[c]
             while j < end:
-                w = PL[PL_OFF[c] + j]
+                w = PL[lo + j]
                 k = WI[w, W_KEY]
                 kind = _outcome(WI[w, W_WAIT], MO[k, 0], MO[k, 1], MO[k, 2], MO[k, 3], rv, nv, gv, local)
                 if kind < 0:
                     break
+                e = RE[lo + j] - lo
+                if e > end:
+                    e = end
                 if kind > 0:  # parked as it is scanned; undone below past the rounds taken
-                    WI[w, W_PARK] = kind
-                j += 1
+                    for i in range(lo + j, lo + e):
+                        WI[PL[i], W_PARK] = kind
+                j = e
             SC[c] = j
             if j < end:
                 step = j - AT[c]
@@ -508,8 +514,8 @@ def _head_order(xa, xb, ha, hb, pa, pb, sa, sb, ra, rb):
 @njit(cache=True, _nrt=False)
 def call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN, FN, u, RV, RFREED, MO, CQO,
          PQ, PQ_OFF, PQ_N, PL, PL_N, AT, RQ, RQ_OFF, RQ_N, RPOS, SL, VA, VICT, VL, HW, HT, HS, HG,
-         LOG, LT, LN, X, VF, TOUCH, HD, HB, ROOTS, RESUME, SC, NQ, NQ_N, NODEP, out, tw, tvar, tallow, tlca, SCT, SCW, path,
-         now, caches):
+         LOG, LT, LN, X, VF, TOUCH, HD, HB, ROOTS, RESUME, SC, NQ, NQ_N, NODEP, PK, RE, out, tw, tvar, tallow, tlca, SCT,
+         SCW, path, now, caches):
     """One ``KueueModel.schedule`` call and the engine applying its decisions; the number of
     victims evicted (the engine calls again at once while there are any).
 
@@ -528,10 +534,11 @@ def call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN
         lo = PQ_OFF[c]
         rel = freed and RFREED[TI[c, ROOT]]
         if rel or (freed and NODEP[c]):
-            n = rebuild(WI, PQ, PL, lo, PQ_N[c], rel)
+            n = rebuild(WI, PQ, PL, PK, RE, lo, PQ_N[c], rel)
             NODEP[c] = 0
         else:
             n = carry(WI, sub_t, prio_pre, PL, lo, PL_N[c], NQ, NQ_N[c])
+            runs(WI, PL, PK, RE, lo, n)
         NQ_N[c] = 0
         PL_N[c] = n
         AT[c] = 0
@@ -556,13 +563,13 @@ def call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN
                 if RESUME[ROOTS[x]] > rnd:
                     resting = True
             if not resting:
-                _skip_known(TI, IS, WI, RV, MO, CQO, PL, PQ_OFF, PL_N, AT, SC, -1, False)
+                _skip_known(TI, IS, WI, RV, MO, CQO, PL, RE, PQ_OFF, PL_N, AT, SC, -1, False)
             if NR > 1:
                 for x in range(NR):
                     r = ROOTS[x]
                     if RESUME[r] > rnd:
                         continue
-                    step = _skip_known(TI, IS, WI, RV, MO, CQO, PL, PQ_OFF, PL_N, AT, SC, r, True)
+                    step = _skip_known(TI, IS, WI, RV, MO, CQO, PL, RE, PQ_OFF, PL_N, AT, SC, r, True)
                     if step > 0:
                         RESUME[r] = rnd + step
         nh = 0
@@ -660,6 +667,8 @@ def run(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN,
     NQ = np.zeros(max(1, W), np.int64)  # per ClusterQueue (``PQ_OFF``): entries queued since its last call
     NQ_N = np.zeros(T, np.int64)
     NODEP = np.zeros(T, np.int64)  # per ClusterQueue: it may have entries parked for room
+    PK = np.zeros(PL.shape[0], np.int64)  # per unparked entry: its key and waiting mark (``queues.runs``)
+    RE = np.zeros(PL.shape[0], np.int64)  # per unparked entry: where its twin run ends
     seen = np.zeros(T, np.bool_)
     for x in range(C):
         seen[TI[CQO[x], ROOT]] = True
@@ -707,8 +716,8 @@ def run(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN,
         for _ in range(MAX_ROUNDS):
             if call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN, FN, u, RV, RFREED,
                     MO, CQO, PQ, PQ_OFF, PQ_N, PL, PL_N, AT, RQ, RQ_OFF, RQ_N, RPOS, SL, VA, VICT, VL, HW, HT,
-                    HS, HG, LOG, LT, LN, X, VF, TOUCH, HD, HB, ROOTS, RESUME, SC, NQ, NQ_N, NODEP, out, tw, tvar,
-                    tallow, tlca, SCT, SCW, path, now, caches) == 0:
+                    HS, HG, LOG, LT, LN, X, VF, TOUCH, HD, HB, ROOTS, RESUME, SC, NQ, NQ_N, NODEP, PK, RE, out, tw,
+                    tvar, tallow, tlca, SCT, SCW, path, now, caches) == 0:
                 break
             if IS[I_FULL]:
                 return 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from makeway.policies.kueue.fast.layout import NODE, PENDING, W_CQ, W_PARK, W_PRIO, W_RANK, W_STATE, W_WAIT
+from makeway.policies.kueue.fast.layout import NODE, PENDING, W_CQ, W_KEY, W_PARK, W_PRIO, W_RANK, W_STATE, W_WAIT
 
 
 @njit(cache=True, inline='always')
@@ -76,11 +76,11 @@ def pq_remove(WI, sub_t, prio_pre, PQ, PQ_OFF, PQ_N, w):
 # -- the unparked lists ---------------------------------------------------------------------------
 
 @njit(cache=True)
-def rebuild(WI, PQ, PL, lo, n_pq, rel):
+def rebuild(WI, PQ, PL, PK, RE, lo, n_pq, rel):
     """A ClusterQueue's unparked entries, read from its whole pending list, at a call after a
     release: where its cohort tree freed quota (``rel``; ``Parked.release_queues``: every parked
-    entry released), or where it has entries parked for room (``release_nodes``). The number of
-    entries."""
+    entry released), or where it has entries parked for room (``release_nodes``), with their
+    twin runs (``runs``). The number of entries."""
     n = 0
     for j in range(lo, lo + n_pq):
         w = PQ[j]
@@ -90,8 +90,31 @@ def rebuild(WI, PQ, PL, lo, n_pq, rel):
             k = 0
         if not k:
             PL[lo + n] = w
+            PK[lo + n] = 2 * WI[w, W_KEY] + WI[w, W_WAIT]
             n += 1
+    _run_ends(PK, RE, lo, n)
     return n
+
+
+@njit(cache=True)
+def runs(WI, PL, PK, RE, lo, n):
+    """Each entry's twin run in an unparked list: ``RE[j]``, where the run of entries from ``j``
+    with its key and waiting mark ends. A run's entries share their outcome as heads (``loop.
+    _outcome`` reads only these and the queue's tree), so a scan for the first head to evaluate
+    takes a run at a step rather than entry by entry."""
+    for j in range(lo, lo + n):
+        w = PL[j]
+        PK[j] = 2 * WI[w, W_KEY] + WI[w, W_WAIT]
+    _run_ends(PK, RE, lo, n)
+
+
+@njit(cache=True, inline='always')
+def _run_ends(PK, RE, lo, n):
+    e = lo + n
+    for j in range(lo + n - 1, lo - 1, -1):
+        if j + 1 < e and PK[j] != PK[j + 1]:
+            e = j + 1
+        RE[j] = e
 
 
 @njit(cache=True, inline='always')
