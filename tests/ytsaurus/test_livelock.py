@@ -9,6 +9,14 @@
   inherit the starvation and take n4 from each other at every heartbeat. YTsaurus loops here too
   (until its hung-operation check, after an hour, fails j12; not modelled), so the simulator stops the
   run as ``no-progress``: j10 and j11 finished, j7 preempted 114 times by j15.
+* a drawn run (round 37, ``test_an_operation_preempting_its_own_allocations_is_stopped``): every task
+  fits a node, yet one operation preempts its own allocations for ever. j4 (first in FIFO pool q0)
+  needs a whole 4-cpu node for each of its tasks; j3 (fair share 0, all allocations preemptible)
+  holds that node with two 2-cpu tasks and inherits q0's starvation. At each heartbeat the regular
+  stage refills the node, so only one of j3's allocations is old enough to be a candidate: 2 cpu of
+  discount, too little for j4, enough for j3's own next task. YTsaurus counts an operation's own
+  conditionally preemptible allocations in its pool's discount (``AnalyzePreemptibleAllocations``
+  leaves out only an operation that blocks itself), so it loops here too.
 """
 
 from __future__ import annotations
@@ -132,12 +140,53 @@ def test_random_small_simulations_end(run):
     if rec.stopped_reason is None:
         return
     assert rec.stopped_reason.startswith("no-progress")
+    _a_cycle_yt_has_too(rec, model, state, wls, nodes)
+
+
+def _a_cycle_yt_has_too(rec, model, state, wls, nodes):
+    """A run stopped as no-progress is one of the two shapes of the module docstring: an operation
+    YTsaurus keeps has a task no single node can hold; or every preemption since the last progress
+    is an operation preempting its own allocations. Either way a pending operation that is not
+    failed shares a pool (or an ancestor) with the cycling ones and makes it starve."""
     stuck = next(e for e in rec.events if e["kind"] == "stopped")["workloads"]
-    blockers = [w.id for w in wls if w.id not in model.failed and w.id not in rec.finish_t
-                and any(not _fits_some_node(g.resources, nodes) for g in w.groups)]
-    assert blockers, rec.stopped_reason
     parents = {state.workloads[w].queue for w in stuck}
+    unfinished = [w.id for w in wls if w.id not in model.failed and w.id not in rec.finish_t]
+    blockers = [w for w in unfinished if any(not _fits_some_node(g.resources, nodes) for g in state.workloads[w].groups)]
+    if not blockers:
+        since = max([*rec.finish_t.values(), *rec.first_start.values(), *(w.submit for w in wls)])
+        late = [e for e in rec.events if e["kind"] == "preempt" and e["time"] > since]
+        assert late and all(e["reason"]["preemptor"] == e["workload"] for e in late), rec.stopped_reason
+        blockers = [w for w in unfinished if w not in stuck]
+    assert blockers, rec.stopped_reason
     assert any(state.workloads[b].queue in parents or nested_parent(state, b, parents) for b in blockers)
+
+
+def test_an_operation_preempting_its_own_allocations_is_stopped():
+    """The third shape of the module docstring, as hypothesis drew it: j3 preempts its own
+    allocations at every heartbeat from t=70, and the run is stopped 600 s later; j4 never gets
+    the node, and nothing no node can hold is pending."""
+    nodes = [Node("n0", {"cpu": 4, "memory": 32, "gpu": 4}), Node("n1", {"cpu": 2.5, "memory": 1, "gpu": 2})]
+    queues = [Queue("root"), Queue("root.q0", "root", weight=0.5,
+                                   settings={"mode": "fifo", "fair_share_starvation_tolerance": 0.5})]
+    small, mid, big = {"cpu": 1, "memory": 1}, {"cpu": 2, "memory": 2}, {"cpu": 4, "memory": 8}
+    wls = [Workload("j0", "root.q0", 14.0, 20.0, (TaskGroup(2, dict(small)), TaskGroup(3, dict(mid)))),
+           Workload("j1", "root.q0", 0.0, 20.0, (TaskGroup(1, dict(small)),)),
+           Workload("j2", "root.q0", 0.0, 20.0, (TaskGroup(1, dict(small)),)),
+           Workload("j3", "root.q0", 43.0, 20.0, (TaskGroup(4, dict(mid)),), grace=2.0),
+           Workload("j4", "root.q0", 14.0, 20.0, (TaskGroup(2, dict(big)), TaskGroup(1, dict(small))))]
+    state = ClusterState(["cpu", "memory", "gpu"], queues, nodes)
+    model = YTsaurusModel({"fair_share_update_period": 1.0, "fair_share_starvation_timeout": 5,
+                           "preemptive_scheduling_backoff": 0, "heartbeat_period": 5})
+    sim = Simulation(state, model, SimOptions())
+    sim.add_workloads(wls)
+    rec = sim.run()
+    assert rec.stopped_reason.startswith("no-progress: from t=70 to t=670")
+    assert sorted(rec.finish_t) == ["j0", "j1", "j2"] and model.failed == {}
+    assert all(_fits_some_node(g.resources, nodes) for w in wls for g in w.groups)
+    preempts = [e for e in rec.events if e["kind"] == "preempt"]
+    assert preempts and {(e["workload"], e["reason"]["preemptor"]) for e in preempts} == {("j3", "j3")}
+    assert {e["reason"]["detail"] for e in preempts} == {"preemptible allocation of j3"}
+    _a_cycle_yt_has_too(rec, model, state, wls, nodes)
 
 
 def nested_parent(state: ClusterState, blocker: str, pools: set[str]) -> bool:
