@@ -21,7 +21,6 @@
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
