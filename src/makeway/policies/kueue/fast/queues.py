@@ -90,7 +90,7 @@ def rebuild(WI, PQ, PL, PK, RE, lo, n_pq, rel):
             k = 0
         if not k:
             PL[lo + n] = w
-            PK[lo + n] = 2 * WI[w, W_KEY] + WI[w, W_WAIT]
+            PK[lo + n] = _twin_code(WI[w, W_KEY], WI[w, W_WAIT])
             n += 1
     _run_ends(PK, RE, lo, n)
     return n
@@ -104,17 +104,25 @@ def runs(WI, PL, PK, RE, lo, n):
     takes a run at a step rather than entry by entry."""
     for j in range(lo, lo + n):
         w = PL[j]
-        PK[j] = 2 * WI[w, W_KEY] + WI[w, W_WAIT]
+        PK[j] = _twin_code(WI[w, W_KEY], WI[w, W_WAIT])
     _run_ends(PK, RE, lo, n)
+
+
+@njit(cache=True, inline='always')
+def _twin_code(key, wait):
+    """What a twin run shares: the key and the waiting mark, as one int (scalars only)."""
+    return 2 * key + wait
 
 
 @njit(cache=True, inline='always')
 def _run_ends(PK, RE, lo, n):
     e = lo + n
-    for j in range(lo + n - 1, lo - 1, -1):
-        if j + 1 < e and PK[j] != PK[j + 1]:
+    for j in range(lo + n - 2, lo - 1, -1):
+        if PK[j] != PK[j + 1]:
             e = j + 1
         RE[j] = e
+    if n:
+        RE[lo + n - 1] = lo + n
 
 
 @njit(cache=True, inline='always')
