@@ -1,5 +1,5 @@
-"""A compiled YuniKorn run's results, recorded from its log (``sim.fast.yunikorn_record.LogRun``),
-are the general engine's, byte for byte once dumped: events with their reasons, samples,
+"""A compiled YuniKorn run's results, recorded from its log (``sim.fast.yunikorn_record.LogRun``,
+and ``yunikorn_tape_record.TapeRun``, its walk compiled), are the general engine's, byte for byte once dumped: events with their reasons, samples,
 counters, finish and wait columns, pending-reason trails, the stop.
 
 The compiled loop's log is stood in for by the general engine's own decisions written in the log's
@@ -25,6 +25,7 @@ from makeway.sim.engine import SimOptions, make_simulation, simulate
 from makeway.sim.fast import yunikorn
 from makeway.sim.fast.kueue import ReplayError
 from makeway.sim.fast.yunikorn_record import LogRun
+from makeway.sim.fast.yunikorn_tape_record import TapeRun
 from tests.yunikorn_queue import general_log
 
 
@@ -37,29 +38,31 @@ def _first_difference(got: str, ref: str) -> str:
     return f"documents differ at {at}: {got[max(0, at - 200):at + 200]!r} != {ref[max(0, at - 200):at + 200]!r}"
 
 
-def _recorded(state_of, workloads, **options):
-    """The document ``LogRun`` records from the stand-in's log, the log, and the state it leaves."""
+def _recorded(state_of, workloads, cls=LogRun, **options):
+    """The document ``cls`` records from the stand-in's log, the log, and the state it leaves."""
     opts = SimOptions(**options)
     horizon = math.inf if opts.horizon is None else opts.horizon
     wls = [w for w in workloads if w.submit <= horizon]
     late = [w for w in workloads if w.submit > horizon][:1]
     packed = general_log.run(state_of(), load_model("yunikorn", {}), wls, horizon)
-    run = LogRun(packed, state_of(), load_model("yunikorn", {}), opts, wls, late)
+    run = cls(packed, state_of(), load_model("yunikorn", {}), opts, wls, late)
     return _dump(run.run()), packed, run.state
 
 
 def _same(state_of, workloads, **options):
+    """Both recordings, ``LogRun``'s and ``TapeRun``'s, are the general engine's document."""
     workloads = sorted(workloads, key=lambda w: w.submit)
     assert pack.unsupported(state_of(), load_model("yunikorn", {}), workloads, gangs=True) is None
     ref_rec = simulate(state_of(), load_model("yunikorn", {}), workloads, options=SimOptions(engine="general", **options))
-    got, packed, state = _recorded(state_of, workloads, **options)
     ref = _dump(ref_rec)
-    same = got == ref  # not in the assert: pytest would diff two documents of megabytes
-    assert same, _first_difference(got, ref)
-    # what is left pending, in the state's order (gangs partly started among them)
-    assert [(w, list(tasks)) for w, tasks in state.pending.items()] == \
-        [(w, list(tasks)) for w, tasks in ref_rec.state.pending.items()]
-    assert state.pending_res == ref_rec.state.pending_res
+    for cls in (LogRun, TapeRun):
+        got, packed, state = _recorded(state_of, workloads, cls, **options)
+        same = got == ref  # not in the assert: pytest would diff two documents of megabytes
+        assert same, f"{cls.__name__}: {_first_difference(got, ref)}"
+        # what is left pending, in the state's order (gangs partly started among them)
+        assert [(w, list(tasks)) for w, tasks in state.pending.items()] == \
+            [(w, list(tasks)) for w, tasks in ref_rec.state.pending.items()]
+        assert state.pending_res == ref_rec.state.pending_res
     return ref_rec, packed
 
 
@@ -186,7 +189,8 @@ def _small():
     return (lambda: ClusterState(["cpu", "memory"], queues, nodes)), workloads
 
 
-def test_a_log_out_of_step_with_the_engine_is_an_error():
+@pytest.mark.parametrize("cls", [LogRun, TapeRun])
+def test_a_log_out_of_step_with_the_engine_is_an_error(cls):
     """The preemption logged one instant late: the engine's call at that instant is not the log's."""
     state_of, workloads = _small()
     packed = general_log.run(state_of(), load_model("yunikorn", {}), workloads)
@@ -194,25 +198,100 @@ def test_a_log_out_of_step_with_the_engine_is_an_error():
     k = int(packed.LOG[packed.LOG[:, 0] == 1][0, 4]) - 1
     packed.CT[k] += 0.25
     with pytest.raises(ReplayError, match="compiled log has it at"):
-        LogRun(packed, state_of(), load_model("yunikorn", {}), SimOptions(), workloads, []).run()
+        cls(packed, state_of(), load_model("yunikorn", {}), SimOptions(), workloads, []).run()
 
 
-def test_a_log_with_a_call_too_many_is_an_error():
+@pytest.mark.parametrize("cls", [LogRun, TapeRun])
+def test_a_log_with_a_call_too_many_is_an_error(cls):
     state_of, workloads = _small()
     packed = general_log.run(state_of(), load_model("yunikorn", {}), workloads)
     packed.calls += 1
     packed.CT, packed.WK = np.append(packed.CT, 1e9), np.append(packed.WK, np.nan)
     with pytest.raises(ReplayError, match="calls"):
-        LogRun(packed, state_of(), load_model("yunikorn", {}), SimOptions(), workloads, []).run()
+        cls(packed, state_of(), load_model("yunikorn", {}), SimOptions(), workloads, []).run()
 
 
-def test_a_start_that_does_not_fit_is_an_error():
+@pytest.mark.parametrize("cls", [LogRun, TapeRun])
+def test_a_start_that_does_not_fit_is_an_error(cls):
     state_of, workloads = _small()
     packed = general_log.run(state_of(), load_model("yunikorn", {}), workloads)
     first = packed.LOG[:, 0].tolist().index(1)
     packed.LOG[first, 0] = 0  # the victim is not preempted: the preemptor's start does not fit
     with pytest.raises(ReplayError):
-        LogRun(packed, state_of(), load_model("yunikorn", {}), SimOptions(), workloads, []).run()
+        cls(packed, state_of(), load_model("yunikorn", {}), SimOptions(), workloads, []).run()
+
+
+def _refusal(cls, packed, state_of, workloads) -> str:
+    with pytest.raises(ReplayError) as got:
+        cls(packed, state_of(), load_model("yunikorn", {}), SimOptions(), workloads, []).run()
+    return str(got.value)
+
+
+def _row(packed, kind):
+    return packed.LOG[:, 0].tolist().index(kind)
+
+
+def _sorted_case():
+    state_of, workloads = gang_reservation_case()
+    return state_of, sorted(workloads, key=lambda w: w.submit)
+
+
+@pytest.mark.parametrize("corrupt, says", [
+    ("call-late", "compiled log has it at"), ("row-late", "compiled log has it at"), ("not-pending", "not pending"),
+    ("no-fit", "does not fit"), ("victim-not-running", "is not running"), ("no-reservation", "no reservation"),
+    ("call-missing", "t=None"), ("row-left-over", "t=None"), ("call-extra", "calls")])
+def test_the_compiled_walk_refuses_a_log_as_the_python_walk_does(corrupt, says):
+    """Each check of the walk, met by a log broken for it: ``TapeRun`` raises ``LogRun``'s message."""
+    state_of, workloads = _sorted_case()
+    packed = general_log.run(state_of(), load_model("yunikorn", {}), workloads)
+    start, preempt = _row(packed, 0), _row(packed, 1)
+    if corrupt == "call-late":
+        packed.CT[int(packed.LOG[preempt, 4]) - 1] += 0.25
+    elif corrupt == "row-late":
+        packed.LT[preempt] += 0.25
+    elif corrupt == "not-pending":
+        later = [k for k in range(start + 1, len(packed.LOG)) if packed.LOG[k, 0] == 0]
+        packed.LOG[later[0], 1] = packed.LOG[start, 1]  # the same task started twice
+    elif corrupt == "no-fit":
+        packed.LOG[preempt, 0] = 0  # the victim is not preempted: the preemptor's start does not fit
+        packed.LOG[preempt, 1] = packed.LOG[preempt, 2]
+        packed.LOG[preempt, 2] = packed.LOG[preempt, 3]
+    elif corrupt == "victim-not-running":
+        packed.LOG[preempt, 1] = packed.LOG[preempt, 2]  # the ask itself, pending, as its victim
+    elif corrupt == "no-reservation":
+        packed.LOG[_row(packed, 2), 1] = packed.LOG[start, 1]
+    elif corrupt == "call-missing":
+        packed.calls -= 1
+        packed.CT, packed.WK = packed.CT[:-1], packed.WK[:-1]
+    elif corrupt == "call-extra":
+        packed.calls += 1
+        packed.CT, packed.WK = np.append(packed.CT, 1e9), np.append(packed.WK, np.nan)
+    else:
+        packed.LOG[-1, 4] += 10 ** 6
+    want = _refusal(LogRun, packed, state_of, workloads)
+    assert says in want
+    assert _refusal(TapeRun, packed, state_of, workloads) == want
+
+
+def test_a_trail_longer_than_the_tape_is_recorded_by_the_python_walk():
+    """The trail tape's room is an estimate: a run that overflows it is recorded by ``LogRun``."""
+    state_of, workloads = _sorted_case()
+    packed = general_log.run(state_of(), load_model("yunikorn", {}), workloads)
+    calls, python = [], LogRun._run
+
+    class Short(TapeRun):
+        def _reason_state(self, room, trail_rows):
+            return super()._reason_state(room, 2)
+
+    def python_walk(self):
+        calls.append(1)
+        return python(self)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(LogRun, "_run", python_walk)
+        got = _dump(Short(packed, state_of(), load_model("yunikorn", {}), SimOptions(), workloads, []).run())
+    assert calls == [1]
+    assert got == _dump(TapeRun(packed, state_of(), load_model("yunikorn", {}), SimOptions(), workloads, []).run())
 
 
 def _compiled(monkeypatch, stopped=False):

@@ -48,7 +48,10 @@ class CompiledYuniKorn(logged.LoggedRun):
 
             self.not_recorded = yunikorn_record.why_not(self.state, self.options, wls, packed)
             if self.not_recorded is None:
-                self.sim = self.log_run = yunikorn_record.LogRun(packed, self.state, model, self.options, wls, late)
+                run = yunikorn_record.LogRun
+                if self.options.progress is None:  # the compiled walk reports no instants as it goes
+                    from makeway.sim.fast.yunikorn_tape_record import TapeRun as run  # type: ignore[assignment]
+                self.sim = self.log_run = run(packed, self.state, model, self.options, wls, late)
                 return self.log_run.run()
         self.sim.add_workloads(wls + late)
         return self.sim.run()
