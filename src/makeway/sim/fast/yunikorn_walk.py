@@ -10,8 +10,6 @@ finish), first starts, finished workloads, restarts. ``yunikorn_tape_record.Tape
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from numba import njit
 
