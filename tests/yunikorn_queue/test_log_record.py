@@ -337,3 +337,18 @@ def test_refused_at_dispatch(monkeypatch):
                              (SimOptions(kill_at_requested_time=True), False), (SimOptions(heartbeat_period=5.0), False)):
         assert not isinstance(make_simulation(state_of(), load_model("yunikorn", {}), options, changes),
                               yunikorn.CompiledYuniKorn)
+
+
+def test_the_compiled_walk_is_compiled_once_for_every_shape():
+    """Every array the walk takes is C-ordered whatever the cluster's shape: a second layout would
+    compile the walk again (about 25 s in a fresh clone) in the middle of a run."""
+    from makeway.sim.fast import yunikorn_walk
+
+    for nodes, resources in ((1, ["cpu"]), (3, ["cpu", "memory"])):
+        queues = [Queue("root", settings={"properties": {"preemption.delay": "1s"}}),
+                  Queue("a", "root", guaranteed={"cpu": 1}), Queue("b", "root", guaranteed={"cpu": 1})]
+        state = ClusterState(resources, queues, [Node(f"n{i}", {r: 2 for r in resources}) for i in range(nodes)])
+        workloads = [Workload(f"w{i}", "a", 0.0, 100.0, (TaskGroup(1, {r: 1 for r in resources}),)) for i in range(2)]
+        packed = general_log.run(state, load_model("yunikorn", {}), workloads)
+        TapeRun(packed, state, load_model("yunikorn", {}), SimOptions(), workloads, []).run()
+    assert len(yunikorn_walk.walk.signatures) == 1

@@ -12,6 +12,8 @@ from __future__ import annotations
 from array import array
 from typing import Any
 
+import numpy as np
+
 from makeway.policies.kueue.heads import preemption_note
 from makeway.sim.fast import kueue_walk as KW
 from makeway.sim.fast.kueue import ReplayError
@@ -86,38 +88,63 @@ class TapeRun(LogRun):
         return named[rank]
 
     def _events(self, tape: Any) -> None:
-        """The events in tape order, with ``LogRun._preemption``'s and ``_evict``'s counters and notes."""
+        """The events in tape order, with ``LogRun._preemption``'s and ``_evict``'s counters and notes.
+
+        Most rows are evicted pods (30,858 of 47,009 on the Kueue baseline), so their work is
+        written out here: the victim's fixed parts read once per workload, the reason looked up in
+        the note's cache before a call, ``KueueRecorder.evicted_event``'s waste and event inline."""
         rec, packed = self.recorder, self.packed
         events, names, ids, wls = rec.events, self.node_names, self.w_id, self.wls
-        tnodes, w_cq = packed.tnodes, self.w_cq
+        tnodes, w_cq, prio, order = packed.tnodes, self.w_cq, self.prio, self.order
         lw, lb, lc, ld = (packed.LOG[:self.n, c].tolist() for c in (1, 3, 4, 5))
         counts, by_queue, by_rule = rec.preempt_count, rec.queue_preemptions, rec.by_rule
+        wasted, queue_wasted, evicted_at = rec.wasted, rec.queue_wasted, rec._evicted_at
+        append, victim_reason = events.append, self.victim_reason
+        victims: dict[int, tuple] = {}
         reasons_for: dict[tuple, tuple[str, dict]] = {}
-        for kind, t, w, pod, node, start, by, row in tape.tolist():
-            w, pod, node = int(w), int(pod), int(node)
+        ints = tape[:, [KW.C_KIND, KW.C_W, KW.C_POD, KW.C_NODE, KW.C_BY, KW.C_ROW]].astype(np.int64).T.tolist()
+        floats = tape[:, [KW.C_T, KW.C_START]].T.tolist()
+        preempted = 0
+        for kind, w, pod, node, by, row, t, start in zip(*ints, *floats):
             if kind == KW.EV_PREEMPT:
-                row = int(row)
-                got = self.victim_reason(int(by), w, lb[row], lc[row], ld[row], reasons_for)
-                wl = wls[w]
-                vid, queue, res = wl.id, wl.queue, wl.groups[0].resources
-                tid, lost = self._tid(w, pod), t - start
-                rec.preemptions += 1
+                v = victims.get(w)
+                if v is None:
+                    wl = wls[w]
+                    res = wl.groups[0].resources
+                    qw = queue_wasted.get(wl.queue)
+                    if qw is None:
+                        qw = queue_wasted[wl.queue] = {}
+                    v = victims[w] = (wl.id, wl.queue, res, tuple(res.items()), wl.grace, qw)
+                vid, queue, res, pairs, grace, qw = v
+                alike = (prio[w], w_cq[w], lb[row], lc[row], ld[row])
+                got = reasons_for.get(alike)
+                if got is None:
+                    got = victim_reason(by, w, lb[row], lc[row], ld[row], reasons_for)
+                tids = order[w]
+                tid = tids[0] if len(tids) == 1 else self._tid(w, pod)
+                lost = t - start
+                preempted += 1
                 counts[vid] = counts.get(vid, 0) + 1
                 by_queue[queue] = by_queue.get(queue, 0) + 1
                 by_rule[got[0]] = by_rule.get(got[0], 0) + 1
-                events.append({"time": t, "kind": "preempt", "allocation": tid, "workload": vid, "queue": queue,
-                               "node": names[node], "start": start, "resources": dict(res), "grace": wl.grace,
-                               "reason": got[1]})
-                rec.evicted_event(tid, vid, queue, res, lost, t)
+                append({"time": t, "kind": "preempt", "allocation": tid, "workload": vid, "queue": queue,
+                        "node": names[node], "start": start, "resources": dict(res), "grace": grace,
+                        "reason": got[1]})
+                for r, x in pairs:
+                    wasted[r] = wasted.get(r, 0) + x * lost
+                    qw[r] = qw.get(r, 0) + x * lost
+                evicted_at[tid] = t
+                append({"time": t, "kind": "evicted", "allocation": tid, "workload": vid, "queue": queue,
+                        "resources": dict(res), "lost_seconds": lost})
             elif kind == KW.EV_NOTE:
-                victims = [ids[lw[k]] for k in range(pod, node)]
-                rec.note(preemption_note(ids[w], tnodes[w_cq[w]].name, victims), t)
+                rec.note(preemption_note(ids[w], tnodes[w_cq[w]].name, [ids[lw[k]] for k in range(pod, node)]), t)
                 reasons_for = {}
             elif kind == KW.EV_START:
-                events.append({"time": t, "kind": "start", "allocation": self._tid(w, pod), "workload": ids[w],
-                               "node": names[node]})
+                append({"time": t, "kind": "start", "allocation": self._tid(w, pod), "workload": ids[w],
+                        "node": names[node]})
             else:
-                events.append({"time": t, "kind": "finish", "allocation": self._tid(w, pod), "workload": ids[w]})
+                append({"time": t, "kind": "finish", "allocation": self._tid(w, pod), "workload": ids[w]})
+        rec.preemptions += preempted
 
     def _starts_and_ends(self, out: dict) -> None:
         rec, ids, names = self.recorder, self.w_id, self.node_names

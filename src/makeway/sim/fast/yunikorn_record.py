@@ -200,7 +200,9 @@ class LogRun:
         self.sub = [wl.submit for wl in wls]
         self.prio = [wl.priority for wl in wls]
         # the default queue order (priority, submit time, id) as one rank per workload
-        self.by_rank = sorted(range(len(wls)), key=lambda w: (-self.prio[w], self.sub[w], self.w_id[w]))
+        ranked = getattr(packed, "ranked", None)  # the loop ranks them alike
+        self.by_rank = ranked if ranked is not None else \
+            sorted(range(len(wls)), key=lambda w: (-self.prio[w], self.sub[w], self.w_id[w]))
         self.rank = [0] * len(wls)
         for i, w in enumerate(self.by_rank):
             self.rank[w] = i

@@ -72,7 +72,9 @@ class TapeRun(LogRun):
         for w, shape in enumerate(self.w_shape):
             for r, v in shape.groups[0][1]:
                 REQ[w, r] = v
-        cap = np.array(self.cap, np.int64).T.reshape(self.N, len(res)) if res else np.zeros((self.N, 1), np.int64)
+        # C order whatever the shape: numba compiles the walk anew for another layout
+        cap = np.ascontiguousarray(np.array(self.cap, np.int64).T.reshape(self.N, len(res))) if res else \
+            np.zeros((self.N, 1), np.int64)
         total = self.total_calls
         fin_t, fin_row, fin_task = self._finishes()
         horizon = self.options.horizon

@@ -63,18 +63,22 @@ def unsupported(state: ClusterState, model: Any, workloads: Sequence[Workload], 
     if state.workloads or state.allocations:
         return "the state already holds workloads"
     kinds = None
+    seen: set[tuple] = set()  # the requests already found inside (most workloads share a few)
     for wl in workloads:
         if len(wl.groups) != 1 or wl.groups[0].count < 1:
             return f"workload {wl.id}: not one task group" if gangs else f"workload {wl.id}: not one task"
         if wl.groups[0].count != 1 and not gangs:
             return f"workload {wl.id}: not one task"
         res = wl.groups[0].resources
-        if not res or not _whole(res.values()) or min(res.values()) <= 0:
-            return f"workload {wl.id}: a request that is not in positive whole numbers"
-        if kinds is None:
-            kinds = set(res)
-        elif set(res) != kinds:
-            return f"workload {wl.id}: asks for other resources than {sorted(kinds)}"
+        request = tuple(res.items())
+        if request not in seen:
+            if not res or not _whole(res.values()) or min(res.values()) <= 0:
+                return f"workload {wl.id}: a request that is not in positive whole numbers"
+            if kinds is None:
+                kinds = set(res)
+            elif set(res) != kinds:
+                return f"workload {wl.id}: asks for other resources than {sorted(kinds)}"
+            seen.add(request)
         if wl.queue not in state.queues or wl.queue == root:
             return f"workload {wl.id}: queue {wl.queue} is not a leaf"
         if not wl.preemptible or wl.grace or wl.settings:
@@ -99,7 +103,8 @@ class Packed:
         types = list(state.resources)
         for d in [wl.groups[0].resources for wl in self.wls] + [n.capacity for n in nodes] + \
                 [state.queues[q].guaranteed or {} for q in leaves]:
-            types += [k for k in d if k not in types]
+            if not d.keys() <= set(types):
+                types += [k for k in d if k not in types]
         rix = {k: i for i, k in enumerate(types)}
         W, Q, N, R = len(self.wls), len(leaves), len(nodes), len(types)
         props = queue_props(state)
@@ -127,7 +132,8 @@ class Packed:
                 CAP[i, rix[k]] = v
                 INCL[rix[k]] = True
         CAPT = CAP.sum(axis=0).astype(np.int64)
-        rows = [tuple(wl.groups[0].resources.get(k, 0) for k in types) for wl in self.wls]
+        asks = [wl.groups[0].resources for wl in self.wls]
+        rows = list(zip(*[[a.get(k, 0) for a in asks] for k in types])) if types else [()] * W
         NT = np.array([wl.groups[0].count for wl in self.wls], np.int64)
         TOFF = np.zeros(W + 1, np.int64)
         np.cumsum(NT, out=TOFF[1:])
@@ -155,6 +161,7 @@ class Packed:
         levels = sorted({wl.priority for wl in self.wls})
         lev = {p: i for i, p in enumerate(levels)}
         ranked = sorted(range(W), key=lambda i: (-self.wls[i].priority, self.wls[i].submit, self.wls[i].id))
+        self.ranked = ranked  # the default queue order (``yunikorn_record.LogRun.by_rank``)
         if W:  # whole columns at once: an element write costs as much as building its list entry
             wls = self.wls
             wrank = np.zeros(W, np.int64)
