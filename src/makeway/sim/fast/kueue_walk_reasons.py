@@ -284,13 +284,11 @@ def _set(S, w, now, code, det):
 
 
 @njit(cache=True, _nrt=False)
-def _round(S, RIN, now, running, cq_used, REQ, used, cap):
-    """``IndexedReasons._heads_round`` with ``KueueReasons``' waiting preemptors as ``also``."""
-    RS, PEND, QN, QCNT, PK = S[0][I_RS], S[1][B_PEND], S[0][I_QN], S[0][I_QCNT], S[0][I_PK]
-    STF, STL, BKF, BKL, WONF, WONIN, WONL = S[1][B_STF], S[0][I_STL], S[1][B_BKF], S[0][I_BKL], S[1][B_WONF], S[1][B_WONIN], S[0][I_WONL]
-    HS, HL = S[0][I_HS], S[0][I_HL]
-    RANKW, QOFF, QORDER = RIN[0][J_RANKW], RIN[0][J_QOFF], RIN[0][J_QORDER]
-    W = RANKW.shape[0]
+def stale_moved(S):
+    """A round's first step: the pending again since the last round and the waiting on victims
+    join the stale set (the waiting-on list dropping those no longer waiting)."""
+    RS, PEND, STF, STL = S[0][I_RS], S[1][B_PEND], S[1][B_STF], S[0][I_STL]
+    BKF, BKL, WONF, WONIN, WONL = S[1][B_BKF], S[0][I_BKL], S[1][B_WONF], S[1][B_WONIN], S[0][I_WONL]
     for k in range(RS[R_BACK]):
         w = BKL[k]
         BKF[w] = False
@@ -307,6 +305,17 @@ def _round(S, RIN, now, running, cq_used, REQ, used, cap):
         else:
             WONIN[w] = False
     RS[R_WON] = m
+
+
+@njit(cache=True, _nrt=False)
+def _round(S, RIN, now, running, cq_used, REQ, used, cap):
+    """``IndexedReasons._heads_round`` with ``KueueReasons``' waiting preemptors as ``also``."""
+    RS, PEND, QN, QCNT, PK = S[0][I_RS], S[1][B_PEND], S[0][I_QN], S[0][I_QCNT], S[0][I_PK]
+    STF, STL = S[1][B_STF], S[0][I_STL]
+    HS, HL = S[0][I_HS], S[0][I_HL]
+    RANKW, QOFF, QORDER = RIN[0][J_RANKW], RIN[0][J_QOFF], RIN[0][J_QORDER]
+    W = RANKW.shape[0]
+    stale_moved(S)
     RS[R_HSTAMP] += 1
     stamp = RS[R_HSTAMP]
     nh = 0
@@ -337,23 +346,40 @@ def _round(S, RIN, now, running, cq_used, REQ, used, cap):
 
 
 @njit(cache=True, _nrt=False)
+def first_position(S, w, q, stamp):
+    """``IndexedReasons._first_reasons``' position of fresh workload ``w`` in its queue ``q`` (as
+    last counted), or 0 where it gets none: not pending, or already given one at this instant."""
+    if not S[1][B_PEND][w] or S[0][I_DS][w] == stamp:
+        return 0
+    S[0][I_DS][w] = stamp
+    QCNT = S[0][I_QCNT]
+    if S[0][I_CUR][w] != NONE:
+        return 2 if QCNT[q] > 1 else 1
+    QCNT[q] += 1
+    return QCNT[q]
+
+
+@njit(cache=True, _nrt=False)
+def tick(S, now):
+    """``RoundClock.tick``: a round ran at ``now``."""
+    RS, RF = S[0][I_RS], S[2][F_RF]
+    RS[R_SINCE] += 1
+    if RS[R_SINCE] >= PER_DOUBLING:
+        RF[F_INTERVAL] *= 2
+        RS[R_SINCE] = 0
+    RF[F_NEXT] = now + RF[F_INTERVAL]
+
+
+@njit(cache=True, _nrt=False)
 def _first_reasons(S, RIN, now, running, cq_used, REQ, used, cap):
-    RS, PEND, CUR, QCNT, FRESH, DS = S[0][I_RS], S[1][B_PEND], S[0][I_CUR], S[0][I_QCNT], S[0][I_FRESH], S[0][I_DS]
+    RS, FRESH = S[0][I_RS], S[0][I_FRESH]
     RS[R_DSTAMP] += 1
-    stamp = RS[R_DSTAMP]
     for k in range(RS[R_FRESH]):
         w = FRESH[k]
-        if not PEND[w] or DS[w] == stamp:
-            continue
-        DS[w] = stamp
-        q = RIN[0][J_WQ][w]
-        if CUR[w] != NONE:
-            position = 2 if QCNT[q] > 1 else 1
-        else:
-            position = QCNT[q] + 1
-            QCNT[q] = position
-        code, det = classify(S, RIN, w, position, True, running, cq_used, REQ, used, cap)
-        _set(S, w, now, code, det)
+        position = first_position(S, w, RIN[0][J_WQ][w], RS[R_DSTAMP])
+        if position:
+            code, det = classify(S, RIN, w, position, True, running, cq_used, REQ, used, cap)
+            _set(S, w, now, code, det)
 
 
 @njit(cache=True, _nrt=False)
@@ -364,11 +390,7 @@ def observe(S, RIN, now, running, cq_used, REQ, used, cap):
         _flag(STF, STL, RS, R_STALE, FRESH[k])
     if now >= RF[F_NEXT]:
         _round(S, RIN, now, running, cq_used, REQ, used, cap)
-        RS[R_SINCE] += 1
-        if RS[R_SINCE] >= PER_DOUBLING:
-            RF[F_INTERVAL] *= 2
-            RS[R_SINCE] = 0
-        RF[F_NEXT] = now + RF[F_INTERVAL]
+        tick(S, now)
     elif RS[R_FRESH]:
         _first_reasons(S, RIN, now, running, cq_used, REQ, used, cap)
     RS[R_FRESH] = 0

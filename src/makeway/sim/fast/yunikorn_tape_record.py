@@ -152,7 +152,8 @@ class TapeRun(LogRun):
         """The events in tape order, with ``LogRun._preempt``'s counters and waste."""
         rec, wls, names, tw, tid = self.recorder, self.wls, self.node_names, self.tw, self.tid
         events, counts, by_queue, by_rule = rec.events, rec.preempt_count, rec.queue_preemptions, rec.by_rule
-        for kind, now, t, by, node, at, start in tape.tolist():
+        cols = (YW.C_KIND, YW.C_T, YW.C_TASK, YW.C_BY, YW.C_NODE, YW.C_RESV, YW.C_START)
+        for kind, now, t, by, node, at, start in tape[:, cols].tolist():
             t, node = int(t), int(node)
             wl = wls[tw[t]]
             if kind == YW.EV_PREEMPT:

@@ -15,7 +15,9 @@ from numba import njit
 
 from makeway.policies.yunikorn.fast import layout as L
 from makeway.sim.fast import yunikorn_walk_reasons as RW
-from makeway.sim.fast.kueue_walk import _codes, _mark
+from makeway.policies.yunikorn.fast.kernel import w_pop, w_push
+from makeway.sim.fast import kueue_walk as KW
+from makeway.sim.fast.kueue_walk import _codes, _event, _mark
 from makeway.sim.fast.kueue_walk_reasons import preempted_for
 from makeway.sim.fast.sums import E_EVICT, E_FINISH, E_START, E_SUBMIT
 from makeway.sim.fast.yunikorn_walk_reasons import N_FULL, Y_N
@@ -24,11 +26,12 @@ from makeway.sim.fast.yunikorn_walk_reasons import N_FULL, Y_N
 # returned); ``TAPE_FULL``: a tape had no room left (the run is recorded by ``LogRun``)
 (OK, CALL_AT_OTHER_INSTANT, ROW_AT_OTHER_INSTANT, NOT_PENDING, NO_FIT, VICTIM_NOT_RUNNING, NO_RESERVATION,
  CALLS_LEFT, TAPE_FULL) = range(9)
-# the event tape, in the order the recorder appends events. Columns: kind, time, task, the
-# preemptor (an ask), the node (a preemption: the victim's), the reserved node, the victim's start
+# the event tape, in the order the recorder appends events, in the Kueue walk's columns
+# (``kueue_walk._event``): kind, time, task, node (a preemption: the victim's), the victim's
+# start, the preemptor (an ask) and the node it reserves
 EV_PREEMPT, EV_START, EV_FINISH = range(3)
-C_KIND, C_T, C_TASK, C_BY, C_NODE, C_RESV, C_START = range(7)
-NCOLS = 7
+C_KIND, C_T, C_TASK, C_NODE, C_START, C_BY, C_RESV = KW.C_KIND, KW.C_T, KW.C_W, KW.C_NODE, KW.C_START, KW.C_BY, KW.C_ROW
+NCOLS = 8
 # the results' scalars: status, where, feed and marks written, events, calls made, log rows
 # taken, first starts, finishes, restarts, submissions, events processed, stopped at the horizon
 (O_STATUS, O_WHERE, O_FEED, O_MARKS, O_EV, O_CALLS, O_POS, O_FST, O_FIN, O_RS, O_SUB, O_EVENTS, O_STOPPED,
@@ -36,49 +39,12 @@ NCOLS = 7
 
 
 @njit(cache=True, _nrt=False)
-def _event(ev, n, kind, t, task, node):
-    ev[n, C_KIND] = kind
-    ev[n, C_T] = t
-    ev[n, C_TASK] = task
-    ev[n, C_NODE] = node
-    return n + 1
-
-
-@njit(cache=True, _nrt=False)
-def _wake_push(WH, NW, t):
-    """A wake-up at ``t`` on the heap (a float min-heap of ``NW[0]`` entries, duplicates kept:
-    ``_wake_pop`` takes them together, as the engine's set of pending wake-ups would hold one)."""
-    k = NW[0]
-    WH[k] = t
-    NW[0] = k + 1
-    while k > 0:
-        p = (k - 1) // 2
-        if WH[k] < WH[p]:
-            WH[k], WH[p] = WH[p], WH[k]
-            k = p
-        else:
-            break
-
-
-@njit(cache=True, _nrt=False)
 def _wake_pop(WH, NW):
+    """The first wake-up off the heap (``kernel.w_push`` / ``w_pop``, duplicates kept): every
+    copy of it at once, as the engine's set of pending wake-ups holds one."""
     t = WH[0]
     while NW[0] and WH[0] == t:
-        n = NW[0] - 1
-        NW[0] = n
-        WH[0] = WH[n]
-        k = 0
-        while True:
-            a = 2 * k + 1
-            if a >= n:
-                break
-            b = a + 1
-            m = b if b < n and WH[b] < WH[a] else a
-            if WH[m] < WH[k]:
-                WH[m], WH[k] = WH[k], WH[m]
-                k = m
-            else:
-                break
+        NW[0] = w_pop(WH, NW[0])
 
 
 @njit(cache=True)
@@ -133,7 +99,7 @@ def walk(LK, LA, LB, LC, LCALL, LT, ct, wk, subs, W, fin_t, fin_row, fin_task, T
                     RW.observe(S, Y, RIN, now, w_resv, running)
                 wake = wk[calls - 1]
                 if wake > now:
-                    _wake_push(WH, NW, wake)
+                    NW[0] = w_push(WH, NW[0], wake)
                 continue
             changed = True
         else:
@@ -165,7 +131,7 @@ def walk(LK, LA, LB, LC, LCALL, LT, ct, wk, subs, W, fin_t, fin_row, fin_task, T
                     fin[nfin, 1] = now
                     nfin += 1
                 if record_starts:
-                    nev = _event(ev, nev, EV_FINISH, now, t, node)
+                    nev = _event(ev, nev, EV_FINISH, now, t, 0, node)
             while ns < W and subs[ns] == now:
                 events += 1
                 changed = True
@@ -234,7 +200,7 @@ def walk(LK, LA, LB, LC, LCALL, LT, ct, wk, subs, W, fin_t, fin_row, fin_task, T
                         nrs += 1
                         evicted_at[t] = np.nan
                     if record_starts:
-                        nev = _event(ev, nev, EV_START, now, t, node)
+                        nev = _event(ev, nev, EV_START, now, t, 0, node)
                     made = True
                 elif what == L.L_PREEMPT:
                     v, by, node = LA[k], LB[k], LC[k]
@@ -255,7 +221,7 @@ def walk(LK, LA, LB, LC, LCALL, LT, ct, wk, subs, W, fin_t, fin_row, fin_task, T
                     ev[nev, C_BY] = by
                     ev[nev, C_RESV] = node
                     ev[nev, C_START] = started_at[v]
-                    nev = _event(ev, nev, EV_PREEMPT, now, v, at)
+                    nev = _event(ev, nev, EV_PREEMPT, now, v, 0, at)
                     _mark(now, FS, feed, marks)
                     for r in range(R):
                         used[at, r] -= REQ[wv, r]
@@ -288,7 +254,7 @@ def walk(LK, LA, LB, LC, LCALL, LT, ct, wk, subs, W, fin_t, fin_row, fin_task, T
                 RW.observe(S, Y, RIN, now, w_resv, running)
         wake = wk[calls - 1]
         if wake > now:
-            _wake_push(WH, NW, wake)
+            NW[0] = w_push(WH, NW[0], wake)
     if status == OK and (pos != n or calls != total):
         status, where = CALLS_LEFT, pos
     if status == OK and Y[Y_N][N_FULL]:

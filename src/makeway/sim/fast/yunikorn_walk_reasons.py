@@ -15,10 +15,9 @@ import numpy as np
 from numba import njit
 
 from makeway.sim.fast.kueue_walk_reasons import (
-    B_BKF, B_PEND, B_STF, B_WONF, B_WONIN, C_NOWHERE, C_PREEMPTING, C_PRIORITY, C_RESOURCES, F_INTERVAL, F_NEXT, F_RF,
-    F_TT, I_BKL, I_CDET, I_CUR, I_DS, I_FRESH, I_LAST, I_PK, I_PSEQ, I_QCNT, I_QN, I_RS, I_STL, I_TC, I_TD, I_TW,
-    I_VH, I_WONL, NONE, PER_DOUBLING, R_BACK, R_DSTAMP, R_FRESH, R_SEQ, R_SINCE, R_STALE, R_TAPE, R_WON, _find, _flag,
-    _preempting, _won_add,
+    B_BKF, B_PEND, B_STF, B_WONF, C_NOWHERE, C_PREEMPTING, C_PRIORITY, C_RESOURCES, F_NEXT, F_RF, F_TT, I_BKL,
+    I_CDET, I_CUR, I_FRESH, I_LAST, I_PK, I_PSEQ, I_QCNT, I_QN, I_RS, I_STL, I_TC, I_TD, I_TW, I_VH, NONE,
+    R_BACK, R_DSTAMP, R_FRESH, R_SEQ, R_STALE, R_TAPE, _find, _flag, _preempting, _won_add, first_position, stale_moved, tick,
 )
 
 # what the trails read of the run (``RIN[0]``, integer arrays; ``RIN[1]``: fits nowhere): each
@@ -173,26 +172,10 @@ def _set(S, Y, w, now, code):
 def _round(S, Y, RIN, now, w_resv, running):
     """``YuniKornReasons._round``: the flagged workloads still pending, each at its place."""
     RS, PEND, QN, QCNT, PK = S[0][I_RS], S[1][B_PEND], S[0][I_QN], S[0][I_QCNT], S[0][I_PK]
-    STF, STL, BKF, BKL = S[1][B_STF], S[0][I_STL], S[1][B_BKF], S[0][I_BKL]
-    WONF, WONIN, WONL = S[1][B_WONF], S[1][B_WONIN], S[0][I_WONL]
+    STF, STL = S[1][B_STF], S[0][I_STL]
     TF, TL, N = Y[Y_TF], Y[Y_TL], Y[Y_N]
     WQ, RANK, QOFF, head = RIN[0][J_WQ], RIN[0][J_RANK], RIN[0][J_QOFF], RIN[0][J_CONST][0]
-    for k in range(RS[R_BACK]):
-        w = BKL[k]
-        BKF[w] = False
-        if PEND[w]:
-            _stale(S, w)
-    RS[R_BACK] = 0
-    m = 0
-    for k in range(RS[R_WON]):
-        w = WONL[k]
-        if WONF[w]:
-            WONL[m] = w
-            m += 1
-            _stale(S, w)
-        else:
-            WONIN[w] = False
-    RS[R_WON] = m
+    stale_moved(S)
     for k in range(N[N_TOUCHED]):
         w = TL[k]
         TF[w] = 0
@@ -217,21 +200,13 @@ def _round(S, Y, RIN, now, w_resv, running):
 
 @njit(cache=True, _nrt=False)
 def _first_reasons(S, Y, RIN, now, w_resv, running):
-    RS, PEND, CUR, QCNT, FRESH, DS = S[0][I_RS], S[1][B_PEND], S[0][I_CUR], S[0][I_QCNT], S[0][I_FRESH], S[0][I_DS]
+    RS, FRESH = S[0][I_RS], S[0][I_FRESH]
     RS[R_DSTAMP] += 1
-    stamp = RS[R_DSTAMP]
     for k in range(RS[R_FRESH]):
         w = FRESH[k]
-        if not PEND[w] or DS[w] == stamp:
-            continue
-        DS[w] = stamp
-        q = RIN[0][J_WQ][w]
-        if CUR[w] != NONE:
-            position = 2 if QCNT[q] > 1 else 1
-        else:
-            position = QCNT[q] + 1
-            QCNT[q] = position
-        _set(S, Y, w, now, _classify(S, RIN, w, position, True, w_resv, running))
+        position = first_position(S, w, RIN[0][J_WQ][w], RS[R_DSTAMP])
+        if position:
+            _set(S, Y, w, now, _classify(S, RIN, w, position, True, w_resv, running))
 
 
 @njit(cache=True, _nrt=False)
@@ -243,11 +218,7 @@ def observe(S, Y, RIN, now, w_resv, running):
         _stale(S, FRESH[k])
     if now >= RF[F_NEXT]:
         _round(S, Y, RIN, now, w_resv, running)
-        RS[R_SINCE] += 1
-        if RS[R_SINCE] >= PER_DOUBLING:
-            RF[F_INTERVAL] *= 2
-            RS[R_SINCE] = 0
-        RF[F_NEXT] = now + RF[F_INTERVAL]
+        tick(S, now)
     elif RS[R_FRESH]:
         _first_reasons(S, Y, RIN, now, w_resv, running)
     RS[R_FRESH] = 0
