@@ -18,7 +18,7 @@ from makeway.policies.kueue.heads import preemption_note
 from makeway.sim.fast import kueue_walk as KW
 from makeway.sim.fast.kueue import ReplayError
 from makeway.sim.fast.kueue_record import LogRun
-from makeway.sim.fast.kueue_walk_reasons import B_PEND, I_PSEQ
+from makeway.sim.fast.kueue_walk_reasons import B_PEND, I_PSEQ, I_RS, R_FULL
 
 
 
@@ -31,6 +31,8 @@ class TapeRun(LogRun):
         opts, rec = self.options, self.recorder
         out = KW.run_walk(self.packed, self.wls, self.late, self.state, self.model, opts.horizon, rec.last_t,
                           self.MAX_ROUNDS, opts.record_starts, self.w_shape)
+        if out["reasons"][0][I_RS][R_FULL]:  # a trail longer than the tape's room: the Python walk
+            return super()._run()
         if out["status"] != KW.OK:
             raise ReplayError(self._refusal(out))
         self.now = out["now"]

@@ -26,7 +26,7 @@ HEAD = 32  # ``ReasonLog.HEAD``
 PER_DOUBLING = 250  # ``ReasonLog.ROUNDS_PER_DOUBLING``
 # RS: integer scalars
 (R_FRESH, R_STALE, R_BACK, R_WON, R_TAPE, R_VE, R_HSTAMP, R_DSTAMP, R_USTALE, R_MSTAMP, R_SINCE, R_SEQ,
- R_HEADS, NRS) = range(14)
+ R_FULL, NRS) = range(14)
 # the state's integer arrays (``SI``): scalars, pending order (dict order), current reason and
 # detail, last trail row, key, per queue pending and counted at the round, sorted keys per queue,
 # fresh, stale, pending again, waiting on victims, victims (head, next, workload), round stamps,
@@ -262,7 +262,10 @@ def classify(S, RIN, w, position, ask_model, running, cq_used, REQ, used, cap):
 
 
 @njit(cache=True, _nrt=False)
-def _set(S, w, now, code, det):
+def set_reason(S, w, now, code, det):
+    """``IndexedReasons._set``: a trail row where the reason changed, the last one rewritten at
+    the same instant. Where the tape has no room left, ``R_FULL`` is set and nothing written
+    (the walk's caller then records the run in Python)."""
     RS, CUR, CDET, LAST = S[0][I_RS], S[0][I_CUR], S[0][I_CDET], S[0][I_LAST]
     TW, TT, TC, TD = S[0][I_TW], S[2][F_TT], S[0][I_TC], S[0][I_TD]
     if CUR[w] == code and CDET[w] == det:
@@ -275,6 +278,9 @@ def _set(S, w, now, code, det):
         TD[last] = det
         return
     n = RS[R_TAPE]
+    if n >= TW.shape[0]:
+        RS[R_FULL] = 1
+        return
     TW[n] = w
     TT[n] = now
     TC[n] = code
@@ -332,12 +338,12 @@ def _round(S, RIN, now, running, cq_used, REQ, used, cap):
             HL[nh] = w
             nh += 1
             code, det = classify(S, RIN, w, i + 1, True, running, cq_used, REQ, used, cap)
-            _set(S, w, now, code, det)
+            set_reason(S, w, now, code, det)
     for k in range(RS[R_STALE]):
         w = STL[k]
         if PEND[w] and HS[w] != stamp:
             code, det = classify(S, RIN, w, HEAD + 1, False, running, cq_used, REQ, used, cap)
-            _set(S, w, now, code, det)
+            set_reason(S, w, now, code, det)
     for k in range(RS[R_STALE]):
         STF[STL[k]] = False
     RS[R_STALE] = 0
@@ -379,7 +385,7 @@ def _first_reasons(S, RIN, now, running, cq_used, REQ, used, cap):
         position = first_position(S, w, RIN[0][J_WQ][w], RS[R_DSTAMP])
         if position:
             code, det = classify(S, RIN, w, position, True, running, cq_used, REQ, used, cap)
-            _set(S, w, now, code, det)
+            set_reason(S, w, now, code, det)
 
 
 @njit(cache=True, _nrt=False)

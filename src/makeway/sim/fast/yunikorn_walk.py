@@ -18,9 +18,9 @@ from makeway.sim.fast import yunikorn_walk_reasons as RW
 from makeway.policies.yunikorn.fast.kernel import w_pop, w_push
 from makeway.sim.fast import kueue_walk as KW
 from makeway.sim.fast.kueue_walk import _codes, _event, _mark
+from makeway.sim.fast.kueue_walk_reasons import F_NEXT, F_RF, I_RS, R_FRESH, R_FULL
 from makeway.sim.fast.kueue_walk_reasons import preempted_for
 from makeway.sim.fast.sums import E_EVICT, E_FINISH, E_START, E_SUBMIT
-from makeway.sim.fast.yunikorn_walk_reasons import N_FULL, Y_N
 
 # what went wrong, where ``LogRun`` raises ``ReplayError`` (the log row or call it happened at is
 # returned); ``TAPE_FULL``: a tape had no room left (the run is recorded by ``LogRun``)
@@ -95,7 +95,7 @@ def walk(LK, LA, LB, LC, LCALL, LT, ct, wk, subs, W, fin_t, fin_row, fin_task, T
                 break
             if next_call != calls + 1:
                 calls += 1
-                if now >= S[2][RW.F_RF][RW.F_NEXT]:
+                if now >= S[2][F_RF][F_NEXT]:
                     RW.observe(S, Y, RIN, now, w_resv, running)
                 wake = wk[calls - 1]
                 if wake > now:
@@ -250,14 +250,14 @@ def walk(LK, LA, LB, LC, LCALL, LT, ct, wk, subs, W, fin_t, fin_row, fin_task, T
         if status != OK:
             break
         if made or changed:
-            if S[0][RW.I_RS][RW.R_FRESH] or now >= S[2][RW.F_RF][RW.F_NEXT]:
+            if S[0][I_RS][R_FRESH] or now >= S[2][F_RF][F_NEXT]:
                 RW.observe(S, Y, RIN, now, w_resv, running)
         wake = wk[calls - 1]
         if wake > now:
             NW[0] = w_push(WH, NW[0], wake)
     if status == OK and (pos != n or calls != total):
         status, where = CALLS_LEFT, pos
-    if status == OK and Y[Y_N][N_FULL]:
+    if status == OK and S[0][I_RS][R_FULL]:
         status = TAPE_FULL
     if status == OK:
         _mark(walked, FS, feed, marks)

@@ -15,23 +15,22 @@ import numpy as np
 from numba import njit
 
 from makeway.sim.fast.kueue_walk_reasons import (
-    B_BKF, B_PEND, B_STF, B_WONF, C_NOWHERE, C_PREEMPTING, C_PRIORITY, C_RESOURCES, F_NEXT, F_RF, F_TT, I_BKL,
-    I_CDET, I_CUR, I_FRESH, I_LAST, I_PK, I_PSEQ, I_QCNT, I_QN, I_RS, I_STL, I_TC, I_TD, I_TW, I_VH, NONE,
-    R_BACK, R_DSTAMP, R_FRESH, R_SEQ, R_STALE, R_TAPE, _find, _flag, _preempting, _won_add, first_position, stale_moved, tick,
+    B_BKF, B_PEND, B_STF, B_WONF, C_NOWHERE, C_PREEMPTING, C_PRIORITY, C_RESOURCES, F_NEXT, F_RF, I_BKL, I_CDET,
+    I_CUR, I_FRESH, I_PK, I_PSEQ, I_QCNT, I_QN, I_RS, I_STL, I_VH, NONE, R_BACK, R_DSTAMP, R_FRESH, R_SEQ, R_STALE,
+    _find, _flag, _preempting, _won_add, first_position, set_reason, stale_moved, tick,
 )
 
 # what the trails read of the run (``RIN[0]``, integer arrays; ``RIN[1]``: fits nowhere): each
 # workload's queue, rank in the default order, the workload of each rank, each queue's stretch
 # of ``I_PK``, and (``HEAD``,)
 J_WQ, J_RANK, J_BYRANK, J_QOFF, J_CONST = range(5)
-# ``Y``: touched flags, their list, and scalars (listed, tape overflowed)
+# ``Y``: touched flags, their list, and how many are listed
 Y_TF, Y_TL, Y_N = range(3)
-N_TOUCHED, N_FULL = range(2)
 
 
 def new_touched(W: int) -> tuple:
     w = max(1, W)
-    return np.zeros(w, np.int64), np.zeros(w, np.int64), np.zeros(2, np.int64)
+    return np.zeros(w, np.int64), np.zeros(w, np.int64), np.zeros(1, np.int64)
 
 
 @njit(cache=True, _nrt=False)
@@ -125,8 +124,8 @@ def reservation_moved(Y, w):
     TF, TL, N = Y[Y_TF], Y[Y_TL], Y[Y_N]
     if not TF[w]:
         TF[w] = 1
-        TL[N[N_TOUCHED]] = w
-        N[N_TOUCHED] += 1
+        TL[N[0]] = w
+        N[0] += 1
 
 
 @njit(cache=True, _nrt=False)
@@ -144,31 +143,6 @@ def _classify(S, RIN, w, position, ask_model, w_resv, running):
 
 
 @njit(cache=True, _nrt=False)
-def _set(S, Y, w, now, code):
-    """``IndexedReasons._set``: a trail row where the reason changed, the last one rewritten at
-    the same instant; a full tape is flagged (the caller records the run without the walk)."""
-    RS, CUR, LAST = S[0][I_RS], S[0][I_CUR], S[0][I_LAST]
-    TW, TT, TC, TD = S[0][I_TW], S[2][F_TT], S[0][I_TC], S[0][I_TD]
-    if CUR[w] == code:
-        return
-    CUR[w] = code
-    last = LAST[w]
-    if last >= 0 and TT[last] == now:
-        TC[last] = code
-        return
-    n = RS[R_TAPE]
-    if n >= TW.shape[0]:
-        Y[Y_N][N_FULL] = 1
-        return
-    TW[n] = w
-    TT[n] = now
-    TC[n] = code
-    TD[n] = NONE
-    LAST[w] = n
-    RS[R_TAPE] = n + 1
-
-
-@njit(cache=True, _nrt=False)
 def _round(S, Y, RIN, now, w_resv, running):
     """``YuniKornReasons._round``: the flagged workloads still pending, each at its place."""
     RS, PEND, QN, QCNT, PK = S[0][I_RS], S[1][B_PEND], S[0][I_QN], S[0][I_QCNT], S[0][I_PK]
@@ -176,11 +150,11 @@ def _round(S, Y, RIN, now, w_resv, running):
     TF, TL, N = Y[Y_TF], Y[Y_TL], Y[Y_N]
     WQ, RANK, QOFF, head = RIN[0][J_WQ], RIN[0][J_RANK], RIN[0][J_QOFF], RIN[0][J_CONST][0]
     stale_moved(S)
-    for k in range(N[N_TOUCHED]):
+    for k in range(N[0]):
         w = TL[k]
         TF[w] = 0
         _stale(S, w)
-    N[N_TOUCHED] = 0
+    N[0] = 0
     for k in range(RS[R_STALE]):
         w = STL[k]
         if PEND[w]:
@@ -190,7 +164,7 @@ def _round(S, Y, RIN, now, w_resv, running):
                 code = _classify(S, RIN, w, i + 1, True, w_resv, running)
             else:
                 code = _classify(S, RIN, w, head + 1, False, w_resv, running)
-            _set(S, Y, w, now, code)
+            set_reason(S, w, now, code, NONE)
     for k in range(RS[R_STALE]):
         STF[STL[k]] = False
     RS[R_STALE] = 0
@@ -206,7 +180,7 @@ def _first_reasons(S, Y, RIN, now, w_resv, running):
         w = FRESH[k]
         position = first_position(S, w, RIN[0][J_WQ][w], RS[R_DSTAMP])
         if position:
-            _set(S, Y, w, now, _classify(S, RIN, w, position, True, w_resv, running))
+            set_reason(S, w, now, _classify(S, RIN, w, position, True, w_resv, running), NONE)
 
 
 @njit(cache=True, _nrt=False)
