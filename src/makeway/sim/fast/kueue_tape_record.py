@@ -70,14 +70,7 @@ class TapeRun(LogRun):
         return f"call {call}: more pods end than the log started"
 
     def _submissions(self, n: int) -> None:
-        rec, state = self.recorder, self.state
-        if n and rec.first_t is None:
-            rec.first_t = self.wls[0].submit
-        for w in range(n):
-            wl = self.wls[w]
-            state.workloads[wl.id] = wl
-            rec._first.append(None)
-            rec.count_unplaceable(wl, self.w_shape[w])
+        submissions(self, n)
 
     def _tid(self, w: int, rank: int) -> str:
         """The id of ``w``'s pod of this rank in name order (a gang's names sorted once)."""
@@ -160,7 +153,25 @@ class TapeRun(LogRun):
             rec.restarts.setdefault(ids[w], []).append((t, self._tid(w, int(pod)), names[int(node)], ev))
 
     def _reasons(self, S: tuple) -> None:
-        reasons = self.recorder.reasons
-        reasons.trail = KW.trails(S, self.packed)
-        pend, seq = S[1][B_PEND][:len(self.wls)], S[0][I_PSEQ]
-        reasons.pending = dict.fromkeys(sorted((int(w) for w in pend.nonzero()[0]), key=lambda w: seq[w]))
+        read_reasons(self.recorder.reasons, S, self.packed, len(self.wls))
+
+
+def submissions(run: Any, n: int) -> None:
+    """What the recorder keeps of the first ``n`` workloads' submissions beyond the walk's feed
+    (a ``TapeRun`` of either model: its ``recorder``, ``state``, ``wls`` and ``w_shape``)."""
+    rec, state, wls, shapes = run.recorder, run.state, run.wls, run.w_shape
+    if n and rec.first_t is None:
+        rec.first_t = wls[0].submit
+    for w in range(n):
+        wl = wls[w]
+        state.workloads[wl.id] = wl
+        rec._first.append(None)
+        rec.count_unplaceable(wl, shapes[w])
+
+
+def read_reasons(reasons: Any, S: tuple, packed: Any, W: int) -> None:
+    """A walk's trails and pending set (in the order they became pending), where ``reasons``
+    (``KueueReasons`` or ``YuniKornReasons``) keeps them for the document."""
+    reasons.trail = KW.trails(S, packed)
+    pend, seq = S[1][B_PEND][:W], S[0][I_PSEQ]
+    reasons.pending = dict.fromkeys(sorted((int(w) for w in pend.nonzero()[0]), key=lambda w: seq[w]))

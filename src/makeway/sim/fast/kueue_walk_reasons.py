@@ -147,11 +147,17 @@ def submitted(S, RIN, w):
 
 
 @njit(cache=True, _nrt=False)
-def started(S, RIN, w):
+def no_longer_pending(S, w):
+    """``w`` started: no reason, no wait on victims (``ReasonLog.started``)."""
     S[1][B_PEND][w] = False
     S[0][I_CUR][w] = NONE
     S[0][I_CDET][w] = NONE
     S[1][B_WONF][w] = False
+
+
+@njit(cache=True, _nrt=False)
+def started(S, RIN, w):
+    no_longer_pending(S, w)
     _remove(S, RIN, w)
 
 

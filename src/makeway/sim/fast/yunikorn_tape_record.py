@@ -18,11 +18,11 @@ import numpy as np
 
 from makeway.policies.yunikorn.fast import layout as L
 from makeway.policies.yunikorn.model import preempt_reason
-from makeway.sim.fast import kueue_walk as KW
 from makeway.sim.fast import kueue_walk_reasons as KR
 from makeway.sim.fast import yunikorn_walk as YW
 from makeway.sim.fast import yunikorn_walk_reasons as RW
 from makeway.sim.fast.kueue import ReplayError
+from makeway.sim.fast.kueue_tape_record import read_reasons, submissions
 from makeway.sim.fast.yunikorn_record import LogRun
 
 
@@ -41,15 +41,10 @@ class TapeRun(LogRun):
         self.now = tapes["now"]
         self.events_processed = int(out[YW.O_EVENTS])
         self.pos, self.calls = int(out[YW.O_POS]), int(out[YW.O_CALLS])
-        self._submissions(int(out[YW.O_SUB]))
+        submissions(self, int(out[YW.O_SUB]))
         self._events(tapes["events"][:int(out[YW.O_EV])])
         self._starts_and_ends(out, tapes)
-        reasons = rec.reasons
-        S = tapes["reasons"]
-        reasons.trail = KW.trails(S, None)
-        seq = S[0][KR.I_PSEQ]
-        reasons.pending = dict.fromkeys(sorted(np.flatnonzero(S[1][KR.B_PEND][:len(self.wls)]).tolist(),
-                                               key=seq.__getitem__))
+        read_reasons(rec.reasons, tapes["reasons"], None, len(self.wls))
         rec.feed = array("q", tapes["feed"][:int(out[YW.O_FEED])].tobytes())
         rec._marks = array("d", tapes["marks"][:int(out[YW.O_MARKS])].tobytes())
         if len(rec._marks):
@@ -137,16 +132,6 @@ class TapeRun(LogRun):
         if status == YW.VICTIM_NOT_RUNNING:
             return f"t={now}: victim {self.tid(t)} of {self.tid(int(log[k, L.C_B]))} is not running"
         return f"call {call}: the log unreserves {self.tid(t)}, which holds no reservation"
-
-    def _submissions(self, n: int) -> None:
-        rec, state, wls, shapes = self.recorder, self.state, self.wls, self.w_shape
-        if n and rec.first_t is None:
-            rec.first_t = wls[0].submit
-        for w in range(n):
-            wl = wls[w]
-            state.workloads[wl.id] = wl
-            rec._first.append(None)
-            rec.count_unplaceable(wl, shapes[w])
 
     def _events(self, tape: np.ndarray) -> None:
         """The events in tape order, with ``LogRun._preempt``'s counters and waste."""

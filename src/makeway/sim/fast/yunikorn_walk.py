@@ -14,12 +14,11 @@ import numpy as np
 from numba import njit
 
 from makeway.policies.yunikorn.fast import layout as L
-from makeway.sim.fast import yunikorn_walk_reasons as RW
 from makeway.policies.yunikorn.fast.kernel import w_pop, w_push
 from makeway.sim.fast import kueue_walk as KW
+from makeway.sim.fast import yunikorn_walk_reasons as RW
 from makeway.sim.fast.kueue_walk import _codes, _event, _mark
-from makeway.sim.fast.kueue_walk_reasons import F_NEXT, F_RF, I_RS, R_FRESH, R_FULL
-from makeway.sim.fast.kueue_walk_reasons import preempted_for
+from makeway.sim.fast.kueue_walk_reasons import F_NEXT, F_RF, I_RS, R_FRESH, R_FULL, preempted_for
 from makeway.sim.fast.sums import E_EVICT, E_FINISH, E_START, E_SUBMIT
 
 # what went wrong, where ``LogRun`` raises ``ReplayError`` (the log row or call it happened at is

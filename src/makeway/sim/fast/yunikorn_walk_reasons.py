@@ -15,9 +15,9 @@ import numpy as np
 from numba import njit
 
 from makeway.sim.fast.kueue_walk_reasons import (
-    B_BKF, B_PEND, B_STF, B_WONF, C_NOWHERE, C_PREEMPTING, C_PRIORITY, C_RESOURCES, F_NEXT, F_RF, I_BKL, I_CDET,
-    I_CUR, I_FRESH, I_PK, I_PSEQ, I_QCNT, I_QN, I_RS, I_STL, I_VH, NONE, R_BACK, R_DSTAMP, R_FRESH, R_SEQ, R_STALE,
-    _find, _flag, _preempting, _won_add, first_position, set_reason, stale_moved, tick,
+    B_BKF, B_PEND, B_STF, C_NOWHERE, C_PREEMPTING, C_PRIORITY, C_RESOURCES, F_NEXT, F_RF, I_BKL,
+    I_FRESH, I_PK, I_PSEQ, I_QCNT, I_QN, I_RS, I_STL, I_VH, NONE, R_BACK, R_DSTAMP, R_FRESH, R_SEQ, R_STALE,
+    _find, _flag, _preempting, _won_add, first_position, no_longer_pending, set_reason, stale_moved, tick,
 )
 
 # what the trails read of the run (``RIN[0]``, integer arrays; ``RIN[1]``: fits nowhere): each
@@ -66,10 +66,7 @@ def _insert(S, RIN, w):
 @njit(cache=True, _nrt=False)
 def _started(S, RIN, w):
     """``YuniKornReasons.started``: ``w`` leaves its queue."""
-    S[1][B_PEND][w] = False
-    S[0][I_CUR][w] = NONE
-    S[0][I_CDET][w] = NONE
-    S[1][B_WONF][w] = False
+    no_longer_pending(S, w)
     PK, QN = S[0][I_PK], S[0][I_QN]
     BYRANK, head = RIN[0][J_BYRANK], RIN[0][J_CONST][0]
     q = RIN[0][J_WQ][w]
