@@ -49,20 +49,22 @@ F_RF, F_TT = range(2)
 F_NEXT, F_INTERVAL, NRF = range(3)
 
 
-def new_state(W: int, Q: int, npairs: int, N: int, R: int, T: int, room: int) -> tuple:
+def new_state(W: int, Q: int, npairs: int, N: int, R: int, T: int, room: int, trail_rows: int | None = None) -> tuple:
     """The reasons' arrays for ``W`` workloads in ``Q`` queues, ``npairs`` (ClusterQueue, request)
     pairs, ``N`` nodes of ``R`` resources and ``T`` quota tree nodes (``room``: rows for the
-    tapes): ``(SI, SB, SF, EX)``, each of the first three a tuple of arrays of one type."""
+    lists and, unless ``trail_rows`` says otherwise, the trail tape): ``(SI, SB, SF, EX)``, each of
+    the first three a tuple of arrays of one type."""
     w, q = max(1, W), max(1, Q)
+    tr = room if trail_rows is None else trail_rows
     ints = {I_RS: np.zeros(NRS, np.int64), I_CUR: np.full(w, NONE, np.int64), I_CDET: np.full(w, NONE, np.int64),
             I_LAST: np.full(w, -1, np.int64), I_QN: np.zeros(q, np.int64), I_QCNT: np.zeros(q, np.int64),
             I_FRESH: np.zeros(room, np.int64), I_WONL: np.zeros(room, np.int64), I_VH: np.full(w, -1, np.int64),
             I_VN: np.zeros(room, np.int64), I_VV: np.zeros(room, np.int64), I_MC: np.zeros(max(1, npairs), np.int64),
             I_MS: np.full(max(1, npairs), -1, np.int64), I_U: np.zeros(max(1, T), np.int64),
-            I_TW: np.zeros(room, np.int64), I_TC: np.zeros(room, np.int64), I_TD: np.zeros(room, np.int64)}
+            I_TW: np.zeros(tr, np.int64), I_TC: np.zeros(tr, np.int64), I_TD: np.zeros(tr, np.int64)}
     SI = tuple(ints.get(k, np.zeros(w, np.int64)) for k in range(NSI))
     SB = tuple(np.zeros(w, np.bool_) for _ in range(NSB))
-    SF = (np.array([-np.inf, 1.0], np.float64), np.zeros(room, np.float64))
+    SF = (np.array([-np.inf, 1.0], np.float64), np.zeros(tr, np.float64))
     return SI, SB, SF, np.zeros((max(1, N), max(1, R)), np.float64)
 
 

@@ -99,10 +99,7 @@ class TapeRun(LogRun):
         """The trails' fresh state and what they read (``yunikorn_walk_reasons``): ``room`` rows
         for the lists of fresh workloads and victims, ``trail_rows`` for the trail tape."""
         W, Q = len(self.wls), len(self.q_names)
-        SI, SB, SF, EX = KR.new_state(W, Q, 1, 1, 1, 1, room)
-        tape = {KR.I_TW: np.zeros(trail_rows, np.int64), KR.I_TC: np.zeros(trail_rows, np.int64),
-                KR.I_TD: np.zeros(trail_rows, np.int64)}
-        S = (tuple(tape.get(i, a) for i, a in enumerate(SI)), SB, (SF[0], np.zeros(trail_rows, np.float64)), EX)
+        S = KR.new_state(W, Q, 1, 1, 1, 1, room, trail_rows)
         wq = np.array(self.w_q or [0], np.int64)
         per_q = np.bincount(wq[:W], minlength=Q) if W else np.zeros(max(1, Q), np.int64)
         qoff = np.zeros(max(1, Q), np.int64)
