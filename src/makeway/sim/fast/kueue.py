@@ -99,7 +99,7 @@ class _Replay:
     """
 
     def __init__(self, packed: Any, model: Any):
-        from makeway.policies.kueue.fast.loop import I_CALLS, I_NLOG
+        from makeway.policies.kueue.fast.layout import I_CALLS, I_NLOG
 
         n = int(packed.IS[I_NLOG])
         self.model = model

@@ -17,7 +17,8 @@ from numba import njit
 
 from makeway.core.resources import EPS
 from makeway.policies.kueue.fast.layout import L_PREEMPT, L_START, L_UNWAIT
-from makeway.policies.kueue.fast.loop import I_FULL, I_HN, NIS, _h_pop, _h_push
+from makeway.policies.kueue.fast.finish_heap import h_pop, h_push
+from makeway.policies.kueue.fast.layout import I_FULL, I_HN, NIS
 from makeway.sim.fast import kueue_walk_reasons as RW
 from makeway.sim.fast.kueue_walk_reasons import B_WAIT, J_CQO
 from makeway.sim.fast.sums import E_EVICT, E_FINISH, E_START, E_SUBMIT
@@ -119,7 +120,7 @@ def walk(kind, lw, la, lb, lcall, lt, ln, subs, W, dur, ntask, name_pos, REQ, ca
         made = False
         while IS[I_HN] and HT[0] == now:
             p, g = HW[0], HG[0]
-            _h_pop(IS, HW, HT, HS, HG)
+            h_pop(IS, HW, HT, HS, HG)
             w, i = p // stride, p % stride
             if g != gen[w] or state[w] != RUNNING:
                 continue
@@ -200,7 +201,7 @@ def walk(kind, lw, la, lb, lcall, lt, ln, subs, W, dur, ntask, name_pos, REQ, ca
                     made = True
                     end = now + dur[w]
                     for j in range(count):
-                        _h_push(IS, HW, HT, HS, HG, w * stride + j, gen[w], end)
+                        h_push(IS, HW, HT, HS, HG, w * stride + j, gen[w], end)
                     if IS[I_FULL]:
                         return HEAP_FULL, k, int(FS[1]), int(FS[2]), nev, calls, k, now, 0, nfst, nfin, nrs, ns
                     k += 1
@@ -261,7 +262,7 @@ def run_walk(packed: Any, wls: list, late: list, state: Any, model: Any, horizon
     ``events``, ``first`` start per workload and ``first_order``, ``finished`` (workload, time),
     ``restarts`` (time, workload, pod rank, node, evicted at), ``reasons`` (the trails' state)).
     ``shapes``: the workloads' ``kueue_record.workload_shapes``, where the caller has them."""
-    from makeway.policies.kueue.fast.loop import I_CALLS, I_NLN, I_NLOG
+    from makeway.policies.kueue.fast.layout import I_CALLS, I_NLN, I_NLOG
 
     n = int(packed.IS[I_NLOG])
     log = packed.LOG[:n]

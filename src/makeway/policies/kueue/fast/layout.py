@@ -34,3 +34,11 @@ NOFIT, PREEMPT, FIT = range(3)
 # the decision log; ``L_UNWAIT``: a waiting preemptor found no targets and waits no more (the
 # model's ``_waiting`` entry dropped; the replay keeps it as the model does, the queue order reads it)
 L_START, L_PREEMPT, L_UNWAIT = range(3)
+
+# IS: the run's scalars
+(I_NV, I_GV, I_CHANGED, I_FREED, I_NLOG, I_NLN, I_SEQ, I_HN, I_NSUB, I_CALLS, I_PRIO_PRE, I_NVA, I_NSL,
+ I_NVICT, I_FULL, I_EVALS, I_SKIPPED, I_WPRE, I_NTOUCH, I_PRE_NOW, I_STOP, I_CHECK, I_BAD, I_NEV, I_NED, NIS) = range(26)
+
+# the watch's floats: since, cycling since (NaN: not cycling), the longest gap between two
+# preemptions of one victim, the time the run was stopped at
+X_SINCE, X_CYCLING, X_PERIOD, X_STOPPED = range(4)

@@ -6,6 +6,10 @@ entries of every ClusterQueue taken one head per queue per round, the heads of a
 order, each admitted (pods first-fit on the flavor's nodes), or its targets evicted, or parked.
 A head whose twin (same key) decided nothing since the last change it could read is parked as
 its twin was, unevaluated (``twins``), and rounds made of such heads only are taken at once.
+
+The pending lists are kept as runs (``queues.runs_*``): entries next to each other with one twin
+code and one parked kind are one run, so a release, a park and a skip cost one step a run, not
+one an entry; a call reads its lists as they were and edits them at its end (``_edit``).
 """
 
 from __future__ import annotations
@@ -17,89 +21,15 @@ from makeway.policies.kueue.fast.kernel import add, assign, search
 from makeway.policies.kueue.fast.layout import (
     FIT, L_PREEMPT, L_START, L_UNWAIT, NODE, NOFIT, P_ANY, PENDING, QUOTA, RECLAIM, ROOT, RUNNING, DONE, HASBL, BL, NOM,
     W_CNT, W_CQ, W_EVER, W_GEN, W_KEY, W_PARK, W_PCNT, W_PRIO, W_QV, W_RANK, W_STATE, W_TOFF, W_TOUCH, W_VN,
-    W_WAIT,
+    W_WAIT, I_BAD, I_CALLS, I_CHANGED, I_CHECK, I_EVALS, I_FREED, I_FULL, I_GV, I_HN, I_NED, I_NEV, I_NLN, I_NLOG,
+    I_NSL, I_NSUB, I_NTOUCH, I_NV, I_NVA, I_NVICT, I_PRE_NOW, I_PRIO_PRE, I_SKIPPED, I_STOP, I_WPRE, X_CYCLING,
+    X_PERIOD, X_SINCE, X_STOPPED,
 )
-from makeway.policies.kueue.fast.queues import carry, fifo_order, list_ok, pq_insert, pq_remove, rebuild, runs
+from makeway.policies.kueue.fast.finish_heap import h_pop, h_push
+from makeway.policies.kueue.fast.queues import (fifo_order, pq_insert, pq_remove_at, runs_insert, runs_join, runs_ok,
+                                               runs_park, runs_release, runs_remove, twin_code)
 
 MAX_ROUNDS = 16  # ``Simulation.MAX_ROUNDS``
-
-# IS: scalars
-(I_NV, I_GV, I_CHANGED, I_FREED, I_NLOG, I_NLN, I_SEQ, I_HN, I_NSUB, I_CALLS, I_PRIO_PRE, I_NVA, I_NSL,
- I_NVICT, I_FULL, I_EVALS, I_SKIPPED, I_WPRE, I_NTOUCH, I_PRE_NOW, I_STOP, I_CHECK, I_BAD, NIS) = range(24)
-
-# the watch's floats: since, cycling since (NaN: not cycling), the longest gap between two
-# preemptions of one victim, the time the run was stopped at
-X_SINCE, X_CYCLING, X_PERIOD, X_STOPPED = range(4)
-
-
-@njit(cache=True)
-def _set_waiting(WI, sub_t, IS, PQ, PQ_OFF, PQ_N, w, flag):
-    if WI[w, W_WAIT] == flag:
-        return
-    pending = WI[w, W_STATE] == PENDING
-    if pending:
-        pq_remove(WI, sub_t, IS[I_PRIO_PRE], PQ, PQ_OFF, PQ_N, w)
-    WI[w, W_WAIT] = flag
-    if pending:
-        pq_insert(WI, sub_t, IS[I_PRIO_PRE], PQ, PQ_OFF, PQ_N, w)
-
-
-# -- the finish heap: an evicted workload's entry stays, as the engine's does (its instant is one
-# at which the model is called), and is told apart by the workload's start count ------------------
-
-@njit(cache=True, inline='always')
-def _h_less(HT, HS, a, b):
-    return HT[a] < HT[b] or (HT[a] == HT[b] and HS[a] < HS[b])
-
-
-@njit(cache=True, inline='always')
-def _h_swap(HW, HT, HS, HG, a, b):
-    HW[a], HW[b] = HW[b], HW[a]
-    HT[a], HT[b] = HT[b], HT[a]
-    HS[a], HS[b] = HS[b], HS[a]
-    HG[a], HG[b] = HG[b], HG[a]
-
-
-@njit(cache=True)
-def _h_push(IS, HW, HT, HS, HG, w, gen, t):
-    n = IS[I_HN]
-    if n >= HW.shape[0]:
-        IS[I_FULL] = 1
-        return
-    HW[n] = w
-    HT[n] = t
-    HS[n] = IS[I_SEQ]
-    HG[n] = gen
-    IS[I_SEQ] += 1
-    IS[I_HN] = n + 1
-    k = n
-    while k > 0:
-        p = (k - 1) // 2
-        if _h_less(HT, HS, k, p):
-            _h_swap(HW, HT, HS, HG, k, p)
-            k = p
-        else:
-            break
-
-
-@njit(cache=True)
-def _h_pop(IS, HW, HT, HS, HG):
-    n = IS[I_HN] - 1
-    IS[I_HN] = n
-    if n > 0:
-        HW[0], HT[0], HS[0], HG[0] = HW[n], HT[n], HS[n], HG[n]
-        k = 0
-        while True:
-            a = 2 * k + 1
-            if a >= n:
-                break
-            b = a + 1
-            m = b if b < n and _h_less(HT, HS, b, a) else a
-            if _h_less(HT, HS, m, k):
-                _h_swap(HW, HT, HS, HG, k, m)
-                k = m
-            else:
-                break
 
 
 # -- the state's side: starts, ends, evictions --------------------------------------------------
@@ -290,13 +220,13 @@ def _log(IS, LOG, LT, kind, w, a, b, c, d, now):
 
 
 @njit(cache=True)
-def _start(TI, IS, WI, sub_t, dur, adm, REQ, used, TN, u, RV, PQ, PQ_OFF, PQ_N, SL, HW, HT, HS, HG,
-           LOG, LT, LN, watch, w, out, now):
+def _start(TI, IS, WI, dur, adm, REQ, used, TN, u, RV, SL, HW, HT, HS, HG, LOG, LT, LN, watch, w, out, now):
+    """A head admitted. It leaves its pending list at the call's end (``_edit``), where every
+    list the call read is edited at once, so that a call reads its lists as they were."""
     c = WI[w, W_CQ]
     if not WI[w, W_EVER]:  # a first start is progress, a restart is not
         X, VF, TOUCH = watch
         _w_progress(IS, WI, X, TOUCH, now)
-    pq_remove(WI, sub_t, IS[I_PRIO_PRE], PQ, PQ_OFF, PQ_N, w)
     WI[w, W_STATE] = RUNNING
     WI[w, W_WAIT] = 0
     n = WI[w, W_CNT]
@@ -307,7 +237,7 @@ def _start(TI, IS, WI, sub_t, dur, adm, REQ, used, TN, u, RV, PQ, PQ_OFF, PQ_N, 
     add(TI, u, c, WI[w, W_QV])
     adm[w] = now
     WI[w, W_GEN] += 1
-    _h_push(IS, HW, HT, HS, HG, w, WI[w, W_GEN], now + dur[w])
+    h_push(IS, HW, HT, HS, HG, w, WI[w, W_GEN], now + dur[w])
     SL[IS[I_NSL]] = w
     IS[I_NSL] += 1
     IS[I_CHANGED] = 1
@@ -338,7 +268,7 @@ def _process(TI, kids, IS, WI, times, REQ, cap, used, TN, FN, u, RV, MO, queues,
     own counts every one's references in and out, and more than 30 arguments cannot be inlined."""
     KC_OFF, KC, KQ_OFF, KQ = kids
     sub_t, dur, adm = times
-    PQ, PQ_OFF, PQ_N, RQ, RQ_OFF, RQ_N = queues
+    RQ, RQ_OFF, RQ_N = queues
     HW, HT, HS, HG = heap
     LOG, LT, LN = logs
     out, tw, tvar, tallow, tlca = targets
@@ -356,15 +286,14 @@ def _process(TI, kids, IS, WI, times, REQ, cap, used, TN, FN, u, RV, MO, queues,
         if _place(WI, REQ, cap, used, FN, w, out) < 0:
             WI[w, W_PARK] = NODE
         else:
-            _start(TI, IS, WI, sub_t, dur, adm, REQ, used, TN, u, RV, PQ, PQ_OFF, PQ_N, SL, HW, HT, HS, HG,
-                   LOG, LT, LN, watch, w, out, now)
+            _start(TI, IS, WI, dur, adm, REQ, used, TN, u, RV, SL, HW, HT, HS, HG, LOG, LT, LN, watch, w, out, now)
     else:
         nt = search(TI, KC_OFF, KC, KQ_OFF, KQ, u, c, v, WI[w, W_PRIO], sub_t[w], WI, sub_t, adm, RQ_OFF, RQ,
                     RQ_N, tw, tvar, tallow, tlca, SCT, SCW)
         if nt == 0:
             if WI[w, W_WAIT]:
                 _log(IS, LOG, LT, L_UNWAIT, w, 0, 0, 0, 0, now)
-            _set_waiting(WI, sub_t, IS, PQ, PQ_OFF, PQ_N, w, 0)
+            WI[w, W_WAIT] = 0  # it moves in its pending list at the call's end (``_edit``)
             WI[w, W_PARK] = QUOTA
             if TI[c, RECLAIM] != P_ANY:  # quota held back for it (``HeadAdmission._reserve``)
                 used_q = u[c]
@@ -390,7 +319,7 @@ def _process(TI, kids, IS, WI, times, REQ, cap, used, TN, FN, u, RV, MO, queues,
                 if _place_without(WI, REQ, cap, used, TN, FN, w, tw, nt, out) < 0:
                     WI[w, W_PARK] = NODE
                 else:
-                    _set_waiting(WI, sub_t, IS, PQ, PQ_OFF, PQ_N, w, 1)
+                    WI[w, W_WAIT] = 1
                     # the victims in name order, each marked and logged
                     for a in range(1, nt):
                         x, xv, xa, xl = tw[a], tvar[a], tallow[a], tlca[a]
@@ -427,31 +356,64 @@ def _process(TI, kids, IS, WI, times, REQ, cap, used, TN, FN, u, RV, MO, queues,
 
 
 @njit(cache=True, inline='always')
-def _skip_known(TI, IS, WI, RV, MO, CQO, PL, RE, PL_OFF, PL_N, AT, SC, root, local):
+def _unparked_from(RC, RM, lo, n, r, s):
+    """The first unparked run from run ``r`` (which starts at position ``s``), and its start."""
+    while r < n and RM[lo + r]:
+        s += RC[lo + r]
+        r += 1
+    return r, s
+
+
+@njit(cache=True, inline='always')
+def _advance(RC, RM, lo, n, r, o, s, k):
+    """A cursor on an unparked entry (offset ``o`` in run ``r``, which starts at ``s``) moved on
+    by ``k`` unparked entries: a run at a step."""
+    while k > 0:
+        left = RC[lo + r] - o
+        if k < left:
+            return r, o + k, s
+        k -= left
+        r, s = _unparked_from(RC, RM, lo, n, r + 1, s + RC[lo + r])
+        o = 0
+    return r, o, s
+
+
+@njit(cache=True, inline='always')
+def _park(IS, EV, c, r, o1, o2, kind):
+    """Entries ``o1..o2-1`` of run ``r`` of queue ``c`` parked as ``kind``, noted for the call's
+    end (``runs_park``): the runs stay as they are while the call reads them."""
+    n = IS[I_NEV]
+    EV[n, 0], EV[n, 1], EV[n, 2], EV[n, 3], EV[n, 4] = c, r, o1, o2, kind
+    IS[I_NEV] = n + 1
+
+
+@njit(cache=True, inline='always')
+def _skip_known(TI, IS, WI, RV, MO, CQO, PQ_OFF, RC, RK, RM, RN, CUR, NU, SC, EV, root, local):
     """``TwinSkipping._skip_known`` (``root`` -1: every queue) and ``_skip_known_trees`` (the
     queues of tree ``root``, with ``local`` stamps): where every head is a known twin, the rounds
     up to the first head that must be evaluated are taken at once (they change nothing but
-    parking). The rounds taken; -1 for all of them, -2 for none. The scan reads one entry per
-    twin run (``queues.runs``): the outcome of its first is every one's."""
+    parking). The rounds taken; -1 for all of them, -2 for none. Each queue is read a run at a
+    step (``queues``): the outcome of a run's first entry is every one's."""
     nv, gv = IS[I_NV], IS[I_GV]
     live = False
     for x in range(CQO.shape[0]):
         c = CQO[x]
-        if root >= 0 and TI[c, ROOT] != root or AT[c] >= PL_N[c]:
+        if root >= 0 and TI[c, ROOT] != root or CUR[c, 3] >= NU[c]:
             continue
-        w = PL[PL_OFF[c] + AT[c]]
-        k = WI[w, W_KEY]
-        if _outcome(WI[w, W_WAIT], MO[k, 0], MO[k, 1], MO[k, 2], MO[k, 3], RV[TI[c, ROOT]], nv, gv, local) < 0:
+        code = RK[PQ_OFF[c] + CUR[c, 0]]
+        k = code >> 1
+        if _outcome(code & 1, MO[k, 0], MO[k, 1], MO[k, 2], MO[k, 3], RV[TI[c, ROOT]], nv, gv, local) < 0:
             return -2
         live = True
     if not live:
         return -2
-    # The first head to evaluate, by queue: each queue is walked a window at a time, the window
-    # doubled until one is found, so that a deep queue of twins is not walked to its end for a
+    # The first head to evaluate, by queue: each queue is read a window at a time, the window
+    # doubled until one is found, so that a deep queue of twins is not read to its end for a
     # step another queue bounds at a few rounds.
     step = np.int64(-1)
     for x in range(CQO.shape[0]):
-        SC[CQO[x]] = AT[CQO[x]]
+        c = CQO[x]
+        SC[c, 0], SC[c, 1], SC[c, 2], SC[c, 3] = CUR[c, 0], CUR[c, 1], CUR[c, 2], CUR[c, 3]
     window = 8
     while True:
         more = False
@@ -459,44 +421,49 @@ def _skip_known(TI, IS, WI, RV, MO, CQO, PL, RE, PL_OFF, PL_N, AT, SC, root, loc
             c = CQO[x]
             if root >= 0 and TI[c, ROOT] != root:
                 continue
-            n = PL_N[c]
-            end = AT[c] + window if step < 0 else AT[c] + step
+            n, at = NU[c], CUR[c, 3]
+            end = at + window if step < 0 else at + step
             if end > n:
                 end = n
-            j = SC[c]
-            rv = RV[TI[c, ROOT]]
-            lo = PL_OFF[c]
+            lo, nr, rv = PQ_OFF[c], RN[c], RV[TI[c, ROOT]]
+            r, o, s, j = SC[c, 0], SC[c, 1], SC[c, 2], SC[c, 3]
             while j < end:
-                w = PL[lo + j]
-                k = WI[w, W_KEY]
-                kind = _outcome(WI[w, W_WAIT], MO[k, 0], MO[k, 1], MO[k, 2], MO[k, 3], rv, nv, gv, local)
-                if kind < 0:
+                code = RK[lo + r]
+                k = code >> 1
+                if _outcome(code & 1, MO[k, 0], MO[k, 1], MO[k, 2], MO[k, 3], rv, nv, gv, local) < 0:
                     break
-                e = RE[lo + j] - lo
-                if e > end:
-                    e = end
-                if kind > 0:  # parked as it is scanned; undone below past the rounds taken
-                    for i in range(lo + j, lo + e):
-                        WI[PL[i], W_PARK] = kind
-                j = e
-            SC[c] = j
+                take = min(RC[lo + r] - o, end - j)
+                r, o, s = _advance(RC, RM, lo, nr, r, o, s, take)
+                j += take
+            SC[c, 0], SC[c, 1], SC[c, 2], SC[c, 3] = r, o, s, j
             if j < end:
-                step = j - AT[c]
+                step = j - at
             elif j < n and step < 0:
                 more = True
         if step >= 0 or not more:
             break
         window *= 2
+    # the rounds taken: each queue's heads in them parked as their twins were, a run at a time
     for x in range(CQO.shape[0]):
         c = CQO[x]
         if root >= 0 and TI[c, ROOT] != root:
             continue
-        n = PL_N[c]
-        stop = n if step < 0 else min(n, AT[c] + step)
-        for j in range(stop, SC[c]):  # scanned past the rounds taken: unparked, as in the list
-            WI[PL[PL_OFF[c] + j], W_PARK] = 0
-        IS[I_SKIPPED] += stop - AT[c]
-        AT[c] = stop
+        n, at = NU[c], CUR[c, 3]
+        stop = n if step < 0 else min(n, at + step)
+        lo, nr, rv = PQ_OFF[c], RN[c], RV[TI[c, ROOT]]
+        r, o, s = CUR[c, 0], CUR[c, 1], CUR[c, 2]
+        j = at
+        while j < stop:
+            code = RK[lo + r]
+            k = code >> 1
+            kind = _outcome(code & 1, MO[k, 0], MO[k, 1], MO[k, 2], MO[k, 3], rv, nv, gv, local)
+            take = min(RC[lo + r] - o, stop - j)
+            if kind > 0:
+                _park(IS, EV, c, r, o, o + take, kind)
+            r, o, s = _advance(RC, RM, lo, nr, r, o, s, take)
+            j += take
+        CUR[c, 0], CUR[c, 1], CUR[c, 2], CUR[c, 3] = r, o, s, stop
+        IS[I_SKIPPED] += stop - at
     return step
 
 
@@ -513,9 +480,9 @@ def _head_order(xa, xb, ha, hb, pa, pb, sa, sb, ra, rb):
 
 @njit(cache=True, _nrt=False)
 def call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN, FN, u, RV, RFREED, MO, CQO,
-         PQ, PQ_OFF, PQ_N, PL, PL_N, AT, RQ, RQ_OFF, RQ_N, RPOS, SL, VA, VICT, VL, HW, HT, HS, HG,
-         LOG, LT, LN, X, VF, TOUCH, HD, HB, ROOTS, RESUME, SC, NQ, NQ_N, NODEP, PK, RE, out, tw, tvar, tallow, tlca, SCT,
-         SCW, path, now, caches):
+         PQ, PQ_OFF, PQ_N, RC, RK, RM, RN, CUR, NU, SC, EV, ED, HPOS, RQ, RQ_OFF, RQ_N, RPOS, SL, VA, VICT, VL,
+         HW, HT, HS, HG, LOG, LT, LN, X, VF, TOUCH, HD, HB, ROOTS, RESUME, NODEP, out, tw, tvar, tallow, tlca,
+         SCT, SCW, path, now, caches):
     """One ``KueueModel.schedule`` call and the engine applying its decisions; the number of
     victims evicted (the engine calls again at once while there are any).
 
@@ -534,22 +501,23 @@ def call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN
         lo = PQ_OFF[c]
         rel = freed and RFREED[TI[c, ROOT]]
         if rel or (freed and NODEP[c]):
-            n = rebuild(WI, PQ, PL, PK, RE, lo, PQ_N[c], rel)
+            runs_release(RC, RK, RM, RN, lo, c, rel)
             NODEP[c] = 0
-        else:
-            n = carry(WI, sub_t, prio_pre, PL, lo, PL_N[c], NQ, NQ_N[c])
-            runs(WI, PL, PK, RE, lo, n)
-        NQ_N[c] = 0
-        PL_N[c] = n
-        AT[c] = 0
-        if IS[I_CHECK] and not list_ok(WI, PQ, PL, lo, PQ_N[c], n, freed):
+        n = 0
+        for r in range(RN[c]):
+            if not RM[lo + r]:
+                n += RC[lo + r]
+        NU[c] = n
+        r, s = _unparked_from(RC, RM, lo, RN[c], 0, 0)
+        CUR[c, 0], CUR[c, 1], CUR[c, 2], CUR[c, 3] = r, 0, s, 0
+        if IS[I_CHECK] and not runs_ok(WI, PQ, PQ_N, RC, RK, RM, RN, lo, c):
             IS[I_BAD] += 1
     if freed:
         for x in range(CQO.shape[0]):
             RFREED[TI[CQO[x], ROOT]] = 0
         IS[I_FREED] = 0
     NR = ROOTS.shape[0]
-    kids, times, queues = (KC_OFF, KC, KQ_OFF, KQ), (sub_t, dur, adm), (PQ, PQ_OFF, PQ_N, RQ, RQ_OFF, RQ_N)
+    kids, times, queues = (KC_OFF, KC, KQ_OFF, KQ), (sub_t, dur, adm), (RQ, RQ_OFF, RQ_N)
     heap, logs, targets = (HW, HT, HS, HG), (LOG, LT, LN), (out, tw, tvar, tallow, tlca)
     watch = (X, VF, TOUCH)
     # per cohort tree sitting rounds out (``_skip_known_trees``): the round it takes heads again
@@ -563,26 +531,32 @@ def call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN
                 if RESUME[ROOTS[x]] > rnd:
                     resting = True
             if not resting:
-                _skip_known(TI, IS, WI, RV, MO, CQO, PL, RE, PQ_OFF, PL_N, AT, SC, -1, False)
+                _skip_known(TI, IS, WI, RV, MO, CQO, PQ_OFF, RC, RK, RM, RN, CUR, NU, SC, EV, -1, False)
             if NR > 1:
                 for x in range(NR):
                     r = ROOTS[x]
                     if RESUME[r] > rnd:
                         continue
-                    step = _skip_known(TI, IS, WI, RV, MO, CQO, PL, RE, PQ_OFF, PL_N, AT, SC, r, True)
+                    step = _skip_known(TI, IS, WI, RV, MO, CQO, PQ_OFF, RC, RK, RM, RN, CUR, NU, SC, EV, r, True)
                     if step > 0:
                         RESUME[r] = rnd + step
         nh = 0
         held = -1
         for x in range(CQO.shape[0]):
             c = CQO[x]
-            if AT[c] < PL_N[c]:
+            if CUR[c, 3] < NU[c]:
                 back = RESUME[TI[c, ROOT]]
                 if back > rnd:
                     held = back if held < 0 or back < held else held
                     continue
-                w = PL[PQ_OFF[c] + AT[c]]
-                AT[c] += 1
+                lo = PQ_OFF[c]
+                r, o, s = CUR[c, 0], CUR[c, 1], CUR[c, 2]
+                w = PQ[lo + s + o]
+                HPOS[w, 0], HPOS[w, 1], HPOS[w, 2] = r, o, s + o
+                WI[w, W_PARK] = 0  # the head's parked kind, if this call parks it
+                r, o, s = _advance(RC, RM, lo, RN[c], r, o, s, 1)
+                CUR[c, 0], CUR[c, 1], CUR[c, 2] = r, o, s
+                CUR[c, 3] += 1
                 HD[nh] = w
                 HB[nh] = assign(TI, u, c, WI[w, W_QV], path)[1]
                 nh += 1
@@ -609,18 +583,28 @@ def call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN
             HB[b + 1] = b_
         for a in range(nh):
             w = HD[a]
+            c = WI[w, W_CQ]
             kind = _known(TI, IS, WI, RV, MO, w)
             if kind >= 0:  # parked as its twin was, unevaluated
                 if kind:
-                    WI[w, W_PARK] = kind
+                    _park(IS, EV, c, HPOS[w, 0], HPOS[w, 1], HPOS[w, 1] + 1, kind)
                 IS[I_SKIPPED] += 1
                 continue
+            wait0 = WI[w, W_WAIT]
             _process(TI, kids, IS, WI, times, REQ, cap, used, TN, FN, u, RV, MO, queues, SL, VA, VICT, VL, heap,
                      logs, targets, watch, SCT, SCW, path, w, now)
-            # a release of room reads this queue whole; its twins parked so later need no flag of
-            # their own, since the release that clears the flag also voids their outcome
-            if WI[w, W_PARK] == NODE:
-                NODEP[WI[w, W_CQ]] = 1
+            kind = WI[w, W_PARK]
+            if kind:
+                _park(IS, EV, c, HPOS[w, 0], HPOS[w, 1], HPOS[w, 1] + 1, kind)
+            # a release of room reads this queue's runs anew; its twins parked so later need no flag
+            # of their own, since the release that clears the flag also voids their outcome
+            if kind == NODE:
+                NODEP[c] = 1
+            if WI[w, W_STATE] == RUNNING or WI[w, W_WAIT] != wait0:  # it leaves or moves
+                n = IS[I_NED]
+                ED[n, 0], ED[n, 1], ED[n, 2] = c, HPOS[w, 2], w
+                IS[I_NED] = n + 1
+    _edit(WI, sub_t, prio_pre, PQ, PQ_OFF, PQ_N, RC, RK, RM, RN, NU, EV, ED, IS)
     # the call's end: in-call usage taken back, starts admitted, victims evicted and requeued
     for k in range(IS[I_NVA] - 1, -1, -1):
         add(TI, u, VA[k, 0], -VA[k, 1])
@@ -642,17 +626,49 @@ def call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN
         _release(TI, IS, WI, REQ, used, TN, u, RQ, RQ_OFF, RQ_N, RPOS, RFREED, w)
         WI[w, W_STATE] = PENDING
         WI[w, W_WAIT] = 0
-        WI[w, W_PARK] = 0
-        pq_insert(WI, sub_t, prio_pre, PQ, PQ_OFF, PQ_N, w)
-        pq_insert(WI, sub_t, prio_pre, NQ, PQ_OFF, NQ_N, w)
+        _queue(WI, sub_t, prio_pre, PQ, PQ_OFF, PQ_N, RC, RK, RM, RN, w, 0)
         _bump(TI, IS, RV, WI[w, W_CQ])
     IS[I_NVICT] = 0
     return nv
 
 
+@njit(cache=True, inline='always')
+def _queue(WI, sub_t, prio_pre, PQ, PQ_OFF, PQ_N, RC, RK, RM, RN, w, mark):
+    """``w`` into its queue's pending list, and its runs, with parked kind ``mark``."""
+    c = WI[w, W_CQ]
+    p = pq_insert(WI, sub_t, prio_pre, PQ, PQ_OFF, PQ_N, w)
+    runs_insert(RC, RK, RM, RN, PQ_OFF[c], c, p, twin_code(WI, w), mark)
+
+
+@njit(cache=True)
+def _edit(WI, sub_t, prio_pre, PQ, PQ_OFF, PQ_N, RC, RK, RM, RN, NU, EV, ED, IS):
+    """The pending lists as the call leaves them: its parked runs (``EV``), then its heads that
+    started or changed their waiting mark (``ED``) taken out, and the latter put back in their
+    new place with the parked kind they had. Each list was noted in order and is edited from
+    its end, so that every noted run and position still means what it meant in the call."""
+    for k in range(IS[I_NEV] - 1, -1, -1):
+        c = EV[k, 0]
+        runs_park(RC, RK, RM, RN, PQ_OFF[c], c, EV[k, 1], EV[k, 2], EV[k, 3], EV[k, 4])
+    for k in range(IS[I_NEV]):
+        c = EV[k, 0]
+        if NU[c] >= 0:
+            runs_join(RC, RK, RM, RN, PQ_OFF[c], c)
+            NU[c] = -1  # joined (the unparked counts are the call's, done with)
+    IS[I_NEV] = 0
+    for k in range(IS[I_NED] - 1, -1, -1):
+        c, p = ED[k, 0], ED[k, 1]
+        ED[k, 3] = runs_remove(RC, RK, RM, RN, PQ_OFF[c], c, p)
+        pq_remove_at(PQ, PQ_OFF, PQ_N, c, p)
+    for k in range(IS[I_NED]):
+        w = ED[k, 2]
+        if WI[w, W_STATE] == PENDING:
+            _queue(WI, sub_t, prio_pre, PQ, PQ_OFF, PQ_N, RC, RK, RM, RN, w, ED[k, 3])
+    IS[I_NED] = 0
+
+
 @njit(cache=True)
 def run(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN, FN, u, RV, RFREED, MO, CQO,
-        PQ, PQ_OFF, PQ_N, PL, PL_N, AT, RQ, RQ_OFF, RQ_N, RPOS, SL, VA, VICT, VL, HW, HT, HS, HG,
+        PQ, PQ_OFF, PQ_N, RQ, RQ_OFF, RQ_N, RPOS, SL, VA, VICT, VL, HW, HT, HS, HG,
         LOG, LT, LN, FIN, X, VF, TOUCH, caches, horizon, window):
     """The whole run, up to the last instant at or before ``horizon``; returns 0, or 1 when the
     log filled up (the caller runs again with more room). A run found cycling (``window``:
@@ -663,12 +679,20 @@ def run(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN,
     HD = np.empty(C + 1, np.int64)
     HB = np.empty(C + 1, np.int64)
     RESUME = np.zeros(T, np.int64)
-    SC = np.zeros(T, np.int64)
-    NQ = np.zeros(max(1, W), np.int64)  # per ClusterQueue (``PQ_OFF``): entries queued since its last call
-    NQ_N = np.zeros(T, np.int64)
     NODEP = np.zeros(T, np.int64)  # per ClusterQueue: it may have entries parked for room
-    PK = np.zeros(PL.shape[0], np.int64)  # per unparked entry: its key and waiting mark (``queues.runs``)
-    RE = np.zeros(PL.shape[0], np.int64)  # per unparked entry: where its twin run ends
+    # per ClusterQueue (from ``PQ_OFF``): its pending list's runs (``queues``)
+    RC = np.zeros(max(1, W), np.int64)
+    RK = np.zeros(max(1, W), np.int64)
+    RM = np.zeros(max(1, W), np.int64)
+    RN = np.zeros(T, np.int64)
+    # a call's: per ClusterQueue, where it reads (run, offset in it, the run's start, heads taken)
+    # and a scan's copy of that, its unparked entries; the runs it parks and the heads that leave
+    CUR = np.zeros((T, 4), np.int64)
+    SC = np.zeros((T, 4), np.int64)
+    NU = np.zeros(T, np.int64)
+    EV = np.zeros((W + 1, 5), np.int64)
+    ED = np.zeros((W + 1, 4), np.int64)
+    HPOS = np.zeros((max(1, W), 3), np.int64)
     seen = np.zeros(T, np.bool_)
     for x in range(C):
         seen[TI[CQO[x], ROOT]] = True
@@ -698,7 +722,7 @@ def run(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN,
         IS[I_PRE_NOW] = 0
         while IS[I_HN] and HT[0] == now:
             w, gen = HW[0], HG[0]
-            _h_pop(IS, HW, HT, HS, HG)
+            h_pop(IS, HW, HT, HS, HG)
             if WI[w, W_STATE] != RUNNING or WI[w, W_GEN] != gen:
                 continue  # a victim's end, evicted before it
             _release(TI, IS, WI, REQ, used, TN, u, RQ, RQ_OFF, RQ_N, RPOS, RFREED, w)
@@ -709,15 +733,14 @@ def run(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN,
         while IS[I_NSUB] < W and sub_t[IS[I_NSUB]] <= now:
             w = IS[I_NSUB]
             WI[w, W_STATE] = PENDING
-            pq_insert(WI, sub_t, IS[I_PRIO_PRE], PQ, PQ_OFF, PQ_N, w)
-            pq_insert(WI, sub_t, IS[I_PRIO_PRE], NQ, PQ_OFF, NQ_N, w)
+            _queue(WI, sub_t, IS[I_PRIO_PRE], PQ, PQ_OFF, PQ_N, RC, RK, RM, RN, w, 0)
             _w_progress(IS, WI, X, TOUCH, now)
             IS[I_NSUB] = w + 1
         for _ in range(MAX_ROUNDS):
             if call(TI, KC_OFF, KC, KQ_OFF, KQ, IS, WI, sub_t, dur, adm, REQ, cap, used, TN, FN, u, RV, RFREED,
-                    MO, CQO, PQ, PQ_OFF, PQ_N, PL, PL_N, AT, RQ, RQ_OFF, RQ_N, RPOS, SL, VA, VICT, VL, HW, HT,
-                    HS, HG, LOG, LT, LN, X, VF, TOUCH, HD, HB, ROOTS, RESUME, SC, NQ, NQ_N, NODEP, PK, RE, out, tw,
-                    tvar, tallow, tlca, SCT, SCW, path, now, caches) == 0:
+                    MO, CQO, PQ, PQ_OFF, PQ_N, RC, RK, RM, RN, CUR, NU, SC, EV, ED, HPOS, RQ, RQ_OFF, RQ_N, RPOS,
+                    SL, VA, VICT, VL, HW, HT, HS, HG, LOG, LT, LN, X, VF, TOUCH, HD, HB, ROOTS, RESUME, NODEP, out,
+                    tw, tvar, tallow, tlca, SCT, SCW, path, now, caches) == 0:
                 break
             if IS[I_FULL]:
                 return 1

@@ -179,9 +179,6 @@ class Packed:
         self.PQ_OFF = off[:-1].copy()
         self.PQ = np.zeros(max(1, W), np.int64)
         self.PQ_N = np.zeros(T, np.int64)
-        self.PL = np.zeros(max(1, W), np.int64)
-        self.PL_N = np.zeros(T, np.int64)
-        self.AT = np.zeros(T, np.int64)
         self.RQ = np.zeros(max(1, W), np.int64)
         self.RQ_OFF = self.PQ_OFF.copy()
         self.RQ_N = np.zeros(T, np.int64)
@@ -191,7 +188,7 @@ class Packed:
         self.VICT = np.zeros(W, np.int64)
         self.VL = np.zeros(max(1, W), np.int64)
         self.FIN = np.full(W, np.nan, np.float64)
-        from makeway.policies.kueue.fast.loop import I_PRIO_PRE, NIS
+        from makeway.policies.kueue.fast.layout import I_PRIO_PRE, NIS
 
         self.IS = np.zeros(NIS, np.int64)
         self.IS[I_PRIO_PRE] = int(model.prioritize_preemptors)
@@ -202,8 +199,8 @@ class Packed:
     def run(self, horizon: float = float("inf"), window: float = 600.0, check_lists: bool = False) -> None:
         """The whole run, up to ``horizon``, stopped where it cycles for ``window`` seconds
         (``SimOptions.no_progress_window``; the engine's default for a model without periods).
-        ``check_lists``: every call's unparked lists are checked against the pending lists they
-        are kept for (tests; an ``AssertionError`` names how many were out of step)."""
+        ``check_lists``: at every call each queue's runs are checked against its pending list
+        (``queues.runs_ok``; tests: an ``AssertionError`` names how many were out of step)."""
         from makeway.policies.kueue.fast.loop import I_BAD, I_CHECK, run
 
         self.IS[I_CHECK] = int(check_lists)
@@ -215,31 +212,31 @@ class Packed:
         self.HT = np.zeros(self.log_size, np.float64)
         self.HS = np.zeros(self.log_size, np.int64)
         self.HG = np.zeros(self.log_size, np.int64)
-        self.X = np.array([0.0, np.nan, 0.0, np.nan])  # the no-progress watch (``loop.X_*``)
+        self.X = np.array([0.0, np.nan, 0.0, np.nan])  # the no-progress watch (``layout.X_*``)
         self.VF = np.zeros((len(self.wls), 2), np.float64)
         self.TOUCH = np.zeros(len(self.wls) + 1, np.int64)
         rc = run(self.TI, self.KC_OFF, self.KC, self.KQ_OFF, self.KQ, self.IS, self.WI, self.sub_t, self.dur,
                  self.adm, self.REQ, self.cap, self.used, self.TN, self.FN, self.u, self.RV, self.RFREED, self.MO,
-                 self.CQO, self.PQ, self.PQ_OFF, self.PQ_N, self.PL, self.PL_N, self.AT, self.RQ, self.RQ_OFF,
-                 self.RQ_N, self.RPOS, self.SL, self.VA, self.VICT, self.VL, self.HW, self.HT, self.HS, self.HG,
+                 self.CQO, self.PQ, self.PQ_OFF, self.PQ_N, self.RQ, self.RQ_OFF, self.RQ_N, self.RPOS, self.SL,
+                 self.VA, self.VICT, self.VL, self.HW, self.HT, self.HS, self.HG,
                  self.LOG, self.LT, self.LN, self.FIN, self.X, self.VF, self.TOUCH, self.caches, float(horizon),
                  float(window))
         if rc:
             raise OverflowError("decision log full")
         if self.IS[I_BAD]:
-            raise AssertionError(f"{int(self.IS[I_BAD])} unparked lists out of step with their pending lists")
+            raise AssertionError(f"{int(self.IS[I_BAD])} queues' runs out of step with their pending lists")
 
     @property
     def stopped_at(self) -> float | None:
         """When the no-progress watch stopped the run, or None."""
-        from makeway.policies.kueue.fast.loop import I_STOP, X_STOPPED
+        from makeway.policies.kueue.fast.layout import I_STOP, X_STOPPED
 
         return float(self.X[X_STOPPED]) if self.IS[I_STOP] else None
 
     def decisions(self) -> list[tuple]:
         """Per decision, in order: ``("start", call, time, workload, nodes)`` with its pods' nodes
         sorted, or ``("preempt", call, time, victim, preemptor, reason, allowBorrowing, lca)``."""
-        from makeway.policies.kueue.fast.loop import I_NLOG
+        from makeway.policies.kueue.fast.layout import I_NLOG
 
         out = []
         names, wls = self.node_names, self.wls

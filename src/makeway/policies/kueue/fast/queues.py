@@ -1,16 +1,19 @@
-"""A ClusterQueue's pending entries, in BestEffortFIFO order, and the unparked lists a call of
-the compiled Kueue loop (``loop``) takes its heads from, kept from call to call.
+"""A ClusterQueue's pending entries, in BestEffortFIFO order, and their runs: what a call of the
+compiled Kueue loop (``loop``) takes its heads from, kept from call to call.
 
 Each ClusterQueue owns a slice of the shared arrays (from its offset, ``PQ_OFF``): ``PQ`` its
-pending entries in order, ``PL`` the unparked ones of the current call, ``NQ`` those queued since
-the last call (arrivals and requeued victims, in order).
+pending entries in order, and the same list run-length coded (``RC`` counts, ``RK`` twin codes,
+``RM`` parked kinds; ``RN`` runs per queue): a run is entries in a row with one key, waiting mark
+and parked kind. A call's heads are the unparked entries, in order; a release unparks a queue's
+runs, and a call parks a run of twins as a run. So a pass costs the queue's runs, never its
+entries: a deep backlog of twins is a few runs (issue 20).
 """
 
 from __future__ import annotations
 
 from numba import njit
 
-from makeway.policies.kueue.fast.layout import NODE, PENDING, W_CQ, W_KEY, W_PARK, W_PRIO, W_RANK, W_STATE, W_WAIT
+from makeway.policies.kueue.fast.layout import NODE, W_CQ, W_KEY, W_PRIO, W_RANK, W_WAIT
 
 
 @njit(cache=True, inline='always')
@@ -61,121 +64,149 @@ def pq_insert(WI, sub_t, prio_pre, PQ, PQ_OFF, PQ_N, w):
         PQ[j] = PQ[j - 1]
     PQ[k] = w
     PQ_N[c] = n + 1
+    return k - lo
 
 
 @njit(cache=True)
-def pq_remove(WI, sub_t, prio_pre, PQ, PQ_OFF, PQ_N, w):
-    c = WI[w, W_CQ]
+def pq_remove_at(PQ, PQ_OFF, PQ_N, c, p):
+    """The entry at position ``p`` of queue ``c`` leaves its pending list."""
     lo, n = PQ_OFF[c], PQ_N[c]
-    k = pq_find(WI, sub_t, prio_pre, PQ, lo, n, w)
-    for j in range(k, lo + n - 1):
+    for j in range(lo + p, lo + n - 1):
         PQ[j] = PQ[j + 1]
     PQ_N[c] = n - 1
 
 
-# -- the unparked lists ---------------------------------------------------------------------------
+# -- the runs ------------------------------------------------------------------------------------
 
-@njit(cache=True)
-def rebuild(WI, PQ, PL, PK, RE, lo, n_pq, rel):
-    """A ClusterQueue's unparked entries, read from its whole pending list, at a call after a
-    release: where its cohort tree freed quota (``rel``; ``Parked.release_queues``: every parked
-    entry released), or where it has entries parked for room (``release_nodes``), with their
-    twin runs (``runs``). The number of entries."""
-    n = 0
-    for j in range(lo, lo + n_pq):
-        w = PQ[j]
-        k = WI[w, W_PARK]
-        if k and (rel or k == NODE):
-            WI[w, W_PARK] = 0
-            k = 0
-        if not k:
-            PL[lo + n] = w
-            PK[lo + n] = _twin_code(WI[w, W_KEY], WI[w, W_WAIT])
-            n += 1
-    _run_ends(PK, RE, lo, n)
-    return n
+@njit(cache=True, inline='always')
+def twin_code(WI, w):
+    """What a run of twins shares besides its parked kind: the key and the waiting mark, as one
+    int. An entry's outcome as a head reads only these and its tree (``loop._outcome``)."""
+    return 2 * WI[w, W_KEY] + WI[w, W_WAIT]
+
+
+@njit(cache=True, inline='always')
+def _move_runs(RC, RK, RM, a, b, d):
+    """Runs ``a..b-1`` moved by ``d`` places (either way, without overwriting what is moved)."""
+    if d > 0:
+        for j in range(b - 1, a - 1, -1):
+            RC[j + d], RK[j + d], RM[j + d] = RC[j], RK[j], RM[j]
+    else:
+        for j in range(a, b):
+            RC[j + d], RK[j + d], RM[j + d] = RC[j], RK[j], RM[j]
 
 
 @njit(cache=True)
-def runs(WI, PL, PK, RE, lo, n):
-    """Each entry's twin run in an unparked list: ``RE[j]``, where the run of entries from ``j``
-    with its key and waiting mark ends. A run's entries share their outcome as heads (``loop.
-    _outcome`` reads only these and the queue's tree), so a scan for the first head to evaluate
-    takes a run at a step rather than entry by entry."""
-    for j in range(lo, lo + n):
-        w = PL[j]
-        PK[j] = _twin_code(WI[w, W_KEY], WI[w, W_WAIT])
-    _run_ends(PK, RE, lo, n)
+def run_at(RC, RN, lo, c, p):
+    """The run holding position ``p`` of queue ``c`` and where that run starts (``RN[c]`` and the
+    list's length when ``p`` is past its end)."""
+    s = 0
+    r = 0
+    n = RN[c]
+    while r < n and s + RC[lo + r] <= p:
+        s += RC[lo + r]
+        r += 1
+    return r, s
 
 
-@njit(cache=True, inline='always')
-def _twin_code(key, wait):
-    """What a twin run shares: the key and the waiting mark, as one int (scalars only)."""
-    return 2 * key + wait
+@njit(cache=True)
+def runs_insert(RC, RK, RM, RN, lo, c, p, code, mark):
+    """An entry with ``code`` and parked kind ``mark`` at position ``p``: its run grows, or it
+    starts one, splitting the run it lands in."""
+    r, s = run_at(RC, RN, lo, c, p)
+    n = RN[c]
+    if r < n and RK[lo + r] == code and RM[lo + r] == mark:
+        RC[lo + r] += 1
+        return
+    if p == s and r > 0 and RK[lo + r - 1] == code and RM[lo + r - 1] == mark:
+        RC[lo + r - 1] += 1
+        return
+    if p == s:
+        _move_runs(RC, RK, RM, lo + r, lo + n, 1)
+        RC[lo + r], RK[lo + r], RM[lo + r] = 1, code, mark
+        RN[c] = n + 1
+        return
+    o = p - s
+    _move_runs(RC, RK, RM, lo + r + 1, lo + n, 2)
+    RC[lo + r + 2], RK[lo + r + 2], RM[lo + r + 2] = RC[lo + r] - o, RK[lo + r], RM[lo + r]
+    RC[lo + r], RC[lo + r + 1], RK[lo + r + 1], RM[lo + r + 1] = o, 1, code, mark
+    RN[c] = n + 2
 
 
-@njit(cache=True, inline='always')
-def _run_ends(PK, RE, lo, n):
-    e = lo + n
-    for j in range(lo + n - 2, lo - 1, -1):
-        if PK[j] != PK[j + 1]:
-            e = j + 1
-        RE[j] = e
-    if n:
-        RE[lo + n - 1] = lo + n
+@njit(cache=True)
+def runs_remove(RC, RK, RM, RN, lo, c, p):
+    """The entry at position ``p`` leaves; its run shrinks, and a run emptied is dropped, its
+    neighbours joined where they are alike. The entry's parked kind."""
+    r, s = run_at(RC, RN, lo, c, p)
+    mark = RM[lo + r]
+    n = RN[c]
+    RC[lo + r] -= 1
+    if RC[lo + r] == 0:
+        _move_runs(RC, RK, RM, lo + r + 1, lo + n, -1)
+        n -= 1
+        if 0 < r < n and RK[lo + r - 1] == RK[lo + r] and RM[lo + r - 1] == RM[lo + r]:
+            RC[lo + r - 1] += RC[lo + r]
+            _move_runs(RC, RK, RM, lo + r + 1, lo + n, -1)
+            n -= 1
+        RN[c] = n
+    return mark
 
 
-@njit(cache=True, inline='always')
-def keep_unparked(WI, A, lo, n):
-    """The entries of ``A[lo:lo + n]`` still pending and unparked, kept in order at its start;
-    their number."""
+@njit(cache=True)
+def runs_park(RC, RK, RM, RN, lo, c, r, o1, o2, kind):
+    """Entries ``o1..o2-1`` of run ``r`` (unparked) parked as ``kind``: the run split in up to
+    three. Neighbours left alike are joined by ``runs_join``."""
+    n = RN[c]
+    cnt, code = RC[lo + r], RK[lo + r]
+    pieces = (o1 > 0) + 1 + (o2 < cnt)
+    if pieces > 1:
+        _move_runs(RC, RK, RM, lo + r + 1, lo + n, pieces - 1)
+    k = lo + r
+    if o1 > 0:
+        RC[k], RK[k], RM[k] = o1, code, 0
+        k += 1
+    RC[k], RK[k], RM[k] = o2 - o1, code, kind
+    if o2 < cnt:
+        RC[k + 1], RK[k + 1], RM[k + 1] = cnt - o2, code, 0
+    RN[c] = n + pieces - 1
+
+
+@njit(cache=True)
+def runs_join(RC, RK, RM, RN, lo, c):
+    """Neighbouring runs alike (key, waiting mark and parked kind) joined into one."""
     m = 0
-    for j in range(lo, lo + n):
-        w = A[j]
-        if WI[w, W_STATE] == PENDING and not WI[w, W_PARK]:
-            A[lo + m] = w
+    for r in range(RN[c]):
+        if m and RK[lo + m - 1] == RK[lo + r] and RM[lo + m - 1] == RM[lo + r]:
+            RC[lo + m - 1] += RC[lo + r]
+        else:
+            RC[lo + m], RK[lo + m], RM[lo + m] = RC[lo + r], RK[lo + r], RM[lo + r]
             m += 1
-    return m
+    RN[c] = m
 
 
 @njit(cache=True)
-def carry(WI, sub_t, prio_pre, PL, lo, n_pl, NQ, n_nq):
-    """A ClusterQueue's unparked entries where nothing was released for it: the last call's
-    entries still pending and unparked, merged with those queued since (``NQ``, in order). The
-    call walked every last entry, so this costs no more than the call did; the parked backlog is
-    not walked. The number of entries.
-
-    Where preemptors go first, an entry that starts or stops waiting moves in the pending list,
-    and the last call's order may be stale for it. By this call it is parked (it stopped waiting
-    for want of targets), or its victims left and freed its cohort tree's quota, so that its
-    queue was read anew (``rebuild``). ``Packed.run(check_lists=True)`` checks this."""
-    n = keep_unparked(WI, PL, lo, n_pl)
-    m = keep_unparked(WI, NQ, lo, n_nq)
-    i, d = n - 1, n + m - 1
-    for k in range(lo + m - 1, lo - 1, -1):
-        w = NQ[k]
-        while i >= 0 and pq_before(WI, sub_t, prio_pre, w, PL[lo + i]):
-            PL[lo + d] = PL[lo + i]
-            i -= 1
-            d -= 1
-        PL[lo + d] = w
-        d -= 1
-    return n + m
+def runs_release(RC, RK, RM, RN, lo, c, rel):
+    """A release: every parked run unparked where the queue's cohort tree freed quota (``rel``;
+    ``Parked.release_queues``), else those parked for room (``release_nodes``)."""
+    for r in range(RN[c]):
+        if rel or RM[lo + r] == NODE:
+            RM[lo + r] = 0
+    runs_join(RC, RK, RM, RN, lo, c)
 
 
 @njit(cache=True)
-def list_ok(WI, PQ, PL, lo, n_pq, n_pl, freed):
-    """Whether a ClusterQueue's unparked list is its pending list's unparked entries, in order,
-    none parked for room where room was freed (the tests' check of ``carry``, on with
+def runs_ok(WI, PQ, PQ_N, RC, RK, RM, RN, lo, c):
+    """Whether queue ``c``'s runs code its pending list: counts positive and summing to its
+    length, each entry's twin code its run's, no two neighbours alike (the tests' check, on with
     ``IS[I_CHECK]``)."""
-    m = 0
-    for j in range(lo, lo + n_pq):
-        w = PQ[j]
-        k = WI[w, W_PARK]
-        if freed and k == NODE:
+    j = lo
+    for r in range(RN[c]):
+        if RC[lo + r] <= 0 or RM[lo + r] < 0:
             return False
-        if not k:
-            if m >= n_pl or PL[lo + m] != w:
+        if r and RK[lo + r - 1] == RK[lo + r] and RM[lo + r - 1] == RM[lo + r]:
+            return False
+        for _ in range(RC[lo + r]):
+            if j >= lo + PQ_N[c] or twin_code(WI, PQ[j]) != RK[lo + r]:
                 return False
-            m += 1
-    return m == n_pl
+            j += 1
+    return j == lo + PQ_N[c]
