@@ -360,3 +360,17 @@ def test_importer_refuses_the_wrong_kind(tmp_path, kind, text, looks):
     f.write_text(text)
     code, out, err = cli("import", kind, str(f), "-o", str(tmp_path / "out.yaml"))
     assert code == 2 and looks in err and not (tmp_path / "out.yaml").exists()
+
+
+def test_the_command_line_keeps_openblas_to_one_thread():
+    """numpy's OpenBLAS would start a spinning worker per core at import (about 0.1 s of CPU a
+    command); the command line asks for one thread unless the user set a number."""
+    import os
+
+    code = "import os, makeway.cli, numpy; print(os.environ.get('OPENBLAS_NUM_THREADS'))"
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True, timeout=60)
+    assert out.stdout.split() == ["1"]
+    env["OPENBLAS_NUM_THREADS"] = "3"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True, timeout=60)
+    assert out.stdout.split() == ["3"]

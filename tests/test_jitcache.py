@@ -67,3 +67,41 @@ def test_a_prefix_leaves_the_other_files_out(tmp_path):
 
 def _plain():
     return None
+
+
+_BEFORE_NUMBA = """
+import os, sys
+from makeway import jitcache
+jitcache.by_package(sys.argv[1])
+loaded_early = 'numba' in sys.modules
+from numba import njit
+from numba.core import caching
+impl = getattr(caching, 'CacheImpl', None) or caching._CacheImpl
+def f():
+    return 1
+serving = [c.__name__ for c in impl._locator_classes
+           if c.__name__.startswith('Package') and c.from_function(f, os.path.join(sys.argv[1], 'loop.py')) is not None]
+print(loaded_early, len(serving), any(isinstance(x, jitcache._AfterCaching) for x in sys.meta_path))
+"""
+
+
+def test_stamping_before_numba_loads_waits_for_it(tmp_path):
+    """A package stamped before numba is imported (``makeway.sim.fast`` on a run that never
+    compiles) does not import it, and gets its locators when numba's cache module loads."""
+    import subprocess
+
+    (tmp_path / "loop.py").write_text("x = 1\n")
+    out = subprocess.run([sys.executable, "-c", _BEFORE_NUMBA, str(tmp_path)], capture_output=True, text=True,
+                         check=True, timeout=120).stdout.split()
+    assert out[0] == "False" and int(out[1]) >= 1 and out[2] == "False", out
+
+
+def test_a_fifo_replay_does_not_import_numba():
+    """The first-fit core with the ahead-of-time loop (or the pure core) needs no numba: importing
+    it cost a FIFO replay of KTH a quarter of its CPU and half its peak memory (issue 20)."""
+    import subprocess
+
+    code = ("import sys, makeway.sim.fast, makeway.sim.engine, makeway.cli; "
+            "print('numba' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.split() == ["False"]

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import List, Optional
 
-import typer
+# makeway multiplies no matrices, but numpy's OpenBLAS starts a worker thread per core at import
+# that spins before it sleeps: about 0.1 s of CPU per command here (a sixth of a KTH replay)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import typer  # noqa: E402
 
 from makeway.errors import MakewayError
 

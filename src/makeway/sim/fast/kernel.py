@@ -26,7 +26,7 @@ from makeway.sim.fast.layout import (
     CHILD, FIN_N, GOFF, NEGP, NG, ORD, SIB, SINGLE)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _less(WI, WF, a, b):
     pa, pb = WF[a, NEGP], WF[b, NEGP]
     if pa != pb:
@@ -34,7 +34,7 @@ def _less(WI, WF, a, b):
     return WI[a, ORD] < WI[b, ORD]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _meld(WI, WF, a, b):
     if a < 0:
         return b
@@ -47,14 +47,14 @@ def _meld(WI, WF, a, b):
     return a
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _hpush(WI, WF, root, w):
     WI[w, CHILD] = -1
     WI[w, SIB] = -1
     return _meld(WI, WF, root, w)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _hpop(WI, WF, root):
     """The pairing heap without its root (two-pass pairing)."""
     c = np.int64(WI[root, CHILD])
@@ -86,14 +86,14 @@ def _hpop(WI, WF, root):
 
 # -- the finish heap: (time, seq) -> (w, group or -1 for a gang, node) --------------------------------
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _fless(FT, FI, a, b):
     if FT[a] != FT[b]:
         return FT[a] < FT[b]
     return FI[a, 0] < FI[b, 0]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _fswap(FT, FI, a, b):
     t = FT[a]
     FT[a] = FT[b]
@@ -104,7 +104,7 @@ def _fswap(FT, FI, a, b):
         FI[b, k] = x
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _fpush(FT, FI, IS, t, seq, w, g, i):
     n = IS[FIN_N]
     FT[n] = t
@@ -122,7 +122,7 @@ def _fpush(FT, FI, IS, t, seq, w, g, i):
             break
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _fpop(FT, FI, IS):
     n = IS[FIN_N] - 1
     IS[FIN_N] = n
@@ -145,7 +145,7 @@ def _fpop(FT, FI, IS):
 
 # -- free capacity: one max tree per resource over cap - used ---------------------------------------
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _leaf(T, cap, used, size, i):
     for r in range(T.shape[0]):
         j = size + i
@@ -161,7 +161,7 @@ def _leaf(T, cap, used, size, i):
             j >>= 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _first_fit(T, size, N, GV, g, start, stack):
     """Smallest node >= ``start`` whose free amounts cover group ``g``'s request, or -1."""
     R = T.shape[0]
@@ -202,7 +202,7 @@ def _first_fit(T, size, N, GV, g, start, stack):
     return -1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _descend(T, size, N, GV, g, stack):
     R = T.shape[0]
     if N == 0:
@@ -226,7 +226,7 @@ def _descend(T, size, N, GV, g, stack):
     return node - size
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _first_group(SI, GC, s):
     o = SI[s, GOFF]
     for k in range(SI[s, NG]):
@@ -235,7 +235,7 @@ def _first_group(SI, GC, s):
     return o
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _place(SI, GC, GV, T, size, N, capt, rused, s, out_g, out_i, taken, mark, touched, stack):
     """(group, node) of every task of shape ``s`` into ``out_g``/``out_i``; the count, or -1."""
     R = T.shape[0]
@@ -308,7 +308,7 @@ def _place(SI, GC, GV, T, size, N, capt, rused, s, out_g, out_i, taken, mark, to
     return -1 if res < 0 else n
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _free_fit(SI, GC, GV, cap, used, s, first_only, extra, mark, touched):
     """``core.pending._free_fit`` on the arrays: every task (or the first) fits now."""
     R = cap.shape[0]

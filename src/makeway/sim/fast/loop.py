@@ -19,7 +19,7 @@ from makeway.sim.fast.kernel import (
 )
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _jain(qusage, ptasks, leaf_q, leaf_w, ccap):
     R = qusage.shape[1]
     total = 0.0
@@ -53,7 +53,7 @@ def _jain(qusage, ptasks, leaf_q, leaf_w, ccap):
     return (total * total) / (n * sq) if sq > 0 else 1.0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _sample(IS, FS, now, rused, qusage, pres, pn, ptasks, tq, leaf_q, leaf_w, ccap, ST, SU, SQ, SP, SPN, SJ):
     n = IS[NSAMP]
     if n >= ST.shape[0]:  # keep every other sample, double the interval
@@ -83,7 +83,7 @@ def _sample(IS, FS, now, rused, qusage, pres, pn, ptasks, tq, leaf_q, leaf_w, cc
     IS[NSAMP] = n + 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _set(IS, WI, TRW, TRT, TRC, w, now, code):
     if WI[w, CUR] == code:
         return
@@ -100,7 +100,7 @@ def _set(IS, WI, TRW, TRT, TRC, w, now, code):
     IS[TRAIL_N] = n + 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _classify(IS, WI, SI, GC, GV, T, size, N, cap, used, capt, rused, INV, w, position, extra, mark, touched, stack):
     s = np.int64(WI[w, S])
     if SI[s, NOWHERE]:
@@ -137,7 +137,7 @@ def _classify(IS, WI, SI, GC, GV, T, size, N, cap, used, capt, rused, INV, w, po
     return C_RESOURCES
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _before(WI, WF, qrank, a, b):
     """The round's order: queue name, then the model's order (priority, submit, id)."""
     qa, qb = qrank[WI[a, Q]], qrank[WI[b, Q]]
@@ -237,7 +237,7 @@ def _observe(IS, FS, WI, WF, SI, GC, GV, T, size, N, cap, used, capt, rused, INV
     IS[FRESH_LO] = IS[NSUB]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _start(IS, FS, WI, WF, GV, FT, FI, PG, PI, T, cap, used, size, rused, qusage, pres, pn, ptasks,
            qp_off, qp, tracked, STL, w, n, out_g, out_i, now):
     R = cap.shape[0]
@@ -291,7 +291,7 @@ def _start(IS, FS, WI, WF, GV, FT, FI, PG, PI, T, cap, used, size, rused, qusage
     IS[PCOUNT] -= 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _task_done(IS, FS, WI, WF, GV, cap, used, rused, qusage, qp_off, qp, FNL, w, g, i, now):
     R = cap.shape[0]
     q = WI[w, Q]
