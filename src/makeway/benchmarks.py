@@ -243,6 +243,9 @@ def decision_ms(admitted: int, samples: int) -> list[float]:
     """The CPU milliseconds of ``samples`` Kueue decisions, each of a preemptor among ``admitted``
     running workloads (``bench_preemption_decision``'s tree), in the order they were made."""
     cohorts, cqs = 10, 100
+    if admitted <= 0 or admitted % cqs:
+        raise ValueError(f"admitted: {admitted} is not a positive multiple of {cqs} (the nodes and quotas "
+                         f"must hold the admitted workloads exactly, or the preemptor fits without victims)")
     queues = [Queue("org", settings={"kind": "Cohort"})]
     for c in range(cohorts):
         queues.append(Queue(f"c{c}", "org", settings={"kind": "Cohort"}))

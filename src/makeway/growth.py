@@ -74,8 +74,10 @@ def memory_cost(scale: float) -> tuple[float, int]:
 
 def decision_cost(scale: float) -> tuple[float, int]:
     """The median CPU milliseconds of one Kueue preemption decision among ``10,000 x scale``
-    admitted workloads (``preemption-decision``): what a pass costs as the admitted set grows."""
-    admitted = int(10_000 * scale)
+    admitted workloads (``preemption-decision``): what a pass costs as the admitted set grows.
+    Rounded down to whole hundreds, which fill the scenario's 100 nodes and ClusterQueues exactly
+    (``--quick --growth``'s small size, 625, would leave a cohort quota the nodes cannot hold)."""
+    admitted = max(100, int(10_000 * scale) // 100 * 100)
     times = sorted(decision_ms(admitted, 21))
     return times[len(times) // 2], admitted
 

@@ -71,6 +71,20 @@ def test_decision_growth_reads_the_median_decision_among_the_admitted():
     assert growth.UNITS["preemption-decision"] == "ms"
 
 
+def test_decision_growth_at_the_quick_runs_small_size():
+    """``bench --quick --growth`` asks for 625 admitted (1/16 of the full 10,000): taken as 600,
+    which fill the 100 nodes and ClusterQueues; 625 left room and the preemptor needed no victim."""
+    cost, n = growth.decision_cost(0.25 / 4)
+    assert n == 600 and cost > 0.0
+
+
+def test_the_decision_scenario_refuses_a_count_it_cannot_fill():
+    from makeway.benchmarks import decision_ms
+
+    with pytest.raises(ValueError, match="admitted: 625"):
+        decision_ms(625, 1)
+
+
 def test_fair_share_growth_scales_pools_and_operations():
     cost, n = growth.fair_share_cost(0.01)
     assert n == 1000
