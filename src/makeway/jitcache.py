@@ -66,6 +66,8 @@ class _AfterCaching(importlib.abc.MetaPathFinder):
 
 
 class _ThenStamp(importlib.abc.Loader):
+    """numba's own loader for its cache module, then the pending stamps, in the same import."""
+
     def __init__(self, loader: Any):
         self.loader = loader
 
