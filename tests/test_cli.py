@@ -364,11 +364,12 @@ def test_importer_refuses_the_wrong_kind(tmp_path, kind, text, looks):
 
 def test_the_command_line_keeps_openblas_to_one_thread():
     """numpy's OpenBLAS would start a spinning worker per core at import (about 0.1 s of CPU a
-    command); the command line asks for one thread unless the user set a number."""
+    command); the command line asks for one thread unless the user set a number (the tasks an
+    agent runs get the user's environment back: ``tests/live/test_supervisor.py``)."""
     import os
 
     code = "import os, makeway.cli, numpy; print(os.environ.get('OPENBLAS_NUM_THREADS'))"
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "MAKEWAY_SET_OPENBLAS_THREADS")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True, timeout=60)
     assert out.stdout.split() == ["1"]
     env["OPENBLAS_NUM_THREADS"] = "3"

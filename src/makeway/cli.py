@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import List, Optional
 
-# makeway multiplies no matrices, but numpy's OpenBLAS starts a worker thread per core at import
-# that spins before it sleeps: about 0.1 s of CPU per command here (a sixth of a KTH replay)
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+from makeway import blas
+
+blas.one_thread()  # before anything imports numpy
 
 import typer  # noqa: E402
 
-from makeway.errors import MakewayError
+from makeway.errors import MakewayError  # noqa: E402
 
 _HELP = {"help_option_names": ["-h", "--help"]}
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,

@@ -225,3 +225,21 @@ def test_signal_names_and_env(tmp_path):
     env = task_env({"attempt": "a/b/c/0/1#2", "env": {"MAKEWAY_JOB_ID": "kept"}}, tmp_path)
     assert (env["MAKEWAY_JOB_ID"], env["MAKEWAY_TASK_ID"], env["MAKEWAY_ATTEMPT"]) == ("kept", "a/b/c/0/1", "2")
     assert env["MAKEWAY_PREEMPT_NOTICE"] == str(tmp_path / "notice.json") and "PATH" in env
+
+
+def test_a_task_gets_the_blas_threads_its_submitter_had(tmp_path, monkeypatch):
+    """The command line keeps numpy's OpenBLAS to one thread for makeway itself (``makeway.blas``);
+    a task the agent runs must not inherit that, only what the user or the job set."""
+    from makeway import blas
+
+    monkeypatch.delenv(blas.VAR, raising=False)
+    monkeypatch.delenv(blas.MARK, raising=False)
+    blas.one_thread(os.environ)
+    assert os.environ[blas.VAR] == "1"
+    env = task_env({"attempt": "j/0/0#1"}, tmp_path)
+    assert blas.VAR not in env and blas.MARK not in env
+    assert task_env({"attempt": "j/0/0#1", "env": {blas.VAR: "8"}}, tmp_path)[blas.VAR] == "8"
+    monkeypatch.delenv(blas.MARK)
+    monkeypatch.setenv(blas.VAR, "4")  # the user's own choice, which the command line keeps
+    blas.one_thread(os.environ)
+    assert task_env({"attempt": "j/0/0#1"}, tmp_path)[blas.VAR] == "4"

@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+from makeway.blas import as_the_user_set_it
 from makeway.live.crash import crash_point
 
 TICK = 0.05
@@ -85,13 +86,15 @@ def signal_number(value: object) -> int:
 
 
 def task_env(spec: dict, directory: Path) -> dict[str, str]:
-    """The task's environment: the supervisor's own (PATH, HOME...), the job's ``env``, the MAKEWAY_ ids.
+    """The task's environment: the supervisor's own (PATH, HOME...) but what makeway set for itself
+    (``makeway.blas``), the job's ``env``, the MAKEWAY_ ids.
 
     MAKEWAY_JOB_ID, MAKEWAY_TASK_ID and MAKEWAY_ATTEMPT come from ``env`` when the agent put them
     there, else from the attempt id ``<job>/<group>/<index>#<n>``; MAKEWAY_PREEMPT_NOTICE is always
     this attempt's notice file.
     """
     env = dict(os.environ)
+    as_the_user_set_it(env)
     env.update({str(k): str(v) for k, v in (spec.get("env") or {}).items()})
     attempt = str(spec.get("attempt", ""))
     task, _, number = attempt.rpartition("#")
