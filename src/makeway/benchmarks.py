@@ -239,10 +239,13 @@ def bench_preemption_decision(quick: bool) -> list[Figure]:
                    median_ms=round(times[len(times) // 2], 3), model="kueue")]
 
 
+DECISION_SLOTS = 100  # the preemption decision's nodes, and its ClusterQueues
+
+
 def decision_ms(admitted: int, samples: int) -> list[float]:
     """The CPU milliseconds of ``samples`` Kueue decisions, each of a preemptor among ``admitted``
     running workloads (``bench_preemption_decision``'s tree), in the order they were made."""
-    cohorts, cqs = 10, 100
+    cohorts, cqs = 10, DECISION_SLOTS
     if admitted <= 0 or admitted % cqs:
         raise ValueError(f"admitted: {admitted} is not a positive multiple of {cqs} (the nodes and quotas "
                          f"must hold the admitted workloads exactly, or the preemptor fits without victims)")
@@ -255,14 +258,14 @@ def decision_ms(admitted: int, samples: int) -> list[float]:
             "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
                 {"name": "default", "resources": [{"name": "cpu", "nominalQuota": admitted // cqs}]}]}],
             "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}}))
-    nodes = [Node(f"n{i}", {"cpu": admitted // 100}, {"flavor": "default"}) for i in range(100)]
+    nodes = [Node(f"n{i}", {"cpu": admitted // cqs}, {"flavor": "default"}) for i in range(cqs)]
     state = ClusterState(["cpu"], queues, nodes)
     rng = random.Random(5)
     node_names = list(state.nodes)
     for k in range(admitted):
         wl = Workload(f"w{k}", f"cq{k % cqs}", float(k), 1e9, (TaskGroup(1, {"cpu": 1}),), rng.randint(0, 9))
         state.submit(wl)
-        state.start(f"w{k}/0/0", node_names[k % 100], float(k))
+        state.start(f"w{k}/0/0", node_names[k % cqs], float(k))
     model = load_model("kueue", {})
     model.bind(state)
     times = []

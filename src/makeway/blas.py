@@ -23,8 +23,7 @@ def one_thread(environ: MutableMapping[str, str] = os.environ) -> None:
         environ[MARK] = "1"
 
 
-def as_the_user_set_it(env: MutableMapping[str, str]) -> MutableMapping[str, str]:
-    """``env`` without what ``one_thread`` set (a value the user set stays)."""
+def as_the_user_set_it(env: MutableMapping[str, str]) -> None:
+    """Take out of ``env`` what ``one_thread`` set (a value the user set stays)."""
     if env.pop(MARK, None) is not None:
         env.pop(VAR, None)
-    return env

@@ -13,8 +13,8 @@ import math
 import time
 from typing import Callable
 
-from makeway.benchmarks import (Figure, bench_throughput_preemption, decision_ms, figure, kth, kueue_baseline,
-                                synthetic_cluster, synthetic_jobs)
+from makeway.benchmarks import (DECISION_SLOTS, Figure, bench_throughput_preemption, decision_ms, figure, kth,
+                                kueue_baseline, synthetic_cluster, synthetic_jobs)
 from makeway.registry import load_model
 from makeway.sim.engine import SimOptions, simulate
 
@@ -77,7 +77,7 @@ def decision_cost(scale: float) -> tuple[float, int]:
     admitted workloads (``preemption-decision``): what a pass costs as the admitted set grows.
     Rounded down to whole hundreds, which fill the scenario's 100 nodes and ClusterQueues exactly
     (``--quick --growth``'s small size, 625, would leave a cohort quota the nodes cannot hold)."""
-    admitted = max(100, int(10_000 * scale) // 100 * 100)
+    admitted = max(DECISION_SLOTS, int(10_000 * scale) // DECISION_SLOTS * DECISION_SLOTS)
     times = sorted(decision_ms(admitted, 21))
     return times[len(times) // 2], admitted
 

@@ -36,19 +36,22 @@ def by_package(directory: str, prefix: str = "") -> None:
     if directory in _done:
         return
     caching = sys.modules.get(_CACHING)
-    if caching is not None:
-        _done.add(directory)
-        _stamp(caching, directory, prefix)
-        return
-    try:
-        if importlib.util.find_spec("numba") is None:
-            return
-    except (ImportError, ValueError):
+    if caching is None and not _installed("numba"):
         return
     _done.add(directory)
+    if caching is not None:
+        _stamp(caching, directory, prefix)
+        return
     _pending.append((directory, prefix))
     if not any(isinstance(f, _AfterCaching) for f in sys.meta_path):
         sys.meta_path.insert(0, _AfterCaching())
+
+
+def _installed(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 class _AfterCaching(importlib.abc.MetaPathFinder):
@@ -76,8 +79,9 @@ class _ThenStamp(importlib.abc.Loader):
 
     def exec_module(self, module: Any) -> None:
         self.loader.exec_module(module)
-        while _pending:
-            _stamp(module, *_pending.pop(0))
+        for directory, prefix in _pending:
+            _stamp(module, directory, prefix)
+        _pending.clear()
 
 
 def _stamp(caching: Any, directory: str, prefix: str) -> None:
